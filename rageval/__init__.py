@@ -1,0 +1,35 @@
+"""rageval: end-to-end evaluation of retrieval-augmented generation.
+
+The public API is synchronous and small::
+
+    import rageval
+    records = rageval.load_records("records.jsonl")
+    results = rageval.evaluate(records, ["ndcg@10", "mrr", "recall@5"])
+    results.write("out/")            # records.jsonl + summary.json
+    print(results.summary["ndcg@10"].value)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "evaluate", "load_records"]
+
+if TYPE_CHECKING:
+    from rageval.evaluate import evaluate
+    from rageval.records import load_records
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that `import rageval` stays cheap (no polars/numpy until needed).
+    if name == "evaluate":
+        from rageval.evaluate import evaluate
+
+        return evaluate
+    if name == "load_records":
+        from rageval.records import load_records
+
+        return load_records
+    raise AttributeError(f"module 'rageval' has no attribute {name!r}")
