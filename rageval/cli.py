@@ -1,0 +1,111 @@
+"""The ``rageval`` command.
+
+Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.json and a table),
+``metrics`` (the catalogue), ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal
+rank fusion of TREC runs). Every user error is a :class:`RagevalError` printed as one line with
+its exit code (2 for bad input or usage); ``main`` returns the code so tests run it in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from rageval import __version__
+from rageval.errors import RagevalError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse exits on its own; raise instead so main() controls streams and exit codes.
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rageval", description="Evaluate retrieval-augmented generation.")
+    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_score(sub)
+    sub.add_parser("metrics", help="list every metric with its parameters and definition")
+    sub.add_parser(
+        "trec-eval",
+        help="drop-in for trec_eval 10.0: rageval trec-eval [-q] [-c] [-M N] [-l N] "
+        "[-m MEASURE]... QRELS RUN",
+        add_help=False,
+    )
+    _add_fuse(sub)
+    return parser
+
+
+def _add_score(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="score records with metrics; write DIR/records.jsonl and "
+                       "DIR/summary.json")
+    p.add_argument("records", help="records file (.jsonl, .json, .csv, .parquet)")
+    p.add_argument("-m", "--metric", dest="metrics", action="append", required=True,
+                   metavar="METRIC", help="metric name, repeatable: -m ndcg@10 -m 'p(rel=2)@5'")
+    p.add_argument("--qrels", help="TREC qrels file giving the records' judgments")
+    p.add_argument("--out", help="output directory for records.jsonl and summary.json")
+    p.add_argument("--format", choices=("jsonl", "json", "csv", "parquet"),
+                   help="records format (default: from the file extension)")
+    p.add_argument("--trec-convention", action="store_true",
+                   help="score queries without relevant judgments as 0, as trec_eval does, "
+                   "instead of leaving them unscored")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap", type=int, default=1000,
+                   help="bootstrap resamples for the 95%% CI (default 1000)")
+    p.add_argument("--batch-size", type=int, default=1000, help="records per scoring batch")
+    bar = p.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
+                     help="always show a progress bar")
+    bar.add_argument("--no-progress", dest="progress", action="store_false",
+                     help="never show a progress bar (default: on a terminal)")
+
+
+def _add_fuse(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fuse", help="reciprocal rank fusion of TREC runs, written to stdout")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (two or more)")
+    p.add_argument("--k", type=int, default=60, help="RRF constant k (default 60)")
+    p.add_argument("--depth", type=int, default=None,
+                   help="keep the top N of the fused ranking per query (default: all)")
+    p.add_argument("--runid", default="rrf", help="run tag of the fused run (default rrf)")
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    out = stdout if stdout is not None else sys.stdout
+    try:
+        if args_list and args_list[0] == "trec-eval":
+            from rageval import trec_eval
+
+            return trec_eval.main(args_list[1:], stdout=out)
+        args = build_parser().parse_args(args_list)
+        return _dispatch(args, out)
+    except RagevalError as err:
+        print(err.format(), file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        # `rageval fuse ... | head` closes the pipe early; that is not an error.
+        return 0
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "score":
+        from rageval.commands import run_score
+
+        return run_score(args, out)
+    if args.command == "metrics":
+        from rageval.commands import run_metrics
+
+        return run_metrics(out)
+    if args.command == "fuse":
+        from rageval.commands import run_fuse
+
+        return run_fuse(args, out)
+    build_parser().print_help(out)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""The orchestrator: records x metrics -> :class:`~rageval.results.Results`.
+
+One synchronous entry point, :func:`evaluate`. It resolves metric names, merges qrels, checks
+before any scoring that every metric can score at least one record, scores in batches, and
+aggregates each output (mean or corpus figure, seeded bootstrap CI, unscored counts with reasons).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rageval import __version__
+from rageval.errors import UsageError
+from rageval.records import Record, apply_judgments, load_records
+from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, create
+from rageval.results import MetricSummary, RecordResult, Results
+from rageval.stats import bootstrap_ci
+
+# Which record field each "needs" entry refers to, and how to tell it is present.
+_FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
+    "judgments": lambda r: r.judgments is not None,
+    "contexts": lambda r: bool(r.contexts),
+    "answer": lambda r: r.answer is not None,
+    "reference": lambda r: bool(r.references),
+    "query": lambda r: r.query is not None,
+}
+
+ProgressHook = Callable[[int, int], None]  # (records done, records total)
+
+
+def evaluate(
+    records: Sequence[Record] | str | os.PathLike[str],
+    metrics: Iterable[str | Metric],
+    *,
+    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None = None,
+    trec_convention: bool = False,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    batch_size: int = 1000,
+    progress: ProgressHook | None = None,
+) -> Results:
+    """Score ``records`` with ``metrics`` and aggregate.
+
+    ``records`` is a list of :class:`Record` or a path (JSONL, CSV, Parquet). ``metrics`` are
+    names (``"ndcg@10"``) or metric objects. ``qrels`` (a TREC qrels path or a mapping
+    ``{record_id: {doc_id: grade}}``) fills the judgments of records. ``trec_convention`` scores
+    queries without relevant judgments as trec_eval does (0) instead of leaving them unscored.
+    ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
+    """
+    started = time.perf_counter()
+    source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
+    loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
+    loaded, judgments_source = _with_qrels(loaded, qrels)
+    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source)
+    resolved = _resolve(metrics, options)
+    _check_inputs(loaded, resolved)
+
+    if batch_size < 1:
+        raise UsageError(f"batch_size must be at least 1, got {batch_size}")
+    per_metric = {m: _score_all(m, loaded, batch_size, progress, len(resolved), i)
+                  for i, m in enumerate(resolved)}
+    summary = {
+        name: summary_item
+        for metric, result in per_metric.items()
+        for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
+    }
+    manifest = _manifest(source, loaded, resolved, options, seed, bootstrap, started)
+    return Results(_record_results(loaded, per_metric), summary, manifest)
+
+
+def _with_qrels(
+    records: list[Record], qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None
+) -> tuple[list[Record], str]:
+    if qrels is None:
+        return records, "inline"
+    if isinstance(qrels, Mapping):
+        return apply_judgments(records, qrels, source="<qrels mapping>"), "qrels"
+    from rageval.trec import read_qrels
+
+    path = str(qrels)
+    return apply_judgments(records, read_qrels(path).to_dict(), source=path), "qrels"
+
+
+def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    resolved: list[Metric] = []
+    for item in metrics:
+        metric = item if isinstance(item, Metric) else create(item, options)
+        if str(metric) in {str(m) for m in resolved}:
+            raise UsageError(f"metric {metric} requested twice")
+        resolved.append(metric)
+    if not resolved:
+        raise UsageError("no metrics requested (e.g. -m ndcg@10)")
+    return resolved
+
+
+def _check_inputs(records: list[Record], metrics: list[Metric]) -> None:
+    """Stop before scoring when a metric could not score a single record."""
+    if not records:
+        raise UsageError("no records to score")
+    for metric in metrics:
+        for needed in sorted(metric.needs):
+            if not any(_FIELD_PRESENT[needed](r) for r in records):
+                hint = " (or give --qrels)" if needed == "judgments" else ""
+                raise UsageError(
+                    f"metric {metric} needs '{needed}', and no record has it{hint}"
+                )
+
+
+def _score_all(
+    metric: Metric,
+    records: list[Record],
+    batch_size: int,
+    progress: ProgressHook | None,
+    n_metrics: int,
+    position: int,
+) -> MetricResult:
+    parts: list[MetricResult] = []
+    total = len(records) * n_metrics
+    for start in range(0, len(records), batch_size):
+        batch = Batch(records[start : start + batch_size])
+        parts.append(_checked(metric, batch, metric.score(batch)))
+        if progress is not None:
+            progress(position * len(records) + start + len(batch), total)
+    return _concat(parts)
+
+
+def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult:
+    expected = metric.output_names()
+    if list(result.values) != expected:
+        raise RuntimeError(f"{metric} returned outputs {list(result.values)}, expected {expected}")
+    for name, values in result.values.items():
+        if len(values) != len(batch):
+            raise RuntimeError(f"{metric} returned {len(values)} values for {name}, "
+                               f"expected {len(batch)}")
+    return result
+
+
+def _concat(parts: list[MetricResult]) -> MetricResult:
+    names = list(parts[0].values)
+    details: list[dict[str, Any] | None] | None = None
+    if any(p.details is not None for p in parts):
+        details = [d for p in parts for d in (p.details or [None] * len(p.reasons))]
+    return MetricResult(
+        {n: np.concatenate([p.values[n] for p in parts]) for n in names},
+        [r for p in parts for r in p.reasons],
+        details,
+    )
+
+
+def _summarise(
+    metric: Metric, result: MetricResult, seed: int, bootstrap: int
+) -> dict[str, MetricSummary]:
+    signature = metric.signature()
+    reasons = Counter(r for r in result.reasons if r is not None)
+    out: dict[str, MetricSummary] = {}
+    for name, values in result.values.items():
+        scored = ~np.isnan(values)
+        kept = values[scored]
+        indices = np.flatnonzero(scored)
+        corpus = metric.corpus_value(result, indices) if len(kept) else None
+        if corpus is not None and name == metric.output_names()[0]:
+            value, aggregate = corpus, "corpus"
+            ci = bootstrap_ci(
+                kept, resamples=bootstrap, seed=seed,
+                statistic=lambda idx, m=metric, r=result, ix=indices: m.corpus_value(r, ix[idx]),
+            )
+        else:
+            value = float(kept.mean()) if len(kept) else None
+            aggregate = "mean"
+            ci = bootstrap_ci(kept, resamples=bootstrap, seed=seed)
+        out[name] = MetricSummary(
+            value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
+            dict(reasons), aggregate, signature.format(short=True),
+        )
+    return out
+
+
+def _record_results(
+    records: list[Record], per_metric: dict[Metric, MetricResult]
+) -> list[RecordResult]:
+    rows = []
+    for i, record in enumerate(records):
+        scores: dict[str, float | None] = {}
+        errors: dict[str, str] = {}
+        details: dict[str, Any] = {}
+        for metric, result in per_metric.items():
+            for name, values in result.values.items():
+                value = float(values[i])
+                scores[name] = None if np.isnan(value) else value
+            if result.reasons[i] is not None:
+                errors[str(metric)] = result.reasons[i]
+            if result.details is not None and result.details[i] is not None:
+                details[str(metric)] = result.details[i]
+        rows.append(RecordResult(record.id, scores, errors, details))
+    return rows
+
+
+def _manifest(
+    source: str,
+    records: list[Record],
+    metrics: list[Metric],
+    options: ScoreOptions,
+    seed: int,
+    bootstrap: int,
+    started: float,
+) -> dict[str, Any]:
+    return {
+        "rageval": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "records": {"source": source if source == "<memory>" else str(Path(source)),
+                    "count": len(records)},
+        "metrics": [str(m) for m in metrics],
+        "judgments": options.judgments_source,
+        "trec_convention": options.trec_convention,
+        "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95,
+                      "method": "percentile"},
+        "versions": _versions(),
+        "wall_time_s": round(time.perf_counter() - started, 3),
+    }
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for package in ("numpy", "polars"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return out

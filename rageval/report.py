@@ -1,0 +1,79 @@
+"""Terminal presentation of results and of the metric catalogue (presentation only)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from rageval.registry import Metric, metric_classes
+from rageval.results import Results
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+
+
+def summary_table(results: Results) -> Table:
+    """The summary: value, 95% CI, scored and unscored counts, and each value's signature.
+
+    The table shows the short form of the signature; summary.json holds the long form.
+    """
+    table = Table(title=f"rageval summary ({len(results.records)} records)", title_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("unscored", justify="right")
+    table.add_column("signature", overflow="fold")
+    for name, item in results.summary.items():
+        ci = "—" if item.ci95 is None else f"[{_fmt(item.ci95[0])}, {_fmt(item.ci95[1])}]"
+        label = name + (" (corpus)" if item.aggregate == "corpus" else "")
+        signature = item.short_signature or item.signature
+        table.add_row(label, _fmt(item.value), ci, str(item.n), str(item.unscored), signature)
+    return table
+
+
+def unscored_lines(results: Results) -> list[str]:
+    """One line per (metric, reason) so that no unscored record goes unexplained."""
+    lines = []
+    seen: set[str] = set()
+    for name, item in results.summary.items():
+        # Components of one metric share its signature and reasons: report them once.
+        if item.signature in seen:
+            continue
+        seen.add(item.signature)
+        for reason, count in item.reasons.items():
+            lines.append(f"{name}: {count} unscored: {reason}")
+    return lines
+
+
+def metrics_table() -> Table:
+    """Every registered metric with its parameters and a one-line definition."""
+    table = Table(title="rageval metrics", title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("cutoff")
+    table.add_column("parameters", overflow="fold")
+    table.add_column("definition", overflow="fold")
+    for base, cls in metric_classes().items():
+        table.add_row(base, _cutoff_text(cls), _params_text(cls), cls.summary)
+    return table
+
+
+def _cutoff_text(cls: type[Metric]) -> str:
+    return {"none": "", "optional": "@k optional", "required": "@k required"}[cls.cutoff_rule]
+
+
+def _params_text(cls: type[Metric]) -> str:
+    parts = []
+    for p in cls.params:
+        choices = f" ({'|'.join(map(str, p.choices))})" if p.choices else ""
+        parts.append(f"{p.name}={p.default}{choices}: {p.doc}")
+    return "\n".join(parts)
+
+
+def print_summary(results: Results, console: Console) -> None:
+    console.print(summary_table(results))
+    for line in unscored_lines(results):
+        console.print(line, style="yellow", markup=False, highlight=False)
