@@ -79,15 +79,19 @@ def parse(text: str) -> MetricName:
     if cutoff is not None and int(cutoff) < 1:
         raise UsageError(f"metric name {text!r}: the cutoff after '@' must be at least 1")
     return MetricName(
-        base=match.group("base").lower() if ":" not in match.group("base") else _lower_ns(match),
+        base=_base(match.group("base")),
         params=params,
         cutoff=int(cutoff) if cutoff is not None else None,
     )
 
 
-def _lower_ns(match: re.Match[str]) -> str:
-    # The namespace is case-insensitive; the target (a rubric name or path) keeps its case.
-    namespace, target = match.group("base").split(":", 1)
+def _base(base: str) -> str:
+    # A namespace is case-insensitive; the target (a rubric name or path) keeps its case. Plain
+    # bases keep their case too (``rougeL``); the registry matches them case-insensitively and
+    # its canonical spelling is the one printed.
+    if ":" not in base:
+        return base
+    namespace, target = base.split(":", 1)
     return f"{namespace.lower()}:{target}"
 
 

@@ -12,6 +12,8 @@ derived data for a batch (the columnar ranking of the retrieval metrics, say) li
 from __future__ import annotations
 
 import difflib
+import importlib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -218,6 +220,7 @@ def _render(value: Any) -> str:
 
 _REGISTRY: dict[str, type[Metric]] = {}
 _NAMESPACES: dict[str, Callable[[MetricName, ScoreOptions], Metric]] = {}
+_FAMILIES: list[tuple[re.Pattern[str], Callable[[str], type[Metric]]]] = []
 
 
 def register(cls: type[Metric]) -> type[Metric]:
@@ -226,6 +229,15 @@ def register(cls: type[Metric]) -> type[Metric]:
         raise ValueError(f"metric {cls.base!r} registered twice")
     _REGISTRY[cls.base] = cls
     return cls
+
+
+def register_family(pattern: str, make_class: Callable[[str], type[Metric]]) -> None:
+    """Bases matching ``pattern`` (e.g. ``rouge[0-9]+``) are built by ``make_class(base)``.
+
+    For open-ended families such as ROUGE-N; ``make_class`` should return the same class for the
+    same base so that equal names give equal metrics.
+    """
+    _FAMILIES.append((re.compile(pattern), make_class))
 
 
 def register_namespace(
@@ -250,14 +262,30 @@ def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metri
         if factory is None:
             raise UsageError(_unknown(parsed.namespace + ":", [f"{n}:" for n in _NAMESPACES]))
         return factory(parsed, opts)
-    cls = _REGISTRY.get(parsed.base) or _REGISTRY.get(_ALIASES.get(parsed.base, ""))
+    cls = _lookup(parsed.base)
     if cls is None:
         raise UsageError(_unknown(parsed.base, [*_REGISTRY, *_ALIASES]))
     return cls(cutoff=parsed.cutoff, options=opts, **dict(parsed.params))
 
 
+def _lookup(base: str) -> type[Metric] | None:
+    """Exact name, then case-insensitive name or alias, then a family pattern (``rouge3``)."""
+    if base in _REGISTRY:
+        return _REGISTRY[base]
+    folded = {name.lower(): cls for name, cls in _REGISTRY.items()}
+    key = base.lower()
+    if key in folded:
+        return folded[key]
+    if key in _ALIASES:
+        return _REGISTRY[_ALIASES[key]]
+    for pattern, make_class in _FAMILIES:
+        if pattern.fullmatch(base):
+            return make_class(base)
+    return None
+
+
 def _unknown(what: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(what, known, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(what.lower(), known, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown metric {what!r}{hint} (`rageval metrics` lists them all)"
 
@@ -271,6 +299,8 @@ _ALIASES: dict[str, str] = {
     "r_precision": "rprec",
 }
 
+# Importing these modules registers their metrics; heavy libraries load lazily inside them.
+BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval",)
 _loaded = False
 
 
@@ -278,5 +308,5 @@ def _load_builtin() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        # Importing the modules registers their metrics; heavy libraries load lazily inside.
-        import rageval.retrieval  # noqa: F401
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)

@@ -25,7 +25,8 @@ from rageval.names import MetricName, parse
         ),
         ("judge:faithfulness", MetricName("judge:faithfulness")),
         ("judge:rubrics/my_rubric.toml", MetricName("judge:rubrics/my_rubric.toml")),
-        ("NDCG@10", MetricName("ndcg", (), 10)),
+        ("NDCG@10", MetricName("NDCG", (), 10)),
+        ("rougeLsum", MetricName("rougeLsum")),
         (" mrr ", MetricName("mrr")),
     ],
 )
