@@ -162,7 +162,7 @@ def _concat(parts: list[MetricResult]) -> MetricResult:
 def _summarise(
     metric: Metric, result: MetricResult, seed: int, bootstrap: int
 ) -> dict[str, MetricSummary]:
-    signature = metric.signature()
+    signature = metric.result_signature(result)
     reasons = Counter(r for r in result.reasons if r is not None)
     out: dict[str, MetricSummary] = {}
     for name, values in result.values.items():

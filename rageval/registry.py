@@ -196,6 +196,11 @@ class Metric(ABC):
         fields.append(Field("rageval", __version__, "v", version=True))
         return Signature.of(fields)
 
+    def result_signature(self, result: MetricResult) -> Signature:
+        """The signature written next to scored values; the same as :meth:`signature` unless a
+        field can only be read from the data (sacrebleu's ``nrefs``)."""
+        return self.signature()
+
     def signature_extra(self) -> list[Field]:
         """Metric-specific fields (judgment source, library versions, ...)."""
         return []
@@ -300,7 +305,7 @@ _ALIASES: dict[str, str] = {
 }
 
 # Importing these modules registers their metrics; heavy libraries load lazily inside them.
-BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval",)
+BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval", "rageval.bleu")
 _loaded = False
 
 
