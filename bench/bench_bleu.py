@@ -34,7 +34,7 @@ from sacrebleu.metrics import BLEU
 
 import rageval
 import rageval.bleu  # registers "bleu"
-from rageval.evaluate import evaluate
+from rageval.orchestrator import evaluate
 from rageval.records import Record
 
 _TEXT = (

@@ -18,14 +18,14 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "evaluate", "load_records"]
 
 if TYPE_CHECKING:
-    from rageval.evaluate import evaluate
+    from rageval.orchestrator import evaluate
     from rageval.records import load_records
 
 
 def __getattr__(name: str) -> Any:
     # Lazy so that `import rageval` stays cheap (no polars/numpy until needed).
     if name == "evaluate":
-        from rageval.evaluate import evaluate
+        from rageval.orchestrator import evaluate
 
         return evaluate
     if name == "load_records":

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from rageval.errors import UsageError
-from rageval.evaluate import ProgressHook, evaluate
+from rageval.orchestrator import ProgressHook, evaluate
 from rageval.records import load_records
 from rageval.report import metrics_table, print_summary
 

@@ -305,7 +305,7 @@ _ALIASES: dict[str, str] = {
 }
 
 # Importing these modules registers their metrics; heavy libraries load lazily inside them.
-BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval", "rageval.bleu")
+BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval", "rageval.rouge", "rageval.bleu")
 _loaded = False
 
 

@@ -17,7 +17,7 @@ from sacrebleu.metrics import BLEU as SacreBLEU
 import rageval.bleu  # registers "bleu"
 from rageval.bleu import COMPONENTS, NO_ANSWER, NO_REFERENCE, SMOOTH_METHODS, Bleu
 from rageval.errors import UsageError
-from rageval.evaluate import evaluate
+from rageval.orchestrator import evaluate
 from rageval.records import Record, records_from_dicts
 from rageval.registry import Batch, Metric, create
 

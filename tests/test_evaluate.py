@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rageval.errors import UsageError
-from rageval.evaluate import evaluate
+from rageval.orchestrator import evaluate
 from rageval.records import load_records, records_from_dicts
 from rageval.stats import bootstrap_ci
 
@@ -66,7 +66,7 @@ def test_progress_hook_reaches_total() -> None:
     seen: list[tuple[int, int]] = []
     evaluate(DEMO, ["mrr", "map"], bootstrap=10, batch_size=3,
              progress=lambda done, total: seen.append((done, total)))
-    assert seen[-1][0] == seen[-1][1] == 2 * len(load_records(DEMO))
+    assert seen[-1][0] == seen[-1][1] == len(load_records(DEMO))
 
 
 def test_no_record_with_judgments_stops_before_scoring() -> None:
@@ -103,3 +103,11 @@ def test_bootstrap_ci_edges() -> None:
     assert 40 < lo < 49.5 < hi < 59
     with pytest.raises(ValueError):
         bootstrap_ci(np.array([1.0]), resamples=0)
+
+
+def test_public_api_names_the_function() -> None:
+    import rageval
+    import rageval.orchestrator  # importing the module must not shadow the function
+
+    assert callable(rageval.evaluate) and rageval.evaluate.__name__ == "evaluate"
+    assert callable(rageval.load_records)

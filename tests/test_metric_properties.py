@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.evaluate import evaluate
+from rageval.orchestrator import evaluate
 from rageval.records import records_from_dicts
 
 RATIOS = ["p@5", "recall@5", "f1@5", "hit@5", "mrr", "map", "rprec", "bpref", "ndcg@5",

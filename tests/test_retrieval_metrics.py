@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rageval.evaluate import evaluate
+from rageval.orchestrator import evaluate
 from rageval.records import records_from_dicts
 
 

@@ -67,8 +67,7 @@ def evaluate(
 
     if batch_size < 1:
         raise UsageError(f"batch_size must be at least 1, got {batch_size}")
-    per_metric = {m: _score_all(m, loaded, batch_size, progress, len(resolved), i)
-                  for i, m in enumerate(resolved)}
+    per_metric = _score_all(resolved, loaded, batch_size, progress)
     summary = {
         name: summary_item
         for metric, result in per_metric.items()
@@ -119,21 +118,21 @@ def _check_inputs(records: list[Record], metrics: list[Metric]) -> None:
 
 
 def _score_all(
-    metric: Metric,
+    metrics: list[Metric],
     records: list[Record],
     batch_size: int,
     progress: ProgressHook | None,
-    n_metrics: int,
-    position: int,
-) -> MetricResult:
-    parts: list[MetricResult] = []
-    total = len(records) * n_metrics
+) -> dict[Metric, MetricResult]:
+    """Score batch by batch; within a batch every metric shares the batch's cache (one ranking
+    for all retrieval metrics, one tokenisation for all ROUGE variants)."""
+    parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
     for start in range(0, len(records), batch_size):
         batch = Batch(records[start : start + batch_size])
-        parts.append(_checked(metric, batch, metric.score(batch)))
+        for metric in metrics:
+            parts[metric].append(_checked(metric, batch, metric.score(batch)))
         if progress is not None:
-            progress(position * len(records) + start + len(batch), total)
-    return _concat(parts)
+            progress(start + len(batch), len(records))
+    return {metric: _concat(results) for metric, results in parts.items()}
 
 
 def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult:
