@@ -128,6 +128,10 @@ class Bleu(Metric):
 
     # ---- names and signature ------------------------------------------------------------
 
+    def table_names(self) -> list[str]:
+        """Corpus BLEU and the mean of sentence BLEU: both numbers, never one for the other."""
+        return self.output_names()[:2]
+
     def output_names(self) -> list[str]:
         head = str(self.name)
         return [head, *(f"{head}.{part}" for part in COMPONENTS)]

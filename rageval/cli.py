@@ -56,6 +56,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000,
                    help="bootstrap resamples for the 95%% CI (default 1000)")
     p.add_argument("--batch-size", type=int, default=1000, help="records per scoring batch")
+    p.add_argument("--components", action="store_true",
+                   help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
+                   "not only headline values (the files always hold all of them)")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="always show a progress bar")

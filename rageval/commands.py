@@ -57,7 +57,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         )
     results.manifest["records"]["source"] = args.records
     console = _console(out)
-    print_summary(results, console)
+    print_summary(results, console, components=args.components)
     if args.out:
         written = results.write(args.out)
         console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}")

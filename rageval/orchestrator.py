@@ -182,6 +182,7 @@ def _summarise(
         out[name] = MetricSummary(
             value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
             dict(reasons), aggregate, signature.format(short=True),
+            in_table=name in metric.table_names(),
         )
     return out
 

@@ -186,6 +186,10 @@ class Metric(ABC):
         """Names of the values this metric writes; the first is the headline."""
         return [str(self.name)]
 
+    def table_names(self) -> list[str]:
+        """The outputs the terminal summary shows by default (every output is in the files)."""
+        return self.output_names()[:1]
+
     def signature(self) -> Signature:
         """Known before scoring: metric, every parameter, run options, versions last."""
         fields = [Field("metric", self.base, "m")]

@@ -15,10 +15,11 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
 
 
-def summary_table(results: Results) -> Table:
+def summary_table(results: Results, *, components: bool = False) -> Table:
     """The summary: value, 95% CI, scored and unscored counts, and each value's signature.
 
-    The table shows the short form of the signature; summary.json holds the long form.
+    The table shows the short form of the signature (summary.json holds the long form) and,
+    unless ``components`` is set, only each metric's headline values.
     """
     table = Table(title=f"rageval summary ({len(results.records)} records)", title_justify="left")
     table.add_column("metric", style="bold")
@@ -28,6 +29,8 @@ def summary_table(results: Results) -> Table:
     table.add_column("unscored", justify="right")
     table.add_column("signature", overflow="fold")
     for name, item in results.summary.items():
+        if not (item.in_table or components):
+            continue
         ci = "—" if item.ci95 is None else f"[{_fmt(item.ci95[0])}, {_fmt(item.ci95[1])}]"
         label = name + (" (corpus)" if item.aggregate == "corpus" else "")
         signature = item.short_signature or item.signature
@@ -73,7 +76,7 @@ def _params_text(cls: type[Metric]) -> str:
     return "\n".join(parts)
 
 
-def print_summary(results: Results, console: Console) -> None:
-    console.print(summary_table(results))
+def print_summary(results: Results, console: Console, *, components: bool = False) -> None:
+    console.print(summary_table(results, components=components))
     for line in unscored_lines(results):
         console.print(line, style="yellow", markup=False, highlight=False)

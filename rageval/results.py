@@ -36,6 +36,7 @@ class MetricSummary:
     reasons: dict[str, int] = field(default_factory=dict)
     aggregate: str = "mean"  # "mean" or "corpus"
     short_signature: str = ""  # abbreviated keys, for tables; summary.json keeps the long form
+    in_table: bool = True  # False for components the terminal table leaves out by default
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
