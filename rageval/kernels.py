@@ -201,10 +201,6 @@ class _Sub:
     counts: np.ndarray  # rows per query
     nth: np.ndarray  # 1-based index of each row within its query's subset
 
-    def first_in_seg(self, seg_values: np.ndarray) -> np.ndarray:
-        """Row-aligned view of a per-query array."""
-        return seg_values[self.seg]
-
 
 def _subset(r: Ranking, mask: np.ndarray) -> _Sub:
     return _subset_rows(r, np.flatnonzero(mask))
@@ -279,9 +275,7 @@ def num_rel(r: Ranking, rel_level: int = 1) -> np.ndarray:
 
 def num_rel_ret(r: Ranking, rel_level: int = 1) -> np.ndarray:
     """num_rel_ret: retrieved documents judged with grade >= max(rel_level, 0)."""
-    return _count_top(r, _relevant(r, max(rel_level, 0)), np.iinfo(np.int64).max).astype(
-        np.float64
-    )
+    return _relevant(r, max(rel_level, 0)).counts.astype(np.float64)
 
 
 def num_nonrel_judged_ret(r: Ranking, rel_level: int = 1) -> np.ndarray:
@@ -304,6 +298,8 @@ def precision_at(r: Ranking, k: int, rel_level: int = 1) -> np.ndarray:
     ``k`` is always the denominator: a query retrieving fewer than ``k`` documents is padded
     with non-relevant ones (15 retrieved, 4 relevant: P@20 = 0.2).
     """
+    if k < 1:
+        raise ValueError(f"cutoff must be >= 1, got {k}")
     return _count_top(r, _relevant(r, rel_level), k) / float(k)
 
 
@@ -333,6 +329,8 @@ hit_at = success_at
 def unjudged_at(r: Ranking, k: int) -> np.ndarray:
     """unj@k (``unj.k``): fraction of the top ``k`` that is not judged (not pooled, or pooled
     with a negative grade), over ``k``; missing ranks below num_ret count as judged."""
+    if k < 1:
+        raise ValueError(f"cutoff must be >= 1, got {k}")
     top = np.minimum(r.num_ret(), k)
     judged = _count_top(r, _judged(r), k)
     return (top - judged) / float(k)
@@ -359,11 +357,22 @@ def r_precision_mult(r: Ranking, mult: float, rel_level: int = 1) -> np.ndarray:
     return _safe_div(cnt, cut.astype(np.float64))
 
 
-def _mult_cutoffs(
-    r: Ranking, frac: float, rel_level: int, bump: float = 0.9
-) -> np.ndarray:
-    """trec_eval's ``(long)(frac * num_rel + bump)`` (truncation toward zero)."""
-    return np.trunc(frac * _num_rel_f(r, rel_level) + bump).astype(np.int64)
+def _mult_cutoffs(r: Ranking, frac: float, rel_level: int) -> np.ndarray:
+    """trec_eval's ``(long)(frac * num_rel + 0.9)`` (truncation toward zero), for Rprec_mult."""
+    return np.trunc(frac * _num_rel_f(r, rel_level) + 0.9).astype(np.int64)
+
+
+def _recall_cutoffs(r: Ranking, frac: float, rel_level: int) -> np.ndarray:
+    """trec_eval 10.0's ``lround(frac * num_rel)`` (halves away from zero), the number of
+    relevant documents for a recall level in iprec_at_recall and 11pt_avg.
+
+    (trec_eval 9 and pytrec_eval use ``(long)(frac * num_rel + 0.9)`` there.)
+    """
+    v = frac * _num_rel_f(r, rel_level)
+    a = np.abs(v)
+    f = np.floor(a)
+    rounded = f + (a - f >= 0.5)  # a - f is exact, unlike a + 0.5
+    return (np.sign(v) * rounded).astype(np.int64)
 
 
 # ==========================================================================================
@@ -506,9 +515,6 @@ def _interpolated(r: Ranking, rel_level: int) -> tuple[_Sub, np.ndarray]:
     return out
 
 
-_RECALL_BUMP = 0.5
-
-
 def _iprec_values(r: Ranking, cuts: np.ndarray, rel_level: int) -> np.ndarray:
     """Interpolated precision once ``cuts[q]`` relevant documents are found (trec_eval's
     assignment for non-decreasing cutoffs): 0 if cuts exceed num_rel_ret; the overall maximum
@@ -516,7 +522,7 @@ def _iprec_values(r: Ranking, cuts: np.ndarray, rel_level: int) -> np.ndarray:
     sub, ip = _interpolated(r, rel_level)
     nrr = sub.counts
     out = np.zeros(r.num_queries, dtype=np.float64)
-    at = np.where(cuts == 0, 1, cuts)
+    at = np.where(cuts <= 0, 1, cuts)  # a cut of 0 (or below) takes the final maximum
     ok = (at <= nrr) & (nrr > 0)
     out[ok] = ip[sub.offsets[:-1][ok] + at[ok] - 1]
     return out
@@ -527,13 +533,13 @@ def interpolated_precision_at_recall(
 ) -> np.ndarray:
     """iprec_at_recall: interpolated precision at recall levels, ``[nq, K]``.
 
-    Level x becomes the document count c = (long)(x * num_rel + 0.9); the value is
+    Level x becomes the document count c = lround(x * num_rel) (trec_eval 10.0); the value is
     max over ranks i at or below the c-th relevant retrieved document of P@i (for c = 0: over
     all ranks), 0 when fewer than c relevant documents are retrieved.
     ``recall_levels`` must be sorted ascending (trec_eval sorts them).
     """
     cols = [
-        _iprec_values(r, _mult_cutoffs(r, x, rel_level, _RECALL_BUMP), rel_level)
+        _iprec_values(r, _recall_cutoffs(r, x, rel_level), rel_level)
         for x in recall_levels
     ]
     return np.stack(cols, axis=1) if cols else np.zeros((r.num_queries, 0))
@@ -551,7 +557,7 @@ def eleven_point_average(
     levels = list(recall_levels)
     if not levels:
         raise ValueError("11pt_avg needs at least one recall level")
-    cuts = np.stack([_mult_cutoffs(r, x, rel_level, _RECALL_BUMP) for x in levels], axis=1)
+    cuts = np.stack([_recall_cutoffs(r, x, rel_level) for x in levels], axis=1)
     if np.all(np.diff(cuts, axis=1) >= 0):
         total = np.zeros(r.num_queries, dtype=np.float64)
         for c in range(len(levels) - 1, -1, -1):
@@ -844,7 +850,8 @@ def g_measure(r: Ranking, gains: Mapping[int, float] | None = None) -> np.ndarra
         else:  # add 1.0 rank by rank, exactly as trec_eval does
             cost[out_rows] = _cost_past_ideal(last, seg[out_rows], extra)
     arg = (2.0 + cost) - got
-    contrib = g / _log2_of(arg)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        contrib = g / _log2_of(arg)
     total = _seq_sum(contrib, sub.offsets)
     ideal_sum = _seq_sum(values, ioff)
     out = np.zeros(nq, dtype=np.float64)
@@ -920,14 +927,15 @@ def rbp_residual(r: Ranking, p: float = 0.9) -> np.ndarray:
     """rbp_resid: the most RBP could grow if every unjudged retrieved document were fully
     relevant: p**num_ret + (1 - p) * sum over unjudged ranks i of p**(i-1); 0 when every
     retrieved document is judged."""
-    te = r.te_rel()
-    sub = _subset(r, te < 0)
+    unj = r.te_rel() < 0
     nret = r.num_ret()
-    n = max(int(nret.max()) if nret.size else 0, 1)
-    table = _power_table(p, n)
-    sums = _seq_sum(table[sub.pos], sub.offsets)
+    table = _power_table(p, max(int(nret.max()) if nret.size else 0, 1))
+    # Unjudged documents are usually most of the run: work on the full layout.
+    values = np.where(unj, table[r.positions()], 0.0)
+    sums = _seq_sum(values, r.offsets)
+    counts = np.concatenate(([0], np.cumsum(unj, dtype=np.int64)))
+    has = (counts[r.offsets[1:]] - counts[r.offsets[:-1]]) > 0
     out = np.zeros(r.num_queries, dtype=np.float64)
-    has = sub.counts > 0
     out[has] = table[nret[has]] + (1 - p) * sums[has]
     return out
 

@@ -11,7 +11,8 @@ both.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,26 @@ TE_UNJUDGED = -2
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _HASH_SEED = 0x5EED
+
+
+@contextmanager
+def fast_allocation() -> Iterator[None]:
+    """Turn off numpy's hugepage advice on big arrays for the duration of the block.
+
+    With transparent hugepages in ``madvise`` mode and defrag on ``madvise`` (a common Linux
+    default), every fresh large numpy array triggers synchronous memory compaction: first
+    touching 80 MB then takes ~0.2 s instead of ~0.03 s. Evaluating a 10M-line run allocates
+    several such arrays, so this roughly halves the time spent outside parsing.
+    """
+    setter = getattr(np._core.multiarray, "_set_madvise_hugepage", None)
+    if setter is None:
+        yield
+        return
+    previous = setter(False)
+    try:
+        yield
+    finally:
+        setter(previous)
 
 
 @dataclass(frozen=True)
@@ -62,7 +83,9 @@ class Ranking:
     # True where the retrieved document is in the judgments. None means "exactly the documents
     # with grade >= 0", which is the case unless some judgment has a negative grade.
     _pooled: np.ndarray | None = field(default=None, repr=False, compare=False)
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Derived arrays the kernels reuse. Not an __init__ argument, so dataclasses.replace()
+    # (e.g. with clipped grades) starts from an empty cache.
+    _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------------------------
     # Basic counts
@@ -136,7 +159,9 @@ class Ranking:
         """
         if "te_rel" not in self._cache:
             g = self.grades
-            if self._pooled is None:
+            if self._pooled is None and (g.size == 0 or int(g.min()) >= TE_NONPOOL):
+                rel = g  # already trec_eval's values: no copy
+            elif self._pooled is None:
                 rel = np.where(g >= 0, g, TE_NONPOOL)
             else:
                 rel = np.where(self._pooled, np.where(g >= 0, g, TE_UNJUDGED), TE_NONPOOL)
@@ -228,7 +253,8 @@ class Ranking:
         run_obj = run if isinstance(run, Run) else read_run(run)
         if max_retrieved is not None and max_retrieved < 0:
             raise ValueError("max_retrieved must be >= 0")
-        return _build_from_trec(qrels_obj, run_obj, max_retrieved, all_qrels_queries)
+        with fast_allocation():
+            return _build_from_trec(qrels_obj, run_obj, max_retrieved, all_qrels_queries)
 
 
 # ----------------------------------------------------------------------------------------
@@ -267,73 +293,95 @@ def _scores_from_lists(
 def _salted_keys(hashes: np.ndarray, codes: np.ndarray, nq: int) -> np.ndarray:
     """64-bit key of (query code, docno hash): the hash XOR a per-query salt."""
     with np.errstate(over="ignore"):
-        salt = (np.arange(1, nq + 1, dtype=np.uint64) * _GOLDEN) if nq else np.zeros(0, np.uint64)
-    if not hashes.flags.writeable:
-        return hashes ^ salt[codes]
-    np.bitwise_xor(hashes, salt[codes], out=hashes)
-    return hashes
+        salt = np.arange(1, nq + 1, dtype=np.uint64) * _GOLDEN
+    return hashes ^ salt[codes]
 
 
-def _take(values: np.ndarray, order: np.ndarray | None) -> np.ndarray:
-    return values if order is None else values[order]
+@dataclass(frozen=True)
+class _Layout:
+    """Where each ranked row (queries in order, rank order within) sits in the run file.
+
+    Either contiguous blocks of file rows (``starts``/``lengths``, one per query, the common
+    case of a run written query by query in rank order: no per-row permutation is built), or
+    an explicit permutation ``order`` (ranked row -> file row).
+    """
+
+    offsets: np.ndarray  # ranked segment offsets [nq + 1]
+    starts: np.ndarray | None = None  # file row of each query's first ranked row
+    order: np.ndarray | None = None
+
+    def take_series(self, series: pl.Series) -> np.ndarray:
+        """A numeric polars column (one value per file row) in ranked order, as numpy: one
+        copy, made by polars from zero-copy slices."""
+        if self.order is not None:  # (polars' gather is slow on chunked columns)
+            return series.to_numpy()[self.order]
+        assert self.starts is not None
+        lens = np.diff(self.offsets)
+        if self.starts.size and np.array_equal(self.starts, self.offsets[:-1]):
+            return series.slice(0, int(self.offsets[-1])).to_numpy()
+        pairs = zip(self.starts.tolist(), lens.tolist(), strict=True)
+        parts = [series.slice(s, n) for s, n in pairs if n]
+        if not parts:
+            return series.slice(0, 0).to_numpy()
+        return pl.concat(parts, rechunk=False).to_numpy()
+
+    def source(self, rows: np.ndarray) -> np.ndarray:
+        """File row of each ranked row."""
+        if self.order is not None:
+            return self.order[rows]
+        assert self.starts is not None
+        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        return self.starts[seg] + (rows - self.offsets[seg])
+
+    def ranked(self, file_rows: np.ndarray) -> np.ndarray:
+        """Ranked row of each file row (-1 when the row is not ranked); blocks layout only."""
+        assert self.starts is not None
+        lens = np.diff(self.offsets)
+        blocks = np.flatnonzero(lens > 0)  # a query without results has no block
+        blocks = blocks[np.argsort(self.starts[blocks], kind="stable")]
+        if blocks.size == 0:
+            return np.full(file_rows.size, -1, dtype=np.int64)
+        starts, lens, firsts = self.starts[blocks], lens[blocks], self.offsets[blocks]
+        seg = np.maximum(np.searchsorted(starts, file_rows, side="right") - 1, 0)
+        delta = file_rows - starts[seg]
+        inside = (delta >= 0) & (delta < lens[seg])
+        return np.where(inside, firsts[seg] + delta, -1)
 
 
 def _build_from_trec(
     qrels: Qrels, run: Run, max_retrieved: int | None, all_qrels_queries: bool
 ) -> Ranking:
     frame = run.frame
-    qids, q_codes_all, codes = _query_codes(qrels, run, all_qrels_queries)
+    qids, q_codes_all, segs = _query_codes(qrels, run, all_qrels_queries)
     nq = len(qids)
     docno = frame.get_column("docno")
-    scores = frame.get_column("score").to_numpy()
-    if np.isnan(scores).any():
+    scores = frame.get_column("score")
+    if scores.is_nan().any():
         raise InputError("a score is NaN", path=run.path)
-    keys = _salted_keys(docno.hash(_HASH_SEED).to_numpy(), codes, nq)
 
-    # Keep the rows of evaluated queries only (``rows`` maps back to the file's rows).
-    rows: np.ndarray | None = None
-    if codes.size and codes.min() < 0:
-        rows = np.flatnonzero(codes >= 0)
-        codes, scores, keys = codes[rows], scores[rows], keys[rows]
+    layout = _rank_layout(segs, scores, nq)
+    if max_retrieved is not None and np.diff(layout.offsets).max(initial=0) > max_retrieved:
+        layout = _truncate(layout, scores, max_retrieved, docno)
+    offsets = layout.offsets
+    scores_o = layout.take_series(scores)
+    del scores
 
     # Judgments of the evaluated queries.
     q_frame = qrels.frame
-    q_rows = np.flatnonzero(q_codes_all >= 0)
-    q_codes = q_codes_all[q_rows]
-    q_docno = q_frame.get_column("docno").gather(q_rows)
-    q_rel = q_frame.get_column("rel").to_numpy()[q_rows]
-    q_keys = _salted_keys(q_docno.hash(_HASH_SEED).to_numpy(), q_codes, nq)
-    _check_qrels_unique(qrels, q_keys, q_codes, q_docno, qids)
+    q_docno = q_frame.get_column("docno")
+    q_rel = q_frame.get_column("rel").to_numpy()
+    q_codes = q_codes_all
+    if q_codes_all.size and q_codes_all.min() < 0:  # judgments of queries not evaluated
+        q_rows = np.flatnonzero(q_codes_all >= 0)
+        q_codes, q_docno, q_rel = q_codes_all[q_rows], q_docno.gather(q_rows), q_rel[q_rows]
+    q_hash = q_docno.hash(_HASH_SEED).to_numpy()
+    _check_qrels_unique(qrels, _salted_keys(q_hash, q_codes, nq), q_codes, q_docno, qids)
 
-    # Grades by a hash join, in file order (the join does not care about order).
-    grades, pooled = _lookup_grades(keys, codes, docno, rows, q_keys, q_codes, q_docno, q_rel)
-
-    counts = np.bincount(codes, minlength=nq).astype(np.int64)
-    order, blocks = _rank_order(codes, scores)
-    block_qids = [qids[c] for c in codes[blocks[:-1]].tolist()] if blocks is not None else []
-    del codes
-    scores = _take(scores, order)
-    offsets = _offsets(counts)
-    truncate = max_retrieved is not None and counts.size > 0 and counts.max() > max_retrieved
-    if truncate:
-        assert max_retrieved is not None
-        kept = _truncate(order, scores, offsets, max_retrieved, docno, rows)
-        order = kept if order is None else order[kept]
-        scores = scores[kept]
-        counts = np.minimum(counts, max_retrieved)
-        offsets = _offsets(counts)
-    if blocks is not None and not truncate:
-        # Rows of a query are contiguous in the file: check duplicates in file order.
-        _check_run_unique(keys, blocks, block_qids, docno, rows, run)
-        del keys
-    else:
-        keys = _take(keys, order)
-        _check_run_unique(keys, offsets, qids, docno, _compose(rows, order), run)
-        del keys
-    grades = _take(grades, order)
-    pooled = _take(pooled, order)
-    source = _compose(rows, order)
-    _resolve_ties(offsets, scores, grades, pooled, docno, source)
+    hashes = docno.hash(_HASH_SEED).to_numpy()
+    _check_run_unique(hashes, layout, segs, docno, qids, run)
+    grades, pooled = _lookup_grades(hashes, layout, segs, docno, q_hash, q_codes, q_docno, q_rel)
+    del hashes
+    _resolve_ties(offsets, scores_o, grades, pooled, docno, layout)
 
     j_order = np.lexsort((-q_rel, q_codes))
     judged_counts = np.bincount(q_codes, minlength=nq).astype(np.int64)
@@ -342,7 +390,7 @@ def _build_from_trec(
         qids=tuple(qids),
         offsets=offsets,
         grades=grades,
-        scores=scores.astype(np.float64, copy=False),
+        scores=scores_o.astype(np.float64, copy=False),
         judged_offsets=_offsets(judged_counts),
         judged_grades=q_rel[j_order].astype(np.int64, copy=False),
         runid=run.runid,
@@ -350,25 +398,37 @@ def _build_from_trec(
     )
 
 
+@dataclass(frozen=True)
+class _Segments:
+    """The evaluated-query code of the run file's lines: per block of consecutive lines with
+    the same qid (``starts``/``lengths``/``codes``), or per line (``line_codes``)."""
+
+    codes: np.ndarray  # evaluated-query index of each block, or of each line (-1: not evaluated)
+    starts: np.ndarray | None  # first line of each block; None in per-line form
+    lengths: np.ndarray | None
+    contiguous: bool  # each qid forms a single block
+
+    def row_codes(self) -> np.ndarray:
+        if self.starts is None:
+            return self.codes
+        assert self.lengths is not None
+        return np.repeat(self.codes, self.lengths)
+
+    def codes_of(self, file_rows: np.ndarray) -> np.ndarray:
+        if self.starts is None:
+            return self.codes[file_rows]
+        return self.codes[np.searchsorted(self.starts, file_rows, side="right") - 1]
+
+
 def _query_codes(
     qrels: Qrels, run: Run, all_qrels_queries: bool
-) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Evaluated qids (strcmp order) and the code (index into them, -1 = not evaluated) of
-    every qrels row and every run row (int64 / intp)."""
+) -> tuple[list[str], np.ndarray, _Segments]:
+    """Evaluated qids (strcmp order), the code (index into them, -1 = not evaluated) of every
+    qrels row, and the codes of the run's lines."""
     q_series = qrels.frame.get_column("qid")
     qrels_qids = sorted(q_series.unique().to_list())
-    run_q = run.frame.get_column("qid")
-    if run_q.dtype != pl.Categorical:
-        run_q = run_q.cast(pl.Categorical())
-    phys = run_q.to_physical().to_numpy()
-    if phys.size:
-        # Distinct categories and one row holding each (a category first appears where the
-        # value changes, so only those rows need a look).
-        change = np.flatnonzero(np.concatenate(([True], phys[1:] != phys[:-1])))
-        distinct, first = np.unique(phys[change], return_index=True)
-        names = run_q.gather(change[first]).cast(pl.String).to_list()
-    else:
-        distinct, names = np.zeros(0, dtype=np.int64), []
+    layout = run.qid_layout()
+    names = layout.names
     if all_qrels_queries:
         qids = qrels_qids
     else:
@@ -381,48 +441,66 @@ def _query_codes(
             path=run.path,
         )
     index = {q: i for i, q in enumerate(qids)}
-    lookup = np.full(int(distinct.max()) + 1 if distinct.size else 1, -1, dtype=np.intp)
-    lookup[distinct] = [index.get(name, -1) for name in names]
-    run_codes = lookup[phys]
+    code_of_name = np.array([index.get(name, -1) for name in names], dtype=np.int32)
+    if layout.starts is not None:
+        assert layout.block_name is not None
+        starts = layout.starts
+        lengths = np.diff(np.concatenate((starts, [len(run)]))).astype(np.int64)
+        block_codes = code_of_name[layout.block_name] if names else starts * 0
+        segs = _Segments(block_codes, starts, lengths, len(names) == starts.size)
+    else:
+        assert layout.row_name is not None
+        segs = _Segments(code_of_name[layout.row_name], None, None, False)
     q_codes = q_series.replace_strict(index, default=-1, return_dtype=pl.Int64).to_numpy()
-    return qids, q_codes.astype(np.intp, copy=False), run_codes
+    return qids, q_codes.astype(np.int64, copy=False), segs
 
 
-def _rank_order(
-    codes: np.ndarray, scores: np.ndarray
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Permutation putting rows in (query code asc, score desc) order (None: already so),
-    and, when each query's rows are contiguous in the input, the offsets of those blocks.
+def _rank_layout(segs: _Segments, scores: pl.Series, nq: int) -> _Layout:
+    """Ranked order: queries by code, results by score descending.
 
-    Runs are usually written query by query in rank order, so that case is detected in O(n)
-    and costs no sort (at most a reordering of whole blocks); otherwise polars sorts on the
-    two numeric keys. Ties in score are left for :func:`_resolve_ties` (trec_eval breaks them
-    by docno, which only matters when the tied documents differ in relevance).
+    Runs are usually written query by query in rank order; that case is detected in O(n) and
+    needs no sort (whole blocks are reordered, if anything). Otherwise polars sorts on the two
+    numeric keys. Ties in score are left for :func:`_resolve_ties` (trec_eval breaks them by
+    docno, which only matters when the tied documents differ in relevance).
     """
-    n = codes.size
-    if n == 0:
-        return None, None
-    brk = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-    starts = np.concatenate(([0], brk))
-    block_codes = codes[starts]
-    if np.unique(block_codes).size == block_codes.size:
-        blocks = np.concatenate((starts, [n])).astype(np.int64)
-        rising = scores[1:] > scores[:-1]
-        rising[brk - 1] = False
-        if not rising.any():
-            if np.all(block_codes[1:] > block_codes[:-1]):
-                return None, blocks
-            lengths = np.diff(blocks)
-            by_code = np.argsort(block_codes, kind="stable")
-            lens = lengths[by_code]
-            begin = starts[by_code]
-            dest_start = np.cumsum(lens) - lens
-            order = np.repeat(begin - dest_start, lens)
-            order += np.arange(n)
-            return order, blocks
-    frame = pl.DataFrame({"c": codes, "s": scores})
-    order = frame.select(pl.arg_sort_by(["c", "s"], descending=[False, True])).to_series()
-    return order.to_numpy().astype(np.int64, copy=False), None
+    if segs.starts is None:
+        counts = np.bincount(segs.codes[segs.codes >= 0], minlength=nq)
+    else:
+        assert segs.lengths is not None
+        keep = segs.codes >= 0
+        counts = np.bincount(segs.codes[keep], weights=segs.lengths[keep], minlength=nq)
+    offsets = _offsets(counts.astype(np.int64))
+    if segs.contiguous:
+        assert segs.starts is not None
+        score = pl.col("s")
+        rising = (
+            scores.to_frame("s").select(pl.arg_where(score > score.shift(1))).to_series().to_numpy()
+        )
+        if rising.size:
+            inner = np.isin(rising, segs.starts, invert=True)
+            bad = segs.codes[np.searchsorted(segs.starts, rising[inner], side="right") - 1]
+            sorted_ok = not np.any(bad >= 0)
+        else:
+            sorted_ok = True
+        if sorted_ok:
+            file_start = np.zeros(nq, dtype=np.int64)
+            file_start[segs.codes[keep]] = segs.starts[keep]
+            return _Layout(offsets=offsets, starts=file_start)
+    return _Layout(offsets=offsets, order=_sort_rows(segs.row_codes(), scores))
+
+
+def _sort_rows(codes: np.ndarray, scores: pl.Series) -> np.ndarray:
+    """Lines of evaluated queries (code >= 0) ordered by code, then score descending.
+
+    Two passes in polars: a parallel sort by score, then a stable sort by query code (faster
+    than a two-key sort, which is very slow on chunked columns).
+    """
+    by_score = scores.arg_sort(descending=True)
+    frame = pl.DataFrame({"i": by_score, "k": pl.Series(codes).gather(by_score)})
+    if codes.size and codes.min() < 0:
+        frame = frame.filter(pl.col("k") >= 0)
+    order = frame.sort("k", maintain_order=True).get_column("i")
+    return order.to_numpy().astype(np.int64)
 
 
 def _same_query_prev(offsets: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -482,33 +560,27 @@ def _docno_desc_order(docno: pl.Series, run: np.ndarray) -> np.ndarray:
     return order.to_numpy()
 
 
-def _truncate(
-    order: np.ndarray | None,
-    scores_o: np.ndarray,
-    offsets: np.ndarray,
-    m: int,
-    docno: pl.Series,
-    rows: np.ndarray | None,
-) -> np.ndarray:
-    """Positions (in ranked order) of the top ``m`` results of every query.
+def _truncate(layout: _Layout, scores: pl.Series, m: int, docno: pl.Series) -> _Layout:
+    """The layout of the top ``m`` results of every query.
 
     A tie straddling the cut is first put in trec_eval's docno order, since which of the tied
-    documents survive the cut depends on it; ``order`` is updated in place for those rows.
+    documents survive the cut depends on it.
     """
+    offsets = layout.offsets
     counts = np.diff(offsets)
-    kept = _kept_rows(offsets, np.minimum(counts, m))
+    if layout.order is not None:
+        order = layout.order.copy()
+    else:
+        order = layout.source(np.arange(int(offsets[-1]), dtype=np.int64))
+    scores_o = scores.to_numpy()[order]
     cut = offsets[:-1][counts > m] + m  # first dropped row of each long query
     straddle = cut[scores_o[cut] == scores_o[cut - 1]] if m > 0 else cut[:0]
-    if straddle.size == 0:
-        return kept
-    sel_rows, sel_run = _runs_rows(*_run_bounds(offsets, scores_o, straddle))
-    src = sel_rows if order is None else order[sel_rows]
-    names = docno.gather(src if rows is None else rows[src])
-    perm = sel_rows[_docno_desc_order(names, sel_run)]
-    # Express the reordering as a permutation of positions, applied through ``kept``.
-    position = np.arange(scores_o.size, dtype=np.int64)
-    position[sel_rows] = perm
-    return position[kept]
+    if straddle.size:
+        sel_rows, sel_run = _runs_rows(*_run_bounds(offsets, scores_o, straddle))
+        src = order[sel_rows]
+        order[sel_rows] = src[_docno_desc_order(docno.gather(src), sel_run)]
+    take = np.minimum(counts, m)
+    return _Layout(offsets=_offsets(take), order=order[_kept_rows(offsets, take)])
 
 
 def _kept_rows(offsets: np.ndarray, take: np.ndarray) -> np.ndarray:
@@ -517,71 +589,94 @@ def _kept_rows(offsets: np.ndarray, take: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(np.cumsum(take) - take, take) + np.repeat(starts, take)
 
 
-def _compose(rows: np.ndarray | None, order: np.ndarray | None) -> np.ndarray | None:
-    if rows is None:
-        return order
-    if order is None:
-        return rows
-    return rows[order]
-
-
 def _lookup_grades(
-    keys: np.ndarray,
-    codes: np.ndarray,
+    hashes: np.ndarray,
+    layout: _Layout,
+    segs: _Segments,
     docno: pl.Series,
-    rows: np.ndarray | None,
-    q_keys: np.ndarray,
+    q_hash: np.ndarray,
     q_codes: np.ndarray,
     q_docno: pl.Series,
     q_rel: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Grade of every run row (-1 when not judged) and whether it is judged.
+    """Grade of every ranked row (-1 when not judged) and whether it is judged.
 
-    A hash join: a bitmap indexed by the top bits of the judged keys filters the (few)
-    candidate rows, which are then matched exactly by key, query code and docno string.
+    A hash join: a bitmap indexed by the top bits of the judged documents' hashes keeps the
+    few candidate file rows; those are matched exactly by (query, hash) key and then checked
+    on the docno strings.
     """
-    n = keys.size
-    grades = np.full(n, NOT_JUDGED, dtype=np.int64)
+    n = int(layout.offsets[-1])
+    grades = np.empty(n, dtype=np.int64)
     pooled = np.zeros(n, dtype=bool)
-    if n == 0 or q_keys.size == 0:
+    if n == 0 or q_hash.size == 0:
+        grades.fill(NOT_JUDGED)
         return grades, pooled
-    bits = max(16, min(26, int(q_keys.size * 32).bit_length()))
+    nq = layout.offsets.size - 1
+    # Two bitmaps on independent bits of the hash: few rows survive both.
+    bits = max(16, min(24, int(q_hash.size * 16).bit_length()))
     shift = np.uint64(64 - bits)
+    mask = np.uint64((1 << bits) - 1)
     table = np.zeros(1 << bits, dtype=bool)
-    table[(q_keys >> shift).view(np.int64)] = True
-    cand = np.flatnonzero(table[(keys >> shift).view(np.int64)])
+    table[(q_hash >> shift).view(np.int64)] = True
+    second = np.zeros(1 << bits, dtype=bool)
+    second[(q_hash & mask).view(np.int64)] = True
+    # The grades buffer doubles as scratch for the bitmap index (fresh memory is slow).
+    top = grades.view(np.uint64) if hashes.size == n else np.empty(hashes.size, np.uint64)
+    np.right_shift(hashes, shift, out=top)
+    cand = np.flatnonzero(table[top.view(np.int64)])
+    del top
+    grades.fill(NOT_JUDGED)
+    cand = cand[second[(hashes[cand] & mask).view(np.int64)]]
     if cand.size == 0:
         return grades, pooled
+    if layout.order is None:
+        where = layout.ranked(cand)
+    else:  # invert the permutation for the candidates only (a full inverse is 8 bytes a row)
+        flag = np.zeros(hashes.size, dtype=bool)
+        flag[cand] = True
+        ranked_rows = np.flatnonzero(flag[layout.order])
+        del flag
+        file_rows = layout.order[ranked_rows]
+        where = np.full(cand.size, -1, dtype=np.int64)
+        where[np.searchsorted(cand, file_rows)] = ranked_rows
+    ranked = where >= 0
+    cand, where = cand[ranked], where[ranked]
+    codes = segs.codes_of(cand)
+    keys = _salted_keys(hashes[cand], codes, nq)
+    q_keys = _salted_keys(q_hash, q_codes, nq)
     sort_q = np.argsort(q_keys, kind="stable")
     sorted_keys = q_keys[sort_q]
-    at = np.minimum(np.searchsorted(sorted_keys, keys[cand]), sorted_keys.size - 1)
-    hit = sorted_keys[at] == keys[cand]
-    found = cand[hit]
+    by_key = np.argsort(keys)  # sorted needles make the binary searches cache-friendly
+    at = np.empty(keys.size, dtype=np.int64)
+    at[by_key] = np.searchsorted(sorted_keys, keys[by_key])
+    np.minimum(at, sorted_keys.size - 1, out=at)
+    hit = sorted_keys[at] == keys
+    found, where = cand[hit], where[hit]
     judg = sort_q[at[hit]]
-    names = docno.gather(found if rows is None else rows[found])
-    same = (q_codes[judg] == codes[found]) & (names == q_docno.gather(judg)).to_numpy()
-    if not same.all():
-        # A 64-bit hash collision: fall back to an exact join on the strings.
-        return _exact_lookup(codes, docno if rows is None else docno.gather(rows),
-                             q_codes, q_docno, q_rel)
-    grades[found] = q_rel[judg]
-    pooled[found] = True
+    same = (q_codes[judg] == codes[hit]) & (docno.gather(found) == q_docno.gather(judg)).to_numpy()
+    if not same.all():  # a 64-bit hash collision: join on the strings instead
+        return _exact_lookup(layout, segs, docno, q_codes, q_docno, q_rel)
+    grades[where] = q_rel[judg]
+    pooled[where] = True
     return grades, pooled
 
 
 def _exact_lookup(
-    codes: np.ndarray,
+    layout: _Layout,
+    segs: _Segments,
     docno: pl.Series,
     q_codes: np.ndarray,
     q_docno: pl.Series,
     q_rel: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    left = pl.DataFrame({"c": codes, "d": docno}).with_row_index("i")
+    n = int(layout.offsets[-1])
+    src = layout.source(np.arange(n, dtype=np.int64))
+    left = pl.DataFrame({"c": segs.codes_of(src), "d": docno.gather(src)}).with_row_index("i")
     right = pl.DataFrame({"c": q_codes, "d": q_docno, "g": q_rel})
     joined = left.join(right, on=["c", "d"], how="inner")
     rows = joined.get_column("i").to_numpy()
-    grades = np.full(codes.size, NOT_JUDGED, dtype=np.int64)
-    pooled = np.zeros(codes.size, dtype=bool)
+    grades = np.full(n, NOT_JUDGED, dtype=np.int64)
+    pooled = np.zeros(n, dtype=bool)
     grades[rows] = joined.get_column("g").to_numpy()
     pooled[rows] = True
     return grades, pooled
@@ -593,13 +688,12 @@ def _resolve_ties(
     grades: np.ndarray,
     pooled: np.ndarray,
     docno: pl.Series,
-    source: np.ndarray | None,
+    layout: _Layout,
 ) -> None:
     """Order tied results by docno descending (trec_eval's tie-break), in place.
 
     Only ties that contain a judged document are reordered: among unjudged documents the
     order changes nothing a metric can see (they all carry the same relevance value).
-    ``source`` maps ranked rows to rows of ``docno`` (None: the same).
     """
     n = scores.size
     jr = np.flatnonzero(pooled)
@@ -615,8 +709,7 @@ def _resolve_ties(
     if not tied.any():
         return
     rows, run = _runs_rows(*_run_bounds(offsets, scores, jr[tied]))
-    names = docno.gather(rows if source is None else source[rows])
-    src = rows[_docno_desc_order(names, run)]
+    src = rows[_docno_desc_order(docno.gather(layout.source(rows)), run)]
     grades[rows] = grades[src]
     pooled[rows] = pooled[src]
 
@@ -645,62 +738,66 @@ def _check_qrels_unique(
 
 
 def _check_run_unique(
-    keys: np.ndarray,
-    offsets: np.ndarray,
-    seg_qids: Sequence[str],
+    hashes: np.ndarray,
+    layout: _Layout,
+    segs: _Segments,
     docno: pl.Series,
-    source: np.ndarray | None,
+    qids: Sequence[str],
     run: Run,
 ) -> None:
     """trec_eval refuses a run listing a document twice for a query; so do we.
 
-    Each query's 32-bit key fragments are sorted row-wise in a padded 2-D array (cheap), and
-    only queries where two fragments collide are checked on the docno strings. ``offsets``
-    cut ``keys`` into segments (one query each, named by ``seg_qids``); ``source`` maps rows
-    to rows of ``docno`` (None: the same).
+    Each query's 32-bit hash fragments are sorted row-wise in a padded 2-D array (cheap), and
+    only queries where two fragments collide are checked on the docno strings.
     """
-    if keys.size < 2:
-        return
-    frag = (keys >> np.uint64(32)).astype(np.uint32)
-    frag ^= keys.astype(np.uint32)
-    suspects = _queries_with_equal_values(frag, offsets)
-    if suspects.size == 0:
-        return
-    rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in suspects])
-    seg = np.repeat(suspects, np.diff(offsets)[suspects])
-    names = docno.gather(rows if source is None else source[rows])
-    frame = pl.DataFrame({"s": seg, "d": names})
-    dup = frame.filter(pl.struct("s", "d").is_duplicated())
-    if dup.height == 0:
-        return
-    qid, name = seg_qids[dup.item(0, "s")], dup.item(0, "d")
-    line = locate_line(run.path, qid, name) if run.path else None
-    raise InputError(
-        f"document {name!r} is retrieved more than once for query {qid!r}",
-        path=run.path,
-        line=line,
-    )
+    frag = hashes.astype(np.uint32)  # low 32 bits, a fresh array we may sort in place
+    lens = np.diff(layout.offsets)
+    if layout.order is None:
+        assert layout.starts is not None
+        values, starts = frag, layout.starts
+    else:
+        values, starts = frag[layout.order], layout.offsets[:-1]
+    del frag
+    by_start = np.argsort(starts, kind="stable")  # file order: whole rows, no gathering
+    suspects = by_start[_segments_with_equal_values(values, starts[by_start], lens[by_start])]
+    for q in suspects.tolist():
+        rows = layout.source(np.arange(layout.offsets[q], layout.offsets[q + 1]))
+        names = docno.gather(rows)
+        dup = names.filter(names.is_duplicated())
+        if dup.len():
+            name = dup[0]
+            line = locate_line(run.path, qids[q], name) if run.path else None
+            raise InputError(
+                f"document {name!r} is retrieved more than once for query {qids[q]!r}",
+                path=run.path,
+                line=line,
+            )
 
 
-def _queries_with_equal_values(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Indices of the segments holding some value twice (row-wise sorts, bucketed by length)."""
-    counts = np.diff(offsets)
+def _segments_with_equal_values(
+    values: np.ndarray, starts: np.ndarray, lens: np.ndarray
+) -> np.ndarray:
+    """Indices of the segments (``values[starts[i]:starts[i] + lens[i]]``) holding some value
+    twice: row-wise sorts of padded 2-D blocks, segments bucketed by length. ``values`` is
+    scratch: it may be reordered within segments."""
     out: list[np.ndarray] = []
-    for segs, width in _length_buckets(counts):
+    for segs, width in _length_buckets(lens):
         cols = np.arange(width)
         for chunk in _chunks(segs, width):
-            starts = offsets[chunk]
-            lens = counts[chunk]
-            if np.all(lens == width):
-                block = values[starts[:, None] + cols[None, :]]
+            first = starts[chunk]
+            clen = lens[chunk]
+            if np.all(clen == width) and np.all(first == first[0] + np.arange(chunk.size) * width):
+                # Whole rows of ``values``: sort them in place (the caller's scratch array).
+                block = values[first[0] : first[0] + chunk.size * width].reshape(-1, width)
+                block.sort(axis=1)
             else:
                 # Pads get distinct values no real (32-bit) value can take.
-                valid = cols[None, :] < lens[:, None]
+                valid = cols[None, :] < clen[:, None]
                 block = np.broadcast_to(
                     (np.uint64(1) << np.uint64(32)) + cols.astype(np.uint64), (chunk.size, width)
                 ).copy()
-                block[valid] = values[(starts[:, None] + cols[None, :])[valid]]
-            block.sort(axis=1)
+                block[valid] = values[(first[:, None] + cols[None, :])[valid]]
+                block.sort(axis=1)
             dup = (block[:, 1:] == block[:, :-1]).any(axis=1)
             out.append(chunk[dup])
     return np.concatenate(out) if out else np.zeros(0, dtype=np.intp)

@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+import numpy as np
 import polars as pl
 
 from rageval.errors import InputError
@@ -43,7 +45,6 @@ PathLike = str | os.PathLike[str]
 
 # C's isspace() in the "C" locale, which is what trec_eval splits fields on.
 _WS = " \t\n\x0b\x0c\r"
-_OTHER_WS = ["\t", "\r", "\x0b", "\x0c"]
 _INT_RE = re.compile(rb"[+-]?[0-9]+")
 _FLOAT_RE = re.compile(
     rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
@@ -51,7 +52,7 @@ _FLOAT_RE = re.compile(
 )
 
 _RUN_COLUMNS = ("qid", "iter", "docno", "rank", "score", "runid")
-_QRELS_COLUMNS = ("qid", "iter", "docno", "rel")
+_QRELS_COLUMNS = ("qid", "iter", "docno", "rel", "extra")  # "extra" must stay empty
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,71 @@ class Run:
     frame: pl.DataFrame
     runid: str
     path: str | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return self.frame.height
+
+    def qid_layout(self) -> QidLayout:
+        """Where each query's lines are (see :class:`QidLayout`). Cached."""
+        if "qids" not in self._cache:
+            self._cache["qids"] = _qid_layout(self.frame.get_column("qid"))
+        out: QidLayout = self._cache["qids"]
+        return out
+
+
+@dataclass(frozen=True)
+class QidLayout:
+    """The query ids of a run's lines, in one of two forms.
+
+    ``names`` are the distinct qids. When the lines come in few blocks of equal qids (a run
+    written query by query), ``starts`` holds the first line (0-based data row) of each block
+    and ``block_name`` its index into ``names``; otherwise ``row_name`` gives each line's
+    index into ``names``.
+    """
+
+    names: list[str]
+    starts: np.ndarray | None = None
+    block_name: np.ndarray | None = None
+    row_name: np.ndarray | None = None
+
+
+def _qid_layout(qids: pl.Series) -> QidLayout:
+    if qids.dtype != pl.Categorical:
+        qids = qids.cast(pl.Categorical())
+    n = qids.len()
+    if n == 0:
+        return QidLayout([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    phys = qids.to_physical()
+    # Block starts, chunk by chunk on zero-copy views of the categorical codes.
+    parts: list[np.ndarray] = []
+    offset = 0
+    previous: int | None = None
+    for chunk in phys.get_chunks():
+        codes = chunk.to_numpy()
+        if codes.size == 0:
+            continue
+        if previous is None or int(codes[0]) != previous:
+            parts.append(np.array([offset], dtype=np.int64))
+        parts.append(np.flatnonzero(codes[1:] != codes[:-1]) + (offset + 1))
+        previous = int(codes[-1])
+        offset += codes.size
+        if sum(p.size for p in parts) > max(n // 16, 1024):
+            return _qid_rows(qids)  # interleaved queries: per-line form
+    starts = np.concatenate(parts).astype(np.int64)
+    block_phys = phys.gather(starts).to_numpy()
+    _, first, inverse = np.unique(block_phys, return_index=True, return_inverse=True)
+    names = qids.gather(starts[first]).cast(pl.String).to_list()
+    return QidLayout(names, starts=starts, block_name=inverse.astype(np.int64).reshape(-1))
+
+
+def _qid_rows(qids: pl.Series) -> QidLayout:
+    distinct = qids.unique()
+    names = distinct.cast(pl.String).to_list()
+    dphys = distinct.to_physical().to_numpy().astype(np.int64)
+    lookup = np.full(int(dphys.max()) + 1, -1, dtype=np.int32)
+    lookup[dphys] = np.arange(dphys.size, dtype=np.int32)
+    return QidLayout(names, row_name=lookup[qids.to_physical().to_numpy()])
 
 
 # ------------------------------------------------------------------------------------------
@@ -123,13 +186,15 @@ def read_run(path: PathLike) -> Run:
     fields, a score that is not a number, or a file without any result line.
     """
     name = _check_readable(path)
-    result = _fast_run(name)
+    cache: dict[str, Any] = {}
+    result = _fast_run(name, cache)
     if result is None:
+        cache.clear()
         result = _exact_run(name)
     frame, runid = result
     if frame.height == 0:
         raise InputError("no results found", path=name)
-    return Run(frame=frame, runid=runid, path=name)
+    return Run(frame=frame, runid=runid, path=name, _cache=cache)
 
 
 def _check_readable(path: PathLike) -> str:
@@ -143,22 +208,36 @@ def _check_readable(path: PathLike) -> str:
     return name
 
 
-def _scan(path: str, separator: str, columns: Sequence[str], types: Mapping[str, pl.DataType],
-          ragged: bool) -> pl.DataFrame | None:
-    """polars CSV scan with one-byte separators; None when polars rejects the file."""
+def _scan(
+    path: str,
+    separator: str,
+    columns: Sequence[str],
+    types: Mapping[str, pl.DataType],
+    keep: Sequence[str],
+    *,
+    ragged: bool,
+    comments: bool,
+) -> pl.DataFrame | None:
+    """polars CSV scan with a one-byte separator, keeping only ``keep``; None when polars
+    rejects the file."""
     schema = {c: types.get(c, pl.String) for c in columns}
     try:
-        return pl.scan_csv(
-            path,
-            separator=separator,
-            has_header=False,
-            schema=schema,
-            quote_char=None,
-            comment_prefix="#",
-            truncate_ragged_lines=ragged,
-            raise_if_empty=False,
-            encoding="utf8",
-        ).collect()
+        return (
+            pl.scan_csv(
+                path,
+                separator=separator,
+                has_header=False,
+                schema=schema,
+                quote_char=None,
+                comment_prefix="#" if comments else None,
+                truncate_ragged_lines=ragged,
+                missing_columns="insert",  # a file whose lines all lack the last columns
+                raise_if_empty=False,
+                encoding="utf8",
+            )
+            .select(keep)
+            .collect()
+        )
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
 
@@ -178,51 +257,105 @@ def _has_nulls(frame: pl.DataFrame, columns: Iterable[str]) -> bool:
     return any(counts)
 
 
-def _any_whitespace(series: pl.Series) -> bool:
-    """True if some value holds a whitespace byte other than the separator we split on."""
-    if series.dtype == pl.Categorical:
-        series = series.unique().cast(pl.String)
-    return bool(series.str.contains_any([" ", *_OTHER_WS]).any())
+def _fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFrame, str] | None:
+    """Columnar read for single-space or single-tab separated runs; None if unsure.
 
-
-def _fast_run(path: str) -> tuple[pl.DataFrame, str] | None:
-    """Columnar read for single-space or single-tab separated runs; None if unsure."""
+    ``cache`` receives the qid blocks when they were computed on the way (see Run)."""
+    if cache is None:
+        cache = {}
     sep = _guess_separator(path)
     if sep is None:
         return None
     types: dict[str, pl.DataType] = {"qid": pl.Categorical(), "runid": pl.Categorical()}
     if sep == " ":
         types["score"] = pl.Float64()
-    frame = _scan(path, sep, _RUN_COLUMNS, types, ragged=True)
+    keep = ("qid", "docno", "score", "runid")
+    # The byte scan for stray whitespace runs in a thread while polars parses (polars
+    # releases the GIL), so on a multi-core machine it costs little wall time.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        odd = pool.submit(_has_odd_whitespace, path, sep)
+        # Comment lines are rare: read without comment handling first (faster), and again
+        # with it when a line starting with '#' shows up (as a query id or a parse failure).
+        frame = _scan(path, sep, _RUN_COLUMNS, types, keep, ragged=True, comments=False)
+        if odd.result():
+            return None
+    if frame is None or _has_comment_rows(frame, cache):
+        cache.clear()
+        frame = _scan(path, sep, _RUN_COLUMNS, types, keep, ragged=True, comments=True)
     if frame is None:
         return None
-    frame = _drop_blank(frame.select("qid", "docno", "score", "runid"))
+    height = frame.height
+    frame = _drop_blank(frame)
+    blank = frame.height != height
     if frame.height == 0:
         return frame.select("qid", "docno", "score"), ""
+    if sep == "\t" or blank:
+        cache.clear()
     if sep == "\t":
-        # Tab-separated runs often pad fields with spaces (e.g. "\t  2.129133\t").
-        stripped = frame.select(
-            pl.col("qid").cast(pl.String).str.strip_chars(_WS),
-            pl.col("docno").str.strip_chars(_WS),
-            pl.col("score").str.strip_chars(_WS),
-            pl.col("runid").cast(pl.String).str.strip_chars(_WS),
-        )
-        if stripped.select((pl.all().str.len_bytes() == 0).any()).row(0) != (False,) * 4:
+        frame = _strip_tab_fields(frame)
+        if frame is None:
             return None
-        parsed = stripped.select(pl.col("score").cast(pl.Float64, strict=False))
-        if _has_nulls(parsed, ["score"]) or not _all_floats(stripped.get_column("score")):
-            return None
-        frame = stripped.with_columns(
-            pl.col("qid").cast(pl.Categorical()),
-            score=parsed.get_column("score"),
-            runid=pl.col("runid").cast(pl.Categorical()),
-        )
     if _has_nulls(frame, frame.columns) or frame.get_column("score").is_nan().any():
-        return None
-    if any(_any_whitespace(frame.get_column(c)) for c in ("qid", "docno", "runid")):
         return None
     runid = frame.get_column("runid")[-1]
     return frame.select("qid", "docno", "score"), str(runid)
+
+
+def _has_comment_rows(frame: pl.DataFrame, cache: dict[str, Any]) -> bool:
+    cache["qids"] = _qid_layout(frame.get_column("qid"))
+    return any(name.startswith("#") for name in cache["qids"].names)
+
+
+def _strip_tab_fields(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """Tab-separated runs often pad fields with spaces (e.g. "\t  2.129133\t"); strip them and
+    make sure no field holds inner whitespace (trec_eval would split it)."""
+    stripped = frame.select(
+        pl.col("qid").cast(pl.String).str.strip_chars(_WS),
+        pl.col("docno").str.strip_chars(_WS),
+        pl.col("score").str.strip_chars(_WS),
+        pl.col("runid").cast(pl.String).str.strip_chars(_WS),
+    )
+    bad = stripped.select(
+        pl.any_horizontal(
+            (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
+            for c in stripped.columns
+        ).any()
+    ).item()
+    if bad:
+        return None
+    parsed = stripped.get_column("score").cast(pl.Float64, strict=False)
+    if parsed.null_count() or not _all_floats(stripped.get_column("score")):
+        return None
+    return stripped.with_columns(
+        pl.col("qid").cast(pl.Categorical()),
+        score=parsed,
+        runid=pl.col("runid").cast(pl.Categorical()),
+    )
+
+
+def _has_odd_whitespace(path: str, sep: str) -> bool:
+    """Whitespace other than the separator and line ends (trec_eval splits on it, polars would
+    keep it inside a field). A raw byte scan through one reused buffer: fast, and no memory
+    growth on big files."""
+    others = [b"\x0b", b"\x0c"] + ([b"\t"] if sep == " " else [])
+    stray_cr = re.compile(rb"\r(?!\n)")
+    buf = bytearray(1 << 23)
+    view = memoryview(buf)
+    pending_cr = False  # the previous buffer ended with "\r"
+    with open(path, "rb") as fh:
+        while size := fh.readinto(buf):
+            if pending_cr and buf[0] != ord("\n"):
+                return True
+            if any(buf.find(ch, 0, size) >= 0 for ch in others):
+                return True
+            pending_cr = False
+            if buf.find(b"\r", 0, size) >= 0:
+                hit = stray_cr.search(view[:size])
+                if hit is not None:
+                    if hit.start() < size - 1:
+                        return True
+                    pending_cr = True  # decided by the next buffer's first byte
+    return False  # (a "\r" ending the file ends its last line, as "\n" would)
 
 
 def _all_floats(values: pl.Series) -> bool:
@@ -234,23 +367,29 @@ def _all_floats(values: pl.Series) -> bool:
 
 def _fast_qrels(path: str) -> pl.DataFrame | None:
     sep = _guess_separator(path)
-    if sep is None:
+    if sep is None or _has_odd_whitespace(path, sep):
         return None
     types: dict[str, pl.DataType] = {"rel": pl.Int64()} if sep == " " else {}
-    frame = _scan(path, sep, _QRELS_COLUMNS, types, ragged=False)
+    keep = ("qid", "docno", "rel", "extra")
+    frame = _scan(path, sep, _QRELS_COLUMNS, types, keep, ragged=True, comments=True)
     if frame is None:
         return None
-    frame = _drop_blank(frame).select("qid", "docno", "rel")
+    frame = _drop_blank(frame)
+    if frame.get_column("extra").null_count() != frame.height:
+        return None  # a line with more than 4 fields: the exact parser reports it
+    frame = frame.drop("extra")
     if sep == "\t":
         stripped = frame.select(pl.all().str.strip_chars(_WS))
-        if stripped.select((pl.all().str.len_bytes() == 0).any()).row(0) != (False,) * 3:
-            return None
-        if not stripped.get_column("rel").str.contains(r"^[+-]?[0-9]+$").all():
+        bad = stripped.select(
+            pl.any_horizontal(
+                (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
+                for c in stripped.columns
+            ).any()
+        ).item()
+        if bad or not stripped.get_column("rel").str.contains(r"^[+-]?[0-9]+$").all():
             return None
         frame = stripped.with_columns(pl.col("rel").cast(pl.Int64))
     if _has_nulls(frame, frame.columns):
-        return None
-    if any(_any_whitespace(frame.get_column(c)) for c in ("qid", "docno")):
         return None
     return frame
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from rageval import kernels as K
 from rageval.errors import RagevalError, UsageError
-from rageval.ranking import Ranking
+from rageval.ranking import Ranking, fast_allocation
 from rageval.trec import read_qrels, read_run
 
 __all__ = ["MEASURES", "NICKNAMES", "evaluate_files", "main"]
@@ -437,19 +437,26 @@ class _Options:
     only_qid: str | None = None
 
 
-def _run(qrels_path: str, run_path: str, specs: Sequence[str], opts: _Options
-         ) -> tuple[Ranking, list[_Result]]:
+def _run(
+    qrels_path: str, run_path: str, specs: Sequence[str], opts: _Options
+) -> tuple[Ranking, list[_Result]]:
+    with fast_allocation():
+        return _run_inner(qrels_path, run_path, specs, opts)
+
+
+def _run_inner(
+    qrels_path: str, run_path: str, specs: Sequence[str], opts: _Options
+) -> tuple[Ranking, list[_Result]]:
     selected = select_measures(specs)
     qrels = read_qrels(qrels_path)
     run = read_run(run_path)
     ranking = Ranking.from_trec(
         qrels, run, max_retrieved=opts.max_retrieved, all_qrels_queries=opts.all_queries
     )
+    # Topics of the qrels absent from the run (evaluated only with -c): trec_eval scores them
+    # on a placeholder ranking and then zeroes the values that placeholder would distort.
+    missing_names = set(ranking.qids) - set(run.qid_layout().names) if opts.all_queries else set()
     del run
-    missing_names = set()
-    if opts.all_queries:
-        counts = ranking.num_ret()
-        missing_names = {q for q, c in zip(ranking.qids, counts.tolist(), strict=True) if c == 0}
     if opts.judged_only:
         ranking = _judged_only(ranking)
     if opts.only_qid is not None:

@@ -1,0 +1,85 @@
+"""Keeps bench/bench_trec.py from rotting: a tiny end-to-end run must time both tools and
+find that their values agree."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytrec_eval")
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench" / "bench_trec.py"
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_trec", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tiny_benchmark_runs_both_sides_and_agrees(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--queries", "20",
+            "--docs", "50",
+            "--judged", "8",
+            "--repeats", "1",
+            "--data-dir", str(tmp_path / "data"),
+            "--json", str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "values agree" in proc.stdout
+    result = json.loads(out.read_text())
+    assert set(result["sides"]) == {"pytrec_eval", "rageval"}
+    for side in result["sides"].values():
+        assert len(side["times_s"]) == 1
+        assert side["median_s"] > 0
+        assert side["peak_mb"] > 0
+    assert result["agree"] is True
+    printed = result["printed_check"]
+    assert printed["same_keys"] and printed["lines"] == 20 * 5 + 5
+    full = result["full_check"]
+    assert full["topics_equal"] and full["topics"] == 20
+    assert full["compared"] == 20 * 5 + 5 and full["mismatch_count"] == 0
+    assert full["max_abs_diff"] <= 1e-9
+
+
+def test_generated_data_is_cached_and_exact_in_single_precision(tmp_path: Path) -> None:
+    bench = _load_bench()
+    qrels, run = bench.generate(tmp_path, 5, 30, 6, seed=3, quiet=True)
+    stamp = (qrels.stat().st_mtime_ns, run.stat().st_mtime_ns)
+    assert bench.generate(tmp_path, 5, 30, 6, seed=3, quiet=True) == (qrels, run)
+    assert (qrels.stat().st_mtime_ns, run.stat().st_mtime_ns) == stamp
+
+    run_lines = run.read_text().splitlines()
+    assert len(run_lines) == 5 * 30
+    scores = np.array([float(line.split()[4]) for line in run_lines])
+    assert all(len(line.split()[4].split(".")[1]) == 6 for line in run_lines)
+    assert np.array_equal(scores.astype(np.float32).astype(np.float64), scores)
+    assert all(line.split()[2].startswith("doc") for line in run_lines)
+
+    qrels_lines = qrels.read_text().splitlines()
+    assert len(qrels_lines) == 5 * 6
+    labels = {int(line.split()[3]) for line in qrels_lines}
+    assert labels <= {0, 1, 2, 3}
+    retrieved = {(ln.split()[0], ln.split()[2]) for ln in run_lines}
+    judged = [(ln.split()[0], ln.split()[2]) for ln in qrels_lines]
+    overlap = sum(1 for pair in judged if pair in retrieved)
+    assert overlap > len(judged) // 2  # mostly judgments of retrieved documents
