@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,7 @@ def test_tab_inside_a_field_is_split_like_trec_eval(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-def error_of(fn, path: Path) -> InputError:  # type: ignore[no-untyped-def]
+def error_of(fn: Callable[[Path], object], path: Path) -> InputError:
     with pytest.raises(InputError) as info:
         fn(path)
     err = info.value
@@ -274,3 +275,72 @@ def test_all_qrels_queries_with_contiguous_run(tmp_path: Path) -> None:
     assert r.qids == ("1", "2", "3", "4")
     assert r.offsets.tolist() == [0, 0, 2, 2, 4]
     assert r.grades.tolist() == [2, 1, 1, -1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_file_layouts_give_the_same_ranking(tmp_path: Path, seed: int) -> None:
+    """Blocks in rank order (no sort), blocks out of order, and shuffled lines (full sort)
+    must give identical rankings, with or without -M and -c."""
+    rng = np.random.default_rng(seed)
+    qrels_lines, results = [], []
+    for q in range(int(rng.integers(2, 12))):
+        qid = f"q{int(rng.integers(0, 40))}-{q}"
+        docs = [f"d{j}" for j in range(int(rng.integers(1, 60)))]
+        for d in docs:
+            if rng.random() < 0.3:
+                qrels_lines.append(f"{qid} 0 {d} {int(rng.integers(-1, 4))}\n")
+        if rng.random() < 0.2:
+            qrels_lines.append(f"{qid} 0 never-retrieved {int(rng.integers(0, 3))}\n")
+        if rng.random() < 0.15:
+            continue  # judged, not retrieved
+        spread = int(rng.choice([1, 3, 50]))  # small spreads: many ties
+        scores = rng.integers(0, spread + 1, len(docs)) / 4
+        results.append((qid, docs, scores))
+    results.append(("unjudged-query", ["x", "y"], np.array([1.0, 2.0])))
+    qrels_lines.append("judged-only 0 z 1\n")
+    qrels = write(tmp_path, "qrels", "".join(qrels_lines))
+
+    def lines(qid: str, docs: list[str], scores: np.ndarray, ranked: bool) -> list[str]:
+        pairs = list(zip(scores.tolist(), docs, strict=True))
+        if ranked:
+            pairs.sort(key=lambda p: -p[0])  # ties keep file order, not trec_eval's
+        return [f"{qid} Q0 {d} 0 {s} run\n" for s, d in pairs]
+
+    ranked = [ln for q, d, s in results for ln in lines(q, d, s, True)]
+    permuted = [ln for i in rng.permutation(len(results)) for ln in lines(*results[i], True)]
+    unsorted = [ln for q, d, s in results for ln in lines(q, d, s, False)]
+    shuffled = list(ranked)
+    rng.shuffle(shuffled)
+    variants = [ranked, permuted, unsorted, shuffled]
+    paths = [write(tmp_path, f"run{i}", "".join(v)) for i, v in enumerate(variants)]
+    if not any(line.split()[0] in qrels.read_text().split() for line in ranked):
+        return
+    judged: dict[str, dict[str, int]] = {}
+    for line in qrels_lines:
+        qid, _, docno, rel = line.split()
+        judged.setdefault(qid, {})[docno] = int(rel)
+    compared = 0
+    for kwargs in ({}, {"max_retrieved": 7}, {"all_qrels_queries": True}):
+        try:
+            first = Ranking.from_trec(qrels, paths[0], **kwargs)  # type: ignore[arg-type]
+        except InputError:
+            continue  # no query both judged and retrieved
+        # trec_eval's rule, spelled out: score descending, then docno descending.
+        by_qid = {q: (d, s) for q, d, s in results}
+        for i, qid in enumerate(first.qids):
+            docs, scores = by_qid.get(qid, ([], np.zeros(0)))
+            order = sorted(zip(scores.tolist(), docs, strict=True), reverse=True)
+            order = order[: kwargs.get("max_retrieved", len(order))]
+            want = [judged[qid].get(d, -1) for _, d in order]
+            lo, hi = first.offsets[i], first.offsets[i + 1]
+            assert first.grades[lo:hi].tolist() == want
+            compared += 1
+        for path in paths[1:]:
+            other = Ranking.from_trec(qrels, path, **kwargs)  # type: ignore[arg-type]
+            assert other.qids == first.qids
+            assert other.offsets.tolist() == first.offsets.tolist()
+            assert other.grades.tolist() == first.grades.tolist()
+            assert other.scores is not None and first.scores is not None
+            assert other.scores.tolist() == first.scores.tolist()
+            assert other.pooled.tolist() == first.pooled.tolist()
+    assert compared > 0
