@@ -56,6 +56,10 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000,
                    help="bootstrap resamples for the 95%% CI (default 1000)")
     p.add_argument("--batch-size", type=int, default=1000, help="records per scoring batch")
+    p.add_argument("--embedding-cache", metavar="DIR|none",
+                   help="where BERTScore keeps token embeddings between runs (default: "
+                   "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or "
+                   "~/.cache/rageval/bertscore); none: keep none")
     p.add_argument("--components", action="store_true",
                    help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
                    "not only headline values (the files always hold all of them)")

@@ -54,6 +54,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             bootstrap=args.bootstrap,
             batch_size=args.batch_size,
             progress=hook,
+            embedding_cache=args.embedding_cache,
         )
     results.manifest["records"]["source"] = args.records
     console = _console(out)

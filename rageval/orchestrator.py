@@ -48,6 +48,7 @@ def evaluate(
     bootstrap: int = 1000,
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
+    embedding_cache: str | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -56,12 +57,15 @@ def evaluate(
     ``{record_id: {doc_id: grade}}``) fills the judgments of records. ``trec_convention`` scores
     queries without relevant judgments as trec_eval does (0) instead of leaving them unscored.
     ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
+    ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
+    ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
     """
     started = time.perf_counter()
     source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
     loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
     loaded, judgments_source = _with_qrels(loaded, qrels)
-    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source)
+    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
+                           embedding_cache=embedding_cache)
     resolved = _resolve(metrics, options)
     _check_inputs(loaded, resolved)
 
@@ -126,8 +130,9 @@ def _score_all(
     """Score batch by batch; within a batch every metric shares the batch's cache (one ranking
     for all retrieval metrics, one tokenisation for all ROUGE variants)."""
     parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
+    run = Batch(records)
     for start in range(0, len(records), batch_size):
-        batch = Batch(records[start : start + batch_size])
+        batch = Batch(records[start : start + batch_size], run=run)
         for metric in metrics:
             parts[metric].append(_checked(metric, batch, metric.score(batch)))
         if progress is not None:

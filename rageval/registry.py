@@ -84,14 +84,23 @@ class ScoreOptions:
     # trec_eval scores a query with no relevant judgments as 0; rageval leaves it unscored.
     trec_convention: bool = False
     judgments_source: str = "inline"
+    # Where BERTScore keeps embeddings between runs ("none": nowhere); None: its own default.
+    # Changes speed only, never a value, so it is not part of any signature.
+    embedding_cache: str | None = None
 
 
 class Batch:
-    """The records scored together, plus a cache of data derived from them."""
+    """The records scored together, plus a cache of data derived from them.
 
-    def __init__(self, records: Sequence[Record]) -> None:
+    ``run`` is the whole run the batch belongs to (a Batch of every record ``evaluate`` scores,
+    whose cache all its batches share), for statistics over the run such as BERTScore's idf over
+    all references. A batch built on its own is its own run.
+    """
+
+    def __init__(self, records: Sequence[Record], run: Batch | None = None) -> None:
         self.records = records
         self._cache: dict[Any, Any] = {}
+        self.run: Batch = self if run is None else run
 
     def __len__(self) -> int:
         return len(self.records)
@@ -309,7 +318,12 @@ _ALIASES: dict[str, str] = {
 }
 
 # Importing these modules registers their metrics; heavy libraries load lazily inside them.
-BUILTIN_MODULES: tuple[str, ...] = ("rageval.retrieval", "rageval.rouge", "rageval.bleu")
+BUILTIN_MODULES: tuple[str, ...] = (
+    "rageval.retrieval",
+    "rageval.rouge",
+    "rageval.bleu",
+    "rageval.bertscore",
+)
 _loaded = False
 
 

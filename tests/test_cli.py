@@ -98,3 +98,17 @@ def test_fuse_needs_two_runs(tmp_path: Path, capsys) -> None:
     (tmp_path / "a.run").write_text("1 Q0 a 1 3.0 x\n")
     code, _, err = run(["fuse", str(tmp_path / "a.run")], capsys)
     assert code == 2 and "at least two" in err
+
+
+def test_score_bertscore_with_embedding_cache(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache = tmp_path / "emb"
+    argv = ["score", str(DEMO), "-m", "bertscore", "--embedding-cache", str(cache),
+            "--out", str(tmp_path / "out"), "--no-progress"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "bertscore" in out
+    assert any(cache.rglob("*")), "embeddings were not written to --embedding-cache"
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert 0.0 < summary["metrics"]["bertscore"]["value"] <= 1.0
+    assert "bertscore.precision" in summary["metrics"]

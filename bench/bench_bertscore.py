@@ -1,0 +1,300 @@
+"""BERTScore: rageval (cached token embeddings) against bert-score's ``bert_score.score``.
+
+    python bench/bench_bertscore.py                    # 5,000 pairs, 4 systems, 3 repeats
+    python bench/bench_bertscore.py --pairs 500 --repeats 2
+    python bench/bench_bertscore.py --model-shape roberta-large --pairs 200 --device cuda
+
+Every system answers the same references (answer-like texts of 40-80 words). Scenarios:
+
+(a) one system: ``bert_score.score(answers, references)`` against ``rageval.evaluate`` with an
+    empty embedding cache (both load the model inside the timed region);
+(b) a second system over the same references, as a new run: rageval starts with nothing in
+    memory and no model loaded, and finds the references' embeddings in its disk cache;
+(c) four systems over the shared references: four ``bert_score.score`` calls against four
+    rageval runs, either in one process (embeddings kept in memory) or as four separate runs
+    (memory and model dropped between runs, embeddings read back from disk).
+
+The timings are medians over ``--repeats``; each repeat starts rageval from a fresh cache
+directory. Every rageval value is checked against bert-score's (P, R and F1 of every pair,
+within 1e-6).
+
+``--model-shape roberta-large`` times a randomly initialised model with roberta-large's
+dimensions (24 layers, hidden size 1024, 16 heads; layer 17 as bert-score uses it), built
+locally and saved to a temporary directory, so nothing is downloaded. Its tokenizer is the
+bundled all-MiniLM-L6-v2 WordPiece tokenizer (no RoBERTa BPE vocabulary is available offline),
+so token counts are WordPiece's, close to what RoBERTa's BPE gives for English. It is meant for a
+GPU; on a CPU keep ``--pairs`` small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import rageval.bertscore as bs  # noqa: E402
+from rageval.orchestrator import evaluate  # noqa: E402
+from rageval.records import Record  # noqa: E402
+
+TOLERANCE = 1e-6
+
+_SUBJECTS = ["the company", "revenue", "the new model", "our cloud platform", "the board",
+             "operating income", "the retriever", "customer demand", "the central bank",
+             "the research team", "net profit", "the quarterly report", "the data center",
+             "inflation", "the product launch", "the European segment", "free cash flow"]
+_VERBS = ["increased", "declined", "was driven by", "depends on", "improved", "reported",
+          "remained stable despite", "was offset by", "grew faster than", "benefited from",
+          "was reduced by", "exceeded", "is expected to follow", "was announced with"]
+_OBJECTS = ["higher energy costs", "strong demand for subscriptions", "twelve percent",
+            "the previous year", "new hiring in research", "a share buyback program",
+            "lower interest rates", "weaker sales in Asia", "better recall at ten",
+            "longer context windows", "supply chain delays", "a one-time tax benefit",
+            "the acquisition of a smaller rival", "rising wages", "stable margins",
+            "record enrollment", "fewer hallucinated citations", "the updated guidance"]
+_LINKS = ["because", "while", "and", "although", "so", "after", "as"]
+
+
+def _sentence(rng: random.Random) -> str:
+    parts = [rng.choice(_SUBJECTS), rng.choice(_VERBS), rng.choice(_OBJECTS)]
+    if rng.random() < 0.6:
+        parts += [rng.choice(_LINKS), rng.choice(_SUBJECTS), rng.choice(_VERBS),
+                  rng.choice(_OBJECTS)]
+    text = " ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def _text(rng: random.Random, low: int = 40, high: int = 80) -> str:
+    target = rng.randint(low, high)
+    words: list[str] = []
+    while len(words) < target:
+        words += _sentence(rng).split()
+    return " ".join(words[:target]).rstrip(",") + "."
+
+
+def _answer(rng: random.Random, reference: str) -> str:
+    """An answer-like paraphrase: reference words dropped, replaced, reordered, extended."""
+    words = [w for w in reference.split() if rng.random() > 0.15]
+    words = [rng.choice(_OBJECTS).split()[0] if rng.random() < 0.1 else w for w in words]
+    if rng.random() < 0.3:
+        cut = len(words) // 2
+        words = words[cut:] + words[:cut]
+    extra = _text(rng, 5, 20).split() if rng.random() < 0.5 else []
+    words = (words + extra)[: rng.randint(40, 80)]
+    return " ".join(words)
+
+
+def make_data(pairs: int, systems: int, seed: int) -> tuple[list[str], list[list[str]]]:
+    rng = random.Random(seed)
+    references = [_text(rng) for _ in range(pairs)]
+    answers = [[_answer(random.Random(f"{seed}-{s}-{i}"), ref) for i, ref in enumerate(references)]
+               for s in range(systems)]
+    return references, answers
+
+
+def _roberta_large_shape(directory: Path, seed: int) -> str:
+    """A random model of roberta-large's dimensions, saved with the MiniLM tokenizer."""
+    import torch
+    from transformers import RobertaConfig, RobertaModel
+
+    source = Path(bs._model_spec(bs.DEFAULT_MODEL).source)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                 "special_tokens_map.json"):
+        if (source / name).exists():
+            shutil.copy(source / name, directory / name)
+    config = RobertaConfig(
+        vocab_size=50265, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+        intermediate_size=4096, max_position_embeddings=514, type_vocab_size=1,
+        pad_token_id=0,  # the WordPiece tokenizer's [PAD]
+        layer_norm_eps=1e-5,
+    )
+    torch.manual_seed(seed)
+    RobertaModel(config).save_pretrained(directory)
+    return str(directory)
+
+
+def _records(answers: list[str], references: list[str]) -> list[Record]:
+    return [Record(id=str(i), answer=a, references=(r,))
+            for i, (a, r) in enumerate(zip(answers, references, strict=True))]
+
+
+def _new_run() -> None:
+    """What a new rageval process starts with: nothing in memory, no model loaded."""
+    bs.clear_memory_cache()
+    bs.unload_models()
+
+
+def _time_bert_score(answers, references, model, layer, args) -> tuple[float, np.ndarray]:
+    import bert_score
+
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(open(os.devnull, "w")):
+        p, r, f = bert_score.score(answers, references, model_type=model, num_layers=layer,
+                                   batch_size=args.batch_size, device=args.device_resolved)
+    elapsed = time.perf_counter() - start
+    return elapsed, np.stack([p.numpy(), r.numpy(), f.numpy()], axis=1).astype(np.float64)
+
+
+def _time_rageval(metric, answers, references) -> tuple[float, np.ndarray]:
+    records = _records(answers, references)
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(open(os.devnull, "w")):
+        results = evaluate(records, [metric])
+    elapsed = time.perf_counter() - start
+    head = str(metric.name)
+    values = np.array([[r.scores[f"{head}.{p}"] for p in ("precision", "recall", "f1")]
+                       for r in results.records], dtype=np.float64)
+    return elapsed, values
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    args.device_resolved = args.device if args.device != "auto" else (
+        "cuda" if torch.cuda.is_available() else "cpu")
+    references, answers = make_data(args.pairs, args.systems, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="rageval-bench-bertscore-", dir=args.work_dir))
+    try:
+        if args.model_shape == "roberta-large":
+            model_dir = work / "roberta-large-shape"
+            model_dir.mkdir()
+            print("building a random roberta-large-shaped model ...", flush=True)
+            model = _roberta_large_shape(model_dir, args.seed)
+            layer = args.layer or 17
+        else:
+            model = bs._model_spec(bs.DEFAULT_MODEL).source
+            layer = args.layer or bs.DEFAULT_LAYER
+        name = bs.DEFAULT_MODEL if args.model_shape == "minilm" else model
+        rows: dict[str, list[float]] = {}
+        diffs: list[float] = []
+        beyond = 0
+
+        def record(key: str, seconds: float) -> None:
+            rows.setdefault(key, []).append(seconds)
+
+        def check(got: np.ndarray, expected: np.ndarray) -> None:
+            nonlocal beyond
+            diff = np.abs(got - expected)
+            diffs.append(float(diff.max()))
+            beyond += int((diff.max(axis=1) > TOLERANCE).sum())
+
+        for repeat in range(args.repeats):
+            print(f"repeat {repeat + 1}/{args.repeats}", flush=True)
+            expected = []
+            for s in range(args.systems):
+                seconds, values = _time_bert_score(answers[s], references, model, layer, args)
+                record(f"bert-score system {s + 1}", seconds)
+                expected.append(values)
+            cache = work / f"cache-{repeat}"
+            metric = bs.BertScore(model=name, layer=layer, batch_size=args.batch_size,
+                                  device=args.device_resolved, cache=str(cache))
+            # (a), (b) and (c, separate runs): each system a new run, sharing the disk cache
+            for s in range(args.systems):
+                _new_run()
+                seconds, values = _time_rageval(metric, answers[s], references)
+                record(f"rageval run {s + 1} (new process, disk cache)", seconds)
+                check(values, expected[s])
+            # (c, one process): embeddings kept in memory between systems
+            metric = bs.BertScore(model=name, layer=layer, batch_size=args.batch_size,
+                                  device=args.device_resolved, cache=str(work / f"c1-{repeat}"))
+            _new_run()
+            total = 0.0
+            for s in range(args.systems):
+                seconds, values = _time_rageval(metric, answers[s], references)
+                total += seconds
+                check(values, expected[s])
+            record("rageval one process", total)
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(work / f"c1-{repeat}", ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {key: statistics.median(values) for key, values in rows.items()}
+    k = args.systems
+    bert_all = sum(med[f"bert-score system {s + 1}"] for s in range(k))
+    rageval_separate = sum(med[f"rageval run {s + 1} (new process, disk cache)"]
+                           for s in range(k))
+    scenarios = [
+        ("(a) one system, cold cache", args.pairs,
+         med["bert-score system 1"], med["rageval run 1 (new process, disk cache)"]),
+        ("(b) 2nd system, same references", args.pairs,
+         med["bert-score system 2"], med["rageval run 2 (new process, disk cache)"]),
+        (f"(c) {k} systems, one process", k * args.pairs, bert_all, med["rageval one process"]),
+        (f"(c) {k} systems, separate runs", k * args.pairs, bert_all, rageval_separate),
+    ]
+    return {
+        "config": {"pairs": args.pairs, "systems": k, "repeats": args.repeats,
+                   "model_shape": args.model_shape, "layer": layer,
+                   "batch_size": args.batch_size, "device": args.device_resolved,
+                   "torch_threads": torch.get_num_threads(), "seed": args.seed},
+        "versions": {p: bs._version(p) for p in ("bert-score", "transformers", "torch")},
+        "timings_s": rows,
+        "scenarios": [
+            {"scenario": s, "pairs": n, "bert_score_s": b, "rageval_s": r,
+             "bert_score_pairs_per_s": n / b, "rageval_pairs_per_s": n / r, "speedup": b / r}
+            for s, n, b, r in scenarios
+        ],
+        "check": {"max_abs_diff": max(diffs), "pairs_beyond_tolerance": beyond,
+                  "tolerance": TOLERANCE},
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    cfg = result["config"]
+    print(f"\nBERTScore, {cfg['pairs']} pairs x {cfg['systems']} systems, model "
+          f"{cfg['model_shape']} layer {cfg['layer']}, device {cfg['device']} "
+          f"({cfg['torch_threads']} threads), median of {cfg['repeats']}")
+    header = f"{'scenario':34} {'pairs':>6} {'bert-score':>17} {'rageval':>17} {'speedup':>8}"
+    print(header)
+    print("-" * len(header))
+    for row in result["scenarios"]:
+        print(f"{row['scenario']:34} {row['pairs']:>6} "
+              f"{row['bert_score_s']:7.2f}s {row['bert_score_pairs_per_s']:6.1f}/s "
+              f"{row['rageval_s']:7.2f}s {row['rageval_pairs_per_s']:6.1f}/s "
+              f"{row['speedup']:7.2f}x")
+    check = result["check"]
+    verdict = "agree" if check["pairs_beyond_tolerance"] == 0 else "DISAGREE"
+    print(f"values {verdict}: max |rageval - bert-score| = {check['max_abs_diff']:.2e} over P, "
+          f"R, F1 of every pair ({check['pairs_beyond_tolerance']} pairs beyond "
+          f"{check['tolerance']:g})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=5000, help="pairs per system")
+    parser.add_argument("--systems", type=int, default=4, help="systems sharing references")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--model-shape", choices=("minilm", "roberta-large"), default="minilm")
+    parser.add_argument("--layer", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work-dir", default=None, help="where temporary caches go")
+    parser.add_argument("--json", default=None, help="also write every number here")
+    args = parser.parse_args(argv)
+    if args.systems < 2:
+        parser.error("--systems must be at least 2")
+    result = run(args)
+    _print(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["check"]["pairs_beyond_tolerance"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
