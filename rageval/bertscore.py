@@ -58,7 +58,15 @@ import numpy as np
 from rageval import __version__
 from rageval.errors import MissingDependencyError, UsageError
 from rageval.names import MetricName
-from rageval.registry import Batch, Metric, MetricResult, Param, ScoreOptions, register
+from rageval.registry import (
+    Batch,
+    Metric,
+    MetricResult,
+    Param,
+    ScoreOptions,
+    answer_reference_reason,
+    register,
+)
 from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
@@ -94,8 +102,6 @@ _DISABLED = ("none", "off", "false", "no", "0")
 _FALLBACK_MAX_TOKENS = 512
 _UNBOUNDED_MAX_LENGTH = 1_000_000
 
-NO_ANSWER = "no answer (the record has no 'answer')"
-NO_REFERENCE = "no reference (the record has no 'reference')"
 ZERO_IDF = ("undefined: the idf weights of the answer or of a reference sum to 0 (every token "
             "occurs in every reference of the run)")
 
@@ -302,7 +308,7 @@ class BertScore(Metric):
     def score(self, batch: Batch) -> MetricResult:
         records = batch.records
         n = len(records)
-        reasons: list[str | None] = [_unscored_reason(r) for r in records]
+        reasons: list[str | None] = [answer_reference_reason(r) for r in records]
         scored = [i for i, reason in enumerate(reasons) if reason is None]
         names = self.output_names()
         values = {name: np.full(n, np.nan) for name in names}
@@ -419,13 +425,6 @@ def _canonical_layer(model: str, layer: int | None) -> int | None:
     return int(known[model])
 
 
-def _unscored_reason(record: Record) -> str | None:
-    if record.answer is None:
-        return NO_ANSWER
-    if not record.references:
-        return NO_REFERENCE
-    return None
-
 
 def _texts(record: Record) -> Iterable[str]:
     yield record.answer.strip()  # type: ignore[union-attr]
@@ -519,7 +518,7 @@ def _match(
 def _document_frequencies(engine: _Engine, records: Sequence[Record]) -> tuple[int, Counter]:
     """bert-score's ``get_idf_dict`` over the references of the scored records: the number of
     references, and per token the number of references containing it."""
-    references = [ref.strip() for r in records if _unscored_reason(r) is None
+    references = [ref.strip() for r in records if answer_reference_reason(r) is None
                   for ref in r.references]
     known: dict[str, np.ndarray] = {}
     for text in set(references):

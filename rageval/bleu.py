@@ -20,7 +20,15 @@ import numpy as np
 
 from rageval import __version__
 from rageval.errors import UsageError
-from rageval.registry import Batch, Metric, MetricResult, Param, ScoreOptions, register
+from rageval.registry import (
+    Batch,
+    Metric,
+    MetricResult,
+    Param,
+    ScoreOptions,
+    answer_reference_reason,
+    register,
+)
 from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
@@ -33,8 +41,6 @@ MAX_ORDER = 4
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 # Components after the headline, in output order: "<name>.sentence", "<name>.bp", ...
 COMPONENTS = ("sentence", "bp", "ratio", *(f"p{n}" for n in range(1, MAX_ORDER + 1)))
-NO_ANSWER = "no answer to score"
-NO_REFERENCE = "no reference answer to compare with"
 UNKNOWN_NREFS = "?"  # before scoring, the number of references is not known yet
 
 Stats = list[int]  # sacrebleu's layout: [sys_len, ref_len, correct_1..4, total_1..4]
@@ -165,7 +171,7 @@ class Bleu(Metric):
 
     def score(self, batch: Batch) -> MetricResult:
         records = batch.records
-        reasons = [_unscored_reason(r) for r in records]
+        reasons = [answer_reference_reason(r) for r in records]
         scored = [i for i, reason in enumerate(reasons) if reason is None]
         names = self.output_names()
         values = {name: np.full(len(records), np.nan) for name in names}
@@ -261,13 +267,6 @@ def _sacrebleu(values: Mapping[str, Any], *, effective_order: bool) -> SacreBLEU
         tokenize = values["tokenize"]
         raise UsageError(f"bleu: tokenize={tokenize} is not available: {message}") from exc
 
-
-def _unscored_reason(record: Record) -> str | None:
-    if record.answer is None:
-        return NO_ANSWER
-    if not record.references:
-        return NO_REFERENCE
-    return None
 
 
 def _outputs(result: BLEUScore) -> list[float]:

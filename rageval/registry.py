@@ -111,6 +111,19 @@ class Batch:
         return self._cache[key]
 
 
+NO_ANSWER = "no answer (the record has no 'answer')"
+NO_REFERENCE = "no reference (the record has no 'reference')"
+
+
+def answer_reference_reason(record: Record) -> str | None:
+    """Why a generation metric cannot score a record (no answer or no reference), or None."""
+    if record.answer is None:
+        return NO_ANSWER
+    if not record.references:
+        return NO_REFERENCE
+    return None
+
+
 @dataclass
 class MetricResult:
     """What a metric returns for a batch.

@@ -54,6 +54,7 @@ from rageval.registry import (
     Metric,
     MetricResult,
     Param,
+    answer_reference_reason,
     register,
     register_family,
 )
@@ -92,8 +93,6 @@ _TOKENIZER = Param(
     choices=TOKENIZERS,
 )
 
-NO_ANSWER = "no answer (the record has no 'answer')"
-NO_REFERENCE = "no reference (the record has no 'reference')"
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,14 +248,6 @@ class _Pairs:
         return np.fromiter(chained, dtype=np.int64, count=int(self.lengths.sum()))
 
 
-def _reason(answer: str | None, references: Sequence[str]) -> str | None:
-    if answer is None:
-        return NO_ANSWER
-    if not references:
-        return NO_REFERENCE
-    return None
-
-
 def _build_pairs(batch: Batch, tokenizer: str, stem: bool, sentences: bool) -> _Pairs:
     vocab: defaultdict[Token, int] = defaultdict(itertools.count().__next__)
     intern = vocab.__getitem__  # a new token gets the next id
@@ -282,7 +273,7 @@ def _build_pairs(batch: Batch, tokenizer: str, stem: bool, sentences: bool) -> _
     record: list[int] = []
     reasons: list[str | None] = []
     for i, rec in enumerate(batch.records):
-        reasons.append(_reason(rec.answer, rec.references))
+        reasons.append(answer_reference_reason(rec))
         if reasons[-1] is not None or rec.answer is None:
             continue
         answer = text_index(rec.answer)

@@ -21,7 +21,7 @@ import rageval.bertscore as bs  # registers the metric
 from rageval.errors import MissingDependencyError, UsageError
 from rageval.orchestrator import evaluate
 from rageval.records import Record
-from rageval.registry import Batch, create
+from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 
 TOL = 1e-6
 PARTS = ("precision", "recall", "f1")
@@ -279,7 +279,7 @@ def test_output_contract_through_evaluate(tmp_path: Path) -> None:
                              "bertscore.f1", "bertscore.truncated"]
     head = summary["bertscore"]
     assert (head.n, head.unscored) == (7, 2)
-    assert head.reasons == {bs.NO_ANSWER: 1, bs.NO_REFERENCE: 1}
+    assert head.reasons == {NO_ANSWER: 1, NO_REFERENCE: 1}
     assert head.value == pytest.approx(summary["bertscore.f1"].value)
     assert 0 < head.value < 1
     assert summary["bertscore.truncated"].value == pytest.approx(1 / 7)
@@ -287,7 +287,7 @@ def test_output_contract_through_evaluate(tmp_path: Path) -> None:
     assert "|max_tokens:512|" in head.signature
     rows = {r.id: r for r in results.records}
     assert rows["r6"].scores["bertscore"] is None and rows["r6"].errors == {
-        "bertscore": bs.NO_ANSWER}
+        "bertscore": NO_ANSWER}
     assert rows["r8"].details["bertscore"]["truncated"]["answer"] > 512
     expected = _reference(False)
     for i in range(6):

@@ -15,11 +15,11 @@ import sacrebleu
 from sacrebleu.metrics import BLEU as SacreBLEU
 
 import rageval.bleu  # registers "bleu"
-from rageval.bleu import COMPONENTS, NO_ANSWER, NO_REFERENCE, SMOOTH_METHODS, Bleu
+from rageval.bleu import COMPONENTS, SMOOTH_METHODS, Bleu
 from rageval.errors import UsageError
 from rageval.orchestrator import evaluate
 from rageval.records import Record, records_from_dicts
-from rageval.registry import Batch, Metric, create
+from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, Metric, create
 
 _VOCABULARY = (
     "the a cat dog sat on mat The Cat revenue grew 12 % 3.5 1,000 in Q3 , . ! ? ( ) \" ' "

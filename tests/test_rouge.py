@@ -16,7 +16,7 @@ import rageval.rouge as rouge
 from rageval.errors import UsageError
 from rageval.orchestrator import evaluate
 from rageval.records import Record, records_from_dicts
-from rageval.registry import Batch, create
+from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 
 TYPES = ("rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum")
 PARTS = ("precision", "recall", "fmeasure")
@@ -335,8 +335,8 @@ def test_evaluate_output_contract() -> None:
         assert rows["empty"].scores[metric] == 0.0  # an empty answer scores 0, as rouge-score
         assert rows["noref"].scores[metric] is None
         assert rows["noanswer"].scores[f"{metric}.recall"] is None
-        assert rows["noref"].errors[metric] == rouge.NO_REFERENCE
-        assert rows["noanswer"].errors[metric] == rouge.NO_ANSWER
+        assert rows["noref"].errors[metric] == NO_REFERENCE
+        assert rows["noanswer"].errors[metric] == NO_ANSWER
         assert metric not in rows["full"].errors
         summary = results.summary[metric]
         assert (summary.n, summary.unscored) == (3, 2)
