@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
@@ -39,9 +41,19 @@ def _progress_bar(enabled: bool) -> Iterator[ProgressHook | None]:
         yield hook
 
 
+def _prepare_out_dir(path: str) -> None:
+    """Make sure results can be written before spending time scoring."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out {path}: cannot create the output directory: {err}") from None
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"--out {path}: the output directory is not writable")
+
+
 def run_score(args: argparse.Namespace, out: TextIO) -> int:
-    if args.bootstrap < 1:
-        raise UsageError(f"--bootstrap must be at least 1, got {args.bootstrap}")
+    if args.out:
+        _prepare_out_dir(args.out)
     records = load_records(args.records, format=args.format)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with _progress_bar(bool(show) and len(records) > 0) as hook:
@@ -76,13 +88,11 @@ def run_fuse(args: argparse.Namespace, out: TextIO) -> int:
 
     if len(args.runs) < 2:
         raise UsageError("fuse needs at least two runs")
-    if args.k < 0:
-        raise UsageError(f"--k must be non-negative, got {args.k}")
     if args.depth is not None and args.depth < 1:
         raise UsageError(f"--depth must be at least 1, got {args.depth}")
     fused = reciprocal_rank_fusion(
         [read_run(path).frame for path in args.runs], k=args.k, depth=args.depth,
-        runid=args.runid,
+        runid=args.runid, names=args.runs,
     )
     write_run(out, fused, runid=args.runid)
     return 0

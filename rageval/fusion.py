@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from rageval.errors import UsageError
+from rageval.errors import InputError, UsageError
 
 
 def trec_order(run: pl.DataFrame) -> pl.DataFrame:
@@ -30,17 +30,25 @@ def _with_ranks(run: pl.DataFrame) -> pl.DataFrame:
 
 
 def reciprocal_rank_fusion(
-    runs: Sequence[pl.DataFrame], *, k: int = 60, depth: int | None = None, runid: str = "rrf"
+    runs: Sequence[pl.DataFrame],
+    *,
+    k: int = 60,
+    depth: int | None = None,
+    runid: str = "rrf",
+    names: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """Fuse runs given as frames with columns ``qid``, ``docno``, ``score``.
 
     Returns a frame with ``qid, docno, rank, score, runid`` in trec_eval order, keeping the top
-    ``depth`` documents per query when given.
+    ``depth`` documents per query when given. A run listing a document twice for one query is an
+    error (trec_eval refuses such a run too); ``names`` (file paths) label the runs in errors.
     """
     if not runs:
         raise UsageError("reciprocal rank fusion needs at least one run")
     if k < 0:
         raise UsageError(f"the RRF constant k must be non-negative, got {k}")
+    for i, run in enumerate(runs):
+        _check_unique(run, names[i] if names else f"run {i + 1}")
     contributions = [
         _with_ranks(run.select(pl.col("qid").cast(pl.String), "docno", "score")).select(
             "qid", "docno", (1.0 / (k + pl.col("rank"))).alias("rrf"), pl.lit(i).alias("run")
@@ -58,3 +66,11 @@ def reciprocal_rank_fusion(
     if depth is not None:
         ranked = ranked.filter(pl.col("rank") <= depth)
     return ranked.select("qid", "docno", "rank", "score", pl.lit(runid).alias("runid"))
+
+
+def _check_unique(run: pl.DataFrame, name: str) -> None:
+    dup = run.select("qid", "docno").filter(pl.struct("qid", "docno").is_duplicated())
+    if dup.height:
+        qid, docno = dup.row(0)
+        raise InputError(f"document {docno!r} is retrieved more than once for query {qid!r}",
+                         path=name)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from rageval import __version__
-from rageval.errors import UsageError
+from rageval.errors import InputError, UsageError
 from rageval.records import Record, apply_judgments, load_records
 from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, create
 from rageval.results import MetricSummary, RecordResult, Results
@@ -61,16 +61,15 @@ def evaluate(
     ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
     """
     started = time.perf_counter()
+    _check_settings(seed, bootstrap, batch_size)
     source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
     loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
-    loaded, judgments_source = _with_qrels(loaded, qrels)
+    loaded, judgments_source = _with_qrels(loaded, qrels, source)
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
                            embedding_cache=embedding_cache)
     resolved = _resolve(metrics, options)
     _check_inputs(loaded, resolved)
 
-    if batch_size < 1:
-        raise UsageError(f"batch_size must be at least 1, got {batch_size}")
     per_metric = _score_all(resolved, loaded, batch_size, progress)
     summary = {
         name: summary_item
@@ -82,16 +81,33 @@ def evaluate(
 
 
 def _with_qrels(
-    records: list[Record], qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None
+    records: list[Record],
+    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
+    records_source: str,
 ) -> tuple[list[Record], str]:
+    """Fill judgments from qrels; return the records and where their judgments came from."""
     if qrels is None:
         return records, "inline"
     if isinstance(qrels, Mapping):
-        return apply_judgments(records, qrels, source="<qrels mapping>"), "qrels"
-    from rageval.trec import read_qrels
+        mapping, source = qrels, "<qrels mapping>"
+    else:
+        from rageval.trec import read_qrels
 
-    path = str(qrels)
-    return apply_judgments(records, read_qrels(path).to_dict(), source=path), "qrels"
+        source = str(qrels)
+        mapping = read_qrels(source).to_dict()
+    filled = apply_judgments(records, mapping, source=source, records_source=records_source)
+    from_qrels = sum(1 for r in records if r.id in mapping)
+    if from_qrels == 0:
+        raise InputError("no query id of the qrels matches a record id", path=source)
+    inline = sum(1 for r in records if r.judgments is not None)
+    return filled, "qrels" if inline == 0 else "mixed"
+
+
+def _check_settings(seed: int, bootstrap: int, batch_size: int) -> None:
+    for name, value, low in (("seed", seed, 0), ("bootstrap", bootstrap, 1),
+                             ("batch_size", batch_size, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
 
 
 def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:
@@ -99,7 +115,11 @@ def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Met
         metrics = [metrics]
     resolved: list[Metric] = []
     for item in metrics:
-        metric = item if isinstance(item, Metric) else create(item, options)
+        if isinstance(item, Metric):
+            # A metric object built elsewhere gets this run's options (and so its signature).
+            metric = item if item.options == options else item.with_options(options)
+        else:
+            metric = create(item, options)
         if str(metric) in {str(m) for m in resolved}:
             raise UsageError(f"metric {metric} requested twice")
         resolved.append(metric)
@@ -116,6 +136,8 @@ def _check_inputs(records: list[Record], metrics: list[Metric]) -> None:
         for needed in sorted(metric.needs):
             if not any(_FIELD_PRESENT[needed](r) for r in records):
                 hint = " (or give --qrels)" if needed == "judgments" else ""
+                if needed == "contexts":
+                    hint = " (every record's contexts list is empty)"
                 raise UsageError(
                     f"metric {metric} needs '{needed}', and no record has it{hint}"
                 )
@@ -141,6 +163,8 @@ def _score_all(
 
 
 def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult:
+    """Check a metric's result and enforce "unscored is not zero" centrally: an infinite value
+    becomes unscored, and every unscored headline value has a reason."""
     expected = metric.output_names()
     if list(result.values) != expected:
         raise RuntimeError(f"{metric} returned outputs {list(result.values)}, expected {expected}")
@@ -148,6 +172,14 @@ def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult
         if len(values) != len(batch):
             raise RuntimeError(f"{metric} returned {len(values)} values for {name}, "
                                f"expected {len(batch)}")
+        overflow = np.isinf(values)
+        if overflow.any():
+            values[overflow] = np.nan
+            for i in np.flatnonzero(overflow):
+                result.reasons[i] = result.reasons[i] or f"{name} is not finite (overflow)"
+    headline = result.values[expected[0]]
+    for i in np.flatnonzero(np.isnan(headline)):
+        result.reasons[i] = result.reasons[i] or "undefined value"
     return result
 
 

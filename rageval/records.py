@@ -271,14 +271,20 @@ def _score(value: Any, field: str) -> float | None:
     raise _expected("a finite number", value, field)
 
 
+# Grades are stored as int64 and used as exponents (2^g - 1 gains): keep them in a sane range.
+MAX_GRADE = 1000
+
+
 def _grade(value: Any, field: str) -> int:
     if type(value) is int:
-        return value
-    if _is_integer(value):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise _expected("an integer grade", value, field)
+        grade = value
+    elif _is_integer(value) or (isinstance(value, float) and value.is_integer()):
+        grade = int(value)
+    else:
+        raise _expected("an integer grade", value, field)
+    if abs(grade) > MAX_GRADE:
+        raise _FieldError(f"grade {grade} is outside -{MAX_GRADE}..{MAX_GRADE}", field)
+    return grade
 
 
 def _judgments(value: Any, field: str = "judgments") -> Mapping[str, int] | None:
@@ -290,7 +296,7 @@ def _judgments(value: Any, field: str = "judgments") -> Mapping[str, int] | None
     for doc, grade in value.items():
         if not isinstance(doc, str) or not doc:
             raise _expected("non-empty string doc ids", doc, field)
-        grades[doc] = grade if type(grade) is int else _grade(grade, f"{field}.{doc}")
+        grades[doc] = _grade(grade, f"{field}.{doc}")
     return MappingProxyType(grades)
 
 
@@ -542,8 +548,15 @@ def _iter_json_array(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
 
 
 def _parse_reference_cell(cell: str, source: str, line: int) -> Any:
+    # A JSON list of strings is several references; anything else, "[1] see note" included,
+    # is one reference as written.
     if cell.lstrip().startswith("["):
-        return _loads(cell, source, line, "reference")
+        try:
+            value = json.loads(cell)
+        except ValueError:
+            return cell
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return value
     return cell
 
 

@@ -178,6 +178,10 @@ class Metric(ABC):
         self.values: Mapping[str, Any] = MappingProxyType(values)
         self._frozen = True
 
+    def with_options(self, options: ScoreOptions) -> Metric:
+        """The same metric (same parameters and cutoff) under other run options."""
+        return type(self)(cutoff=self.cutoff, options=options, **dict(self.values))
+
     def __setattr__(self, key: str, value: Any) -> None:
         if self._frozen:
             raise AttributeError(f"metric {self.name} is immutable")
@@ -187,7 +191,9 @@ class Metric(ABC):
     def name(self) -> MetricName:
         """Canonical name: parameters left at their defaults are omitted."""
         declared = {p.name: p for p in self.params}
-        shown = tuple((k, _render(v)) for k, v in self.values.items() if v != declared[k].default)
+        shown = tuple(
+            (k, render_value(v)) for k, v in self.values.items() if v != declared[k].default
+        )
         return MetricName(self.base, shown, self.cutoff)
 
     def __str__(self) -> str:
@@ -217,7 +223,7 @@ class Metric(ABC):
         fields = [Field("metric", self.base, "m")]
         if self.cutoff is not None:
             fields.append(Field("cutoff", str(self.cutoff), "k"))
-        fields += [Field(k, _render(v)) for k, v in self.values.items()]
+        fields += [Field(k, render_value(v)) for k, v in self.values.items()]
         fields += self.signature_extra()
         fields.append(Field("rageval", __version__, "v", version=True))
         return Signature.of(fields)
@@ -243,7 +249,8 @@ class Metric(ABC):
         return None
 
 
-def _render(value: Any) -> str:
+def render_value(value: Any) -> str:
+    """A parameter value as metric names write it (``true``, ``17``, ``roberta-large``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -310,8 +317,8 @@ def _lookup(base: str) -> type[Metric] | None:
     if key in _ALIASES:
         return _REGISTRY[_ALIASES[key]]
     for pattern, make_class in _FAMILIES:
-        if pattern.fullmatch(base):
-            return make_class(base)
+        if pattern.fullmatch(key):
+            return make_class(key)
     return None
 
 

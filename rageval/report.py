@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rageval.registry import Metric, metric_classes
+from rageval.registry import Metric, metric_classes, render_value
 from rageval.results import Results
 
 
@@ -72,7 +72,8 @@ def _params_text(cls: type[Metric]) -> str:
     parts = []
     for p in cls.params:
         choices = f" ({'|'.join(map(str, p.choices))})" if p.choices else ""
-        parts.append(f"{p.name}={p.default}{choices}: {p.doc}")
+        default = "none" if p.default is None else render_value(p.default)
+        parts.append(f"{p.name}={default}{choices}: {p.doc}")
     return "\n".join(parts)
 
 

@@ -24,8 +24,9 @@ from typing import ClassVar
 import numpy as np
 
 from rageval import kernels
+from rageval.errors import UsageError
 from rageval.ranking import Ranking
-from rageval.registry import Batch, Metric, MetricResult, Param, register
+from rageval.registry import Batch, Metric, MetricResult, Param, ScoreOptions, register
 from rageval.signature import Field
 
 _REL = Param("rel", int, 1, "grade from which a judged context counts as relevant", minimum=1)
@@ -65,17 +66,20 @@ class RetrievalMetric(Metric):
     """A ranked-list metric: one kernel call over the batch's columnar ranking."""
 
     family = "retrieval"
-    needs = frozenset({"judgments"})
+    needs = frozenset({"judgments", "contexts"})
+    # Metrics trec_eval also computes (same conventions); the others are rageval's own.
+    trec_eval_measure: ClassVar[bool] = True
     # False for metrics whose value is 0/0 when the query has no relevant document.
     defined_without_relevant: ClassVar[bool] = False
 
     def signature_extra(self) -> list[Field]:
-        undefined = "zero" if self.options.trec_convention else "skip"
-        return [
-            Field("judgments", self.options.judgments_source, "j"),
-            Field("undefined", undefined, "u"),
-            Field("semantics", "trec_eval-10.0", "s"),
-        ]
+        fields = [Field("judgments", self.options.judgments_source, "j")]
+        if not self.defined_without_relevant:
+            undefined = "zero" if self.options.trec_convention else "skip"
+            fields.append(Field("undefined", undefined, "u"))
+        if self.trec_eval_measure and self.values.get("gain", "linear") == "linear":
+            fields.append(Field("semantics", "trec_eval-10.0", "s"))
+        return fields
 
     @property
     def rel(self) -> int:
@@ -160,6 +164,7 @@ class F1(RetrievalMetric):
     cutoff_rule = "optional"
     params = (_REL,)
     summary = "F1 at k: harmonic mean of P@k and recall@k"
+    trec_eval_measure = False  # set_F without a cutoff; F1@k is not a trec_eval measure
 
     def compute(self, ranking: Ranking) -> np.ndarray:
         if self.cutoff is None:
@@ -209,8 +214,8 @@ class MeanRank(RetrievalMetric):
 
     Policy when no relevant context is retrieved (within the top k for ``mean_rank@k``):
     ``missing=skip`` (default) leaves the record unscored with that reason, and the summary counts
-    it, so a mean rank is always read next to its ``unscored`` count; ``missing=penalize`` scores
-    it as one past the end of the list (k + 1 with a cutoff, else the number retrieved + 1).
+    it, so a mean rank is always read next to its ``unscored`` count; ``missing=penalize`` (which
+    needs a cutoff) scores it k + 1, one past the end of the cut list.
     Lower is better. Example: first relevant at ranks 3, 2, 5 gives mean rank 3.33.
     """
 
@@ -222,16 +227,21 @@ class MeanRank(RetrievalMetric):
               choices=("skip", "penalize")),
     )
     summary = "rank of the first relevant context (lower is better)"
+    trec_eval_measure = False
+
+    def __init__(self, cutoff: int | None = None, options: ScoreOptions | None = None,
+                 **params: object) -> None:
+        super().__init__(cutoff, options, **params)
+        if self.values["missing"] == "penalize" and self.cutoff is None:
+            # Without a cutoff the penalty would depend on each list's length: a record that
+            # retrieved nothing would score 1, the best possible rank.
+            raise UsageError("mean_rank(missing=penalize) needs a cutoff, e.g. "
+                             "'mean_rank(missing=penalize)@10'")
 
     def compute(self, ranking: Ranking) -> np.ndarray:
         ranks = kernels.first_relevant_rank(ranking, rel_level=self.rel, k=self.cutoff)
-        if self.values["missing"] == "penalize":
-            past_end = (
-                np.full(len(ranks), self.cutoff + 1.0)
-                if self.cutoff is not None
-                else ranking.num_ret().astype(np.float64) + 1.0
-            )
-            ranks = np.where(np.isnan(ranks), past_end, ranks)
+        if self.values["missing"] == "penalize" and self.cutoff is not None:
+            ranks = np.where(np.isnan(ranks), self.cutoff + 1.0, ranks)
         return ranks
 
     def extra_reason(self, ranking: Ranking, i: int, value: float) -> str | None:
@@ -339,6 +349,7 @@ class ERR(RetrievalMetric):
     cutoff_rule = "optional"
     params = (Param("gmax", int, 3, "highest grade of the relevance scale", minimum=1),)
     summary = "expected reciprocal rank: cascade model with R = (2^g - 1) / 2^gmax"
+    trec_eval_measure = False
     defined_without_relevant = True
 
     def compute(self, ranking: Ranking) -> np.ndarray:
@@ -374,6 +385,7 @@ class AUC(RetrievalMetric):
     base = "auc"
     params = (_REL,)
     summary = "ROC AUC of context scores, retrieved relevant vs non-relevant (ties count 1/2)"
+    trec_eval_measure = False
 
     def compute(self, ranking: Ranking) -> np.ndarray:
         return kernels.roc_auc(ranking, rel_level=self.rel)

@@ -2,8 +2,9 @@
 
 Modelled on sacrebleu's ``BLEU|nrefs:1|case:mixed|tok:13a|...``: an ordered list of
 ``key:value`` fields joined by ``|``, metric first and library versions last. The long form
-spells keys out (``metric:ndcg|cutoff:10|gain:linear|rel:1|...|rageval:0.1.0``); the short form
-uses abbreviations (``m:ndcg|k:10|g:linear|rel:1|...|v:0.1.0``) for tables.
+spells keys out (``metric:ndcg|cutoff:10|gain:linear|judgments:inline|...|rageval:0.1.0``); the
+short form abbreviates the keys that declare a short name (``m:ndcg|k:10|gain:linear|j:inline|...
+|v:0.1.0``) for tables.
 """
 
 from __future__ import annotations

@@ -112,3 +112,17 @@ def test_score_bertscore_with_embedding_cache(tmp_path: Path, capsys, monkeypatc
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert 0.0 < summary["metrics"]["bertscore"]["value"] <= 1.0
     assert "bertscore.precision" in summary["metrics"]
+
+
+def test_unwritable_out_fails_before_scoring(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    code, _, err = run(["score", str(DEMO), "-m", "mrr", "--out", str(blocker)], capsys)
+    assert code == 2 and "cannot create the output directory" in err
+
+
+def test_fuse_rejects_duplicate_documents(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a.run").write_text("1 Q0 d1 1 3.0 x\n1 Q0 d2 2 2.0 x\n1 Q0 d1 3 1.0 x\n")
+    (tmp_path / "b.run").write_text("1 Q0 d1 1 5.0 y\n")
+    code, _, err = run(["fuse", str(tmp_path / "a.run"), str(tmp_path / "b.run")], capsys)
+    assert code == 2 and "more than once" in err and "a.run" in err

@@ -111,3 +111,57 @@ def test_public_api_names_the_function() -> None:
 
     assert callable(rageval.evaluate) and rageval.evaluate.__name__ == "evaluate"
     assert callable(rageval.load_records)
+
+
+def test_metric_objects_take_the_run_options() -> None:
+    from rageval.registry import create
+
+    results = evaluate(DEMO, [create("recall@3")], trec_convention=True, bootstrap=10)
+    assert results.summary["recall@3"].unscored == 0
+    assert "undefined:zero" in results.summary["recall@3"].signature
+
+
+def test_qrels_that_match_nothing_is_an_error_and_mixed_sources_are_named() -> None:
+    from rageval.errors import InputError
+
+    with pytest.raises(InputError, match="matches a record id"):
+        evaluate(DEMO, ["mrr"], qrels={"zz": {"d1": 1}})
+    items = records_from_dicts([
+        {"id": "a", "contexts": ["x"], "judgments": {"1": 1}},
+        {"id": "b", "contexts": ["x"]},
+    ])
+    results = evaluate(items, ["mrr"], qrels={"b": {"1": 1}}, bootstrap=10)
+    assert "judgments:mixed" in results.summary["mrr"].signature
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"seed": -1}, "seed"),
+                                              ({"bootstrap": 0}, "bootstrap"),
+                                              ({"batch_size": 0}, "batch_size")])
+def test_bad_settings_are_usage_errors(kwargs: dict, name: str) -> None:
+    with pytest.raises(UsageError, match=name):
+        evaluate(DEMO, ["mrr"], **kwargs)
+
+
+def test_non_finite_and_unexplained_values_get_reasons() -> None:
+    from rageval.orchestrator import _checked
+    from rageval.registry import Batch, MetricResult, create
+
+    batch = Batch(records_from_dicts([{"id": "a"}, {"id": "b"}]))
+    result = MetricResult({"mrr": np.array([np.inf, np.nan])}, [None, None])
+    _checked(create("mrr"), batch, result)
+    assert np.isnan(result.values["mrr"]).all()
+    assert "not finite" in result.reasons[0]
+    assert result.reasons[1] == "undefined value"
+
+
+def test_grades_are_bounded() -> None:
+    from rageval.errors import InputError
+
+    with pytest.raises(InputError, match="outside"):
+        records_from_dicts([{"id": "a", "judgments": {"d": 10**30}}])
+
+
+def test_family_names_are_case_insensitive() -> None:
+    from rageval.registry import create
+
+    assert str(create("ROUGE3")) == "rouge3"

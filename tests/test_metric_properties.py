@@ -25,6 +25,9 @@ def ranked_records(draw: st.DrawFn) -> list[dict]:
         scores = [draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])) for _ in ranked]
         contexts = [{"id": d, "text": d, "score": s} for d, s in zip(ranked, scores, strict=True)]
         items.append({"id": f"q{q}", "contexts": contexts, "judgments": grades})
+    if not any(item["contexts"] for item in items):
+        # A run where no record retrieved anything stops before scoring; keep one context.
+        items[0]["contexts"] = [{"id": "d0", "text": "d0", "score": 1.0}]
     return items
 
 
@@ -58,6 +61,8 @@ def test_ideal_ranking_scores_one(items: list[dict]) -> None:
         order = sorted(grades, key=lambda d: -grades[d])
         contexts = [{"id": d, "text": d} for d in order]
         ideal.append({"id": item["id"], "contexts": contexts, "judgments": grades})
+    if not any(item["contexts"] for item in ideal):
+        return  # nothing judged anywhere: no ideal ranking to score
     values = _scores(ideal, ["ndcg", "ndcg@5", "ndcg(gain=exp)@5", "map", "mrr", "rprec"])
     for item, *row in zip(ideal, *values.values(), strict=True):
         if _has_relevant(item):

@@ -428,8 +428,12 @@ def test_csv_errors_name_physical_line(tmp_path: Path) -> None:
     assert "malformed JSON" in error.message
     path.write_text('id,judgments\na,"{""d1"": ""2""}"\n', encoding="utf-8")
     assert_error(load_error(path), path, 2, "judgments.d1")
-    path.write_text('id,reference\na,"[""x"", 3]"\n', encoding="utf-8")
-    assert_error(load_error(path), path, 2, "reference[1]")
+    # A reference cell is several references only when it is a JSON list of strings; anything
+    # else starting with '[' (a citation marker, say) is one reference as written.
+    path.write_text('id,reference\na,"[""x"", 3]"\nb,[1] see note\nc,"[""y"", ""z""]"\n',
+                    encoding="utf-8")
+    loaded = {r.id: r.references for r in load_records(path)}
+    assert loaded == {"a": ('["x", 3]',), "b": ("[1] see note",), "c": ("y", "z")}
     path.write_text("id,query\na,q\nb\n", encoding="utf-8")
     assert_error(load_error(path), path, 3, None)
     path.write_text("id,query\na,q\na,r\n", encoding="utf-8")

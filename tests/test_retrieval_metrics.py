@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from rageval.errors import UsageError
 from rageval.orchestrator import evaluate
 from rageval.records import records_from_dicts
 
@@ -106,11 +107,10 @@ def test_mean_rank_missing_policy() -> None:
     assert "no relevant context retrieved" in results.records[1].errors["mean_rank"]
     assert results.summary["mean_rank"].value == 2.0
     assert results.summary["mean_rank"].unscored == 1
-    penal = _scores(
-        [found, missing], ["mean_rank(missing=penalize)", "mean_rank(missing=penalize)@2"]
-    )
-    assert penal["mean_rank(missing=penalize)"] == [2.0, 4.0]  # 3 retrieved + 1
+    penal = _scores([found, missing], ["mean_rank(missing=penalize)@2"])
     assert penal["mean_rank(missing=penalize)@2"] == [2.0, 3.0]  # k + 1
+    with pytest.raises(UsageError, match="needs a cutoff"):
+        evaluate(records_from_dicts([found]), ["mean_rank(missing=penalize)"])
 
 
 def test_err_hand_computed() -> None:
@@ -166,9 +166,15 @@ def test_relevance_threshold() -> None:
 
 
 def test_empty_ranking_is_zero_not_unscored() -> None:
-    item = _record("a", [], {"x": 1})
-    values = _scores([item], ["recall@5", "mrr", "p@5"])
-    assert values == {"recall@5": [0.0], "mrr": [0.0], "p@5": [0.0]}
+    # The retriever returned nothing for "a": that is a ranking, scored 0, not a missing value.
+    items = [_record("a", [], {"x": 1}), _record("b", ["x"], {"x": 1})]
+    values = _scores(items, ["recall@5", "mrr", "p@5"])
+    assert values == {"recall@5": [0.0, 1.0], "mrr": [0.0, 1.0], "p@5": [0.0, 0.2]}
+
+
+def test_no_contexts_anywhere_stops_before_scoring() -> None:
+    with pytest.raises(UsageError, match="needs 'contexts'"):
+        evaluate(records_from_dicts([_record("a", [], {"x": 1})]), ["mrr"])
 
 
 def test_records_and_trec_files_agree(tmp_path) -> None:
