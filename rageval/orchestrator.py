@@ -268,9 +268,13 @@ def _manifest(
     }
 
 
+# Libraries whose version can change a value; read from package metadata (nothing is imported).
+_VERSIONED = ("numpy", "polars", "sacrebleu", "nltk", "bert-score", "transformers", "torch")
+
+
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for package in ("numpy", "polars"):
+    for package in _VERSIONED:
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
