@@ -454,7 +454,7 @@ def _run_inner(
         qrels, run, max_retrieved=opts.max_retrieved, all_qrels_queries=opts.all_queries
     )
     # Topics of the qrels absent from the run (evaluated only with -c): trec_eval scores them
-    # on a placeholder ranking and then zeroes the values that placeholder would distort.
+    # on a stand-in ranking and then zeroes the values that stand-in would distort.
     missing_names = set(ranking.qids) - set(run.qid_layout().names) if opts.all_queries else set()
     del run
     if opts.judged_only:
