@@ -1,0 +1,130 @@
+"""Turning a judge reply into a score, or into an explicit reason why there is none.
+
+The judge is asked for ``{"reasoning": "...", "score": n}``. :func:`parse_reply` reads the
+reply as strict JSON first; failing that, it takes the last JSON object in the reply that has
+a ``score`` key (so code fences, prose around the object and earlier drafts are tolerated).
+The score must be an integer of the rubric's scale: ``4.0`` and ``"4"`` are read as 4, while
+``3.5``, ``true``, ``7`` on a 1-5 scale or a missing score leave the reply unscored with a
+reason. A reply is never given a default, a minimum or a guessed score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rageval.judge.prompts import Rubric
+
+__all__ = ["ParsedReply", "parse_reply"]
+
+_INTEGER_STRING = re.compile(r"\s*[+-]?[0-9]{1,9}\s*")
+_DECODER = json.JSONDecoder()
+_SHOWN = 80  # characters of an offending value quoted in an error
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedReply:
+    """The outcome of parsing one reply.
+
+    Exactly one of ``score`` and ``error`` is set. ``reasoning`` is the judge's reasoning when
+    the reply had one as a string, kept even when the score is unusable.
+    """
+
+    score: int | None
+    reasoning: str | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the reply gave a usable score."""
+        return self.score is not None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object embedded in ``text``, in order of appearance.
+
+    Scans for ``{`` and decodes a JSON value from there; a decoded object is skipped over
+    whole (its nested objects and any braces inside its strings are part of it).
+    """
+    found: list[dict[str, Any]] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        position = text.find("{", max(end, position + 1))
+    return found
+
+
+def _score(value: Any, rubric: Rubric) -> tuple[int | None, str | None]:
+    """The integer score a ``score`` value stands for, or an error reason."""
+    low, high = rubric.scale_min, rubric.scale_max
+    if isinstance(value, bool) or value is None:
+        return None, f"score is {_shown(value)}, not an integer"
+    if isinstance(value, int):
+        score = value
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None, f"score {_shown(value)} is not an integer"
+        score = int(value)
+    elif isinstance(value, str) and _INTEGER_STRING.fullmatch(value):
+        score = int(value)
+    else:
+        return None, f"score {_shown(value)} is not an integer"
+    if not low <= score <= high:
+        return None, f"score {score} is outside the rubric's scale {low}-{high}"
+    return score, None
+
+
+def _from_object(obj: dict[str, Any], rubric: Rubric) -> ParsedReply:
+    reasoning = obj.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) else None
+    if "score" not in obj:
+        return ParsedReply(None, reasoning, "the reply's JSON object has no 'score'")
+    score, error = _score(obj["score"], rubric)
+    return ParsedReply(score, reasoning, error)
+
+
+def parse_reply(text: str | None, rubric: Rubric) -> ParsedReply:
+    """Parse a judge reply against ``rubric``'s scale; never raises on any text.
+
+    Strict JSON (the whole reply is one object) is tried first. Otherwise the last JSON
+    object in the reply that has a ``score`` key is used, or, when none has one, the reply is
+    unscored. See the module docstring for which scores are accepted.
+    """
+    if text is None or not isinstance(text, str) or not text.strip():
+        return ParsedReply(None, None, "empty reply")
+    try:
+        strict = json.loads(text)
+    except (ValueError, RecursionError):
+        strict = None
+    if isinstance(strict, dict):
+        return _from_object(strict, rubric)
+    objects = _objects(text)
+    scored = [obj for obj in objects if "score" in obj]
+    if scored:
+        return _from_object(scored[-1], rubric)
+    if objects:
+        return _from_object(objects[-1], rubric)
+    return ParsedReply(None, None, "no JSON object in the reply")
