@@ -1,0 +1,290 @@
+"""A loopback OpenAI-compatible chat-completions server standing in for the judge model in tests.
+
+It speaks real HTTP on 127.0.0.1 (an ephemeral port), so tests exercise the real ``openai``
+client end to end. The judge is scripted and deterministic: the score is derived from a hash of
+the last user message and the reply is ``{"reasoning": "...", "score": n}``.
+
+Faults come on demand, by name:
+
+``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After`` (default 1 s)
+``"quota"``                      429 with code ``insufficient_quota`` (permanent)
+``"500"``, ``"503"``             server errors
+``"timeout"``                    sleep ``hang_s`` seconds before answering (longer than the client
+                                 timeout), then answer normally if anyone is still listening
+``"drop"``                       close the connection without answering
+``"bad_body"``                   200 with a body that is not JSON
+``"prose"``                      200, the reply is prose without a score
+``"out_of_range"``               200, the reply carries score 9
+``"bad_json"``                   200, the reply is truncated JSON
+``"refuse_schema"``              400 refusing ``response_format`` (as vLLM/proxies do)
+``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
+                                 real endpoints echo a prefix of it: clients must redact it)
+
+Faults are taken, in this order, from a per-message queue (:meth:`JudgeServer.fail_for`, keyed by
+the last user message: deterministic under concurrency), a global queue applied to the next
+requests in arrival order (:meth:`JudgeServer.fail_next`), and a standing fault
+(:attr:`JudgeServer.always`). ``reject_response_format=True`` refuses every request that carries
+``response_format``. Every request is counted and its JSON body kept (thread-safe).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["JudgeServer", "judge_score"]
+
+
+def judge_score(text: str) -> int:
+    """The deterministic score (1-5) the scripted judge gives to a last user message."""
+    return 1 + int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 5
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    judge: JudgeServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def do_POST(self) -> None:
+        judge = self.server.judge
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {self.path}",
+                                            "type": "invalid_request_error"}})
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            body = {}
+        auth = self.headers.get("Authorization", "")
+        key = auth.removeprefix("Bearer ").strip()
+        fault = judge._record(body)
+        if judge.latency_s:
+            time.sleep(judge.latency_s)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
+            self._respond(judge, body, key, fault)
+
+    # -- responses ---------------------------------------------------------------------
+
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(obj).encode("utf-8"), headers)
+
+    def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _error(self, status: int, message: str, etype: str, code: str | None = None,
+               headers: dict[str, str] | None = None) -> None:
+        self._send_json(status, {"error": {"message": message, "type": etype, "param": None,
+                                           "code": code}}, headers)
+
+    def _respond(self, judge: JudgeServer, body: dict[str, Any], key: str,
+                 fault: str | None) -> None:
+        if judge.expected_key is not None and key != judge.expected_key:
+            fault = "401"
+        if fault is None and judge.reject_response_format and "response_format" in body:
+            fault = "refuse_schema"
+        if fault == "timeout":
+            time.sleep(judge.hang_s)
+            fault = None
+        if fault is not None and fault.startswith("429"):
+            _, _, after = fault.partition(":")
+            self._error(429, "Rate limit reached. Please try again later.", "requests",
+                        "rate_limit_exceeded", {"Retry-After": after or "1"})
+            return
+        if fault == "quota":
+            self._error(429, "You exceeded your current quota.", "insufficient_quota",
+                        "insufficient_quota")
+            return
+        if fault in ("500", "503"):
+            self._error(int(fault), "The server had an error processing your request.",
+                        "server_error")
+            return
+        if fault == "drop":
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault == "bad_body":
+            self._send_raw(200, b'{"id": "chatcmpl-x", "choices": [ {"mess')
+            return
+        if fault == "refuse_schema":
+            self._error(400, "response_format of type 'json_schema' is not supported by this "
+                             "model", "invalid_request_error", "invalid_request_error")
+            return
+        if fault == "400":
+            self._error(400, "Invalid value for 'messages'.", "invalid_request_error")
+            return
+        if fault == "401":
+            self._error(401, f"Incorrect API key provided: {key}. You can find your API key "
+                             "at the provider's dashboard.", "invalid_request_error",
+                        "invalid_api_key")
+            return
+        if fault == "403":
+            self._error(403, "You are not allowed to use this model.", "invalid_request_error")
+            return
+        if fault == "404":
+            self._error(404, f"The model '{body.get('model')}' does not exist.",
+                        "invalid_request_error", "model_not_found")
+            return
+        self._send_json(200, judge._reply(body, fault))
+
+
+class JudgeServer:
+    """The loopback judge. Use as a context manager; :attr:`base_url` is what clients need."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        hang_s: float = 2.0,
+        reject_response_format: bool = False,
+        expected_key: str | None = None,
+    ) -> None:
+        self.latency_s = latency_s
+        self.hang_s = hang_s
+        self.reject_response_format = reject_response_format
+        self.expected_key = expected_key
+        self.always: str | None = None
+        self._lock = threading.Lock()
+        self._next: deque[str | None] = deque()
+        self._per_message: dict[str, deque[str | None]] = {}
+        self.bodies: list[dict[str, Any]] = []
+        self.faults_served: list[str | None] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request, in arrival order
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control ---------------------------------------------------------------------------
+
+    def fail_next(self, *faults: str | None) -> None:
+        """Serve these faults (``None`` = a normal reply) to the next requests, in arrival order."""
+        with self._lock:
+            self._next.extend(faults)
+
+    def fail_for(self, message: str, *faults: str | None) -> None:
+        """Serve these faults to successive requests whose last user message is ``message``."""
+        with self._lock:
+            self._per_message.setdefault(message, deque()).extend(faults)
+
+    @property
+    def requests(self) -> int:
+        """How many chat-completion requests arrived."""
+        with self._lock:
+            return len(self.bodies)
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> JudgeServer:
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.judge = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> JudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- behaviour -------------------------------------------------------------------------
+
+    @staticmethod
+    def last_user_message(body: dict[str, Any]) -> str:
+        for m in reversed(body.get("messages") or []):
+            if isinstance(m, dict) and m.get("role") == "user":
+                content = m.get("content")
+                return content if isinstance(content, str) else json.dumps(content)
+        return ""
+
+    def _record(self, body: dict[str, Any]) -> str | None:
+        msg = self.last_user_message(body)
+        with self._lock:
+            self.bodies.append(body)
+            self.arrivals.append(time.monotonic())
+            queue = self._per_message.get(msg)
+            if queue:
+                fault = queue.popleft()
+            elif self._next:
+                fault = self._next.popleft()
+            else:
+                fault = self.always
+            self.faults_served.append(fault)
+            return fault
+
+    def _reply(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
+        msg = self.last_user_message(body)
+        score = judge_score(msg)
+        if fault == "prose":
+            content = "The answer seems mostly faithful to the context, I would say."
+        elif fault == "out_of_range":
+            content = json.dumps({"reasoning": "Exceptional.", "score": 9})
+        elif fault == "bad_json":
+            content = '{"reasoning": "cut off mid-'
+        else:
+            content = json.dumps({"reasoning": f"Scripted verdict for a {len(msg)}-char input.",
+                                  "score": score})
+        prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages") or []
+                     if isinstance(m, dict))
+        completion = _words(content)
+        return {
+            "id": f"chatcmpl-{hashlib.sha256(msg.encode()).hexdigest()[:12]}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "judge"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }
+
+
+def serve() -> Iterator[JudgeServer]:  # pragma: no cover - convenience for fixtures
+    """Generator for a pytest fixture: ``judge = pytest.fixture(serve)``."""
+    with JudgeServer() as server:
+        yield server

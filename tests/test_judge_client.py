@@ -1,0 +1,273 @@
+"""Tests of the judge client against the loopback OpenAI-compatible server (real HTTP)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_server import JudgeServer, judge_score
+
+from rageval.errors import RagevalError
+from rageval.judge.cache import JudgeCache
+from rageval.judge.client import (
+    JudgeClient,
+    JudgeError,
+    JudgeRequest,
+    JudgeResult,
+    total_usage,
+)
+
+KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+ENV = "RAGEVAL_TEST_JUDGE_KEY"
+SCHEMA = {"type": "json_schema",
+          "json_schema": {"name": "verdict", "schema": {"type": "object"}}}
+
+
+@pytest.fixture
+def server() -> Iterator[JudgeServer]:
+    with JudgeServer() as s:
+        yield s
+
+
+@pytest.fixture
+def make_client(monkeypatch: pytest.MonkeyPatch, server: JudgeServer
+                ) -> Callable[..., JudgeClient]:
+    monkeypatch.setenv(ENV, KEY)
+
+    def make(**kw: object) -> JudgeClient:
+        opts: dict = {"base_url": server.base_url, "api_key_env": ENV, "timeout": 5.0,
+                      "max_retries": 3}
+        opts.update(kw)
+        return JudgeClient("judge-model", **opts)
+
+    return make
+
+
+def reqs(n: int, **kw: object) -> list[JudgeRequest]:
+    return [JudgeRequest([{"role": "system", "content": "Grade it."},
+                          {"role": "user", "content": f"q{i}"}], tag=i, **kw)  # type: ignore[arg-type]
+            for i in range(n)]
+
+
+def score(r: JudgeResult) -> int:
+    assert r.text is not None
+    return int(json.loads(r.text)["score"])
+
+
+def test_concurrency_overlaps_and_usage(server: JudgeServer, make_client: Callable) -> None:
+    server.latency_s = 0.1
+    client = make_client()
+    seen: list[tuple[int, int]] = []
+    t0 = time.monotonic()
+    out = client.complete_many(reqs(32), concurrency=8,
+                               on_result=lambda r: seen.append((r.index, threading.get_ident())))
+    elapsed = time.monotonic() - t0
+    assert 0.35 < elapsed < 1.6, elapsed  # ~4 x 100 ms, not 32 x 100 ms
+    assert [r.index for r in out] == list(range(32))
+    assert [r.request.tag for r in out] == list(range(32))
+    assert all(r.ok and r.finish_reason == "stop" and not r.structured for r in out)
+    assert [score(r) for r in out] == [judge_score(f"q{i}") for i in range(32)]
+    assert sorted(i for i, _ in seen) == list(range(32))
+    assert {tid for _, tid in seen} == {threading.get_ident()}  # callbacks in caller's thread
+    assert server.requests == 32
+    totals = total_usage(out)
+    assert totals["total_tokens"] == sum(r.usage["total_tokens"] for r in out) > 0
+    assert totals["prompt_tokens"] == 32 * 3  # "Grade it." + "qN"
+    assert client.usage == totals
+
+
+def test_request_body_parameters(server: JudgeServer, make_client: Callable) -> None:
+    make_client().complete_many(reqs(1))
+    body = server.bodies[-1]
+    assert body["temperature"] == 0 and "seed" not in body and "response_format" not in body
+    make_client(seed=1234, max_tokens=99, extra_params={"top_k": 1}).complete_many(reqs(1))
+    body = server.bodies[-1]
+    assert body["seed"] == 1234 and body["max_tokens"] == 99 and body["top_k"] == 1
+    assert body["model"] == "judge-model"
+
+
+def test_429_with_retry_after_is_retried(server: JudgeServer, make_client: Callable) -> None:
+    server.fail_for("q1", "429:1")
+    t0 = time.monotonic()
+    out = make_client().complete_many(reqs(3))
+    assert time.monotonic() - t0 >= 0.95  # waited as told
+    assert all(r.ok for r in out)
+    assert server.faults_served.count("429:1") == 1 and server.requests == 4
+
+
+def test_500_and_dropped_connection_retried(server: JudgeServer, make_client: Callable) -> None:
+    server.fail_for("q0", "500", "503")
+    server.fail_for("q2", "drop")
+    out = make_client().complete_many(reqs(3))
+    assert all(r.ok for r in out)
+    assert server.requests == 6
+    assert score(out[0]) == judge_score("q0")
+
+
+def test_timeout_retried(server: JudgeServer, make_client: Callable) -> None:
+    server.hang_s = 1.5
+    server.fail_for("q1", "timeout")
+    out = make_client(timeout=0.3).complete_many(reqs(2))
+    assert all(r.ok for r in out)
+    assert server.requests == 3
+
+
+def test_transient_failure_for_good_is_an_unscored_result(server: JudgeServer,
+                                                          make_client: Callable) -> None:
+    server.fail_for("q1", "500", "500")
+    server.fail_for("q2", "bad_body")
+    out = make_client(max_retries=1).complete_many(reqs(4))
+    assert [r.ok for r in out] == [True, False, False, True]
+    assert out[1].text is None and "HTTP 500" in (out[1].error or "")
+    assert "malformed response" in (out[2].error or "")
+    assert out[1].usage == {} and total_usage(out)["total_tokens"] > 0
+
+
+def test_malformed_replies_are_returned_verbatim(server: JudgeServer,
+                                                 make_client: Callable) -> None:
+    server.fail_for("q0", "prose")
+    server.fail_for("q1", "out_of_range")
+    server.fail_for("q2", "bad_json")
+    out = make_client().complete_many(reqs(3))
+    assert all(r.ok for r in out)  # parsing them is the parser's job
+    assert "score" not in (out[0].text or "")
+    assert json.loads(out[1].text or "")["score"] == 9
+
+
+def test_401_stops_the_run_without_leaking_the_key(server: JudgeServer,
+                                                   make_client: Callable) -> None:
+    server.latency_s = 0.05
+    server.always = "401"
+    client = make_client()
+    with pytest.raises(JudgeError) as info:
+        client.complete_many(reqs(40), concurrency=4)
+    # Every worker's first reply is the 401, so nothing beyond the first 4 was ever sent.
+    assert 1 <= server.requests <= 4
+    err = info.value
+    assert isinstance(err, RagevalError) and err.exit_code == 2
+    text = str(err)
+    assert "401" in text and ENV in text and "judge-model" in text
+    assert "0 of 40" in text
+    everything = " ".join([text, repr(err), err.format(), repr(client),
+                           "".join(traceback.format_exception(err)),
+                           repr(err.results)])
+    assert KEY not in everything
+    assert KEY not in server.bodies[0].get("messages", [{}])[0].get("content", "")
+
+
+def test_401_mid_run_starts_nothing_new(server: JudgeServer, make_client: Callable) -> None:
+    server.latency_s = 0.05
+    server.fail_for("q10", "401")
+    stored: list[int] = []
+    with pytest.raises(JudgeError) as info:
+        make_client().complete_many(reqs(60), concurrency=4,
+                                    on_result=lambda r: stored.append(r.index))
+    # The 401 went out latency_s after q10 arrived. Requests racing it (replies that arrived
+    # with it) may still start; nothing may start a whole round later.
+    i401 = server.faults_served.index("401")
+    sent_401 = server.arrivals[i401] + server.latency_s
+    assert all(t < sent_401 + server.latency_s for t in server.arrivals), "started after the 401"
+    assert server.requests <= 20
+    results = info.value.results
+    assert len(results) == 60 and results[10] is None
+    done = [r.index for r in results if r is not None]
+    assert sorted(stored) == sorted(done) and set(range(10)) <= set(done)
+    assert f"{len(done)} of 60" in str(info.value)
+
+
+@pytest.mark.parametrize(("fault", "words"), [
+    ("400", "rejected"), ("403", "permission"), ("404", "not found"), ("quota", "quota")])
+def test_other_permanent_errors_stop(server: JudgeServer, make_client: Callable, fault: str,
+                                     words: str) -> None:
+    server.always = fault
+    with pytest.raises(JudgeError, match=words):
+        make_client(max_retries=0).complete_many(reqs(10), concurrency=2)
+    assert server.requests <= 2
+
+
+def test_response_format_refusal_falls_back_once_per_client(server: JudgeServer,
+                                                            make_client: Callable) -> None:
+    server.reject_response_format = True
+    server.latency_s = 0.02
+    client = make_client()
+    assert client.structured_output is None
+    out = client.complete_many(reqs(12, response_format=SCHEMA), concurrency=4)
+    assert all(r.ok and not r.structured for r in out)
+    assert sum("response_format" in b for b in server.bodies) == 1  # the schema was seen once
+    assert server.requests == 13
+    assert client.structured_output is False
+    client.complete_many(reqs(5, response_format=SCHEMA), concurrency=4)
+    assert sum("response_format" in b for b in server.bodies) == 1
+    make_client().complete_many(reqs(2, response_format=SCHEMA))  # a new client probes again
+    assert sum("response_format" in b for b in server.bodies) == 2
+
+
+def test_response_format_sent_when_accepted(server: JudgeServer, make_client: Callable) -> None:
+    client = make_client()
+    out = client.complete_many(reqs(6, response_format=SCHEMA), concurrency=3)
+    assert all(r.ok and r.structured for r in out)
+    assert all(b.get("response_format") == SCHEMA for b in server.bodies)
+    assert client.structured_output is True
+
+
+def test_rpm_limit(server: JudgeServer, make_client: Callable) -> None:
+    t0 = time.monotonic()
+    out = make_client().complete_many(reqs(6), concurrency=6, rpm=600)  # one per 100 ms
+    assert time.monotonic() - t0 >= 0.45
+    assert len(out) == 6
+
+
+def test_results_go_to_the_cache_as_they_arrive(tmp_path: Path, server: JudgeServer,
+                                                make_client: Callable) -> None:
+    client = make_client(seed=3)
+    batch = reqs(10)
+    keys = [client.cache_key(r) for r in batch]
+    assert len(set(keys)) == 10
+    assert client.cache_key(JudgeRequest(batch[0].messages, sample_index=1)) != keys[0]
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        def store(r: JudgeResult) -> None:
+            if r.ok:
+                assert r.text is not None
+                cache.put(client.cache_key(r.request), client.request_summary(r.request),
+                          r.text, r.usage)
+
+        server.fail_for("q4", "401")
+        with pytest.raises(JudgeError):
+            client.complete_many(batch, concurrency=2, on_result=store)
+        missing = cache.missing(keys)
+        assert keys[4] in missing and keys[0] not in missing
+        client.complete_many([batch[keys.index(k)] for k in missing], on_result=store)
+        assert cache.missing(keys) == []
+        assert cache.stats()["total_tokens"] > 0
+    dump = (tmp_path / "c.sqlite").read_bytes()
+    assert KEY.encode() not in dump
+
+
+def test_callback_error_propagates(server: JudgeServer, make_client: Callable) -> None:
+    def boom(r: JudgeResult) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        make_client().complete_many(reqs(20), concurrency=2, on_result=boom)
+    assert server.requests <= 4
+
+
+def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    with pytest.raises(JudgeError, match=ENV):
+        JudgeClient("m", api_key_env=ENV)
+    with pytest.raises(RagevalError):
+        JudgeClient("m", api_key_env="not a name")
+    client = JudgeClient("m", base_url="http://127.0.0.1:9/v1", api_key_env=ENV)
+    with pytest.raises(RagevalError):
+        client.complete_many(reqs(1), concurrency=0)
+    assert client.complete_many([]) == []
