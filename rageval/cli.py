@@ -2,8 +2,9 @@
 
 Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.json and a table),
 ``metrics`` (the catalogue), ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal
-rank fusion of TREC runs). Every user error is a :class:`RagevalError` printed as one line with
-its exit code (2 for bad input or usage); ``main`` returns the code so tests run it in-process.
+rank fusion of TREC runs), ``cache`` (stats, export and import of the judge reply cache). Every
+user error is a :class:`RagevalError` printed as one line with its exit code (2 for bad input or
+usage); ``main`` returns the code so tests run it in-process.
 """
 
 from __future__ import annotations
@@ -36,7 +37,24 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     _add_fuse(sub)
+    _add_cache(sub)
     return parser
+
+
+def _add_cache(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cache", help="judge reply cache: stats, export, import")
+    actions = p.add_subparsers(dest="cache_command", metavar="ACTION", parser_class=_Parser)
+    for name, help_text in (("stats", "entries, models, tokens and size of the cache"),
+                            ("export", "write every entry as JSONL (to FILE or stdout)"),
+                            ("import", "add entries from a JSONL export (existing keys kept)")):
+        a = actions.add_parser(name, help=help_text)
+        a.add_argument("--cache", metavar="PATH", default=None,
+                       help="judge reply cache (default .rageval/cache.sqlite)")
+        if name == "export":
+            a.add_argument("file", nargs="?", default=None, metavar="FILE",
+                           help="output file (default: stdout)")
+        if name == "import":
+            a.add_argument("file", metavar="FILE", help="a JSONL file written by cache export")
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:
@@ -63,6 +81,30 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--components", action="store_true",
                    help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
                    "not only headline values (the files always hold all of them)")
+    j = p.add_argument_group("judge (judge:<rubric> metrics)")
+    j.add_argument("--judge-model", metavar="MODEL",
+                   help="judge model name (required for judge metrics, offline too: it is part "
+                   "of the cache key)")
+    j.add_argument("--judge-base-url", metavar="URL",
+                   help="OpenAI-compatible endpoint (default: OpenAI's)")
+    j.add_argument("--judge-api-key-env", metavar="VAR", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")
+    j.add_argument("--judge-concurrency", type=int, default=16, metavar="N",
+                   help="judge requests in flight at once (default 16)")
+    j.add_argument("--judge-rpm", type=float, default=None, metavar="N",
+                   help="at most N judge requests started per minute")
+    j.add_argument("--cache", metavar="PATH", default=None,
+                   help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
+    j.add_argument("--offline", action="store_true",
+                   help="replay judge replies from the cache only; never call the network")
+    j.add_argument("--allow-missing", action="store_true",
+                   help="with --offline: leave records the cache lacks unscored instead of "
+                   "failing")
+    j.add_argument("--refresh", action="store_true",
+                   help="ask the judge again even when a reply is cached (and store the new one)")
+    j.add_argument("--prompts-dir", metavar="DIR",
+                   help="directory of rubric .toml files, looked up by name before the "
+                   "built-ins")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="always show a progress bar")
@@ -110,6 +152,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.commands import run_fuse
 
         return run_fuse(args, out)
+    if args.command == "cache":
+        from rageval.commands import run_cache
+
+        return run_cache(args, out)
     build_parser().print_help(out)
     return 2
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -17,6 +17,9 @@ from rageval.errors import UsageError
 from rageval.orchestrator import ProgressHook, evaluate
 from rageval.records import load_records
 from rageval.report import metrics_table, print_summary
+
+if TYPE_CHECKING:
+    from rageval.judge.metric import JudgeOptions
 
 
 def _console(out: TextIO) -> Console:
@@ -51,7 +54,31 @@ def _prepare_out_dir(path: str) -> None:
         raise UsageError(f"--out {path}: the output directory is not writable")
 
 
+def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
+    """The judge configuration from the score flags; None when no judge metric is asked for."""
+    from rageval.names import parse
+
+    if not any(parse(m).namespace == "judge" for m in args.metrics):
+        return None
+    from rageval.judge.metric import JudgeOptions
+
+    if not args.judge_model:
+        raise UsageError(
+            "judge metrics need --judge-model (offline replay too: the model is part of the "
+            "cache key)"
+        )
+    options = JudgeOptions(
+        model=args.judge_model, base_url=args.judge_base_url, cache=args.cache,
+        offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
+        concurrency=args.judge_concurrency, rpm=args.judge_rpm,
+        api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
+    )
+    options.check()
+    return options
+
+
 def run_score(args: argparse.Namespace, out: TextIO) -> int:
+    judge = _judge_options(args)
     if args.out:
         _prepare_out_dir(args.out)
     records = load_records(args.records, format=args.format)
@@ -67,6 +94,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             batch_size=args.batch_size,
             progress=hook,
             embedding_cache=args.embedding_cache,
+            judge=judge,
         )
     results.manifest["records"]["source"] = args.records
     console = _console(out)
@@ -95,4 +123,28 @@ def run_fuse(args: argparse.Namespace, out: TextIO) -> int:
         runid=args.runid, names=args.runs,
     )
     write_run(out, fused, runid=args.runid)
+    return 0
+
+
+def run_cache(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from rageval.judge.cache import JudgeCache
+    from rageval.judge.metric import DEFAULT_CACHE
+
+    if args.cache_command is None:
+        raise UsageError("cache needs an action: stats, export or import")
+    path = args.cache if args.cache is not None else DEFAULT_CACHE
+    if args.cache_command != "import" and not Path(path).exists():
+        raise UsageError(f"--cache {path}: no such judge cache")
+    with JudgeCache(path) as cache:
+        if args.cache_command == "stats":
+            stats = {"path": str(path), **cache.stats()}
+            out.write(json.dumps(stats, indent=2) + "\n")
+        elif args.cache_command == "export":
+            count = cache.export_jsonl(out if args.file is None else args.file)
+            print(f"exported {count} entries from {path}", file=sys.stderr)
+        else:
+            counts = cache.import_jsonl(args.file)
+            print(f"read {counts['read']} entries, added {counts['added']} to {path}", file=out)
     return 0

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from rageval.records import Record, apply_judgments, load_records
 from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, create
 from rageval.results import MetricSummary, RecordResult, Results
 from rageval.stats import bootstrap_ci
+
+if TYPE_CHECKING:
+    from rageval.judge.metric import JudgeOptions
 
 # Which record field each "needs" entry refers to, and how to tell it is present.
 _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
@@ -49,6 +52,7 @@ def evaluate(
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
     embedding_cache: str | None = None,
+    judge: JudgeOptions | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -59,6 +63,8 @@ def evaluate(
     ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
     ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
     ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
+    ``judge`` (a :class:`~rageval.judge.metric.JudgeOptions`) configures ``judge:*`` metrics:
+    model, endpoint, cache, offline replay.
     """
     started = time.perf_counter()
     _check_settings(seed, bootstrap, batch_size)
@@ -66,17 +72,26 @@ def evaluate(
     loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
     loaded, judgments_source = _with_qrels(loaded, qrels, source)
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
-                           embedding_cache=embedding_cache)
+                           embedding_cache=embedding_cache, judge=judge)
     resolved = _resolve(metrics, options)
     _check_inputs(loaded, resolved)
+    if any(m.family == "judge" for m in resolved):
+        from rageval.judge.metric import check_offline
 
-    per_metric = _score_all(resolved, loaded, batch_size, progress)
+        check_offline(loaded, resolved)
+
+    run = Batch(loaded)
+    per_metric = _score_all(resolved, loaded, batch_size, progress, run)
     summary = {
         name: summary_item
         for metric, result in per_metric.items()
         for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
     }
     manifest = _manifest(source, loaded, resolved, options, seed, bootstrap, started)
+    if any(m.family == "judge" for m in resolved):
+        from rageval.judge.metric import judge_manifest
+
+        manifest["judge"] = judge_manifest(run, resolved)
     return Results(_record_results(loaded, per_metric), summary, manifest)
 
 
@@ -148,11 +163,12 @@ def _score_all(
     records: list[Record],
     batch_size: int,
     progress: ProgressHook | None,
+    run: Batch | None = None,
 ) -> dict[Metric, MetricResult]:
     """Score batch by batch; within a batch every metric shares the batch's cache (one ranking
     for all retrieval metrics, one tokenisation for all ROUGE variants)."""
     parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
-    run = Batch(records)
+    run = run if run is not None else Batch(records)
     for start in range(0, len(records), batch_size):
         batch = Batch(records[start : start + batch_size], run=run)
         for metric in metrics:

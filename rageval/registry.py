@@ -28,6 +28,7 @@ from rageval.names import MetricName, parse
 from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
+    from rageval.judge.metric import JudgeOptions
     from rageval.records import Record
 
 CutoffRule = Literal["none", "optional", "required"]
@@ -87,6 +88,8 @@ class ScoreOptions:
     # Where BERTScore keeps embeddings between runs ("none": nowhere); None: its own default.
     # Changes speed only, never a value, so it is not part of any signature.
     embedding_cache: str | None = None
+    # How the LLM judge is reached and cached (judge:* metrics); see rageval.judge.metric.
+    judge: JudgeOptions | None = None
 
 
 class Batch:
@@ -343,6 +346,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "rageval.rouge",
     "rageval.bleu",
     "rageval.bertscore",
+    "rageval.judge.metric",
 )
 _loaded = False
 

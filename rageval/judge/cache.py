@@ -293,12 +293,15 @@ class JudgeCache:
         reply_text: str,
         usage: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        *,
+        replace: bool = False,
     ) -> bool:
         """Store one successful reply, committed before returning.
 
         Returns ``True`` when stored, ``False`` when the key was already present (the first
-        stored reply wins, so a replay reproduces what was recorded first). Credential-looking
-        fields in ``request_summary``/``meta`` are dropped.
+        stored reply wins, so a replay reproduces what was recorded first). ``replace=True``
+        overwrites a stored reply instead (asking the judge again on purpose, ``--refresh``).
+        Credential-looking fields in ``request_summary``/``meta`` are dropped.
         """
         if not isinstance(key, str) or not _KEY_RE.match(key):
             raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
@@ -313,9 +316,9 @@ class JudgeCache:
             meta=_scrub(dict(meta or {})),
             created=time.time(),
         )
-        return self._insert([entry]) == 1
+        return self._insert([entry], replace=replace) == 1
 
-    def _insert(self, entries: list[Entry]) -> int:
+    def _insert(self, entries: list[Entry], *, replace: bool = False) -> int:
         rows = [
             (
                 e.key,
@@ -331,12 +334,13 @@ class JudgeCache:
             )
             for e in entries
         ]
+        verb = "REPLACE" if replace else "IGNORE"
         with self._lock:
             before = self._conn.total_changes
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
-                    "INSERT OR IGNORE INTO entries (key, model, request, reply, usage, meta, "
+                    f"INSERT OR {verb} INTO entries (key, model, request, reply, usage, meta, "
                     "prompt_tokens, completion_tokens, total_tokens, created) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
