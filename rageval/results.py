@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rageval.errors import InputError, MissingDependencyError, UsageError
+
 
 @dataclass(frozen=True)
 class MetricSummary:
@@ -46,10 +48,27 @@ class MetricSummary:
             "ci95": None if self.ci95 is None else [_json_float(v) for v in self.ci95],
             "signature": self.signature,
             "aggregate": self.aggregate,
+            "short_signature": self.short_signature,
+            "component": not self.in_table,
         }
         if self.reasons:
             out["unscored_reasons"] = dict(self.reasons)
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MetricSummary:
+        ci = data.get("ci95")
+        return cls(
+            value=_float_or_nan(data.get("value")),
+            n=int(data["n"]),
+            unscored=int(data["unscored"]),
+            ci95=None if ci is None else (_float_or_nan(ci[0]), _float_or_nan(ci[1])),
+            signature=str(data["signature"]),
+            reasons=dict(data.get("unscored_reasons", {})),
+            aggregate=str(data.get("aggregate", "mean")),
+            short_signature=str(data.get("short_signature", "")),
+            in_table=not data.get("component", False),
+        )
 
 
 @dataclass(frozen=True)
@@ -67,6 +86,12 @@ class RecordResult:
             "errors": self.errors,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecordResult:
+        scores = {k: _float_or_nan(v) for k, v in data.get("scores", {}).items()}
+        return cls(str(data["id"]), scores,  # type: ignore[arg-type]
+                   dict(data.get("errors", {})), dict(data.get("details", {})))
+
 
 @dataclass(frozen=True)
 class Results:
@@ -78,6 +103,66 @@ class Results:
 
     def __iter__(self) -> Iterator[RecordResult]:
         return iter(self.records)
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike[str]) -> Results:
+        """Read a run directory written by :meth:`write` (``rageval score --out DIR``).
+
+        Unscored values come back as NaN. Raises :class:`~rageval.errors.InputError` naming the
+        file and line when the directory or a file is missing or malformed.
+        """
+        directory = Path(run_dir)
+        summary_path = directory / "summary.json"
+        records_path = directory / "records.jsonl"
+        if not directory.is_dir():
+            raise InputError("not a run directory (written by rageval score --out DIR)",
+                             path=str(directory))
+        for path in (summary_path, records_path):
+            if not path.is_file():
+                raise InputError(f"run directory lacks {path.name}", path=str(directory))
+        try:
+            data = json.loads(summary_path.read_text(encoding="utf-8"))
+            summary = {name: MetricSummary.from_json(item)
+                       for name, item in data["metrics"].items()}
+            manifest = dict(data.get("manifest", {}))
+        except (ValueError, KeyError, TypeError, IndexError) as error:
+            raise InputError(f"malformed summary: {error!r}", path=str(summary_path)) from None
+        records: list[RecordResult] = []
+        with records_path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(RecordResult.from_json(json.loads(line)))
+                except (ValueError, KeyError, TypeError, AttributeError) as error:
+                    raise InputError(f"malformed record result: {error!r}",
+                                     path=str(records_path), line=number) from None
+        return cls(records, summary, manifest)
+
+    def records_frame(self, backend: str = "polars") -> Any:
+        """Per-record scores as a DataFrame: ``id`` then one float column per output name
+        (null/NaN where unscored). ``backend`` is ``"polars"`` or ``"pandas"``."""
+        names = list(dict.fromkeys(n for r in self.records for n in r.scores))
+        columns: dict[str, list[Any]] = {"id": [r.id for r in self.records]}
+        for name in names:
+            columns[name] = [_none_if_nan(r.scores.get(name)) for r in self.records]
+        return _frame(columns, backend)
+
+    def summary_frame(self, backend: str = "polars") -> Any:
+        """The summary as a DataFrame: one row per output name with value, n, unscored,
+        ci95_low, ci95_high, aggregate and signature."""
+        items = self.summary.items()
+        columns: dict[str, list[Any]] = {
+            "metric": [name for name, _ in items],
+            "value": [_none_if_nan(s.value) for _, s in items],
+            "n": [s.n for _, s in items],
+            "unscored": [s.unscored for _, s in items],
+            "ci95_low": [None if s.ci95 is None else _none_if_nan(s.ci95[0]) for _, s in items],
+            "ci95_high": [None if s.ci95 is None else _none_if_nan(s.ci95[1]) for _, s in items],
+            "aggregate": [s.aggregate for _, s in items],
+            "signature": [s.signature for _, s in items],
+        }
+        return _frame(columns, backend)
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +182,35 @@ class Results:
         summary = json.dumps(self.summary_json(), indent=2, ensure_ascii=False, allow_nan=False)
         _atomic_write(directory / "summary.json", summary + "\n")
         return directory
+
+
+def _float_or_nan(value: Any) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number or null, got {value!r}")
+    return float(value)
+
+
+def _none_if_nan(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _frame(columns: dict[str, list[Any]], backend: str) -> Any:
+    if backend == "polars":
+        import polars as pl
+
+        text = {"id", "metric", "aggregate", "signature"}
+        schema = {k: pl.String if k in text else (pl.Int64 if k in ("n", "unscored")
+                                                 else pl.Float64) for k in columns}
+        return pl.DataFrame(columns, schema=schema)
+    if backend == "pandas":
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingDependencyError("pandas", "pandas") from None
+        return pd.DataFrame(columns)
+    raise UsageError(f"unknown DataFrame backend {backend!r}: use 'polars' or 'pandas'")
 
 
 def _json_float(value: float | None) -> float | None:
