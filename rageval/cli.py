@@ -29,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_score(sub)
-    sub.add_parser("metrics", help="list every metric with its parameters and definition")
+    metrics = sub.add_parser("metrics", help="list every metric with its parameters and "
+                             "definition, and the judge rubrics")
+    metrics.add_argument("--prompts-dir", metavar="DIR",
+                         help="also list the rubric .toml files in DIR")
     sub.add_parser(
         "trec-eval",
         help="drop-in for trec_eval 10.0: rageval trec-eval [-q] [-c] [-M N] [-l N] "
@@ -105,6 +108,23 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--prompts-dir", metavar="DIR",
                    help="directory of rubric .toml files, looked up by name before the "
                    "built-ins")
+    j.add_argument("--judge-temperature", type=float, default=0.0, metavar="T",
+                   help="sampling temperature (default 0)")
+    j.add_argument("--judge-seed", type=int, default=None, metavar="N",
+                   help="seed sent with each request (sample i gets N+i)")
+    j.add_argument("--judge-samples", type=int, default=1, metavar="N",
+                   help="replies per item: the value is their mean, the spread goes in the "
+                   "details (use a temperature above 0)")
+    j.add_argument("--judge-logprobs", action="store_true",
+                   help="score by the expected value of the score token's top "
+                   "log-probabilities (G-Eval); an endpoint that returns none is an error")
+    j.add_argument("--judge-price-in", type=float, default=None, metavar="USD",
+                   help="price per million prompt tokens, for the cost in the manifest")
+    j.add_argument("--judge-price-out", type=float, default=None, metavar="USD",
+                   help="price per million completion tokens, for the cost in the manifest")
+    j.add_argument("--judgments-from", choices=("judge",), default=None,
+                   help="judge: grade the contexts of records without judgments "
+                   "(context_relevance, 0-3) and use the grades as their judgments")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="always show a progress bar")
@@ -147,7 +167,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "metrics":
         from rageval.commands import run_metrics
 
-        return run_metrics(out)
+        return run_metrics(args, out)
     if args.command == "fuse":
         from rageval.commands import run_fuse
 

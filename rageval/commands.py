@@ -5,21 +5,29 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from rageval.errors import UsageError
 from rageval.orchestrator import ProgressHook, evaluate
 from rageval.records import load_records
-from rageval.report import metrics_table, print_summary
+from rageval.report import metrics_table, print_summary, rubrics_table
 
 if TYPE_CHECKING:
-    from rageval.judge.metric import JudgeOptions
+    from rageval.judge.metric import JudgeOptions, JudgeProgress
 
 
 def _console(out: TextIO) -> Console:
@@ -29,19 +37,35 @@ def _console(out: TextIO) -> Console:
                    highlight=False)
 
 
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[ProgressHook | None]:
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
-        task = bar.add_task("scoring", total=None)
+@dataclass
+class _Hooks:
+    scoring: ProgressHook | None = None
+    judge: Callable[[JudgeProgress], object] | None = None
 
-        def hook(done: int, total: int) -> None:
+
+@contextmanager
+def _progress_bars(enabled: bool) -> Iterator[_Hooks]:
+    """A scoring bar (records) and, once the judge starts, a judge bar (requests, failures,
+    tokens) on stderr; transient, so the summary table is what stays on screen."""
+    if not enabled:
+        yield _Hooks()
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[extra]}"), TimeRemainingColumn())
+    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task("scoring", total=None, extra="")
+        judge_task: list[TaskID] = []
+
+        def scoring(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        yield hook
+        def judge(progress: JudgeProgress) -> None:
+            if not judge_task:
+                judge_task.append(bar.add_task("judge", total=None, extra=""))
+            extra = f"{progress.failed} failed · {progress.tokens:,} tokens"
+            bar.update(judge_task[0], completed=progress.done, total=progress.total, extra=extra)
+
+        yield _Hooks(scoring, judge)
 
 
 def _prepare_out_dir(path: str) -> None:
@@ -58,20 +82,24 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     """The judge configuration from the score flags; None when no judge metric is asked for."""
     from rageval.names import parse
 
-    if not any(parse(m).namespace == "judge" for m in args.metrics):
+    judged = any(parse(m).namespace == "judge" for m in args.metrics)
+    if not judged and args.judgments_from is None:
         return None
     from rageval.judge.metric import JudgeOptions
 
     if not args.judge_model:
         raise UsageError(
-            "judge metrics need --judge-model (offline replay too: the model is part of the "
-            "cache key)"
+            "judge metrics and --judgments-from judge need --judge-model (offline replay too: "
+            "the model is part of the cache key)"
         )
     options = JudgeOptions(
         model=args.judge_model, base_url=args.judge_base_url, cache=args.cache,
         offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
         concurrency=args.judge_concurrency, rpm=args.judge_rpm,
         api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
+        temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
+        logprobs=args.judge_logprobs, price_in=args.judge_price_in,
+        price_out=args.judge_price_out,
     )
     options.check()
     return options
@@ -83,7 +111,9 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         _prepare_out_dir(args.out)
     records = load_records(args.records, format=args.format)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    with _progress_bar(bool(show) and len(records) > 0) as hook:
+    with _progress_bars(bool(show) and len(records) > 0) as hooks:
+        if judge is not None and hooks.judge is not None:
+            judge = replace(judge, progress=hooks.judge)
         results = evaluate(
             records,
             args.metrics,
@@ -92,9 +122,10 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             seed=args.seed,
             bootstrap=args.bootstrap,
             batch_size=args.batch_size,
-            progress=hook,
+            progress=hooks.scoring,
             embedding_cache=args.embedding_cache,
             judge=judge,
+            judgments_from=args.judgments_from,
         )
     results.manifest["records"]["source"] = args.records
     console = _console(out)
@@ -105,8 +136,10 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def run_metrics(out: TextIO) -> int:
-    _console(out).print(metrics_table())
+def run_metrics(args: argparse.Namespace, out: TextIO) -> int:
+    console = _console(out)
+    console.print(metrics_table())
+    console.print(rubrics_table(args.prompts_dir))
     return 0
 
 

@@ -53,6 +53,7 @@ def evaluate(
     progress: ProgressHook | None = None,
     embedding_cache: str | None = None,
     judge: JudgeOptions | None = None,
+    judgments_from: str | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -64,13 +65,33 @@ def evaluate(
     ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
     ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
     ``judge`` (a :class:`~rageval.judge.metric.JudgeOptions`) configures ``judge:*`` metrics:
-    model, endpoint, cache, offline replay.
+    model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
+    contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
+    their judgments (see :mod:`rageval.judge.judgments`).
     """
     started = time.perf_counter()
     _check_settings(seed, bootstrap, batch_size)
     source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
     loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
     loaded, judgments_source = _with_qrels(loaded, qrels, source)
+    if judgments_from is not None and judge is None:
+        raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
+                         "or --judge-model)")
+    if judgments_from not in (None, "judge"):
+        raise UsageError(f"judgments_from must be 'judge' or None, got {judgments_from!r}")
+    run = Batch(loaded)
+    graders: list[Metric] = []  # the judge metric grading contexts into judgments, if any
+    judged_info = None
+    if judgments_from == "judge":
+        from rageval.judge.judgments import judge_judgments, judgments_metric, needs_grading
+        from rageval.judge.metric import check_offline
+
+        grader = judgments_metric(ScoreOptions(trec_convention=trec_convention, judge=judge))
+        graders.append(grader)
+        check_offline([r for r in loaded if needs_grading(r)], graders)
+        loaded, judged_info = judge_judgments(loaded, grader, run, judgments_source)
+        judgments_source = judged_info.source
+        run.records = loaded  # the run's records now carry the judged judgments
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
                            embedding_cache=embedding_cache, judge=judge)
     resolved = _resolve(metrics, options)
@@ -80,7 +101,6 @@ def evaluate(
 
         check_offline(loaded, resolved)
 
-    run = Batch(loaded)
     per_metric = _score_all(resolved, loaded, batch_size, progress, run)
     summary = {
         name: summary_item
@@ -88,10 +108,12 @@ def evaluate(
         for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
     }
     manifest = _manifest(source, loaded, resolved, options, seed, bootstrap, started)
-    if any(m.family == "judge" for m in resolved):
+    if judged_info is not None:
+        manifest["judged_judgments"] = judged_info.manifest()
+    if any(m.family == "judge" for m in [*resolved, *graders]):
         from rageval.judge.metric import judge_manifest
 
-        manifest["judge"] = judge_manifest(run, resolved)
+        manifest["judge"] = judge_manifest(run, [*resolved, *graders])
     return Results(_record_results(loaded, per_metric), summary, manifest)
 
 

@@ -64,6 +64,25 @@ def metrics_table() -> Table:
     return table
 
 
+def rubrics_table(prompts_dir: str | None = None) -> Table:
+    """The judge rubrics usable as ``judge:<name>``: scale, inputs and what each grades."""
+    from rageval.judge.prompts import list_rubrics, load_rubric
+
+    table = Table(title="judge rubrics (judge:<name>, or judge:<path to a .toml>)",
+                  title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("scale")
+    table.add_column("inputs")
+    table.add_column("grades", overflow="fold")
+    for name in list_rubrics(prompts_dir):
+        rubric = load_rubric(name, prompts_dir)
+        where = "" if rubric.builtin else f" ({rubric.source})"
+        per_context = " (each context)" if "context" in rubric.inputs else ""
+        table.add_row(f"judge:{name}", f"{rubric.scale_min}-{rubric.scale_max}{per_context}",
+                      ", ".join(rubric.inputs), rubric.description + where)
+    return table
+
+
 def _cutoff_text(cls: type[Metric]) -> str:
     return {"none": "", "optional": "@k optional", "required": "@k required"}[cls.cutoff_rule]
 

@@ -38,7 +38,10 @@ _GAIN = Param(
     choices=("linear", "exp"),
 )
 
-NO_JUDGMENTS = "no relevance judgments for this record (give 'judgments' inline or --qrels)"
+NO_JUDGMENTS = ("no relevance judgments for this record (give 'judgments' inline, --qrels, "
+                "or --judgments-from judge)")
+NOT_JUDGED = ("no relevance judgments for this record: the judge could not grade all of its "
+              "contexts (see the manifest's judged_judgments)")
 
 
 def batch_ranking(batch: Batch) -> Ranking:
@@ -101,7 +104,8 @@ class RetrievalMetric(Metric):
         out: list[str | None] = []
         for i, record in enumerate(batch.records):
             if record.judgments is None:
-                out.append(NO_JUDGMENTS)
+                judged = "judge/" in self.options.judgments_source
+                out.append(NOT_JUDGED if judged and record.contexts else NO_JUDGMENTS)
             elif not (has_relevant[i] or self.defined_without_relevant
                       or self.options.trec_convention):
                 out.append(f"undefined: no judged context with grade >= {self.relevance_floor()}")

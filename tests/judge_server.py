@@ -16,6 +16,7 @@ Faults come on demand, by name:
 ``"prose"``                      200, the reply is prose without a score
 ``"out_of_range"``               200, the reply carries score 9
 ``"bad_json"``                   200, the reply is truncated JSON
+``"no_logprobs"``                200, but without the log-probabilities the request asked for
 ``"refuse_schema"``              400 refusing ``response_format`` (as vLLM/proxies do)
 ``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
                                  real endpoints echo a prefix of it: clients must redact it)
@@ -32,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -43,9 +46,55 @@ from typing import Any
 __all__ = ["JudgeServer", "judge_score"]
 
 
-def judge_score(text: str) -> int:
-    """The deterministic score (1-5) the scripted judge gives to a last user message."""
-    return 1 + int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 5
+_SCALE = re.compile(r"integer from (-?\d+) to (-?\d+)")
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def scale_of(text: str) -> tuple[int, int]:
+    """The score scale a prompt asks for ("... integer from 0 to 3 ..."; 1-5 when unstated)."""
+    found = _SCALE.findall(text)
+    return (int(found[-1][0]), int(found[-1][1])) if found else (1, 5)
+
+
+def judge_score(text: str, seed: int | None = None) -> int:
+    """The deterministic score the scripted judge gives to a last user message: a hash of the
+    message (and of the seed, when the request carries one) mapped onto the prompt's scale."""
+    low, high = scale_of(text)
+    salted = text if seed is None else f"{text}|seed={seed}"
+    return low + int(hashlib.sha256(salted.encode("utf-8")).hexdigest(), 16) % (high - low + 1)
+
+
+def score_distribution(score: int, low: int, high: int) -> dict[int, float]:
+    """The scripted judge's probabilities of each score token: 0.6 on its score, the rest on
+    the neighbouring scores within the scale."""
+    neighbours = [s for s in (score - 1, score + 1) if low <= s <= high]
+    out = {score: 0.6}
+    for s in neighbours:
+        out[s] = 0.4 / len(neighbours)
+    return out
+
+
+def _logprobs(content: str, score: int | None, low: int, high: int) -> dict[str, Any]:
+    """OpenAI-style ``logprobs.content`` for a reply: every token certain except the score."""
+    tokens = _TOKEN.findall(content)
+    at = None
+    if score is not None:
+        match = list(re.finditer(r'"score":\s*(\d+)', content))
+        at = match[-1].start(1) if match else None
+    items, offset = [], 0
+    for token in tokens:
+        if at is not None and offset == at:
+            dist = score_distribution(score, low, high)  # type: ignore[arg-type]
+            top = [{"token": str(s), "logprob": math.log(p), "bytes": None}
+                   for s, p in sorted(dist.items(), key=lambda kv: -kv[1])]
+            top.append({"token": " ", "logprob": -9.0, "bytes": None})
+            items.append({"token": token, "logprob": math.log(dist[score]),  # type: ignore[index]
+                          "bytes": None, "top_logprobs": top})
+        else:
+            items.append({"token": token, "logprob": 0.0, "bytes": None,
+                          "top_logprobs": [{"token": token, "logprob": 0.0, "bytes": None}]})
+        offset += len(token)
+    return {"content": items}
 
 
 def _words(text: str) -> int:
@@ -259,26 +308,34 @@ class JudgeServer:
 
     def _reply(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         msg = self.last_user_message(body)
-        score = judge_score(msg)
+        seed = body.get("seed") if isinstance(body.get("seed"), int) else None
+        score: int | None = judge_score(msg, seed)
+        low, high = scale_of(msg)
         if fault == "prose":
             content = "The answer seems mostly faithful to the context, I would say."
+            score = None
         elif fault == "out_of_range":
             content = json.dumps({"reasoning": "Exceptional.", "score": 9})
+            score = None
         elif fault == "bad_json":
             content = '{"reasoning": "cut off mid-'
+            score = None
         else:
             content = json.dumps({"reasoning": f"Scripted verdict for a {len(msg)}-char input.",
                                   "score": score})
         prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages") or []
                      if isinstance(m, dict))
         completion = _words(content)
+        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}
+        if body.get("logprobs") and fault != "no_logprobs":
+            choice["logprobs"] = _logprobs(content, score, low, high)
         return {
             "id": f"chatcmpl-{hashlib.sha256(msg.encode()).hexdigest()[:12]}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "judge"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
+            "choices": [choice],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},
         }

@@ -40,6 +40,7 @@ CACHE_KEY_VERSION = "rageval-judge-cache/1"
 _SECRET_FIELD = re.compile(r"api[_-]?key|authorization|secret|password|token$", re.IGNORECASE)
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_MEMORY = ":memory:"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -166,19 +167,20 @@ class JudgeCache:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
+        in_memory = str(path) == _MEMORY
+        if not in_memory and self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
             self._conn = sqlite3.connect(
-                str(self.path),
+                str(path),
                 timeout=busy_timeout,
                 isolation_level=None,  # autocommit; writes open their own short transactions
                 check_same_thread=False,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            if str(mode).lower() != "wal" and not in_memory:
                 raise InputError(
                     f"cannot switch the cache to WAL mode (got {mode!r})", path=str(self.path)
                 )
@@ -186,6 +188,15 @@ class JudgeCache:
             self._conn.execute(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable judge cache: {exc}", path=str(self.path)) from None
+
+    @classmethod
+    def from_jsonl(cls, path: str | os.PathLike[str]) -> JudgeCache:
+        """An in-memory cache holding a JSONL export (for replaying a shared run as it is,
+        without creating a database file next to it)."""
+        cache = cls(_MEMORY)
+        cache.path = Path(path)
+        cache.import_jsonl(path)
+        return cache
 
     # -- lifecycle -------------------------------------------------------------------------
 

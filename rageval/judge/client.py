@@ -74,6 +74,7 @@ class JudgeRequest:
     response_format: Mapping[str, Any] | None = None
     sample_index: int = 0
     tag: Any = None
+    seed: int | None = None  # overrides the client's seed for this request (per-sample seeds)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class JudgeResult:
     structured: bool = False
     error: str | None = None
     latency_s: float = 0.0
+    # With logprobs requested: one [token, logprob, [[alternative, logprob], ...]] per token.
+    logprobs: list[list[Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -167,6 +170,7 @@ class JudgeClient:
         extra_params: Mapping[str, Any] | None = None,
         timeout: float = 120.0,
         max_retries: int = 5,
+        top_logprobs: int | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UsageError("judge model must be a non-empty string")
@@ -176,6 +180,8 @@ class JudgeClient:
             raise UsageError("max_retries must be >= 0")
         if timeout <= 0:
             raise UsageError("timeout must be positive")
+        if top_logprobs is not None and not 1 <= top_logprobs <= 20:
+            raise UsageError(f"top_logprobs must be between 1 and 20, got {top_logprobs}")
         self.model = model
         self.base_url = (base_url or _DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = api_key_env
@@ -184,6 +190,7 @@ class JudgeClient:
         self.max_tokens = max_tokens
         self.top_p = top_p
         self.extra_params = dict(extra_params or {})
+        self.top_logprobs = top_logprobs
         self.timeout = timeout
         self.max_retries = max_retries
         key = os.environ.get(api_key_env, "")
@@ -226,22 +233,25 @@ class JudgeClient:
         with self._usage_lock:
             return dict(self._usage)
 
-    def params(self) -> dict[str, Any]:
-        """Every sampling parameter sent with each request (unset ones left out)."""
-        p: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed,
+    def params(self, request: JudgeRequest | None = None) -> dict[str, Any]:
+        """Every sampling parameter sent with ``request`` (unset ones left out)."""
+        seed = self.seed if request is None or request.seed is None else request.seed
+        p: dict[str, Any] = {"temperature": self.temperature, "seed": seed,
                              "max_tokens": self.max_tokens, "top_p": self.top_p,
                              **self.extra_params}
+        if self.top_logprobs is not None:
+            p.update(logprobs=True, top_logprobs=self.top_logprobs)
         return {k: v for k, v in p.items() if v is not None}
 
     def cache_key(self, request: JudgeRequest) -> str:
         """The cache key of ``request`` as this client would send it."""
-        return cache_key(self.model, request.messages, self.params(), request.response_format,
-                         request.sample_index)
+        return cache_key(self.model, request.messages, self.params(request),
+                         request.response_format, request.sample_index)
 
     def request_summary(self, request: JudgeRequest) -> dict[str, Any]:
         """What to store next to a reply in the cache (no credentials)."""
         return {"model": self.model, "endpoint": self.host,
-                "messages": [dict(m) for m in request.messages], "params": self.params(),
+                "messages": [dict(m) for m in request.messages], "params": self.params(request),
                 "response_format": (dict(request.response_format)
                                     if request.response_format is not None else None),
                 "sample_index": request.sample_index}
@@ -398,8 +408,11 @@ class JudgeClient:
         kwargs: dict[str, Any] = {"model": self.model,
                                   "messages": [dict(m) for m in request.messages],
                                   "temperature": self.temperature}
-        if self.seed is not None:
-            kwargs["seed"] = self.seed
+        seed = self.seed if request.seed is None else request.seed
+        if seed is not None:
+            kwargs["seed"] = seed
+        if self.top_logprobs is not None:
+            kwargs.update(logprobs=True, top_logprobs=self.top_logprobs)
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
         if self.top_p is not None:
@@ -433,9 +446,21 @@ class JudgeClient:
             refusal = getattr(choice.message, "refusal", None)
             why = f"refused: {refusal}" if refusal else f"empty reply (finish_reason={finish})"
             return self._failed(index, request, why, started, structured, usage=usage)
+        logprobs = None
+        if self.top_logprobs is not None:
+            logprobs = _compact_logprobs(getattr(choice, "logprobs", None))
+            if logprobs is None:
+                # Asked for and not given: an endpoint limitation, not a passing fault. Falling
+                # back to the reply's score would silently change what the numbers mean.
+                raise _Fatal(
+                    f"judge endpoint {self.host} (model {self.model!r}) returned no "
+                    "log-probabilities; this endpoint or model cannot score with "
+                    "--judge-logprobs (drop the flag to use the replies' scores)"
+                )
         return JudgeResult(index=index, request=request, text=text, usage=usage,
                            model=getattr(resp, "model", None), finish_reason=finish,
-                           structured=structured, latency_s=time.monotonic() - started)
+                           structured=structured, latency_s=time.monotonic() - started,
+                           logprobs=logprobs)
 
     def _failed(self, index: int, request: JudgeRequest, error: str, started: float,
                 structured: bool, usage: dict[str, int] | None = None) -> JudgeResult:
@@ -461,6 +486,20 @@ class JudgeClient:
         for s in self._secrets:
             text = text.replace(s, "***")
         return text
+
+
+def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
+    """``choice.logprobs.content`` as ``[[token, logprob, [[alt, logprob], ...]], ...]``, or
+    None when the endpoint sent none (compact lists keep the cache small)."""
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if not content:
+        return None
+    out: list[list[Any]] = []
+    for item in content:
+        alternatives = [[alt.token, float(alt.logprob)]
+                        for alt in (getattr(item, "top_logprobs", None) or [])]
+        out.append([item.token, float(item.logprob), alternatives])
+    return out
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

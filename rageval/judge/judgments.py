@@ -1,0 +1,101 @@
+"""Relevance judgments from the judge (``--judgments-from judge``).
+
+Records that carry no judgments (inline or from ``--qrels``) have each retrieved context graded
+by the ``context_relevance`` rubric on the TREC 0-3 scale (the UMBRELA approach), and those
+grades become the record's judgments, so the retrieval metrics can score pipelines that have no
+human labels. The retrieval metrics' signatures then say ``judgments:judge/...`` with the rubric
+hash and the judge model: such numbers do not compare with numbers from human qrels.
+
+What a user should know about judged judgments:
+
+* only retrieved contexts are graded, so recall and NDCG's ideal ranking are relative to the
+  pool of what was retrieved (as with any pooled qrels);
+* a grade averaged over several samples, or a log-probability expectation, is rounded half up
+  to the integer grade the retrieval metrics need;
+* a record with any context the judge could not grade gets no judgments at all (its retrieval
+  metrics are unscored with a reason) rather than judgments with holes that would read as
+  "not relevant".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rageval.errors import UsageError
+from rageval.records import apply_judgments
+
+if TYPE_CHECKING:
+    from rageval.judge.metric import JudgeMetric
+    from rageval.records import Record
+    from rageval.registry import Batch, ScoreOptions
+
+__all__ = ["JUDGMENTS_RUBRIC", "JudgedJudgments", "judge_judgments", "judgments_metric"]
+
+JUDGMENTS_RUBRIC = "context_relevance"
+_SHOWN = 10
+
+
+@dataclass
+class JudgedJudgments:
+    """What the judge contributed: how many records it graded and which it could not."""
+
+    source: str  # the judgments field of the retrieval metrics' signatures
+    graded: int = 0
+    incomplete: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, Any]:
+        return {"rubric": JUDGMENTS_RUBRIC, "source": self.source,
+                "records_graded": self.graded, "records_incomplete": len(self.incomplete),
+                "incomplete": {rid: self.reasons[rid] for rid in self.incomplete[:_SHOWN]}}
+
+
+def judgments_metric(options: ScoreOptions) -> JudgeMetric:
+    """The per-context judge metric whose grades become judgments."""
+    from rageval.judge.metric import JudgeMetric
+
+    if options.judge is None or not options.judge.model:
+        raise UsageError("--judgments-from judge needs a judge model (--judge-model)")
+    return JudgeMetric(JUDGMENTS_RUBRIC, options=options)
+
+
+def needs_grading(record: Record) -> bool:
+    return record.judgments is None and bool(record.contexts) and record.query is not None
+
+
+def source_label(metric: JudgeMetric, base: str) -> str:
+    """``judge/<rubric>@<hash>/<model>``, prefixed by the other source when there is one."""
+    judge = metric.judge
+    label = f"judge/{metric.rubric.id}@{metric.rubric.short_hash}/{judge.model}"
+    return label if base == "none" else f"{base}+{label}"
+
+
+def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch,
+                    base_source: str) -> tuple[list[Record], JudgedJudgments]:
+    """Grade the contexts of every record without judgments and fill its judgments."""
+    from rageval.registry import Batch
+
+    todo = [r for r in records if needs_grading(r)]
+    if not todo:  # every record has judgments already: the judge adds nothing
+        return records, JudgedJudgments(base_source)
+    others = any(r.judgments is not None for r in records)
+    info = JudgedJudgments(source_label(metric, base_source if others else "none"))
+    result = metric.score(Batch(todo, run=run))
+    details = result.details or [None] * len(todo)
+    grades: dict[str, dict[str, int]] = {}
+    for record, reason, detail in zip(todo, result.reasons, details, strict=True):
+        if reason is not None or detail is None:
+            info.incomplete.append(record.id)
+            info.reasons[record.id] = reason or "not graded"
+            continue
+        grades[record.id] = {c["id"]: _round_half_up(c["grade"]) for c in detail["contexts"]}
+    info.graded = len(grades)
+    if not grades:
+        return records, info
+    return apply_judgments(records, grades, source=info.source), info
+
+
+def _round_half_up(grade: float) -> int:
+    return math.floor(grade + 0.5)
