@@ -6,6 +6,7 @@ import io
 import json
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from rageval.cli import main
@@ -38,3 +39,20 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
     assert "rageval summary" in out.getvalue()
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert "ndcg@3" in summary["metrics"] and "bleu" in summary["metrics"]
+    # The judge criteria are replayed from the shipped cache: all scored, nothing asked.
+    judge = summary["manifest"]["judge"]
+    assert judge["offline"] is True and judge["requests"] == 0 and judge["cache"]["misses"] == 0
+    for name in ("judge:faithfulness", "judge:correctness", "judge:context_relevance"):
+        assert summary["metrics"][name]["unscored"] == 0
+    assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == [
+        "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside its cache
+
+
+def test_demo_judge_cache_is_what_the_script_builds() -> None:
+    """The README says the demo cache comes from the scripted judge server: rebuild it."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_demo_judge_cache as maker
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert maker.FIXTURE.read_text(encoding="utf-8") == maker.build()
