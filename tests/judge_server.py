@@ -102,6 +102,7 @@ def _words(text: str) -> int:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default of 5 refuses connections from a 64-wide client
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True

@@ -194,7 +194,7 @@ def test_other_permanent_errors_stop(server: JudgeServer, make_client: Callable,
     assert server.requests <= 2
 
 
-def test_response_format_refusal_falls_back_once_per_client(server: JudgeServer,
+def test_response_format_refusal_falls_back_once_per_endpoint(server: JudgeServer,
                                                             make_client: Callable) -> None:
     server.reject_response_format = True
     server.latency_s = 0.02
@@ -207,8 +207,10 @@ def test_response_format_refusal_falls_back_once_per_client(server: JudgeServer,
     assert client.structured_output is False
     client.complete_many(reqs(5, response_format=SCHEMA), concurrency=4)
     assert sum("response_format" in b for b in server.bodies) == 1
-    make_client().complete_many(reqs(2, response_format=SCHEMA))  # a new client probes again
-    assert sum("response_format" in b for b in server.bodies) == 2
+    other = make_client()  # a new client for the same endpoint and model knows the verdict
+    assert other.structured_output is False
+    other.complete_many(reqs(2, response_format=SCHEMA))
+    assert sum("response_format" in b for b in server.bodies) == 1
 
 
 def test_response_format_sent_when_accepted(server: JudgeServer, make_client: Callable) -> None:

@@ -340,3 +340,23 @@ def test_sigkill_then_restart_repeats_no_stored_request(tmp_path: Path) -> None:
         assert not stored.intersection(again)  # nothing stored is asked for again
         assert len(again) == 40 - len(stored)
         assert len(set(again)) == len(again)
+
+
+def test_metric_keys_are_the_clients_keys() -> None:
+    """The metric computes cache keys without a client; they must be the keys of the requests
+    the client sends (seed per sample, logprobs parameters, response format)."""
+    from rageval.judge.client import JudgeClient, JudgeRequest
+    from rageval.judge.metric import TOP_LOGPROBS, JudgeMetric
+    from rageval.registry import ScoreOptions
+
+    for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True}):
+        judge = JudgeOptions(model="m", **kw)  # type: ignore[arg-type]
+        metric = JudgeMetric("context_relevance", options=ScoreOptions(judge=judge))
+        client = JudgeClient("m", base_url="http://127.0.0.1:9/v1",
+                             temperature=judge.temperature,
+                             top_logprobs=TOP_LOGPROBS if judge.logprobs else None)
+        fmt = response_format(metric.rubric)
+        for unit in metric.units(records(1)[0]):
+            seed = None if judge.seed is None else judge.seed + unit.sample
+            request = JudgeRequest(unit.messages, fmt, unit.sample, seed=seed)
+            assert client.cache_key(request) == unit.key

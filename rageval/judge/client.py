@@ -17,7 +17,8 @@ asyncio, so it also works inside Jupyter).
 * When an endpoint refuses structured output (400 naming ``response_format``/``json_schema``) the
   request is retried without it, and the client remembers not to send it to that endpoint again.
   While that is unknown, only one request carries ``response_format`` (a probe); the others wait
-  for its verdict, so a refusing endpoint sees the schema once.
+  for its verdict, so a refusing endpoint sees the schema once. The verdict is kept for the
+  process, per endpoint and model, so later clients do not probe again.
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless another name is
   given). It never appears in a repr, an error message or a result: any text the endpoint echoes
   back is redacted.
@@ -26,11 +27,12 @@ asyncio, so it also works inside Jupyter).
 from __future__ import annotations
 
 import os
+import queue
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,6 +47,11 @@ __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_us
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _RF_REFUSAL = re.compile(r"response_format|json_schema|json_object|structured output|guided_json",
                          re.IGNORECASE)
+
+
+# Whether an (endpoint, model) accepts response_format, once known: later clients in the same
+# process skip the probe. Only the two verdicts are kept, never anything about a request.
+_RF_VERDICTS: dict[tuple[str, str], bool] = {}
 
 
 class JudgeError(RagevalError):
@@ -117,6 +124,13 @@ def total_usage(results: Iterable[JudgeResult | None]) -> dict[str, int]:
 
 class _Fatal(Exception):
     """A permanent failure inside a worker (carries an already-redacted message)."""
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A worker has no more requests to send (``error``: the exception that ended it)."""
+
+    error: BaseException | None
 
 
 class _Stopped(Exception):
@@ -206,7 +220,8 @@ class JudgeClient:
                                   max_retries=max_retries, timeout=timeout)
         del key
         self._rf_cond = threading.Condition()
-        self._rf_supported: bool | None = None  # None: not known yet for this endpoint
+        # None: not known yet for this endpoint and model (a verdict is shared in-process).
+        self._rf_supported: bool | None = _RF_VERDICTS.get((self.base_url, model))
         self._rf_probe_busy = False
         self._usage_lock = threading.Lock()
         self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
@@ -283,40 +298,53 @@ class JudgeClient:
         fatal: list[str] = []
         callback_error: list[BaseException] = []
         todo = iter(enumerate(reqs))
-        with ThreadPoolExecutor(max_workers=concurrency,
-                                thread_name_prefix="rageval-judge") as pool:
-            pending: set[Future[JudgeResult | str | None]] = set()
+        # Each worker takes the next request itself, so a slow consumer (the caller storing
+        # replies) never holds back the requests in flight; finished ones come back through a
+        # queue, read in the calling thread, which is where on_result runs.
+        taken = threading.Lock()
+        finished: queue.SimpleQueue[JudgeResult | str | _Done | None] = queue.SimpleQueue()
 
-            def fill() -> None:
-                while len(pending) < concurrency and not stop.is_set():
-                    nxt = next(todo, None)
+        def worker() -> None:
+            error: BaseException | None = None
+            try:
+                while not stop.is_set():
+                    with taken:
+                        nxt = next(todo, None)
                     if nxt is None:
                         return
-                    pending.add(pool.submit(self._run_one, nxt[0], nxt[1], stop, limiter))
+                    finished.put(self._run_one(nxt[0], nxt[1], stop, limiter))
+            except BaseException as exc:  # a bug in a worker must not hang the caller
+                error = exc
+            finally:
+                finished.put(_Done(error))
 
+        workers = min(concurrency, len(reqs))
+        with ThreadPoolExecutor(max_workers=max(1, workers),
+                                thread_name_prefix="rageval-judge") as pool:
+            for _ in range(workers):
+                pool.submit(worker)
+            running = workers
             try:
-                fill()
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        pending.discard(fut)
-                        out = fut.result()
-                        if isinstance(out, str):  # a permanent failure
+                while running:
+                    out = finished.get()
+                    if isinstance(out, _Done):
+                        running -= 1
+                        if out.error is not None:
                             stop.set()
-                            fatal.append(out)
-                        elif isinstance(out, JudgeResult):
-                            results[out.index] = out
-                            if on_result is not None and not callback_error:
-                                try:
-                                    on_result(out)
-                                except BaseException as exc:
-                                    stop.set()
-                                    callback_error.append(exc)
-                    fill()
+                            callback_error.append(out.error)
+                    elif isinstance(out, str):  # a permanent failure
+                        stop.set()
+                        fatal.append(out)
+                    elif isinstance(out, JudgeResult):
+                        results[out.index] = out
+                        if on_result is not None and not callback_error:
+                            try:
+                                on_result(out)
+                            except BaseException as exc:
+                                stop.set()
+                                callback_error.append(exc)
             except BaseException:
                 stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
-                for fut in pending:
-                    fut.cancel()
                 raise
         if callback_error:
             raise callback_error[0]
@@ -372,12 +400,14 @@ class JudgeClient:
                         raise
                     with self._rf_cond:
                         self._rf_supported = False
+                    _RF_VERDICTS[(self.base_url, self.model)] = False
                     use_rf = False
                     resp = self._send(request, use_rf)
                 else:
                     if use_rf:
                         with self._rf_cond:
                             self._rf_supported = True
+                        _RF_VERDICTS[(self.base_url, self.model)] = True
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 text = self._redact(_error_text(exc))
