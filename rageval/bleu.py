@@ -13,7 +13,7 @@ references)``; over the records scored, the summary's headline is exactly
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from rageval.registry import (
     Param,
     ScoreOptions,
     answer_reference_reason,
+    create,
     register,
 )
 from rageval.signature import Field, Signature
@@ -228,6 +229,39 @@ class Bleu(Metric):
             raise ValueError("corpus BLEU needs at least one scored record")
         summed = np.asarray(rows, dtype=np.int64).sum(axis=0)
         return self._compute(summed.tolist(), effective_order=False)
+
+
+def corpus_bleu_scorer(
+    details: Sequence[Mapping[str, Any] | None], *, metric: str = "bleu"
+) -> Callable[[np.ndarray | None], np.ndarray]:
+    """Corpus BLEU of weighted sets of records, recomputed from their per-record ``details``.
+
+    ``details`` are the records' ``details[metric]`` as ``records.jsonl`` holds them (None for
+    an unscored record: it adds nothing). Their statistics are read once; the function returned
+    takes a ``(k, n)`` array of non-negative integer multiplicities, one row per corpus
+    (bootstrap resamples, randomization relabellings), and returns the ``k`` corpus BLEU values:
+    each row's statistics are summed (one matrix product for all rows) and BLEU is computed from
+    the sums as :meth:`Bleu.corpus_value` does, with the smoothing of the ``metric`` name
+    (``"bleu(smooth=floor)"``). Given None it scores every record once: the one value is the
+    run's corpus BLEU (``sacrebleu.corpus_bleu``).
+    """
+    scorer = create(metric)
+    if not isinstance(scorer, Bleu):
+        raise UsageError(f"{metric} is not a BLEU metric: no corpus BLEU to recompute")
+    matrix = np.zeros((len(details), 2 + 2 * MAX_ORDER), dtype=np.float64)
+    for i, detail in enumerate(details):
+        if detail is not None:
+            matrix[i] = _row(detail)
+
+    def score(weights: np.ndarray | None) -> np.ndarray:
+        rows = np.ones((1, len(matrix))) if weights is None else np.asarray(weights, np.float64)
+        if rows.ndim != 2 or rows.shape[1] != len(matrix):
+            raise ValueError(f"weights must have shape (k, {len(matrix)}), got {rows.shape}")
+        # Float products are exact for these integer sums (far below 2**53); sacrebleu gets ints.
+        sums = np.rint(rows @ matrix).astype(np.int64).tolist()
+        return np.array([scorer._compute(row, effective_order=False).score for row in sums])
+
+    return score
 
 
 # ---- helpers ----------------------------------------------------------------------------

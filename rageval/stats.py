@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -45,3 +45,195 @@ def bootstrap_ci(
     alpha = (1 - level) / 2
     lo, hi = np.quantile(stats, [alpha, 1 - alpha])
     return float(lo), float(hi)
+
+
+# ---- paired comparisons of two systems on the same records ----------------------------------
+#
+# Both procedures below take the statistic as a function of a block of resamples, so that one
+# set of draws serves every metric that has the same records (resampled jointly, as a paired
+# design requires) and corpus-level metrics recompute their figure from summed statistics.
+
+# Ties between a resampled and the observed statistic are decided with this relative tolerance:
+# sums of the same numbers in another order may differ in the last bits (scipy does the same).
+_TIE_RTOL = 1e-9
+
+
+def bootstrap_weights(n: int, *, resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Bootstrap resamples of ``n`` records, in blocks, as multiplicity matrices.
+
+    Each block is a float array of shape ``(k, n)``: entry ``[r, i]`` is how often record ``i``
+    is drawn in resample ``r`` (rows sum to ``n``). A statistic that is linear in the records
+    (a sum, the sufficient statistics of corpus BLEU) is then one matrix product per block.
+    The draws are exactly those of :func:`bootstrap_ci` with the same seed.
+    """
+    _check_count("resamples", resamples)
+    if n < 1:
+        raise ValueError("the bootstrap needs at least one record")
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_CELLS // n)
+    for start in range(0, resamples, block):
+        size = min(block, resamples - start)
+        idx = rng.integers(0, n, size=(size, n))
+        idx += np.arange(size)[:, None] * n  # one bincount for the whole block
+        counts = np.bincount(idx.ravel(), minlength=size * n)
+        yield counts.reshape(size, n).astype(np.float64)
+
+
+def paired_bootstrap(
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> np.ndarray:
+    """Percentile bootstrap CIs of paired statistics, resampling the ``n`` records jointly.
+
+    ``statistic`` receives a block of multiplicities from :func:`bootstrap_weights` (``(k, n)``)
+    and returns ``(k, m)`` values, one column per statistic (a delta between two systems).
+    Because a record is drawn with both of its values, the interval reflects the pairing.
+    A NaN value marks a resample in which that statistic is undefined (none of the records it
+    is scored on was drawn); such resamples are left out of that column's quantiles.
+    Returns an ``(m, 2)`` array of ``[lo, hi]`` (NaN for a column with no defined resample).
+    """
+    _check_level(level)
+    blocks = [np.asarray(statistic(w), dtype=np.float64) for w in
+              bootstrap_weights(n, resamples=resamples, seed=seed)]
+    stats = np.concatenate([b.reshape(len(b), -1) for b in blocks])
+    alpha = (1 - level) / 2
+    out = np.full((stats.shape[1], 2), np.nan)
+    for j, column in enumerate(stats.T):
+        defined = column[~np.isnan(column)]
+        if len(defined):
+            out[j] = np.quantile(defined, [alpha, 1 - alpha])
+    return out
+
+
+def paired_bootstrap_ci(
+    differences: np.ndarray, *, resamples: int = 10_000, seed: int = 0, level: float = 0.95
+) -> np.ndarray:
+    """Percentile CI of the mean of paired differences (``system - baseline`` per record).
+
+    ``differences`` is ``(n,)`` or ``(n, m)`` (several metrics on the same records, resampled
+    jointly). Returns ``(2,)`` or ``(m, 2)``. With one column this is :func:`bootstrap_ci` of the
+    differences (same draws), computed by matrix products instead of gathers.
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    matrix = d.reshape(len(d), -1)
+    ci = paired_bootstrap(lambda w: w @ matrix / len(matrix), len(matrix),
+                          resamples=resamples, seed=seed, level=level)
+    return ci[0] if d.ndim == 1 else ci
+
+
+def swap_masks(n: int, *, permutations: int, seed: int) -> tuple[bool, Iterator[np.ndarray]]:
+    """The relabellings of a paired randomization test, in blocks of ``(k, n)`` booleans.
+
+    ``True`` at ``[r, i]`` swaps which system record ``i``'s two values belong to (for a mean
+    difference: flips the sign of that record's difference). When ``2**n <= permutations``
+    every one of the ``2**n`` relabellings is listed once (exact test, as scipy's
+    ``permutation_test`` does in that case); otherwise ``permutations`` are drawn at random, each
+    record swapped with probability 1/2. Returns ``(exact, blocks)``.
+    """
+    _check_count("permutations", permutations)
+    if n < 1:
+        raise ValueError("a randomization test needs at least one record")
+    exact = n < 63 and 2**n <= permutations
+    block = max(1, _BLOCK_CELLS // n)
+    if exact:
+        return True, _all_masks(n, block)
+    # A stream independent of the bootstrap's, which uses default_rng(seed) itself.
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,)))
+    return False, _random_masks(rng, n, permutations, block)
+
+
+def _all_masks(n: int, block: int) -> Iterator[np.ndarray]:
+    bits = np.arange(n, dtype=np.int64)
+    for start in range(0, 2**n, block):
+        rows = np.arange(start, min(start + block, 2**n), dtype=np.int64)
+        yield ((rows[:, None] >> bits) & 1).astype(bool)
+
+
+def _random_masks(rng: np.random.Generator, n: int, total: int, block: int) -> Iterator[np.ndarray]:
+    width = (n + 7) // 8
+    for start in range(0, total, block):
+        size = min(block, total - start)
+        # Eight fair coin flips per random byte: far cheaper than one integer draw per record.
+        raw = rng.integers(0, 256, size=(size, width), dtype=np.uint8)
+        yield np.unpackbits(raw, axis=1, count=n).astype(bool)
+
+
+def randomization_test(
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    *,
+    permutations: int = 10_000,
+    seed: int = 0,
+) -> tuple[np.ndarray, bool]:
+    """Two-sided paired randomization test of statistics that change sign with the labels.
+
+    ``statistic`` receives a block of swap masks (see :func:`swap_masks`) and returns ``(k, m)``
+    values (``system - baseline`` after the swaps); the observed value is its result with no
+    swap. The p-value of a column is the share of relabellings whose statistic is at least as far
+    from 0 as the observed one: ``count / 2**n`` when every relabelling is enumerated (exact),
+    else ``(count + 1) / (permutations + 1)`` (Phipson and Smyth 2010: a Monte Carlo p-value is
+    never 0). Returns ``(p_values, exact)``.
+    """
+    exact, blocks = swap_masks(n, permutations=permutations, seed=seed)
+    observed = np.asarray(statistic(np.zeros((1, n), dtype=bool)), dtype=np.float64)
+    observed = np.abs(observed.reshape(-1))
+    threshold = observed - _TIE_RTOL * observed
+    count = np.zeros(len(observed), dtype=np.int64)
+    total = 0
+    for mask in blocks:
+        values = np.asarray(statistic(mask), dtype=np.float64).reshape(len(mask), -1)
+        count += (np.abs(values) >= threshold).sum(axis=0)
+        total += len(mask)
+    p = count / total if exact else (count + 1) / (total + 1)
+    return np.minimum(p, 1.0), exact
+
+
+def paired_randomization_test(
+    differences: np.ndarray, *, permutations: int = 10_000, seed: int = 0
+) -> tuple[np.ndarray | float, bool]:
+    """Two-sided sign-flip test of the mean of paired differences (``system - baseline``).
+
+    ``differences`` is ``(n,)`` or ``(n, m)``; returns the p-value (or ``m`` of them, the
+    columns sharing the relabellings) and whether the test was exact. It is scipy's
+    ``permutation_test(..., permutation_type="samples")`` for the mean difference, with the
+    p-value conventions of :func:`randomization_test`. The sum is used instead of the mean (the
+    same test): sums of integer scores stay exact, so ties are seen as ties.
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    matrix = d.reshape(len(d), -1)
+    p, exact = randomization_test(lambda s: (1.0 - 2.0 * s) @ matrix, len(matrix),
+                                  permutations=permutations, seed=seed)
+    return (float(p[0]) if d.ndim == 1 else p), exact
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment (Holm 1979) of one family of p-values.
+
+    The i-th smallest of m p-values becomes ``max over j <= i of min(1, (m - j + 1) * p_(j))``:
+    it controls the family-wise error rate under any dependence between the tests. NaN entries
+    (no test) are left out of the family and stay NaN.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    m = len(present)
+    if m == 0:
+        return out
+    order = present[np.argsort(p[present], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+def _check_count(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer of at least 1, got {value!r}")
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
