@@ -1,8 +1,10 @@
 """The ``rageval`` command.
 
 Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.json and a table),
-``metrics`` (the catalogue), ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal
-rank fusion of TREC runs), ``cache`` (stats, export and import of the judge reply cache). Every
+``metrics`` (the catalogue), ``compare`` (paired statistics between scored runs), ``agree``
+(agreement between judges, or with human labels), ``report`` (a self-contained HTML report),
+``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal rank fusion of TREC runs),
+``cache`` (stats, export and import of the judge reply cache). Every
 user error is a :class:`RagevalError` printed as one line with its exit code (2 for bad input or
 usage); ``main`` returns the code so tests run it in-process.
 """
@@ -39,9 +41,64 @@ def build_parser() -> argparse.ArgumentParser:
         "[-m MEASURE]... QRELS RUN",
         add_help=False,
     )
+    _add_compare(sub)
+    _add_agree(sub)
+    _add_report(sub)
     _add_fuse(sub)
     _add_cache(sub)
     return parser
+
+
+def _add_statistics(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", metavar="DIR",
+                   help="the run every other run is compared with (default: the first)")
+    p.add_argument("--intersect", action="store_true",
+                   help="compare the records every run scored and say how many were dropped "
+                   "(default: differing record ids are an error)")
+    p.add_argument("--resamples", type=int, default=10_000, metavar="N",
+                   help="bootstrap resamples for the 95%% CI of each delta (default 10000)")
+    p.add_argument("--permutations", type=int, default=10_000, metavar="N",
+                   help="random relabellings of the randomization test (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of both procedures (default 0)")
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare scored runs (rageval score --out DIR) record "
+                       "by record: deltas, paired bootstrap CIs, randomization tests")
+    p.add_argument("runs", nargs="+", metavar="DIR", help="run directories (two or more, or "
+                   "one with --baseline)")
+    _add_statistics(p)
+    p.add_argument("--json", metavar="FILE", help="also write the rows as a JSON list")
+    p.add_argument("--components", action="store_true",
+                   help="also compare components (rouge2.precision, bleu.p1, ...)")
+
+
+def _add_agree(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("agree", help="agreement of two judges (two runs), or of a judge with "
+                       "human labels: exact agreement, weighted kappa, Spearman, Kendall")
+    p.add_argument("run_a", metavar="DIR_A", help="a run directory with judge metrics")
+    p.add_argument("run_b", nargs="?", default=None, metavar="DIR_B",
+                   help="a second run judged by another prompt or model")
+    p.add_argument("--human", metavar="FIELD",
+                   help="records field holding human labels (a number, or criterion -> number)")
+    p.add_argument("--records", metavar="FILE",
+                   help="records file holding the human labels (default: the file run A scored)")
+    p.add_argument("--pair", action="append", metavar="METRIC_A=METRIC_B",
+                   help="pair judge metrics whose names differ between the runs, repeatable")
+    p.add_argument("--metric", metavar="NAME", help="compare only this judge metric")
+    p.add_argument("--intersect", action="store_true",
+                   help="compare the records both runs scored (default: differing ids are an "
+                   "error)")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="one self-contained HTML file: summaries, distributions, "
+                       "comparison and forest plot, per-record table, manifests")
+    p.add_argument("runs", nargs="+", metavar="DIR", help="run directories")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
+    p.add_argument("--title", help="page title (default: from the run names)")
+    _add_statistics(p)
 
 
 def _add_cache(sub: argparse._SubParsersAction) -> None:
@@ -122,6 +179,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                    help="price per million prompt tokens, for the cost in the manifest")
     j.add_argument("--judge-price-out", type=float, default=None, metavar="USD",
                    help="price per million completion tokens, for the cost in the manifest")
+    j.add_argument("--judge-against", metavar="FILE",
+                   help="judge:pairwise: the other system's records (paired by id), whose "
+                   "answers this run's answers are compared with")
     j.add_argument("--judgments-from", choices=("judge",), default=None,
                    help="judge: grade the contexts of records without judgments "
                    "(context_relevance, 0-3) and use the grades as their judgments")
@@ -168,6 +228,20 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.commands import run_metrics
 
         return run_metrics(args, out)
+    if args.command == "compare":
+        from rageval.compare import run_compare
+
+        return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
+                           args.permutations, args.seed, args.components, out)
+    if args.command == "agree":
+        from rageval.agree import run_agree
+
+        return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
+                         args.intersect, args.json, out, metric=args.metric)
+    if args.command == "report":
+        from rageval.commands import run_report
+
+        return run_report(args, out)
     if args.command == "fuse":
         from rageval.commands import run_fuse
 

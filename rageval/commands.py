@@ -99,7 +99,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
-        price_out=args.judge_price_out,
+        price_out=args.judge_price_out, against=args.judge_against,
     )
     options.check()
     return options
@@ -180,4 +180,38 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
         else:
             counts = cache.import_jsonl(args.file)
             print(f"read {counts['read']} entries, added {counts['added']} to {path}", file=out)
+    return 0
+
+
+def run_report(args: argparse.Namespace, out: TextIO) -> int:
+    """``rageval report``: load the runs, compare them when there are two or more, and write
+    one self-contained HTML file."""
+    from rageval.compare import compare_runs
+    from rageval.html_report import build_report, load_run_records, write_report
+    from rageval.results import Results
+
+    names = list(args.runs)
+    if args.baseline is not None and args.baseline not in names:
+        names.insert(0, args.baseline)
+    loaded = [(name, Results.load(name)) for name in names]
+    rows = None
+    if len(loaded) > 1:
+        comparison = compare_runs([r for _, r in loaded], names=names, baseline=args.baseline,
+                                  intersect=args.intersect, resamples=args.resamples,
+                                  permutations=args.permutations, seed=args.seed)
+        rows = comparison.rows
+    records = {name: found for name, results in loaded
+               if (found := load_run_records(results)) is not None}
+    page = build_report(loaded, rows, records_by_run=records, title=args.title)
+    try:
+        written = write_report(args.output, page)
+    except OSError as err:
+        raise UsageError(f"-o {args.output}: cannot write: {err}") from None
+    missing = [name for name, _ in loaded if name not in records]
+    console = _console(out)
+    if missing:
+        console.print("queries and answers not shown for " + ", ".join(missing) + ": the "
+                      "records file named in the manifest is not readable from here",
+                      markup=False)
+    console.print(f"wrote {written}", markup=False)
     return 0

@@ -200,10 +200,19 @@ def run_compare(
     return 0
 
 
+def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """What ``--json`` writes: a list of rows, one per (system, metric), each carrying the
+    settings that reproduce its statistics (resamples, permutations, seed, level)."""
+    keep = ("level", "resamples", "permutations", "seed", "intersect")
+    settings = {key: comparison.settings[key] for key in keep}
+    dropped = {"records_paired": comparison.n_records}
+    return [{**row, **dropped, **settings} for row in comparison.rows]
+
+
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:
-    """Write the comparison as JSON; a crash never leaves a torn file."""
+    """Write the comparison's rows as a JSON list; a crash never leaves a torn file."""
     target = Path(path)
-    text = json.dumps(comparison.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(json_rows(comparison), indent=2, ensure_ascii=False, allow_nan=False)
     try:
         _atomic_write(target, text + "\n")
     except OSError as err:

@@ -75,11 +75,17 @@ def rubrics_table(prompts_dir: str | None = None) -> Table:
     table.add_column("inputs")
     table.add_column("grades", overflow="fold")
     for name in list_rubrics(prompts_dir):
+        if name == "pairwise":  # not a rubric: the pairwise prompt, listed below
+            continue
         rubric = load_rubric(name, prompts_dir)
         where = "" if rubric.builtin else f" ({rubric.source})"
         per_context = " (each context)" if "context" in rubric.inputs else ""
         table.add_row(f"judge:{name}", f"{rubric.scale_min}-{rubric.scale_max}{per_context}",
                       ", ".join(rubric.inputs), rubric.description + where)
+    table.add_row("judge:pairwise", "win 1, tie 0.5, loss 0",
+                  "query, answer, --judge-against FILE's answer (contexts, reference if any)",
+                  "Which of two answers is better, asked in both orders (a verdict that flips "
+                  "when swapped is a tie); .win .tie .loss .consistent as components.")
     return table
 
 

@@ -2,7 +2,8 @@
 
 It speaks real HTTP on 127.0.0.1 (an ephemeral port), so tests exercise the real ``openai``
 client end to end. The judge is scripted and deterministic: the score is derived from a hash of
-the last user message and the reply is ``{"reasoning": "...", "score": n}``.
+the last user message and the reply is ``{"reasoning": "...", "score": n}``; a pairwise prompt
+gets ``{"reasoning": "...", "verdict": "A" | "B" | "tie"}`` by :attr:`JudgeServer.pairwise_rule`.
 
 Faults come on demand, by name:
 
@@ -62,6 +63,22 @@ def judge_score(text: str, seed: int | None = None) -> int:
     low, high = scale_of(text)
     salted = text if seed is None else f"{text}|seed={seed}"
     return low + int(hashlib.sha256(salted.encode("utf-8")).hexdigest(), 16) % (high - low + 1)
+
+
+_ANSWER_SLOT = re.compile(r"<(answer_[ab])-[0-9a-f]+>\n(.*?)\n</answer_[ab]-[0-9a-f]+>", re.S)
+
+
+def pairwise_verdict(text: str, rule: str) -> str:
+    """The scripted verdict on a pairwise prompt: ``"longer"`` prefers the longer answer (a
+    judge with a length bias and no position bias: consistent under swapping), ``"first"``
+    always picks A (pure position bias: every swapped pair disagrees), ``"tie"`` always ties."""
+    if rule == "first":
+        return "A"
+    if rule == "tie":
+        return "tie"
+    slots = dict(_ANSWER_SLOT.findall(text))
+    a, b = len(slots.get("answer_a", "")), len(slots.get("answer_b", ""))
+    return "tie" if a == b else ("A" if a > b else "B")
 
 
 def score_distribution(score: int, low: int, high: int) -> dict[int, float]:
@@ -225,6 +242,7 @@ class JudgeServer:
         self.reject_response_format = reject_response_format
         self.expected_key = expected_key
         self.always: str | None = None
+        self.pairwise_rule = "longer"  # see pairwise_verdict
         self._lock = threading.Lock()
         self._next: deque[str | None] = deque()
         self._per_message: dict[str, deque[str | None]] = {}
@@ -320,6 +338,11 @@ class JudgeServer:
             score = None
         elif fault == "bad_json":
             content = '{"reasoning": "cut off mid-'
+            score = None
+        elif '"verdict"' in msg:  # a pairwise prompt
+            verdict = pairwise_verdict(msg, self.pairwise_rule)
+            content = json.dumps({"reasoning": f"Scripted pairwise verdict ({self.pairwise_rule}"
+                                  f" rule) for a {len(msg)}-char input.", "verdict": verdict})
             score = None
         else:
             content = json.dumps({"reasoning": f"Scripted verdict for a {len(msg)}-char input.",

@@ -152,10 +152,13 @@ def test_rows_and_json_follow_the_contract(tmp_path: Path) -> None:
         raise AssertionError(f"JSON holds {token}")
 
     data = json.loads(target.read_text(), parse_constant=no_nan)
-    assert data["baseline"] == str(a) and data["systems"] == [str(b)]
-    rows = {r["metric"]: r for r in data["rows"]}
+    assert isinstance(data, list)
+    rows = {r["metric"]: r for r in data}
     for row in rows.values():
         assert set(row) >= REQUIRED
+        assert row["baseline"] == str(a) and row["system"] == str(b)
+        assert (row["resamples"], row["permutations"], row["seed"]) == (300, 300, 0)
+        assert row["records_paired"] == 6
     assert rows["m"]["wins"] == 4 and rows["m"]["ties"] == 1 and rows["m"]["losses"] == 1
     assert rows["m"]["n"] == 6 and rows["m"]["p_method"] == "exact"
     empty = rows["empty"]  # no record scored in both runs: every number is null

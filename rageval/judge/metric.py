@@ -89,7 +89,8 @@ class JudgeOptions:
     ``seed``: sent with each request (sample ``i`` gets ``seed + i``, so samples differ on
     endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
     top log-probabilities (G-Eval) instead of the reply's integer. ``price_in``/``price_out``:
-    USD per million prompt/completion tokens, for the cost in the manifest. ``progress`` is
+    USD per million prompt/completion tokens, for the cost in the manifest. ``against``: the
+    records file of the other system, for ``judge:pairwise``. ``progress`` is
     called as replies arrive (not part of the configuration: it never changes a value).
     """
 
@@ -111,6 +112,7 @@ class JudgeOptions:
     logprobs: bool = False
     price_in: float | None = None
     price_out: float | None = None
+    against: str | None = None
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
 
@@ -206,6 +208,7 @@ class _Unit:
     sample: int
     messages: list[dict[str, str]]
     key: str
+    order: int = 0  # pairwise judging: which answer is shown first
 
 
 @dataclass
@@ -253,6 +256,18 @@ class JudgeMetric(Metric):
             JudgeOptions().check()  # raises the "needs a judge model" error
             raise AssertionError("unreachable")
         return judge
+
+    def ready(self) -> None:
+        """Raise a usage error, before any scoring, when the metric cannot run."""
+
+    def response_format(self) -> dict[str, Any]:
+        """The structured output this metric asks the judge for."""
+        return response_format(self.rubric)
+
+    def _run_stats(self, batch: Batch) -> _RunStats:
+        stats: _RunStats = batch.run.cached(("judge", "stats"), _RunStats)
+        stats.prompts[self.rubric.id] = _prompt_info(self.rubric)
+        return stats
 
     def with_options(self, options: ScoreOptions) -> Metric:
         return type(self)(self.target, cutoff=self.cutoff, options=options, **dict(self.values))
@@ -315,8 +330,7 @@ class JudgeMetric(Metric):
 
     def score(self, batch: Batch) -> MetricResult:
         judge = self.judge
-        stats: _RunStats = batch.run.cached(("judge", "stats"), _RunStats)
-        stats.prompts[self.rubric.id] = _prompt_info(self.rubric)
+        stats = self._run_stats(batch)
         n = len(batch)
         reasons: list[str | None] = [None] * n
         units: list[_Unit] = []
@@ -377,7 +391,7 @@ class JudgeMetric(Metric):
             temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
             top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         )
-        fmt = response_format(self.rubric)
+        fmt = self.response_format()
         requests = [JudgeRequest(unit.messages, fmt, unit.sample, tag=unit,
                                  seed=None if judge.seed is None else judge.seed + unit.sample)
                     for unit in pending]
@@ -394,6 +408,8 @@ class JudgeMetric(Metric):
                 meta = {"rubric": self.rubric.id, "rubric_version": self.rubric.version,
                         "record": batch.records[unit.record].id, "structured": result.structured,
                         "finish_reason": result.finish_reason, "served_model": result.model}
+                if unit.order:
+                    meta["order"] = unit.order
                 if unit.context is not None:
                     meta["context"] = batch.records[unit.record].contexts[unit.context].id
                 if result.logprobs is not None:
@@ -504,6 +520,10 @@ def _factory(name: MetricName, options: ScoreOptions) -> Metric:
     target = name.base.split(":", 1)[1]
     if name.cutoff is not None:
         raise UsageError(f"{name.base} takes no cutoff '@{name.cutoff}'")
+    if target == "pairwise":
+        from rageval.judge.pairwise import PairwiseMetric
+
+        return PairwiseMetric(options=options, **dict(name.params))
     return JudgeMetric(target, options=options, **dict(name.params))
 
 
@@ -526,6 +546,8 @@ def check_offline(records: list[Record], metrics: list[Metric]) -> None:
         return
     judge = judged[0].judge
     judge.check()
+    for metric in judged:
+        metric.ready()
     if not judge.offline or judge.allow_missing:
         return
     wanted: dict[str, tuple[str, str]] = {}  # key -> (record id, rubric id)
