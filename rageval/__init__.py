@@ -7,6 +7,8 @@ The public API is synchronous and small::
     results = rageval.evaluate(records, ["ndcg@10", "mrr", "recall@5"])
     results.write("out/")            # records.jsonl + summary.json
     print(results.summary["ndcg@10"].value)
+    run = rageval.Results.load("out/")          # a run directory, back as Results
+    comparison = rageval.compare_runs(["out/a", "out/b"])
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "evaluate", "load_records"]
+__all__ = ["Results", "__version__", "compare_runs", "evaluate", "load_records"]
 
 if TYPE_CHECKING:
+    from rageval.compare import compare_runs
     from rageval.orchestrator import evaluate
     from rageval.records import load_records
+    from rageval.results import Results
 
 
 def __getattr__(name: str) -> Any:
@@ -32,4 +36,12 @@ def __getattr__(name: str) -> Any:
         from rageval.records import load_records
 
         return load_records
+    if name == "Results":
+        from rageval.results import Results
+
+        return Results
+    if name == "compare_runs":
+        from rageval.compare import compare_runs
+
+        return compare_runs
     raise AttributeError(f"module 'rageval' has no attribute {name!r}")

@@ -192,7 +192,7 @@ def _score_all(
     parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
     run = run if run is not None else Batch(records)
     for start in range(0, len(records), batch_size):
-        batch = Batch(records[start : start + batch_size], run=run)
+        batch = Batch(records[start : start + batch_size], run=run, scope=records)
         for metric in metrics:
             parts[metric].append(_checked(metric, batch, metric.score(batch)))
         if progress is not None:

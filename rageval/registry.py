@@ -100,10 +100,14 @@ class Batch:
     all references. A batch built on its own is its own run.
     """
 
-    def __init__(self, records: Sequence[Record], run: Batch | None = None) -> None:
+    def __init__(self, records: Sequence[Record], run: Batch | None = None,
+                 scope: Sequence[Record] | None = None) -> None:
         self.records = records
         self._cache: dict[Any, Any] = {}
         self.run: Batch = self if run is None else run
+        # The records scored batch by batch in the same pass, this batch among them (default:
+        # this batch alone): a metric may prepare work for all of them at once (the judge).
+        self.scope: Sequence[Record] = records if scope is None else scope
 
     def __len__(self) -> int:
         return len(self.records)

@@ -83,3 +83,17 @@ def test_generated_data_is_cached_and_exact_in_single_precision(tmp_path: Path) 
     judged = [(ln.split()[0], ln.split()[2]) for ln in qrels_lines]
     overlap = sum(1 for pair in judged if pair in retrieved)
     assert overlap > len(judged) // 2  # mostly judgments of retrieved documents
+
+
+def test_judge_benchmark_runs_both_sides() -> None:
+    """bench/bench_judge.py on a tiny configuration: both sides run and print their figures."""
+    script = ROOT / "bench" / "bench_judge.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--latency-ms", "5", "--concurrency", "2", "--rounds", "2",
+         "--min-judgments", "4", "--replay", "50", "--repeats", "1"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    row = next(line.split() for line in lines if line.strip().startswith("2 "))
+    assert len(row) == 7 and float(row[3]) > 0 and float(row[4]) > 0  # anchor and rageval
+    assert any("Offline replay of 50 judgments" in line for line in lines)

@@ -360,3 +360,16 @@ def test_metric_keys_are_the_clients_keys() -> None:
             seed = None if judge.seed is None else judge.seed + unit.sample
             request = JudgeRequest(unit.messages, fmt, unit.sample, seed=seed)
             assert client.cache_key(request) == unit.key
+
+
+def test_batches_share_one_stream_of_requests(tmp_path: Path, server: JudgeServer) -> None:
+    """Small scoring batches do not split the judge's work: the first batch asks for every
+    record of the run in one stream (the progress total is the run's), later batches reuse it."""
+    seen: list[tuple[int, int]] = []
+    judge = opts(server, tmp_path, progress=lambda p: seen.append((p.done, p.total)))
+    recs = records(6)
+    res = evaluate(recs, ["judge:fluency"], judge=judge, batch_size=2, bootstrap=1)
+    assert server.requests == 6
+    assert {total for _, total in seen} == {6} and max(done for done, _ in seen) == 6
+    assert all(not math.isnan(r.scores["judge:fluency"]) for r in res.records)
+    assert res.manifest["judge"]["cache"]["misses"] == 6

@@ -329,15 +329,9 @@ class JudgeMetric(Metric):
     # -- scoring ---------------------------------------------------------------------------
 
     def score(self, batch: Batch) -> MetricResult:
-        judge = self.judge
-        stats = self._run_stats(batch)
         n = len(batch)
-        reasons: list[str | None] = [None] * n
-        units: list[_Unit] = []
-        for i, record in enumerate(batch.records):
-            reasons[i] = self.missing_input(record)
-            units.extend(self.units(record, i))
-        replies = self._replies(judge, batch, units, stats)
+        reasons = [self.missing_input(record) for record in batch.records]
+        units, replies = self._batch_replies(batch)
         values = np.full(n, np.nan)
         details: list[dict[str, Any] | None] = [None] * n
         by_record: dict[int, list[tuple[_Unit, _Reply]]] = {}
@@ -351,6 +345,29 @@ class JudgeMetric(Metric):
                 item = self._item(pairs)
                 values[i], reasons[i], details[i] = item.value, item.reason, item.details
         return MetricResult({str(self.name): values}, reasons, details)
+
+    def _batch_replies(self, batch: Batch) -> tuple[list[_Unit], dict[str, _Reply]]:
+        """The batch's units and a reply (or error) for each.
+
+        The replies for every record of the batch's scope (all the batches of one scoring
+        pass) are gathered when its first batch is scored, in one stream of requests: batches
+        only bound the memory of the other metrics, and a judge that stopped at each batch
+        boundary would let its requests in flight drain to zero every time (and open new
+        connections), a stall that costs throughput at high concurrency.
+        """
+        units = [u for i, record in enumerate(batch.records) for u in self.units(record, i)]
+        scope = batch.scope
+        stats = self._run_stats(batch)
+
+        def gather() -> dict[str, _Reply]:
+            everything = [u for i, r in enumerate(scope) for u in self.units(r, i)]
+            # Indices of the scope: the records' ids (for the cache's metadata) come from it.
+            return self._replies(self.judge, Batch(scope, run=batch.run), everything, stats)
+
+        if scope is batch.records:
+            return units, self._replies(self.judge, batch, units, stats)
+        replies = batch.run.cached(("judge", "replies", str(self), id(scope)), gather)
+        return units, replies
 
     def _replies(self, judge: JudgeOptions, batch: Batch, units: list[_Unit],
                  stats: _RunStats) -> dict[str, _Reply]:

@@ -360,15 +360,12 @@ class PairwiseMetric(JudgeMetric):
         return out
 
     def score(self, batch: Batch) -> MetricResult:
-        judge = self.judge
-        stats = self._run_stats(batch)
         n = len(batch)
         names = self.output_names()
         values = {name: np.full(n, np.nan) for name in names}
         reasons: list[str | None] = [self.missing_input(r) for r in batch.records]
         details: list[dict[str, Any] | None] = [None] * n
-        units = [u for i, r in enumerate(batch.records) for u in self.units(r, i)]
-        replies = self._replies(judge, batch, units, stats)
+        units, replies = self._batch_replies(batch)
         by_record: dict[int, list[tuple[_Unit, _Reply]]] = {}
         for unit in units:
             by_record.setdefault(unit.record, []).append((unit, replies[unit.key]))
