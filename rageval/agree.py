@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 JUDGE_PREFIX = "judge:"
+PAIRWISE_PREFIX = "judge:pairwise"
 HUMAN = "human"
 _SHOWN_IDS = 5
 _NO_RECORDS = "no records to compare"
@@ -455,10 +456,16 @@ def _load_run(path: str | os.PathLike[str], label: str) -> _Run:
             raise InputError(f"record id {record.id!r} appears twice",
                              path=os.path.join(os.fspath(path), "records.jsonl"))
         scores[record.id] = record.scores
-    names = dict.fromkeys(n for n in results.summary if n.startswith(JUDGE_PREFIX))
+    names = dict.fromkeys(n for n in results.summary if _graded(n))
     for record in results.records:
-        names.update(dict.fromkeys(n for n in record.scores if n.startswith(JUDGE_PREFIX)))
+        names.update(dict.fromkeys(n for n in record.scores if _graded(n)))
     return _Run(label, os.fspath(path), results, scores, tuple(names))
+
+
+def _graded(name: str) -> bool:
+    """A judge output holding grades on a rubric's scale. judge:pairwise outputs are win/tie/
+    loss outcomes (0, 0.5, 1), not grades: rounding would count a tie as a win."""
+    return name.startswith(JUDGE_PREFIX) and not name.startswith(PAIRWISE_PREFIX)
 
 
 def agree_runs(

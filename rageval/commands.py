@@ -82,7 +82,15 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     """The judge configuration from the score flags; None when no judge metric is asked for."""
     from rageval.names import parse
 
-    judged = any(parse(m).namespace == "judge" for m in args.metrics)
+    names = [parse(m) for m in args.metrics]
+    judged = any(name.namespace == "judge" for name in names)
+    pairwise = any(name.base.lower() == "judge:pairwise" for name in names)
+    if args.judge_against is not None and not pairwise:
+        raise UsageError("--judge-against gives the other system's answers to judge:pairwise; "
+                         "add -m judge:pairwise or leave it out")
+    if pairwise and args.judge_against is None:
+        raise UsageError("judge:pairwise compares this run's answers with another system's: "
+                         "give that system's records with --judge-against FILE")
     if not judged and args.judgments_from is None:
         return None
     from rageval.judge.metric import JudgeOptions

@@ -205,8 +205,9 @@ def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
     settings that reproduce its statistics (resamples, permutations, seed, level)."""
     keep = ("level", "resamples", "permutations", "seed", "intersect")
     settings = {key: comparison.settings[key] for key in keep}
-    dropped = {"records_paired": comparison.n_records}
-    return [{**row, **dropped, **settings} for row in comparison.rows]
+    counts = {"records_paired": comparison.n_records,
+              "records_dropped": dict(comparison.dropped)}
+    return [{**row, **counts, **settings} for row in comparison.rows]
 
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:
@@ -291,11 +292,13 @@ def _load_runs(runs: Sequence[RunLike], names: Sequence[str] | None) -> list[_Ru
             loaded.append(_Run(names[i] if names else f"run{i + 1}", run))
         else:
             loaded.append(_Run(names[i] if names else os.fspath(run), Results.load(run)))
-    seen: set[str] = set()
-    for run in loaded:
-        if run.name in seen:
+    seen: dict[str, str] = {}
+    for run, given in zip(loaded, runs, strict=True):
+        # The same directory spelled two ways ("a" and "a/") is the same run.
+        key = run.name if isinstance(given, Results) else os.path.realpath(given)
+        if key in seen or run.name in seen.values():
             raise UsageError(f"run {run.name} is given twice")
-        seen.add(run.name)
+        seen[key] = run.name
     return loaded
 
 

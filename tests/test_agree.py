@@ -480,3 +480,13 @@ def test_parse_pair() -> None:
     for bad in ("judge:a", "=judge:b", "a=b=c"):
         with pytest.raises(UsageError, match="--pair"):
             parse_pair(bad)
+
+
+def test_pairwise_outcomes_are_not_treated_as_grades(tmp_path: Path) -> None:
+    """judge:pairwise values are win/tie/loss (1, 0.5, 0): rounding would make a tie a win."""
+    scores = {f"q{i}": {"judge:fluency": 1 + i % 5, "judge:pairwise": 0.5,
+                        "judge:pairwise.consistent": 0.0} for i in range(6)}
+    run_a = write_run(tmp_path / "a", scores)
+    run_b = write_run(tmp_path / "b", scores)
+    report = agree_runs(run_a, run_b)
+    assert [row.metric for row in report.rows] == ["judge:fluency"]

@@ -502,3 +502,10 @@ def test_no_nan_reaches_json(tmp_path: Path) -> None:
     row = json.loads(text)["rows"][0]
     assert row["n"] == 1 and row["ci95"] == [pytest.approx(0.2)] * 2
     assert all(not (isinstance(v, float) and math.isnan(v)) for v in row.values())
+
+
+def test_one_directory_spelled_twice_is_refused(tmp_path: Path) -> None:
+    ids = ["q0", "q1"]
+    a = _write(tmp_path / "a", ids, {"m": [0.1, 0.2]})
+    with pytest.raises(UsageError, match="given twice"):
+        compare_runs([str(a), str(a) + "/"])

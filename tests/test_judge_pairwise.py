@@ -84,7 +84,7 @@ def test_consistent_judge_gives_wins_losses_and_ties(tmp_path: Path,
     assert _col(res, f"{NAME}.win") == [1.0, 0.0, 0.0, 0.0]
     assert _col(res, f"{NAME}.loss") == [0.0, 1.0, 0.0, 0.0]
     assert _col(res, f"{NAME}.tie") == [0.0, 0.0, 1.0, 1.0]
-    assert _col(res, f"{NAME}.consistent") == [1.0, 1.0, 1.0, 1.0]
+    assert _col(res, f"{NAME}.consistent") == [1.0, 1.0, 1.0, None]  # q3 never judged
     assert server.requests == 6  # both orders for the three differing pairs; none when identical
     assert res.records[3].details[NAME]["note"] == IDENTICAL
     summary = res.summary[NAME]
@@ -161,7 +161,7 @@ def test_samples_average_over_both_orders(tmp_path: Path, server: JudgeServer) -
     res = evaluate(records, [NAME], judge=_opts(server, tmp_path, other, samples=3, seed=1,
                                                 temperature=0.7), bootstrap=1)
     assert server.requests == 6 and _col(res) == [1.0]
-    assert res.records[0].details[NAME]["samples_used"] == 3
+    assert res.records[0].details[NAME]["samples_used"] == "3 of 3"
 
 
 def test_needs_an_opponent_and_no_logprobs(tmp_path: Path) -> None:
@@ -232,3 +232,51 @@ def test_parse_verdict(text: str, verdict: str | None) -> None:
 def test_parse_verdict_never_raises(text: str) -> None:
     parsed = parse_verdict(text)
     assert (parsed.verdict is None) != (parsed.error is None)
+
+
+def test_identical_answers_say_nothing_about_position_bias(tmp_path: Path,
+                                                          server: JudgeServer) -> None:
+    server.pairwise_rule = "first"
+    records, other = _setup(tmp_path, ["x is 1", "same"], ["x is one", "same"])
+    res = evaluate(records, [NAME], judge=_opts(server, tmp_path, other), bootstrap=1)
+    assert _col(res) == [0.5, 0.5]
+    assert _col(res, f"{NAME}.consistent") == [0.0, None]  # the judge never saw q1
+    assert res.summary[f"{NAME}.consistent"].value == 0.0
+
+
+def test_contexts_shown_only_when_both_records_share_them(tmp_path: Path,
+                                                          server: JudgeServer) -> None:
+    shared = [{"id": "d1", "text": "SHARED PASSAGE"}]
+    mine = _items(["alpha beta", "gamma delta"], contexts=shared)
+    theirs = _items(["alpha", "gamma"], contexts=shared)
+    theirs[1]["contexts"] = [{"id": "d9", "text": "THEIR OWN PASSAGE"}]
+    other = _write(tmp_path / "other.jsonl", theirs)
+    res = evaluate(records_from_dicts(mine), [NAME], judge=_opts(server, tmp_path, other),
+                   bootstrap=1)
+    prompts = [server.last_user_message(b) for b in server.bodies]
+    with_passage = [p for p in prompts if "SHARED PASSAGE" in p]
+    assert len(with_passage) == 2 and all("alpha" in p for p in with_passage)
+    assert not any("THEIR OWN PASSAGE" in p for p in prompts)
+    assert "contexts" not in res.records[0].details[NAME]
+    assert res.records[1].details[NAME]["contexts"].startswith("not shown")
+
+
+def test_request_of_a_pairwise_record(tmp_path: Path) -> None:
+    from rageval.judge.pairwise import PairwiseMetric
+    from rageval.registry import ScoreOptions
+
+    records, other = _setup(tmp_path, ["alpha beta"], ["alpha"])
+    metric = PairwiseMetric(options=ScoreOptions(judge=_opts(None, tmp_path, other)))
+    messages, fmt, key = metric.request(records[0])
+    assert fmt["json_schema"]["name"] == "rageval_pairwise" and len(key) == 64
+    assert "alpha beta" in messages[1]["content"]
+
+
+def test_cli_judge_against_needs_pairwise_and_back(tmp_path: Path, capsys) -> None:
+    mine = _write(tmp_path / "mine.jsonl", _items(["a"]))
+    base = ["score", mine, "--judge-model", "m", "--offline", "--cache",
+            str(tmp_path / "c.sqlite")]
+    assert main([*base, "-m", "judge:fluency", "--judge-against", mine]) == 2
+    assert "add -m judge:pairwise" in capsys.readouterr().err
+    assert main([*base, "-m", NAME]) == 2
+    assert "--judge-against FILE" in capsys.readouterr().err

@@ -2,7 +2,9 @@
 
 ``rageval score RECORDS -m judge:pairwise --judge-against OTHER`` shows the judge each query
 with two answers, this run's and the one ``OTHER`` (a records file, paired by id) holds for the
-same id, together with the contexts and reference answer when the record has them. The judge is
+same id, together with the reference answer and the retrieved contexts when the record has them
+(the contexts only when both records hold the same ones: an answer is not judged against
+passages its system never retrieved; ``details`` say when they were left out). The judge is
 asked twice, once in each order (this run's answer as A, then as B), because judges favour a
 position: a verdict that changes when the answers are swapped is a tie, and the share of records
 whose two verdicts agree is reported as the position-consistency rate.
@@ -54,6 +56,8 @@ IDENTICAL = "identical answers: a tie without asking the judge"
 _KEYS = ("id", "version", "description", "template")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NONE_GIVEN = "(none given)"
+_NOT_SHOWN = "(not shown: the two answers were written from different retrieved contexts)"
+CONTEXTS_DIFFER = "not shown: the two records' contexts differ"
 _NONCE_HEX = 12
 # Per record, the outcome from this run's side: value, and which indicator is set.
 _WIN, _TIE, _LOSS = 1.0, 0.5, 0.0
@@ -134,19 +138,25 @@ better, "B" means answer B is better and "tie" means neither is better.\
 """
 
 
-def render_pair(prompt: PairwisePrompt, record: Record, first: str,
-                second: str) -> list[dict[str, str]]:
+def render_pair(prompt: PairwisePrompt, record: Record, first: str, second: str, *,
+                show_contexts: bool = True) -> list[dict[str, str]]:
     """The chat messages asking which of ``first`` (shown as A) and ``second`` (B) answers
     ``record``'s query better. Every untrusted text sits in its own escaped, nonce-tagged
-    slot; the output depends only on the prompt file and the texts (a stable cache key)."""
+    slot; the output depends only on the prompt file and the texts (a stable cache key).
+    ``show_contexts=False`` leaves the contexts out (the two answers were written from
+    different contexts: showing one system's would judge the other against passages it never
+    saw)."""
     if record.query is None:
         raise InputError(f"record {record.id!r} has no query, needed by judge:pairwise",
                          field="query")
-    texts = {"query": [record.query], "contexts": [c.text for c in record.contexts],
+    shown = [c.text for c in record.contexts] if show_contexts else []
+    texts = {"query": [record.query], "contexts": shown,
              "reference": list(record.references), "answer_a": [first], "answer_b": [second]}
     nonce = _nonce(prompt, texts)
 
     def slots(name: str, values: list[str]) -> str:
+        if name == "contexts" and not show_contexts:
+            return _NOT_SHOWN
         if not values:
             return _NONE_GIVEN
         tag = {"contexts": "context"}.get(name, name)
@@ -234,12 +244,20 @@ def parse_verdict(text: str | None) -> Verdict:
 
 @dataclass(frozen=True)
 class Opponent:
-    """The other system's answers by record id, read from ``path``; ``digest`` identifies them
-    (in signatures: the same file name with other answers is another opponent)."""
+    """The other system's records by id, read from ``path``; ``digest`` identifies their
+    answers and contexts (in signatures: the same file name with other answers is another
+    opponent)."""
 
     path: str
-    answers: dict[str, str | None]
+    records: dict[str, Record]
     digest: str
+
+    def answer(self, record_id: str) -> str | None:
+        return self.records[record_id].answer
+
+    def same_contexts(self, record: Record) -> bool:
+        other = self.records[record.id].contexts
+        return [c.text for c in other] == [c.text for c in record.contexts]
 
 
 _OPPONENTS: dict[tuple[str, int, int], Opponent] = {}
@@ -255,11 +273,13 @@ def load_opponent(path: str) -> Opponent:
         raise UsageError(f"--judge-against {path}: {error.strerror or error}") from None
     key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
     if key not in _OPPONENTS:
-        answers = {record.id: record.answer for record in load_records(path)}
+        records = {record.id: record for record in load_records(path)}
         digest = hashlib.sha256()
-        for record_id in sorted(answers):
-            digest.update(json.dumps([record_id, answers[record_id]]).encode())
-        _OPPONENTS[key] = Opponent(path, answers, digest.hexdigest()[:12])
+        for record_id in sorted(records):
+            record = records[record_id]
+            texts = [c.text for c in record.contexts]
+            digest.update(json.dumps([record_id, record.answer, texts]).encode())
+        _OPPONENTS[key] = Opponent(path, records, digest.hexdigest()[:12])
     return _OPPONENTS[key]
 
 
@@ -308,6 +328,14 @@ class PairwiseMetric(JudgeMetric):
     def response_format(self) -> dict[str, Any]:
         return verdict_format()
 
+    def request(self, record: Record) -> tuple[list[dict[str, str]], dict[str, Any], str]:
+        """The messages, response format and cache key of this record's first request."""
+        units = self.units(record)
+        if not units:
+            raise UsageError(f"record {record.id!r} needs no pairwise request "
+                             f"({self.missing_input(record) or IDENTICAL})")
+        return units[0].messages, verdict_format(), units[0].key
+
     def signature_extra(self) -> list[Field]:
         judge = self.options.judge or JudgeOptions()
         against = "?"
@@ -335,9 +363,9 @@ class PairwiseMetric(JudgeMetric):
         if record.answer is None:
             return "no answer (the record has no 'answer')"
         opponent = self.opponent
-        if record.id not in opponent.answers:
+        if record.id not in opponent.records:
             return f"no record {record.id!r} in --judge-against {opponent.path}"
-        if opponent.answers[record.id] is None:
+        if opponent.answer(record.id) is None:
             return f"record {record.id!r} of --judge-against {opponent.path} has no answer"
         return None
 
@@ -346,14 +374,16 @@ class PairwiseMetric(JudgeMetric):
         record without an input or whose two answers are identical."""
         if self.missing_input(record) is not None:
             return []
-        ours, theirs = record.answer or "", self.opponent.answers[record.id] or ""
+        ours, theirs = record.answer or "", self.opponent.answer(record.id) or ""
         if ours == theirs:
             return []
         judge = self.judge
         fmt = verdict_format()
+        shared = self.opponent.same_contexts(record)
         out = []
         for order, (first, second) in enumerate(((ours, theirs), (theirs, ours))):
-            messages = render_pair(self.rubric, record, first, second)  # type: ignore[arg-type]
+            messages = render_pair(self.rubric, record, first, second,  # type: ignore[arg-type]
+                                   show_contexts=shared)
             for sample in range(judge.samples):
                 key = cache_key(judge.model or "", messages, judge.params(sample), fmt, sample)
                 out.append(_Unit(index, None, sample, messages, key, order))
@@ -372,11 +402,13 @@ class PairwiseMetric(JudgeMetric):
         for i in range(n):
             if reasons[i] is not None:
                 continue
-            if i not in by_record:  # identical answers
-                outcome = _Outcome([(_TIE, True)], None, {"verdicts": [], "note": IDENTICAL,
+            if i not in by_record:  # identical answers: a tie the judge never saw
+                outcome = _Outcome([(_TIE, None)], None, {"verdicts": [], "note": IDENTICAL,
                                                           "cached": True})
             else:
                 outcome = _outcome(by_record[i])
+                if batch.records[i].contexts and not self.opponent.same_contexts(batch.records[i]):
+                    outcome.details["contexts"] = CONTEXTS_DIFFER
             reasons[i], details[i] = outcome.reason, outcome.details
             if outcome.reason is None:
                 _fill(values, names, i, outcome.samples)
@@ -385,7 +417,9 @@ class PairwiseMetric(JudgeMetric):
 
 @dataclass(frozen=True)
 class _Outcome:
-    samples: list[tuple[float, bool]]  # per sample: value from this run's side, consistent
+    # Per sample: the value from this run's side, and whether the two orders agreed (None
+    # when the judge was not asked: identical answers say nothing about position bias).
+    samples: list[tuple[float, bool | None]]
     reason: str | None
     details: dict[str, Any]
 
@@ -411,8 +445,9 @@ def _outcome(pairs: list[tuple[_Unit, _Reply]]) -> _Outcome:
                 entry["verdict"] = parsed.verdict
                 verdicts[(unit.sample, unit.order)] = parsed.verdict
         shown.append(entry)
-    samples = []
-    for sample in sorted({u.sample for u, _ in pairs}):
+    samples: list[tuple[float, bool | None]] = []
+    asked = sorted({u.sample for u, _ in pairs})
+    for sample in asked:
         if (sample, 0) in verdicts and (sample, 1) in verdicts:
             first = _from_this_side(verdicts[(sample, 0)], 0)
             second = _from_this_side(verdicts[(sample, 1)], 1)
@@ -420,8 +455,8 @@ def _outcome(pairs: list[tuple[_Unit, _Reply]]) -> _Outcome:
     details = {"verdicts": shown, "cached": all(reply.cached for _, reply in pairs)}
     if not samples:
         return _Outcome([], errors[0] if errors else "no verdict in both orders", details)
-    if len(samples) > 1:
-        details["samples_used"] = len(samples)
+    if len(asked) > 1:
+        details["samples_used"] = f"{len(samples)} of {len(asked)}"
     return _Outcome(samples, None, details)
 
 
@@ -433,11 +468,12 @@ def _from_this_side(verdict: str, order: int) -> float:
 
 
 def _fill(values: dict[str, np.ndarray], names: list[str], i: int,
-          samples: list[tuple[float, bool]]) -> None:
+          samples: list[tuple[float, bool | None]]) -> None:
     outcomes = np.array([value for value, _ in samples])
     headline, win, tie, loss, consistent = names
     values[headline][i] = float(outcomes.mean())
     values[win][i] = float((outcomes == _WIN).mean())
     values[tie][i] = float((outcomes == _TIE).mean())
     values[loss][i] = float((outcomes == _LOSS).mean())
-    values[consistent][i] = float(np.mean([c for _, c in samples]))
+    agreed = [c for _, c in samples if c is not None]
+    values[consistent][i] = float(np.mean(agreed)) if agreed else np.nan
