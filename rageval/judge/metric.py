@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -355,18 +355,22 @@ class JudgeMetric(Metric):
         boundary would let its requests in flight drain to zero every time (and open new
         connections), a stall that costs throughput at high concurrency.
         """
-        units = [u for i, record in enumerate(batch.records) for u in self.units(record, i)]
         scope = batch.scope
         stats = self._run_stats(batch)
-
-        def gather() -> dict[str, _Reply]:
-            everything = [u for i, r in enumerate(scope) for u in self.units(r, i)]
-            # Indices of the scope: the records' ids (for the cache's metadata) come from it.
-            return self._replies(self.judge, Batch(scope, run=batch.run), everything, stats)
-
         if scope is batch.records:
+            units = [u for i, record in enumerate(batch.records) for u in self.units(record, i)]
             return units, self._replies(self.judge, batch, units, stats)
-        replies = batch.run.cached(("judge", "replies", str(self), id(scope)), gather)
+
+        def gather() -> tuple[dict[int, list[_Unit]], dict[str, _Reply]]:
+            # Unit indices are the scope's here (the cache's metadata reads record ids there).
+            by_record = {id(r): self.units(r, i) for i, r in enumerate(scope)}
+            everything = [u for units in by_record.values() for u in units]
+            replies = self._replies(self.judge, Batch(scope, run=batch.run), everything, stats)
+            return by_record, replies
+
+        by_record, replies = batch.run.cached(("judge", "replies", str(self), id(scope)), gather)
+        units = [replace(u, record=i) for i, record in enumerate(batch.records)
+                 for u in by_record[id(record)]]
         return units, replies
 
     def _replies(self, judge: JudgeOptions, batch: Batch, units: list[_Unit],
