@@ -407,7 +407,7 @@ class PairwiseMetric(JudgeMetric):
                                                           "cached": True})
             else:
                 outcome = _outcome(by_record[i])
-                if batch.records[i].contexts and not self.opponent.same_contexts(batch.records[i]):
+                if not self.opponent.same_contexts(batch.records[i]):
                     outcome.details["contexts"] = CONTEXTS_DIFFER
             reasons[i], details[i] = outcome.reason, outcome.details
             if outcome.reason is None:
