@@ -39,7 +39,7 @@ from rageval.errors import InputError, UsageError
 from rageval.judge.cache import cache_key
 from rageval.judge.metric import JudgeMetric, JudgeOptions, _Reply, _Unit
 from rageval.judge.parsing import _objects
-from rageval.judge.prompts import RENDER_VERSION, escape, file_hash
+from rageval.judge.prompts import RENDER_VERSION, file_hash, slot_block, slot_nonce
 from rageval.registry import Batch, Metric, MetricResult, ScoreOptions
 from rageval.signature import Field
 
@@ -58,7 +58,6 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NONE_GIVEN = "(none given)"
 _NOT_SHOWN = "(not shown: the two answers were written from different retrieved contexts)"
 CONTEXTS_DIFFER = "not shown: the two records' contexts differ"
-_NONCE_HEX = 12
 # Per record, the outcome from this run's side: value, and which indicator is set.
 _WIN, _TIE, _LOSS = 1.0, 0.5, 0.0
 
@@ -152,39 +151,18 @@ def render_pair(prompt: PairwisePrompt, record: Record, first: str, second: str,
     shown = [c.text for c in record.contexts] if show_contexts else []
     texts = {"query": [record.query], "contexts": shown,
              "reference": list(record.references), "answer_a": [first], "answer_b": [second]}
-    nonce = _nonce(prompt, texts)
+    nonce = slot_nonce(prompt.hash, texts)
 
-    def slots(name: str, values: list[str]) -> str:
+    def block(name: str, values: list[str]) -> str:
         if name == "contexts" and not show_contexts:
             return _NOT_SHOWN
-        if not values:
-            return _NONE_GIVEN
-        tag = {"contexts": "context"}.get(name, name)
-        if name in ("contexts", "reference") and (name == "contexts" or len(values) > 1):
-            attribute = "rank" if name == "contexts" else "n"
-            return "\n".join(_slot(tag, nonce, text, f' {attribute}="{i}"')
-                             for i, text in enumerate(values, 1))
-        return _slot(tag, nonce, values[0])
+        return slot_block(name, values, nonce) if values else _NONE_GIVEN
 
-    blocks = {name: slots(name, values) for name, values in texts.items()}
+    blocks = {name: block(name, values) for name, values in texts.items()}
     body = _PLACEHOLDER.sub(lambda m: blocks[m.group(1)], prompt.template)
     system = _SYSTEM.format(description=prompt.description, nonce=nonce)
     return [{"role": "system", "content": system},
             {"role": "user", "content": body + "\n\n" + _USER_TAIL}]
-
-
-def _slot(tag: str, nonce: str, text: str, attributes: str = "") -> str:
-    return f"<{tag}-{nonce}{attributes}>\n{escape(text)}\n</{tag}-{nonce}>"
-
-
-def _nonce(prompt: PairwisePrompt, texts: dict[str, list[str]]) -> str:
-    digest = hashlib.sha256(prompt.hash.encode())
-    for name, values in texts.items():
-        for value in [name, *values]:
-            part = value.encode("utf-8", "surrogatepass")
-            digest.update(len(part).to_bytes(8, "big"))
-            digest.update(part)
-    return digest.hexdigest()[:_NONCE_HEX]
 
 
 def verdict_format() -> dict[str, Any]:

@@ -425,9 +425,10 @@ def _slot_texts(rubric: Rubric, record: Record, context_index: int | None) -> di
     return texts
 
 
-def _nonce(rubric: Rubric, texts: dict[str, list[str]]) -> str:
-    """A nonce derived from the rubric and every slot's text (length-prefixed, unambiguous)."""
-    digest = hashlib.sha256(rubric.hash.encode())
+def slot_nonce(prompt_hash: str, texts: dict[str, list[str]]) -> str:
+    """A nonce derived from the prompt file's hash and every slot's text (length-prefixed,
+    unambiguous): deterministic, and not predictable by the texts it is derived from."""
+    digest = hashlib.sha256(prompt_hash.encode())
     for name, values in texts.items():
         for value in values:
             for part in (name.encode(), value.encode("utf-8", "surrogatepass")):
@@ -436,20 +437,23 @@ def _nonce(rubric: Rubric, texts: dict[str, list[str]]) -> str:
     return digest.hexdigest()[:_NONCE_HEX]
 
 
-def _slot(tag: str, nonce: str, text: str, attributes: str = "") -> str:
+def slot(tag: str, nonce: str, text: str, attributes: str = "") -> str:
+    """One untrusted text, escaped, inside ``<tag-NONCE ...>`` ... ``</tag-NONCE>``."""
     return f"<{tag}-{nonce}{attributes}>\n{escape(text)}\n</{tag}-{nonce}>"
 
 
-def _block(name: str, values: list[str], nonce: str) -> str:
+def slot_block(name: str, values: list[str], nonce: str) -> str:
+    """The slots of one input: a context slot per context (with its rank), a reference slot per
+    reference (numbered when there are several), else one slot named after the input."""
     if name == "contexts":
         return "\n".join(
-            _slot("context", nonce, text, f' rank="{rank}"') for rank, text in enumerate(values, 1)
+            slot("context", nonce, text, f' rank="{rank}"') for rank, text in enumerate(values, 1)
         )
     if name == "reference" and len(values) > 1:
         return "\n".join(
-            _slot("reference", nonce, text, f' n="{n}"') for n, text in enumerate(values, 1)
+            slot("reference", nonce, text, f' n="{n}"') for n, text in enumerate(values, 1)
         )
-    return _slot(name, nonce, values[0])
+    return slot(name, nonce, values[0])
 
 
 def render(
@@ -467,8 +471,8 @@ def render(
     ``context_index`` is required but missing.
     """
     texts = _slot_texts(rubric, record, context_index)
-    nonce = _nonce(rubric, texts)
-    blocks = {name: _block(name, values, nonce) for name, values in texts.items()}
+    nonce = slot_nonce(rubric.hash, texts)
+    blocks = {name: slot_block(name, values, nonce) for name, values in texts.items()}
     body = _PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rubric.template)
     anchors = "\n".join(f"{score} = {text}" for score, text in rubric.anchors)
     low, high = rubric.scale_min, rubric.scale_max
