@@ -38,7 +38,7 @@ import numpy as np
 from rageval.errors import InputError, UsageError
 from rageval.judge.cache import cache_key
 from rageval.judge.metric import JudgeMetric, JudgeOptions, _Reply, _Unit
-from rageval.judge.parsing import _objects
+from rageval.judge.parsing import reply_object
 from rageval.judge.prompts import RENDER_VERSION, file_hash, slot_block, slot_nonce
 from rageval.registry import Batch, Metric, MetricResult, ScoreOptions
 from rageval.signature import Field
@@ -191,20 +191,9 @@ def parse_verdict(text: str | None) -> Verdict:
     """Strict JSON first, then the last JSON object in the reply that has a ``verdict``.
     ``"a"``/``"b"``/``"Tie"`` are read case-insensitively; anything else is unusable (never
     guessed)."""
-    if not isinstance(text, str) or not text.strip():
-        return Verdict(None, None, "empty reply")
-    try:
-        strict = json.loads(text)
-    except (ValueError, RecursionError):
-        strict = None
-    if isinstance(strict, dict):
-        obj = strict
-    else:
-        found = _objects(text)
-        with_verdict = [o for o in found if "verdict" in o]
-        if not found:
-            return Verdict(None, None, "no JSON object in the reply")
-        obj = with_verdict[-1] if with_verdict else found[-1]
+    obj = reply_object(text, "verdict")
+    if isinstance(obj, str):
+        return Verdict(None, None, obj)
     reasoning = obj.get("reasoning") if isinstance(obj.get("reasoning"), str) else None
     if "verdict" not in obj:
         return Verdict(None, reasoning, "the reply's JSON object has no 'verdict'")

@@ -106,6 +106,25 @@ def _from_object(obj: dict[str, Any], rubric: Rubric) -> ParsedReply:
     return ParsedReply(score, reasoning, error)
 
 
+def reply_object(text: str | None, key: str) -> dict[str, Any] | str:
+    """The JSON object a reply stands for, or why there is none: the whole reply when it is
+    one object (strict), else the last embedded object that has ``key``, else the last
+    embedded object (its missing ``key`` is then the caller's error)."""
+    if text is None or not isinstance(text, str) or not text.strip():
+        return "empty reply"
+    try:
+        strict = json.loads(text)
+    except (ValueError, RecursionError):
+        strict = None
+    if isinstance(strict, dict):
+        return strict
+    objects = _objects(text)
+    if not objects:
+        return "no JSON object in the reply"
+    keyed = [obj for obj in objects if key in obj]
+    return keyed[-1] if keyed else objects[-1]
+
+
 def parse_reply(text: str | None, rubric: Rubric) -> ParsedReply:
     """Parse a judge reply against ``rubric``'s scale; never raises on any text.
 
@@ -113,18 +132,7 @@ def parse_reply(text: str | None, rubric: Rubric) -> ParsedReply:
     object in the reply that has a ``score`` key is used, or, when none has one, the reply is
     unscored. See the module docstring for which scores are accepted.
     """
-    if text is None or not isinstance(text, str) or not text.strip():
-        return ParsedReply(None, None, "empty reply")
-    try:
-        strict = json.loads(text)
-    except (ValueError, RecursionError):
-        strict = None
-    if isinstance(strict, dict):
-        return _from_object(strict, rubric)
-    objects = _objects(text)
-    scored = [obj for obj in objects if "score" in obj]
-    if scored:
-        return _from_object(scored[-1], rubric)
-    if objects:
-        return _from_object(objects[-1], rubric)
-    return ParsedReply(None, None, "no JSON object in the reply")
+    found = reply_object(text, "score")
+    if isinstance(found, str):
+        return ParsedReply(None, None, found)
+    return _from_object(found, rubric)
