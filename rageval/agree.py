@@ -37,7 +37,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rageval.errors import InputError, RagevalError, UsageError
-from rageval.results import Results, _atomic_write
+from rageval.files import atomic_write
+from rageval.results import Results
 
 __all__ = [
     "Agreement",
@@ -961,7 +962,7 @@ def run_agree(
     if json_path is not None:
         text = json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False)
         try:
-            _atomic_write(Path(json_path), text + "\n")
+            atomic_write(Path(json_path), text + "\n")
         except OSError as error:
             raise UsageError(f"--json {json_path}: cannot write: {error}") from None
         console.print(f"wrote {json_path}", markup=False, highlight=False)

@@ -43,7 +43,6 @@ import os
 import re
 import struct
 import sys
-import tempfile
 import threading
 import warnings
 from collections import Counter, OrderedDict
@@ -57,6 +56,7 @@ import numpy as np
 
 from rageval import __version__
 from rageval.errors import MissingDependencyError, UsageError
+from rageval.files import atomic_write
 from rageval.names import MetricName
 from rageval.registry import (
     Batch,
@@ -988,17 +988,9 @@ class _DiskCache:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it into place."""
+    """Write ``data`` beside ``path`` and rename it into place, creating the shard directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data)
 
 
 def default_cache_dir() -> Path | None:

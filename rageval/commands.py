@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,12 +21,12 @@ from rich.progress import (
 )
 
 from rageval.errors import UsageError
+from rageval.files import creatable
 from rageval.orchestrator import ProgressHook, evaluate
-from rageval.records import load_records
 from rageval.report import metrics_table, print_summary, rubrics_table
 
 if TYPE_CHECKING:
-    from rageval.judge.metric import JudgeOptions, JudgeProgress
+    from rageval.judge.options import JudgeOptions, JudgeProgress
 
 
 def _console(out: TextIO) -> Console:
@@ -68,14 +67,12 @@ def _progress_bars(enabled: bool) -> Iterator[_Hooks]:
         yield _Hooks(scoring, judge)
 
 
-def _prepare_out_dir(path: str) -> None:
-    """Make sure results can be written before spending time scoring."""
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"--out {path}: cannot create the output directory: {err}") from None
-    if not os.access(path, os.W_OK):
-        raise UsageError(f"--out {path}: the output directory is not writable")
+def _check_out_dir(path: str) -> None:
+    """Make sure results can be written before spending time scoring (creating nothing: a
+    run that fails on its input leaves no directory behind)."""
+    problem = creatable(path)
+    if problem is not None:
+        raise UsageError(f"--out {path}: cannot write the results there: {problem}")
 
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
@@ -93,7 +90,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
                          "give that system's records with --judge-against FILE")
     if not judged and args.judgments_from is None:
         return None
-    from rageval.judge.metric import JudgeOptions
+    from rageval.judge.options import JudgeOptions
 
     if not args.judge_model:
         raise UsageError(
@@ -104,6 +101,8 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         model=args.judge_model, base_url=args.judge_base_url, cache=args.cache,
         offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
         concurrency=args.judge_concurrency, rpm=args.judge_rpm,
+        response_format=args.judge_response_format, timeout=args.judge_timeout,
+        max_retries=args.judge_max_retries,
         api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
@@ -116,14 +115,13 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
 def run_score(args: argparse.Namespace, out: TextIO) -> int:
     judge = _judge_options(args)
     if args.out:
-        _prepare_out_dir(args.out)
-    records = load_records(args.records, format=args.format)
+        _check_out_dir(args.out)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    with _progress_bars(bool(show) and len(records) > 0) as hooks:
+    with _progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
             judge = replace(judge, progress=hooks.judge)
         results = evaluate(
-            records,
+            args.records,
             args.metrics,
             qrels=args.qrels,
             trec_convention=args.trec_convention,
@@ -134,13 +132,19 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             embedding_cache=args.embedding_cache,
             judge=judge,
             judgments_from=args.judgments_from,
+            format=args.format,
+            max_line_bytes=args.max_line_bytes,
         )
-    results.manifest["records"]["source"] = args.records
     console = _console(out)
     print_summary(results, console, components=args.components)
     if args.out:
         written = results.write(args.out)
-        console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}")
+        console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}",
+                      markup=False)
+    empty = results.scored_nothing()
+    if empty:
+        print(f"rageval: error: {empty[0]}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -171,7 +175,7 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
     from rageval.judge.cache import JudgeCache
-    from rageval.judge.metric import DEFAULT_CACHE
+    from rageval.judge.options import DEFAULT_CACHE
 
     if args.cache_command is None:
         raise UsageError("cache needs an action: stats, export or import")
@@ -223,3 +227,33 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
                       markup=False)
     console.print(f"wrote {written}", markup=False)
     return 0
+
+
+def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
+    """``rageval local-judge``: serve a GGUF model until Ctrl-C (or SIGTERM)."""
+    import signal
+
+    from rageval.judge.local import LocalJudge
+
+    judge = LocalJudge(args.model, name=args.name, host=args.host, port=args.port,
+                       context=args.ctx_size, threads=args.threads, log=args.log)
+
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        print(f"starting the local judge: {judge.gguf.name} ({judge.threads} threads, "
+              f"context {judge.context})", file=out, flush=True)
+        with judge:
+            print(f"local judge ready: --judge-base-url {judge.base_url} "
+                  f"--judge-model {judge.name}", file=out)
+            print(f"(server log: {judge.log_path}; Ctrl-C stops it)", file=out, flush=True)
+            status = judge.wait()
+        print(f"the local judge exited with status {status}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("local judge stopped", file=out, flush=True)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -59,7 +59,8 @@ from rich.text import Text
 
 from rageval.bleu import corpus_bleu_scorer
 from rageval.errors import InputError, UsageError
-from rageval.results import Results, _atomic_write
+from rageval.files import atomic_write
+from rageval.results import Results
 from rageval.stats import holm, paired_bootstrap, randomization_test
 
 LEVEL = 0.95
@@ -215,7 +216,7 @@ def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     text = json.dumps(json_rows(comparison), indent=2, ensure_ascii=False, allow_nan=False)
     try:
-        _atomic_write(target, text + "\n")
+        atomic_write(target, text + "\n")
     except OSError as err:
         raise UsageError(f"--json {path}: cannot write: {err}") from None
 

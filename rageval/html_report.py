@@ -29,7 +29,6 @@ import json
 import math
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -40,6 +39,7 @@ import numpy as np
 
 from rageval import __version__
 from rageval.errors import MissingDependencyError, UsageError
+from rageval.files import atomic_write
 from rageval.records import Record, load_records
 from rageval.results import MetricSummary, RecordResult, Results
 
@@ -151,18 +151,7 @@ def write_report(path: str | os.PathLike[str], html_text: str) -> Path:
     interrupted run never leaves a half-written page where a good one was."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # Created with the umask's usual permissions (not mkstemp's private 0600): a report is
-    # meant to be shared.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(html_text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write(target, html_text)
 
 
 def load_run_records(results: Results) -> list[Record] | None:

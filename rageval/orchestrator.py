@@ -27,7 +27,7 @@ from rageval.results import MetricSummary, RecordResult, Results
 from rageval.stats import bootstrap_ci
 
 if TYPE_CHECKING:
-    from rageval.judge.metric import JudgeOptions
+    from rageval.judge.options import JudgeOptions
 
 # Which record field each "needs" entry refers to, and how to tell it is present.
 _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
@@ -54,6 +54,8 @@ def evaluate(
     embedding_cache: str | None = None,
     judge: JudgeOptions | None = None,
     judgments_from: str | None = None,
+    format: str | None = None,
+    max_line_bytes: int | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -67,12 +69,14 @@ def evaluate(
     ``judge`` (a :class:`~rageval.judge.metric.JudgeOptions`) configures ``judge:*`` metrics:
     model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
     contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
-    their judgments (see :mod:`rageval.judge.judgments`).
+    their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
+    apply to every records file the run reads (see :func:`~rageval.records.load_records`).
     """
     started = time.perf_counter()
     _check_settings(seed, bootstrap, batch_size)
     source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
-    loaded = load_records(records) if isinstance(records, (str, os.PathLike)) else list(records)
+    loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes)
+              if isinstance(records, (str, os.PathLike)) else list(records))
     loaded, judgments_source = _with_qrels(loaded, qrels, source)
     if judgments_from is not None and judge is None:
         raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
@@ -84,22 +88,23 @@ def evaluate(
     judged_info = None
     if judgments_from == "judge":
         from rageval.judge.judgments import judge_judgments, judgments_metric, needs_grading
-        from rageval.judge.metric import check_offline
+        from rageval.judge.run import check_judge
 
         grader = judgments_metric(ScoreOptions(trec_convention=trec_convention, judge=judge))
         graders.append(grader)
-        check_offline([r for r in loaded if needs_grading(r)], graders)
+        check_judge([r for r in loaded if needs_grading(r)], graders)
         loaded, judged_info = judge_judgments(loaded, grader, run, judgments_source)
         judgments_source = judged_info.source
         run.records = loaded  # the run's records now carry the judged judgments
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
-                           embedding_cache=embedding_cache, judge=judge)
+                           embedding_cache=embedding_cache, judge=judge,
+                           max_line_bytes=max_line_bytes)
     resolved = _resolve(metrics, options)
     _check_inputs(loaded, resolved)
     if any(m.family == "judge" for m in resolved):
-        from rageval.judge.metric import check_offline
+        from rageval.judge.run import check_judge
 
-        check_offline(loaded, resolved)
+        check_judge(loaded, resolved)
 
     per_metric = _score_all(resolved, loaded, batch_size, progress, run)
     summary = {
@@ -111,7 +116,7 @@ def evaluate(
     if judged_info is not None:
         manifest["judged_judgments"] = judged_info.manifest()
     if any(m.family == "judge" for m in [*resolved, *graders]):
-        from rageval.judge.metric import judge_manifest
+        from rageval.judge.run import judge_manifest
 
         manifest["judge"] = judge_manifest(run, [*resolved, *graders])
     return Results(_record_results(loaded, per_metric), summary, manifest)

@@ -73,6 +73,7 @@ from typing import Any
 from rageval.errors import InputError, UsageError
 
 __all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
     "FORMATS",
     "Context",
     "Record",
@@ -92,6 +93,11 @@ _EXTENSIONS: dict[str, str] = {
     ".csv": "csv",
     ".parquet": "parquet",
 }
+
+#: The longest input line read by default (64 MiB). A longer line is refused with an error:
+#: reading it would take several times its size in memory. ``max_line_bytes`` (the CLI's
+#: ``--max-line-bytes``) raises or lowers the limit.
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments"})
 _CONTEXT_KEYS = frozenset({"id", "text", "score"})
@@ -442,21 +448,28 @@ def _loads(text: str, source: str, line: int, field: str | None = None) -> Any:
         raise InputError(f"malformed JSON: {error}", path=source, line=line, field=field) from None
 
 
-def _binary_lines(path: PathLike, source: str) -> Iterator[tuple[int, bytes]]:
-    """Physical lines of a file as bytes (1-based numbers), without a leading BOM."""
+def _binary_lines(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, bytes]]:
+    """Physical lines of a file as bytes (1-based numbers), without a leading BOM; a line
+    longer than ``limit`` bytes (its newline not counted) is an error, found before more than
+    ``limit`` bytes of it are read."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as error:
         raise _os_error(error, source) from None
     with handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raise InputError(
+                    f"line longer than {limit:,} bytes, the limit for one record (raise it "
+                    "with --max-line-bytes, or max_line_bytes= in Python)",
+                    path=source, line=number)
             yield number, raw
 
 
-def _iter_jsonl(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
-    for number, raw in _binary_lines(path, source):
+def _iter_jsonl(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+    for number, raw in _binary_lines(path, source, limit):
         if raw.isspace() or not raw:
             continue
         yield number, _loads(_decode(raw, source, number), source, number)
@@ -477,11 +490,11 @@ def _starts_with_bracket(path: PathLike, source: str) -> bool:
     return head.lstrip().startswith(b"[")
 
 
-def _iter_json(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
+def _iter_json(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
     if _starts_with_bracket(path, source):
-        yield from _iter_json_array(path, source)
+        yield from _iter_json_array(path, source)  # read whole: a JSON array is one value
     else:
-        yield from _iter_jsonl(path, source)
+        yield from _iter_jsonl(path, source, limit)
 
 
 def _read_text(path: PathLike, source: str) -> str:
@@ -601,15 +614,15 @@ def _csv_row(header: list[str], row: list[str], source: str, line: int) -> dict[
     return item
 
 
-def _decoded_lines(path: PathLike, source: str) -> Iterator[str]:
-    for number, raw in _binary_lines(path, source):
+def _decoded_lines(path: PathLike, source: str, limit: int) -> Iterator[str]:
+    for number, raw in _binary_lines(path, source, limit):
         yield _decode(raw, source, number)
 
 
-def _iter_csv(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
+def _iter_csv(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
     if csv.field_size_limit() < 2**30:
         csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
-    reader = csv.reader(_decoded_lines(path, source))
+    reader = csv.reader(_decoded_lines(path, source, limit))
     try:
         header = _csv_header(next(reader, None), source)
         if header is None:
@@ -652,7 +665,7 @@ def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     return item
 
 
-def _iter_parquet(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
+def _iter_parquet(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
     import polars as pl
 
     try:
@@ -708,15 +721,22 @@ def _resolve_format(path: PathLike, format: str | None) -> str:
     )
 
 
-def iter_records(path: PathLike, *, format: str | None = None) -> Iterator[Record]:
+def iter_records(path: PathLike, *, format: str | None = None,
+                 max_line_bytes: int | None = None) -> Iterator[Record]:
     """Stream the records of a file, validating each one as it is read.
 
     The format comes from the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``)
     unless ``format`` (one of :data:`FORMATS`) is given. Duplicate record ids are detected
     as the stream reaches them; an unknown format or a missing file is reported at once, any
     other problem when the stream reaches it. Raises :class:`InputError`.
+
+    A line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`) in a JSONL,
+    CSV or line-delimited JSON file is an error; a JSON array file is read whole.
     """
     fmt = _resolve_format(path, format)
+    limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"max_line_bytes must be a positive integer, got {limit!r}")
     source = os.fspath(path)
     try:
         if os.path.isdir(path):
@@ -725,7 +745,7 @@ def iter_records(path: PathLike, *, format: str | None = None) -> Iterator[Recor
     except OSError as error:
         raise _os_error(error, source) from None
     unit = "row" if fmt == "parquet" else "line"
-    return _validate(_READERS[fmt](path, source), source, unit)
+    return _validate(_READERS[fmt](path, source, limit), source, unit)
 
 
 @contextlib.contextmanager
@@ -744,9 +764,10 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_records(path: PathLike, *, format: str | None = None) -> list[Record]:
+def load_records(path: PathLike, *, format: str | None = None,
+                 max_line_bytes: int | None = None) -> list[Record]:
     """Load and validate every record of a file (see :func:`iter_records`)."""
-    records = iter_records(path, format=format)
+    records = iter_records(path, format=format, max_line_bytes=max_line_bytes)
     with _gc_paused():
         return list(records)
 

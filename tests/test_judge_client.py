@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_server import JudgeServer, judge_score
+from judge_server import JudgeServer, judge_score, wire_format
 
 from rageval.errors import RagevalError
 from rageval.judge.cache import JudgeCache
@@ -25,11 +26,12 @@ from rageval.judge.client import (
     JudgeResult,
     total_usage,
 )
+from rageval.judge.formats import ReplySchema
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"
-SCHEMA = {"type": "json_schema",
-          "json_schema": {"name": "verdict", "schema": {"type": "object"}}}
+SCHEMA = ReplySchema("verdict", {"type": "object",
+                                 "properties": {"score": {"type": "integer"}}})
 
 
 @pytest.fixture
@@ -200,25 +202,143 @@ def test_response_format_refusal_falls_back_once_per_endpoint(server: JudgeServe
     server.latency_s = 0.02
     client = make_client()
     assert client.structured_output is None
-    out = client.complete_many(reqs(12, response_format=SCHEMA), concurrency=4)
-    assert all(r.ok and not r.structured for r in out)
-    assert sum("response_format" in b for b in server.bodies) == 1  # the schema was seen once
-    assert server.requests == 13
+    out = client.complete_many(reqs(12, schema=SCHEMA), concurrency=4)
+    assert all(r.ok and not r.structured and r.format == "text" for r in out)
+    # Each of the three structured formats was refused once, by one probe, never retried.
+    assert [wire_format(b) for b in server.bodies[:3]] == [
+        "json_schema", "json_object+schema", "json_object"]
+    assert sum("response_format" in b for b in server.bodies) == 3
+    assert server.requests == 12 + 3
     assert client.structured_output is False
-    client.complete_many(reqs(5, response_format=SCHEMA), concurrency=4)
-    assert sum("response_format" in b for b in server.bodies) == 1
+    assert set(client.refused_formats) == {"json_schema", "json_object+schema", "json_object"}
+    client.complete_many(reqs(5, schema=SCHEMA), concurrency=4)
+    assert sum("response_format" in b for b in server.bodies) == 3
     other = make_client()  # a new client for the same endpoint and model knows the verdict
     assert other.structured_output is False
-    other.complete_many(reqs(2, response_format=SCHEMA))
-    assert sum("response_format" in b for b in server.bodies) == 1
+    other.complete_many(reqs(2, schema=SCHEMA))
+    assert sum("response_format" in b for b in server.bodies) == 3
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_a_refused_json_schema_costs_one_request_and_steps_down(
+        server: JudgeServer, make_client: Callable, status: int) -> None:
+    """llama.cpp answers json_schema with a 500 naming the response format; vLLM-like
+    validators with 422; OpenAI-like proxies with 400: one request each, no retries, then the
+    schema goes in llama.cpp's json_object form."""
+    server.refuse = {"json_schema": status}
+    client = make_client(max_retries=5)
+    out = client.complete_many(reqs(10, schema=SCHEMA), concurrency=4)
+    assert all(r.ok and r.format == "json_object+schema" for r in out)
+    formats = [wire_format(b) for b in server.bodies]
+    assert formats.count("json_schema") == 1 and server.requests == 11
+    assert all(b["response_format"] == {"type": "json_object", "schema": SCHEMA.schema}
+               for b in server.bodies[1:])
+    assert f"HTTP {status}" in client.refused_formats["json_schema"]
+
+
+def test_a_plain_500_is_not_a_refusal(server: JudgeServer, make_client: Callable) -> None:
+    """A server error that does not name the response format says nothing about it: the probe
+    is sent again (with its remaining retries) in the same format."""
+    server.fail_next("500")
+    client = make_client(max_retries=2)
+    out = client.complete_many(reqs(3, schema=SCHEMA), concurrency=1)
+    assert all(r.ok and r.format == "json_schema" for r in out)
+    assert [wire_format(b) for b in server.bodies] == ["json_schema"] * 4
+    assert client.refused_formats == {}
+
+
+def test_explicit_format_refused_is_one_clear_error(server: JudgeServer,
+                                                    make_client: Callable) -> None:
+    server.refuse = {"json_schema": 500}
+    client = make_client(response_format="json_schema", max_retries=5)
+    with pytest.raises(JudgeError) as info:
+        client.complete_many(reqs(8, schema=SCHEMA), concurrency=4)
+    message = str(info.value)
+    assert "refuses the response format 'json_schema'" in message and "HTTP 500" in message
+    assert "--judge-response-format auto" in message
+    assert server.requests == 1  # one request, not six retries per judgment
+
+
+def test_json_object_mode_falls_back_to_plain_json_object(server: JudgeServer,
+                                                          make_client: Callable) -> None:
+    server.refuse = {"json_schema": 400, "json_object+schema": 400}
+    client = make_client(response_format="json_object")
+    out = client.complete_many(reqs(4, schema=SCHEMA), concurrency=2)
+    assert all(r.format == "json_object" for r in out)
+    assert "json_schema" not in [wire_format(b) for b in server.bodies]  # not in this ladder
+    text = make_client(response_format="text").complete_many(reqs(2, schema=SCHEMA))
+    assert all(r.format == "text" for r in text)
+    assert all("response_format" not in b for b in server.bodies[-2:])
 
 
 def test_response_format_sent_when_accepted(server: JudgeServer, make_client: Callable) -> None:
     client = make_client()
-    out = client.complete_many(reqs(6, response_format=SCHEMA), concurrency=3)
-    assert all(r.ok and r.structured for r in out)
-    assert all(b.get("response_format") == SCHEMA for b in server.bodies)
+    out = client.complete_many(reqs(6, schema=SCHEMA), concurrency=3)
+    assert all(r.ok and r.structured and r.format == "json_schema" for r in out)
+    assert all(b.get("response_format") == SCHEMA.wire("json_schema") for b in server.bodies)
     assert client.structured_output is True
+
+
+def test_the_first_requests_failing_alike_stop_the_run(server: JudgeServer,
+                                                       make_client: Callable) -> None:
+    """A server that fails every request the same way: the run stops after the first few
+    with the server's words, instead of retrying all of them."""
+    server.always = "503"
+    client = make_client(max_retries=0)
+    with pytest.raises(JudgeError) as info:
+        client.complete_many(reqs(40), concurrency=2)
+    message = str(info.value)
+    assert f"judge endpoint {server.base_url}" in message
+    assert "the first 3 requests all failed the same way" in message
+    assert "HTTP 503: The server had an error processing your request." in message
+    assert server.requests <= 3 + 2  # 3, and those the two workers had already started
+
+
+def test_a_dead_endpoint_fails_fast(make_client: Callable) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = make_client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
+    with pytest.raises(JudgeError, match=r"the first 3 requests all failed the same way.*"
+                                         r"connection failed after 2 attempts") as info:
+        client.complete_many(reqs(50), concurrency=4)
+    # Those in flight when the third failed came back; the other 40-odd were never sent.
+    assert sum(r is not None for r in info.value.results) <= 3 + 4
+
+
+def test_mixed_failures_do_not_stop_the_run(server: JudgeServer, make_client: Callable) -> None:
+    server.fail_next("500", "503", "500")
+    out = make_client(max_retries=0).complete_many(reqs(6), concurrency=1)
+    assert [r.ok for r in out] == [False, False, False, True, True, True]
+
+
+def test_an_over_long_prompt_fails_that_request_only(server: JudgeServer,
+                                                     make_client: Callable) -> None:
+    server.fail_for("q1", "too_long")
+    out = make_client().complete_many(reqs(4), concurrency=1)
+    assert [r.ok for r in out] == [True, False, True, True]
+    assert "maximum context length" in (out[1].error or "")
+
+
+def test_credentials_in_the_base_url_never_show(server: JudgeServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """User info and query values of the base URL are credentials: requests carry them, and
+    no description, result or error shows them."""
+    monkeypatch.setenv(ENV, KEY)
+    host = server.base_url.removeprefix("http://")
+    url = f"http://user:PASSWORD-SECRET@{host}?api-key=QUERY-SECRET"
+    client = JudgeClient("judge-model", base_url=url, api_key_env=ENV, max_retries=0)
+    assert client.public_endpoint == server.base_url
+    assert "SECRET" not in repr(client)
+    out = client.complete_many(reqs(2))
+    assert all(r.ok for r in out)
+    assert server.paths[-1].endswith("/chat/completions?api-key=QUERY-SECRET")
+    summary = client.request_summary(reqs(1)[0])
+    assert "SECRET" not in json.dumps(summary) and summary["endpoint"] == server.base_url
+    server.always = "404"
+    with pytest.raises(JudgeError) as info:
+        client.complete_many(reqs(1))
+    assert "SECRET" not in str(info.value) and "***" in str(info.value)
 
 
 def test_rpm_limit(server: JudgeServer, make_client: Callable) -> None:

@@ -17,7 +17,8 @@ from judge_server import JudgeServer, judge_score
 from rageval.cli import main
 from rageval.errors import RagevalError, UsageError
 from rageval.judge.cache import JudgeCache
-from rageval.judge.metric import JudgeMetric, JudgeOptions
+from rageval.judge.metric import JudgeMetric
+from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import render
 from rageval.orchestrator import evaluate
 from rageval.records import Record, load_records
@@ -77,7 +78,8 @@ def test_scored_run_then_offline_replay(tmp_path: Path, server: JudgeServer) -> 
     for name in METRICS:
         assert 1 <= first.summary[name].value <= 5
         sig = first.summary[name].signature
-        assert "judge:judge-model" in sig and "endpoint:127.0.0.1" in sig
+        assert "judge:judge-model" in sig and f"endpoint:{server.base_url}|" in sig
+        assert "|response_format:json_schema|" in sig
         assert sig.endswith("|rageval:0.1.0") and KEY not in sig
     manifest = first.manifest["judge"]
     assert manifest["model"] == "judge-model"
@@ -92,7 +94,7 @@ def test_scored_run_then_offline_replay(tmp_path: Path, server: JudgeServer) -> 
     assert [r["id"] for r in rows] == ["q0", "q1", "q2", "q3"]
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["metrics"]) == set(METRICS)
-    assert summary["manifest"]["judge"]["endpoint"].startswith("127.0.0.1")
+    assert summary["manifest"]["judge"]["endpoint"] == server.base_url
 
     replay = evaluate(records, METRICS, judge=options(None, cache, offline=True), bootstrap=50)
     assert server.requests == 8  # no request at all

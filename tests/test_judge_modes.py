@@ -23,7 +23,7 @@ from judge_server import JudgeServer, judge_score, score_distribution
 from rageval.cli import main
 from rageval.errors import RagevalError, UsageError
 from rageval.judge.cache import JudgeCache, cache_key
-from rageval.judge.metric import JudgeOptions
+from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import load_rubric, render, response_format
 from rageval.orchestrator import evaluate
 from rageval.records import Record, records_from_dicts
@@ -309,8 +309,7 @@ def test_metrics_lists_rubrics(tmp_path: Path) -> None:
 
 def _key(body: dict) -> str:
     params = {k: body[k] for k in ("temperature", "seed") if k in body}
-    fmt = body.get("response_format") or response_format(load_rubric("fluency"))
-    return cache_key(body["model"], body["messages"], params, fmt, 0)
+    return cache_key(body["model"], body["messages"], params, body.get("response_format"), 0)
 
 
 @pytest.mark.slow
@@ -346,20 +345,32 @@ def test_metric_keys_are_the_clients_keys() -> None:
     """The metric computes cache keys without a client; they must be the keys of the requests
     the client sends (seed per sample, logprobs parameters, response format)."""
     from rageval.judge.client import JudgeClient, JudgeRequest
-    from rageval.judge.metric import TOP_LOGPROBS, JudgeMetric
+    from rageval.judge.formats import WIRE_FORMATS
+    from rageval.judge.metric import JudgeMetric
+    from rageval.judge.options import TOP_LOGPROBS
     from rageval.registry import ScoreOptions
 
-    for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True}):
+    for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True},
+               {"response_format": "json_object"}, {"response_format": "text"}):
         judge = JudgeOptions(model="m", **kw)  # type: ignore[arg-type]
         metric = JudgeMetric("context_relevance", options=ScoreOptions(judge=judge))
         client = JudgeClient("m", base_url="http://127.0.0.1:9/v1",
                              temperature=judge.temperature,
-                             top_logprobs=TOP_LOGPROBS if judge.logprobs else None)
-        fmt = response_format(metric.rubric)
+                             top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
+                             response_format=judge.response_format)
+        schema = metric.reply_schema()
         for unit in metric.units(records(1)[0]):
+            assert tuple(unit.keys) == client.ladder
+            assert set(unit.keys) <= set(WIRE_FORMATS)
             seed = None if judge.seed is None else judge.seed + unit.sample
-            request = JudgeRequest(unit.messages, fmt, unit.sample, seed=seed)
-            assert client.cache_key(request) == unit.key
+            request = JudgeRequest(unit.messages, schema, unit.sample, seed=seed)
+            for fmt, key in unit.keys.items():
+                assert client.cache_key(request, fmt) == key
+            # The json_schema key is what the request with OpenAI's response_format hashes to.
+            if "json_schema" in unit.keys:
+                assert unit.keys["json_schema"] == cache_key(
+                    "m", unit.messages, client.params(request),
+                    response_format(metric.rubric), unit.sample)
 
 
 def test_batches_share_one_stream_of_requests(tmp_path: Path, server: JudgeServer) -> None:

@@ -19,7 +19,7 @@ from judge_server import JudgeServer
 
 from rageval.cli import main
 from rageval.errors import RagevalError, UsageError
-from rageval.judge.metric import JudgeOptions
+from rageval.judge.options import JudgeOptions
 from rageval.judge.pairwise import (
     IDENTICAL,
     load_pairwise_prompt,
@@ -216,7 +216,8 @@ def test_injection_stays_inside_its_slot() -> None:
     ('{"reasoning": "r", "verdict": "A"}', "A"),
     ('{"reasoning": "r", "verdict": "tie"}', "tie"),
     ('Sure.\n```json\n{"reasoning": "r", "verdict": "b"}\n```', "B"),
-    ('{"verdict": "A"} then {"reasoning": "x", "verdict": "Tie"}', "tie"),
+    ('{"verdict": "Tie"} then {"reasoning": "x", "verdict": "tie"}', "tie"),
+    ('{"verdict": "A"} then {"reasoning": "x", "verdict": "Tie"}', None),
     ('{"reasoning": "r", "verdict": "C"}', None),
     ('{"reasoning": "r"}', None),
     ("A is better.", None),

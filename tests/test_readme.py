@@ -6,7 +6,6 @@ import io
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 from rageval.cli import main
@@ -48,11 +47,38 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
         "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside its cache
 
 
-def test_demo_judge_cache_is_what_the_script_builds() -> None:
-    """The README says the demo cache comes from the scripted judge server: rebuild it."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_demo_judge_cache as maker
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    assert maker.FIXTURE.read_text(encoding="utf-8") == maker.build()
+def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
+    """The README says the demo cache was written by SmolLM2 through the local judge
+    (scripts/make_demo_judge_cache.py): every reply says so, the replay reproduces the scores
+    the replies hold, and at least 95% of the judgments are scored."""
+    from rageval.judge.local import DEFAULT_MODEL_NAME
+    from rageval.judge.options import JudgeOptions
+    from rageval.judge.parsing import parse_reply
+    from rageval.judge.prompts import load_rubric
+    from rageval.orchestrator import evaluate
+
+    cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
+    entries = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
+    assert entries
+    for entry in entries:
+        assert entry["model"] == entry["meta"]["served_model"] == DEFAULT_MODEL_NAME
+        assert entry["meta"]["format"] == "json_object+schema"
+        assert entry["request"]["endpoint"] == "http://127.0.0.1:8011/v1"
+    parsed = [parse_reply(e["reply"], load_rubric(e["meta"]["rubric"])) for e in entries]
+    assert sum(p.ok for p in parsed) >= 0.95 * len(entries)
+    criteria = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
+    judge = JudgeOptions(model=DEFAULT_MODEL_NAME, cache=str(cache), offline=True)
+    results = evaluate(str(ROOT / "fixtures" / "demo" / "records.jsonl"), criteria,
+                       judge=judge, bootstrap=1)
+    by_record = {(e["meta"]["record"], e["meta"]["rubric"], e["meta"].get("context")): p.score
+                 for e, p in zip(entries, parsed, strict=True)}
+    for row in results.records:
+        for name in ("faithfulness", "correctness"):
+            assert row.scores[f"judge:{name}"] == by_record[(row.id, name, None)]
+        grades = row.details["judge:context_relevance"]["contexts"]
+        assert [g["grade"] for g in grades] == [
+            by_record[(row.id, "context_relevance", g["id"])] for g in grades]
+    for name in criteria:
+        signature = results.summary[name].signature
+        assert f"|judge:{DEFAULT_MODEL_NAME}|endpoint:http://127.0.0.1:8011/v1|" in signature
+        assert "|response_format:json_object+schema|" in signature

@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from rageval.errors import InputError, UsageError
 
-__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "cache_key"]
+__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "cache_key", "cache_keys"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -103,25 +103,43 @@ def cache_key(
     parameters whose value is ``None`` are not sent and so are left out of the key. Credentials
     are not part of a request's content: a ``params`` field that looks like one is refused.
     """
+    return next(iter(cache_keys(model, messages, params, {"": response_format},
+                                sample_index).values()))
+
+
+def cache_keys(
+    model: str,
+    messages: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None,
+    response_formats: Mapping[str, Mapping[str, Any] | None],
+    sample_index: int = 0,
+) -> dict[str, str]:
+    """The keys of one request sent under each of several response formats (name -> key),
+    each equal to :func:`cache_key` of that format; the shared part is encoded and hashed once.
+    """
     if not isinstance(model, str) or not model:
         raise UsageError("cache_key: model must be a non-empty string")
     if isinstance(sample_index, bool) or not isinstance(sample_index, int) or sample_index < 0:
         raise UsageError("cache_key: sample_index must be a non-negative integer")
     params = {k: v for k, v in (params or {}).items() if v is not None}
     _check_no_secret(params, "cache_key params")
-    doc = {
-        "v": CACHE_KEY_VERSION,
-        "model": model,
-        "messages": [dict(m) for m in messages],
-        "params": params,
-        "response_format": dict(response_format) if response_format is not None else None,
-        "sample_index": sample_index,
-    }
     try:
-        text = _canonical(doc)
+        # The canonical document's keys in sorted order: messages, model, params,
+        # response_format, sample_index, v. Everything before response_format is shared.
+        head = (f'{{"messages":{_canonical([dict(m) for m in messages])},'
+                f'"model":{_canonical(model)},"params":{_canonical(params)},'
+                '"response_format":')
+        tail = f',"sample_index":{sample_index},"v":{_canonical(CACHE_KEY_VERSION)}}}'
+        shared = hashlib.sha256(head.encode("utf-8"))
+        keys = {}
+        for name, fmt in response_formats.items():
+            digest = shared.copy()
+            digest.update((_canonical(dict(fmt) if fmt is not None else None) + tail)
+                          .encode("utf-8"))
+            keys[name] = digest.hexdigest()
     except (TypeError, ValueError) as exc:
         raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return keys
 
 
 @dataclass(frozen=True)
@@ -169,9 +187,13 @@ class JudgeCache:
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
         in_memory = str(path) == _MEMORY
-        if not in_memory and self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        try:
+            if not in_memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create the cache's directory: {exc.strerror or exc}",
+                             path=str(self.path)) from None
         try:
             self._conn = sqlite3.connect(
                 str(path),
@@ -191,6 +213,8 @@ class JudgeCache:
             # and cap a 64-wide judge at a few hundred replies per second.
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute(_SCHEMA)
+        except sqlite3.OperationalError as exc:
+            raise InputError(f"cannot open the judge cache: {exc}", path=str(self.path)) from None
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a usable judge cache: {exc}", path=str(self.path)) from None
 
@@ -236,17 +260,22 @@ class JudgeCache:
                 "WHERE key = ?",
                 (key,),
             ).fetchone()
-        if row is None:
-            return None
-        return Entry(
-            key=row[0],
-            model=row[1],
-            request=json.loads(row[2]),
-            reply_text=row[3],
-            usage=json.loads(row[4]),
-            meta=json.loads(row[5]),
-            created=row[6],
-        )
+        return None if row is None else _entry(row)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
+        """The stored entries among ``keys`` (absent keys are left out), in a few queries."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Entry] = {}
+        with self._lock:
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                for row in self._conn.execute(
+                    "SELECT key, model, request, reply, usage, meta, created FROM entries "
+                    f"WHERE key IN ({marks})", chunk
+                ):
+                    found[row[0]] = _entry(row)
+        return found
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys (first-seen order, without repeats) that the cache does not hold."""
@@ -403,6 +432,12 @@ class JudgeCache:
                 entries.append(_parse_line(raw, src, lineno))
         added = self._insert(entries) if entries else 0
         return {"read": len(entries), "added": added}
+
+
+def _entry(row: tuple[Any, ...]) -> Entry:
+    """An entry from a row of (key, model, request, reply, usage, meta, created)."""
+    return Entry(key=row[0], model=row[1], request=json.loads(row[2]), reply_text=row[3],
+                 usage=json.loads(row[4]), meta=json.loads(row[5]), created=row[6])
 
 
 def _parse_line(raw: str, src: str, lineno: int) -> Entry:

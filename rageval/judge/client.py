@@ -1,27 +1,31 @@
 """The judge client: OpenAI-compatible chat completions, concurrent, with retries and a stop rule.
 
 :class:`JudgeClient` speaks the chat API through the official ``openai`` package, so any
-OpenAI-compatible endpoint works (OpenAI, Azure, vLLM, Ollama, a proxy). Its one public call,
-:meth:`JudgeClient.complete_many`, is synchronous: concurrency is a thread pool inside it (no
-asyncio, so it also works inside Jupyter).
+OpenAI-compatible endpoint works (OpenAI, Azure, vLLM, Ollama, llama.cpp, a proxy). Its one
+public call, :meth:`JudgeClient.complete_many`, is synchronous: concurrency is a thread pool
+inside it (no asyncio, so it also works inside Jupyter).
 
 * Transient failures (429 honouring ``Retry-After``, 5xx, timeouts, dropped connections) are
   retried by the SDK's own retry machinery (bounded exponential backoff, ``max_retries``). A
   request that still fails is returned as a failed :class:`JudgeResult` with a reason (unscored,
   never a silent zero); the run goes on.
-* A permanent failure (401, 403, 404 model not found, 400 other than a refusal of
-  ``response_format``, exhausted quota) stops the run at once: no new request is started, those
-  in flight finish (and are handed to ``on_result``), then :class:`JudgeError` is raised.
+* A permanent failure (401, 403, 404 model not found, a 400 other than a refused
+  ``response_format`` or an over-long prompt, exhausted quota) stops the run at once: no new
+  request is started, those in flight finish (and are handed to ``on_result``), then
+  :class:`JudgeError` is raised. So do the first requests of a run when they all fail the same
+  way (a dead endpoint, a server that rejects every request): the run stops with the
+  endpoint's words instead of retrying every request.
 * ``on_result`` is called, in the calling thread, as each result arrives, so the caller can store
   every reply in the cache the moment it exists.
-* When an endpoint refuses structured output (400 naming ``response_format``/``json_schema``) the
-  request is retried without it, and the client remembers not to send it to that endpoint again.
-  While that is unknown, only one request carries ``response_format`` (a probe); the others wait
-  for its verdict, so a refusing endpoint sees the schema once. The verdict is kept for the
-  process, per endpoint and model, so later clients do not probe again.
+* Structured output is negotiated (see :mod:`rageval.judge.formats`): the first request to an
+  (endpoint, model) probes the most constrained wire format of the mode's ladder, sent once and
+  without retries; a refusal (400, 422 or 500 naming the response format) steps down to the
+  next format, and the verdict is kept for the process, so a refusing endpoint costs one request
+  per refused format, never a retry per judgment. Other requests wait for the probe's verdict.
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless another name is
-  given). It never appears in a repr, an error message or a result: any text the endpoint echoes
-  back is redacted.
+  given). It never appears in a repr, an error message or a result, and neither do the user
+  info or query values of the base URL (see :class:`~rageval.endpoint.Endpoint`): any text the
+  endpoint echoes back is redacted.
 """
 
 from __future__ import annotations
@@ -35,23 +39,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import openai
 
+from rageval.endpoint import Endpoint
 from rageval.errors import RagevalError, UsageError
 from rageval.judge.cache import cache_key
+from rageval.judge.formats import LADDERS, MODES, ReplySchema, is_refusal
+from rageval.judge.negotiation import negotiation
 
-__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
+__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "api_key_problem",
+           "total_usage"]
 
-_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_RF_REFUSAL = re.compile(r"response_format|json_schema|json_object|structured output|guided_json",
-                         re.IGNORECASE)
-
-
-# Whether an (endpoint, model) accepts response_format, once known: later clients in the same
-# process skip the probe. Only the two verdicts are kept, never anything about a request.
-_RF_VERDICTS: dict[tuple[str, str], bool] = {}
+# A 400 that is about one request's length, not about the endpoint: that request fails (and
+# its record is unscored), the others go on.
+_TOO_LONG = re.compile(r"context (?:length|window)|maximum context|too many tokens|"
+                       r"exceeds? (?:the )?(?:context|maximum)|prompt is too long", re.IGNORECASE)
+#: The first results of a run that, failing all the same way, stop the run (fail fast).
+FAIL_FAST_AFTER = 3
 
 
 class JudgeError(RagevalError):
@@ -71,14 +76,14 @@ class JudgeError(RagevalError):
 class JudgeRequest:
     """One chat request to the judge.
 
-    ``messages`` are chat messages (``{"role": ..., "content": ...}``); ``response_format`` is
-    the structured-output request (e.g. a ``json_schema``), or ``None``; ``sample_index`` tells
-    repeated samples of the same request apart in the cache key; ``tag`` is the caller's own
-    handle (a record id, a cache key) and is returned untouched with the result.
+    ``messages`` are chat messages (``{"role": ..., "content": ...}``); ``schema`` is the
+    reply's JSON schema, sent in the wire format the endpoint accepts (None: plain text);
+    ``sample_index`` tells repeated samples of the same request apart in the cache key;
+    ``tag`` is the caller's own handle (a record id, a cache key) and is returned untouched.
     """
 
     messages: Sequence[Mapping[str, Any]]
-    response_format: Mapping[str, Any] | None = None
+    schema: ReplySchema | None = None
     sample_index: int = 0
     tag: Any = None
     seed: int | None = None  # overrides the client's seed for this request (per-sample seeds)
@@ -88,9 +93,9 @@ class JudgeRequest:
 class JudgeResult:
     """The outcome of one request: a reply (``text``) or a reason it failed (``error``).
 
-    ``structured`` says whether ``response_format`` was sent with the request that produced the
-    reply (it is not after the endpoint refused structured output). ``usage`` holds the token
-    counts reported by the endpoint (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
+    ``format`` is the wire format the request was sent in (:mod:`rageval.judge.formats`), the
+    one its reply is cached under. ``usage`` holds the token counts reported by the endpoint
+    (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
     """
 
     index: int
@@ -99,7 +104,7 @@ class JudgeResult:
     usage: dict[str, int] = field(default_factory=dict)
     model: str | None = None
     finish_reason: str | None = None
-    structured: bool = False
+    format: str = "text"
     error: str | None = None
     latency_s: float = 0.0
     # With logprobs requested: one [token, logprob, [[alternative, logprob], ...]] per token.
@@ -109,6 +114,11 @@ class JudgeResult:
     def ok(self) -> bool:
         """True when the endpoint returned a reply text."""
         return self.error is None and self.text is not None
+
+    @property
+    def structured(self) -> bool:
+        """Whether a ``response_format`` was sent with the request that produced the reply."""
+        return self.format != "text"
 
 
 def total_usage(results: Iterable[JudgeResult | None]) -> dict[str, int]:
@@ -168,7 +178,8 @@ class JudgeClient:
 
     Parameters are fixed for the client's life, so every request it sends has the same sampling
     parameters (see :meth:`params`, which are part of every cache key). ``extra_params`` are sent
-    verbatim in the request body (e.g. ``{"top_k": 1}`` for vLLM).
+    verbatim in the request body (e.g. ``{"top_k": 1}`` for vLLM). ``response_format`` is the
+    structured-output mode (:data:`~rageval.judge.formats.MODES`).
     """
 
     def __init__(
@@ -185,19 +196,24 @@ class JudgeClient:
         timeout: float = 120.0,
         max_retries: int = 5,
         top_logprobs: int | None = None,
+        response_format: str = "auto",
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UsageError("judge model must be a non-empty string")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env or ""):
-            raise UsageError(f"not an environment variable name: {api_key_env!r}")
         if max_retries < 0:
             raise UsageError("max_retries must be >= 0")
         if timeout <= 0:
             raise UsageError("timeout must be positive")
         if top_logprobs is not None and not 1 <= top_logprobs <= 20:
             raise UsageError(f"top_logprobs must be between 1 and 20, got {top_logprobs}")
+        if response_format not in MODES:
+            raise UsageError(f"response format must be one of {', '.join(MODES)}, "
+                             f"got {response_format!r}")
+        self.endpoint = Endpoint.of(base_url)
+        problem = api_key_problem(api_key_env, base_url)
+        if problem is not None:
+            raise JudgeError(problem)
         self.model = model
-        self.base_url = (base_url or _DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = api_key_env
         self.temperature = temperature
         self.seed = seed
@@ -207,40 +223,46 @@ class JudgeClient:
         self.top_logprobs = top_logprobs
         self.timeout = timeout
         self.max_retries = max_retries
-        key = os.environ.get(api_key_env, "")
-        if not key:
-            if base_url is None:
-                raise JudgeError(
-                    f"no API key: set the environment variable {api_key_env} "
-                    "(or point --judge-base-url at an endpoint that needs none)"
-                )
-            key = "unused"  # local endpoints (vLLM, Ollama) usually ignore the key
-        self._secrets = tuple(s for s in {key} if len(s) >= 4 and s != "unused")
-        self._sdk = openai.OpenAI(base_url=self.base_url, api_key=key,
+        self.mode = response_format
+        self.ladder = LADDERS[response_format]
+        # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
+        key = os.environ.get(api_key_env, "") or "unused"
+        self._secrets = tuple(s for s in {key, *self.endpoint.secrets}
+                              if len(s) >= 4 and s != "unused")
+        self._sdk = openai.OpenAI(base_url=self.endpoint.base_url, api_key=key,
+                                  default_query=self.endpoint.query or None,
                                   max_retries=max_retries, timeout=timeout)
         del key
-        self._rf_cond = threading.Condition()
-        # None: not known yet for this endpoint and model (a verdict is shared in-process).
-        self._rf_supported: bool | None = _RF_VERDICTS.get((self.base_url, model))
-        self._rf_probe_busy = False
+        # A probe is sent once: a refusal must cost one request, not a retry schedule. A probe
+        # that met a passing fault is sent again with the retries it has left.
+        self._probe_sdk = self._sdk.with_options(max_retries=0)
+        self._resend_sdk = (self._sdk.with_options(max_retries=max_retries - 1)
+                            if max_retries > 0 else None)
+        self._formats = negotiation(self.endpoint.public, model)
         self._usage_lock = threading.Lock()
         self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
     def __repr__(self) -> str:
-        return (f"JudgeClient(model={self.model!r}, base_url={self.base_url!r}, "
+        return (f"JudgeClient(model={self.model!r}, base_url={self.endpoint.shown!r}, "
                 f"api_key_env={self.api_key_env!r})")
 
     # -- description -----------------------------------------------------------------------
 
     @property
-    def host(self) -> str:
-        """The endpoint's host (for manifests and signatures)."""
-        return urlsplit(self.base_url).netloc or self.base_url
+    def public_endpoint(self) -> str:
+        """The endpoint's scheme, host, port and path (for manifests, signatures, the cache)."""
+        return self.endpoint.public
 
     @property
     def structured_output(self) -> bool | None:
-        """Whether this endpoint accepts ``response_format``; ``None`` until known."""
-        return self._rf_supported
+        """Whether this endpoint accepts a ``response_format``; ``None`` until known."""
+        fmt = self._formats.current(self.ladder)
+        return None if fmt is None else fmt != "text"
+
+    @property
+    def refused_formats(self) -> dict[str, str]:
+        """Wire formats the endpoint refused, with its words."""
+        return dict(self._formats.refused)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -258,18 +280,18 @@ class JudgeClient:
             p.update(logprobs=True, top_logprobs=self.top_logprobs)
         return {k: v for k, v in p.items() if v is not None}
 
-    def cache_key(self, request: JudgeRequest) -> str:
-        """The cache key of ``request`` as this client would send it."""
-        return cache_key(self.model, request.messages, self.params(request),
-                         request.response_format, request.sample_index)
+    def cache_key(self, request: JudgeRequest, fmt: str = "text") -> str:
+        """The cache key of ``request`` sent in wire format ``fmt``."""
+        wire = request.schema.wire(fmt) if request.schema is not None else None
+        return cache_key(self.model, request.messages, self.params(request), wire,
+                         request.sample_index)
 
-    def request_summary(self, request: JudgeRequest) -> dict[str, Any]:
+    def request_summary(self, request: JudgeRequest, fmt: str = "text") -> dict[str, Any]:
         """What to store next to a reply in the cache (no credentials)."""
-        return {"model": self.model, "endpoint": self.host,
+        wire = request.schema.wire(fmt) if request.schema is not None else None
+        return {"model": self.model, "endpoint": self.public_endpoint,
                 "messages": [dict(m) for m in request.messages], "params": self.params(request),
-                "response_format": (dict(request.response_format)
-                                    if request.response_format is not None else None),
-                "sample_index": request.sample_index}
+                "response_format": wire, "sample_index": request.sample_index}
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -284,7 +306,9 @@ class JudgeClient:
 
         ``rpm`` caps request starts per minute. ``on_result`` is called in the calling thread
         for each result as it arrives (failed ones too: check :attr:`JudgeResult.ok`). Raises
-        :class:`JudgeError` after a permanent failure, once the requests in flight finish.
+        :class:`JudgeError` after a permanent failure, or when the first
+        :data:`FAIL_FAST_AFTER` results all failed the same way, once the requests in flight
+        finish.
         """
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -297,6 +321,7 @@ class JudgeClient:
         results: list[JudgeResult | None] = [None] * len(reqs)
         fatal: list[str] = []
         callback_error: list[BaseException] = []
+        first_failures = _FirstFailures(min(FAIL_FAST_AFTER, len(reqs)))
         todo = iter(enumerate(reqs))
         # Each worker takes the next request itself, so a slow consumer (the caller storing
         # replies) never holds back the requests in flight; finished ones come back through a
@@ -337,6 +362,9 @@ class JudgeClient:
                         fatal.append(out)
                     elif isinstance(out, JudgeResult):
                         results[out.index] = out
+                        if first_failures.add(out) and not fatal:
+                            stop.set()
+                            fatal.append(self._fail_fast_message(first_failures))
                         if on_result is not None and not callback_error:
                             try:
                                 on_result(out)
@@ -355,6 +383,14 @@ class JudgeClient:
                 results=results,
             )
         return [r for r in results if r is not None]
+
+    def _fail_fast_message(self, failures: _FirstFailures) -> str:
+        return (f"{self._where()}: the first {failures.size} requests all failed the same way, "
+                f"so no more were sent: {failures.error} (--judge-timeout and "
+                "--judge-max-retries set the patience per request)")
+
+    def _where(self) -> str:
+        return f"judge endpoint {self.endpoint.shown} (model {self.model!r})"
 
     # -- one request (worker thread) -------------------------------------------------------
 
@@ -375,66 +411,82 @@ class JudgeClient:
 
     def _complete(self, index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
         started = time.monotonic()
-        use_rf = False
-        probe = False
-        if request.response_format is not None:
-            with self._rf_cond:
-                while True:
-                    if self._rf_supported is not None:
-                        use_rf = self._rf_supported
-                        break
-                    if not self._rf_probe_busy:
-                        self._rf_probe_busy = probe = use_rf = True
-                        break
-                    self._rf_cond.wait(timeout=0.05)
-                    if stop.is_set():
-                        raise _Stopped
-        try:
-            if stop.is_set():
-                raise _Stopped
+        while True:
+            fmt, probe = self._choose(request, stop)
             try:
-                try:
-                    resp = self._send(request, use_rf)
-                except openai.BadRequestError as exc:
-                    if not (use_rf and _RF_REFUSAL.search(_error_text(exc))):
-                        raise
-                    with self._rf_cond:
-                        self._rf_supported = False
-                    _RF_VERDICTS[(self.base_url, self.model)] = False
-                    use_rf = False
-                    resp = self._send(request, use_rf)
-                else:
-                    if use_rf:
-                        with self._rf_cond:
-                            self._rf_supported = True
-                        _RF_VERDICTS[(self.base_url, self.model)] = True
+                resp = self._attempt(request, fmt, probe)
+            except _Refused:
+                continue  # the next format of the ladder (the refusal is recorded)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 text = self._redact(_error_text(exc))
                 if _is_permanent(exc):
                     raise _Fatal(self._fatal_message(status, text)) from None
-                return self._failed(index, request, f"HTTP {status}: {text}", started, use_rf)
+                return self._failed(index, request, f"HTTP {status}: {text}", started, fmt)
             except openai.APITimeoutError:
                 return self._failed(index, request,
                                     f"timed out after {self.max_retries + 1} attempts "
-                                    f"({self.timeout:g} s each)", started, use_rf)
+                                    f"({self.timeout:g} s each)", started, fmt)
             except openai.APIConnectionError as exc:
                 return self._failed(index, request,
                                     f"connection failed after {self.max_retries + 1} attempts: "
-                                    f"{self._redact(str(exc))}", started, use_rf)
+                                    f"{self._redact(str(exc))}", started, fmt)
             except (openai.OpenAIError, ValueError) as exc:  # unreadable response body
                 return self._failed(index, request,
                                     f"malformed response from the endpoint: "
                                     f"{self._redact(type(exc).__name__ + ': ' + str(exc))}",
-                                    started, use_rf)
-        finally:
-            if probe:
-                with self._rf_cond:
-                    self._rf_probe_busy = False
-                    self._rf_cond.notify_all()
-        return self._result(index, request, resp, started, use_rf)
+                                    started, fmt)
+            return self._result(index, request, resp, started, fmt)
 
-    def _send(self, request: JudgeRequest, use_rf: bool) -> Any:
+    def _choose(self, request: JudgeRequest, stop: threading.Event) -> tuple[str, bool]:
+        """The wire format to send ``request`` in, and whether it is the probe deciding it."""
+        if request.schema is None:
+            return "text", False
+        fmt, probe = self._formats.choose(self.ladder, stop.is_set)
+        if fmt is None:
+            if probe:
+                raise _Stopped
+            refused = "; ".join(f"{f}: {why}" for f, why in self._formats.refused.items())
+            raise _Fatal(f"{self._where()} refuses the response format {self.mode!r} "
+                         f"({refused}); --judge-response-format auto steps down to one it "
+                         "accepts")
+        return fmt, probe
+
+    def _attempt(self, request: JudgeRequest, fmt: str, probe: bool) -> Any:
+        """Send ``request`` in ``fmt``. A probe goes once, without retries: a refusal raises
+        :class:`_Refused` after one request; a probe that meets a passing fault is sent again
+        with the retries it has left (the same attempts in all as any request), still as the
+        probe."""
+        verdict: bool | None = None
+        why = ""
+        try:
+            try:
+                resp = self._send(request, fmt, self._probe_sdk if probe else self._sdk)
+            except openai.APIStatusError as exc:
+                if (not probe or self._resend_sdk is None or _is_permanent(exc)
+                        or self._refusal(exc, fmt)):
+                    raise
+                resp = self._send(request, fmt, self._resend_sdk)
+            except openai.APIConnectionError:
+                if not probe or self._resend_sdk is None:
+                    raise
+                resp = self._send(request, fmt, self._resend_sdk)
+            verdict = True
+            return resp
+        except openai.APIStatusError as exc:
+            if self._refusal(exc, fmt):
+                verdict = False
+                why = f"HTTP {exc.status_code}: {self._redact(_error_text(exc))}"
+                raise _Refused from None
+            raise
+        finally:
+            if probe or verdict is False:  # a failed probe leaves the format undecided
+                self._formats.settle(fmt, accepted=verdict, why=why)
+
+    def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
+        return fmt != "text" and is_refusal(exc.status_code, _error_text(exc))
+
+    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI) -> Any:
         kwargs: dict[str, Any] = {"model": self.model,
                                   "messages": [dict(m) for m in request.messages],
                                   "temperature": self.temperature}
@@ -447,14 +499,15 @@ class JudgeClient:
             kwargs["max_tokens"] = self.max_tokens
         if self.top_p is not None:
             kwargs["top_p"] = self.top_p
-        if use_rf and request.response_format is not None:
-            kwargs["response_format"] = dict(request.response_format)
+        wire = request.schema.wire(fmt) if request.schema is not None else None
+        if wire is not None:
+            kwargs["response_format"] = wire
         if self.extra_params:
             kwargs["extra_body"] = dict(self.extra_params)
-        return self._sdk.chat.completions.create(**kwargs)
+        return sdk.chat.completions.create(**kwargs)
 
     def _result(self, index: int, request: JudgeRequest, resp: Any, started: float,
-                structured: bool) -> JudgeResult:
+                fmt: str) -> JudgeResult:
         usage: dict[str, int] = {}
         u = getattr(resp, "usage", None)
         if u is not None:
@@ -468,14 +521,14 @@ class JudgeClient:
         choices = getattr(resp, "choices", None) or []
         if not choices:
             return self._failed(index, request, "the endpoint returned no choices", started,
-                                structured, usage=usage)
+                                fmt, usage=usage)
         choice = choices[0]
         text = getattr(choice.message, "content", None)
         finish = getattr(choice, "finish_reason", None)
         if text is None:
             refusal = getattr(choice.message, "refusal", None)
             why = f"refused: {refusal}" if refusal else f"empty reply (finish_reason={finish})"
-            return self._failed(index, request, why, started, structured, usage=usage)
+            return self._failed(index, request, why, started, fmt, usage=usage)
         logprobs = None
         if self.top_logprobs is not None:
             logprobs = _compact_logprobs(getattr(choice, "logprobs", None))
@@ -483,23 +536,22 @@ class JudgeClient:
                 # Asked for and not given: an endpoint limitation, not a passing fault. Falling
                 # back to the reply's score would silently change what the numbers mean.
                 raise _Fatal(
-                    f"judge endpoint {self.host} (model {self.model!r}) returned no "
-                    "log-probabilities; this endpoint or model cannot score with "
-                    "--judge-logprobs (drop the flag to use the replies' scores)"
+                    f"{self._where()} returned no log-probabilities; this endpoint or model "
+                    "cannot score with --judge-logprobs (drop the flag to use the replies' "
+                    "scores)"
                 )
         return JudgeResult(index=index, request=request, text=text, usage=usage,
                            model=getattr(resp, "model", None), finish_reason=finish,
-                           structured=structured, latency_s=time.monotonic() - started,
+                           format=fmt, latency_s=time.monotonic() - started,
                            logprobs=logprobs)
 
     def _failed(self, index: int, request: JudgeRequest, error: str, started: float,
-                structured: bool, usage: dict[str, int] | None = None) -> JudgeResult:
+                fmt: str, usage: dict[str, int] | None = None) -> JudgeResult:
         return JudgeResult(index=index, request=request, text=None, usage=usage or {},
-                           structured=structured, error=self._redact(error),
+                           format=fmt, error=self._redact(error),
                            latency_s=time.monotonic() - started)
 
     def _fatal_message(self, status: int, text: str) -> str:
-        where = f"judge endpoint {self.host} (model {self.model!r})"
         if status == 401:
             hint = f"authentication failed: check the API key in ${self.api_key_env}"
         elif status == 403:
@@ -510,12 +562,59 @@ class JudgeClient:
             hint = "quota exhausted"
         else:
             hint = "the endpoint rejected the request"
-        return f"{where}: HTTP {status}, {hint} ({text})"
+        return f"{self._where()}: HTTP {status}, {hint} ({text})"
 
     def _redact(self, text: str) -> str:
+        text = self.endpoint.redact(text)
         for s in self._secrets:
             text = text.replace(s, "***")
         return text
+
+
+class _Refused(Exception):
+    """The endpoint refused the wire format a request was sent in (already recorded)."""
+
+
+class _FirstFailures:
+    """The first results of a run, watched for a run that fails the same way every time."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.errors: list[str] = []
+        self.open = size > 1  # one failed request says nothing about the others
+
+    def add(self, result: JudgeResult) -> bool:
+        """Count one result; True when the first ``size`` all failed with the same error."""
+        if not self.open:
+            return False
+        if result.ok:
+            self.open = False
+            return False
+        self.errors.append(result.error or "")
+        if len(set(self.errors)) > 1:
+            self.open = False
+            return False
+        if len(self.errors) == self.size:
+            self.open = False
+            return True
+        return False
+
+    @property
+    def error(self) -> str:
+        return self.errors[0] if self.errors else ""
+
+
+def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:
+    """Why a judge at ``base_url`` cannot be asked with the key in ``$api_key_env``, or None.
+
+    OpenAI's own endpoint needs a key; another endpoint (vLLM, Ollama, llama.cpp) may not.
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env or ""):
+        return f"not an environment variable name: {api_key_env!r}"
+    if base_url is None and not os.environ.get(api_key_env):
+        return (f"no API key: set the environment variable {api_key_env} "
+                "(or point --judge-base-url at an endpoint that needs none)")
+    return None
 
 
 def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
@@ -545,10 +644,13 @@ def _error_text(exc: openai.APIStatusError) -> str:
 
 
 def _is_permanent(exc: openai.APIStatusError) -> bool:
-    """401/403/404, 400 and other 4xx (except 408/409/429), and 429 for exhausted quota."""
+    """401/403/404, 400 and other 4xx (except 408/409/429 and a 400 saying that one prompt is
+    too long for the model), and 429 for exhausted quota."""
     status = exc.status_code
     if status == 429:
         return exc.code == "insufficient_quota" or exc.type == "insufficient_quota"
     if status in (408, 409):
+        return False
+    if status == 400 and _TOO_LONG.search(_error_text(exc)):
         return False
     return 400 <= status < 500

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExpectedScore", "expected_score"]
 
-# The value of the last "score" key: its first digit is where the score token starts.
+# The value of a "score" key: its first digit is where the score token starts.
 _SCORE_VALUE = re.compile(r'"score"\s*:\s*"?\s*([+-]?\d)')
 
 
@@ -37,8 +37,14 @@ class ExpectedScore:
     error: str | None = None
 
 
-def expected_score(logprobs: list[list[Any]] | None, rubric: Rubric) -> ExpectedScore:
-    """The probability-weighted score at the reply's score token (see the module docstring)."""
+def expected_score(logprobs: list[list[Any]] | None, rubric: Rubric,
+                   score: int | None = None) -> ExpectedScore:
+    """The probability-weighted score at the reply's score token (see the module docstring).
+
+    The score token is that of the verdict the reply was scored from: the first ``"score"``
+    whose value is ``score`` when it is given (the parser reads the first verdict object),
+    else the first ``"score"`` in the reply.
+    """
     if not logprobs:
         return ExpectedScore(None, {}, "the reply has no log-probabilities")
     tokens = [str(item[0]) for item in logprobs]
@@ -46,7 +52,9 @@ def expected_score(logprobs: list[list[Any]] | None, rubric: Rubric) -> Expected
     matches = list(_SCORE_VALUE.finditer(text))
     if not matches:
         return ExpectedScore(None, {}, "no score token in the reply's log-probabilities")
-    digit_at = matches[-1].start(1)
+    chosen = next((m for m in matches if score is not None and _value_at(text, m) == score),
+                  matches[0])
+    digit_at = chosen.start(1)
     if text[digit_at] in "+-":
         digit_at += 1
     position, start = _token_at(tokens, digit_at)
@@ -67,6 +75,11 @@ def expected_score(logprobs: list[list[Any]] | None, rubric: Rubric) -> Expected
     distribution = {s: p / total for s, p in sorted(probabilities.items())}
     value = sum(s * p for s, p in distribution.items())
     return ExpectedScore(value, distribution)
+
+
+def _value_at(text: str, match: re.Match[str]) -> int | None:
+    number = re.match(r"[+-]?\d+", text[match.start(1):])
+    return int(number.group(0)) if number else None
 
 
 def _token_at(tokens: list[str], offset: int) -> tuple[int, int]:

@@ -1,56 +1,46 @@
 """The rubric judge as a metric: ``judge:<rubric name or path>``.
 
-Each record is rendered with the rubric (:func:`~rageval.judge.prompts.render`), looked up in the
-judge cache by :func:`~rageval.judge.cache.cache_key`, and only the replies the cache lacks are
-asked of the judge (:meth:`~rageval.judge.client.JudgeClient.complete_many`), each stored in the
-cache the moment it arrives, so an interrupted run loses nothing and a restart asks only for what
-is missing. Values stay on the rubric's scale (1-5 for the built-in rubrics).
+Each record is rendered with the rubric (:func:`~rageval.judge.prompts.render`); its replies come
+from the judge cache or the judge (:func:`~rageval.judge.replies.gather`: only the replies the
+cache lacks are asked for, each stored the moment it arrives, so an interrupted run loses nothing
+and a restart asks only for what is missing). Values stay on the rubric's scale (1-5 for the
+built-in rubrics).
 
 A reply that cannot be parsed, or a request that failed for good, leaves the record unscored with
 a reason; the raw reply is kept in the record's details. ``offline`` replays from the cache
 alone: no client is built and no network call is made; when the cache lacks an entry the run
-stops before scoring (:func:`check_offline`) unless ``allow_missing`` leaves those unscored.
+stops before scoring (:func:`~rageval.judge.run.check_judge`) unless ``allow_missing`` leaves
+those unscored.
 
-Run-wide judge configuration travels in :class:`JudgeOptions`
+The signature names the endpoint and the response format the replies came from (read from the
+replies: a replay signs with the endpoint that recorded them, not the one configured now).
+Run-wide judge configuration travels in :class:`~rageval.judge.options.JudgeOptions`
 (``ScoreOptions.judge``; ``evaluate(..., judge=JudgeOptions(...))``).
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
-from rageval.errors import RagevalError, UsageError
-from rageval.judge.cache import JudgeCache, cache_key
+from rageval.errors import UsageError
+from rageval.judge.formats import ReplySchema
 from rageval.judge.logprobs import expected_score
+from rageval.judge.options import JudgeOptions
 from rageval.judge.parsing import parse_reply
-from rageval.judge.prompts import RENDER_VERSION, Rubric, load_rubric, render, response_format
+from rageval.judge.prompts import RENDER_VERSION, Rubric, load_rubric, render, reply_schema
+from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
 from rageval.names import MetricName
 from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, register_namespace
-from rageval.signature import Field
+from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
-    from rageval.judge.client import JudgeResult
     from rageval.records import Record
 
-__all__ = ["DEFAULT_CACHE", "JudgeMetric", "JudgeOptions", "JudgeProgress", "check_offline",
-           "judge_manifest"]
-
-DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-NOT_CACHED = "not in the judge cache (offline)"
-_SHOWN_MISSING = 5
-TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
-
-
-def _zero_usage() -> dict[str, int]:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+__all__ = ["JudgeMetric", "judge_fields"]
 
 # Rubric input -> the record field it reads (the orchestrator's "needs" names).
 _INPUT_FIELD = {
@@ -60,165 +50,6 @@ _INPUT_FIELD = {
     "answer": "answer",
     "reference": "reference",
 }
-
-
-@dataclass(frozen=True)
-class JudgeProgress:
-    """A snapshot of the judge's work, handed to ``JudgeOptions.progress`` as replies arrive."""
-
-    done: int  # requests finished (replies and failures)
-    total: int  # requests this batch sends
-    failed: int  # requests that failed for good
-    tokens: int  # total tokens reported so far in this run
-
-
-@dataclass(frozen=True)
-class JudgeOptions:
-    """How the judge is reached and how its replies are cached (one per run).
-
-    ``model`` is part of every cache key and signature, so replaying offline needs it too.
-    ``base_url``: an OpenAI-compatible endpoint (default OpenAI's). ``cache``: the SQLite file
-    of replies (default ``.rageval/cache.sqlite``), or a JSONL export read for an offline replay.
-    ``offline``: use the cache only, never the network; ``allow_missing``: with ``offline``,
-    leave records the cache lacks unscored instead of failing. ``refresh``: ask again even when a
-    reply is cached, and store the new one. ``api_key_env`` names the environment variable
-    holding the key (the key itself is never stored). ``prompts_dir``: a directory of user
-    rubrics looked up by name before the built-ins.
-
-    ``samples``: replies per item; the value is their mean and the spread goes in the details.
-    ``seed``: sent with each request (sample ``i`` gets ``seed + i``, so samples differ on
-    endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
-    top log-probabilities (G-Eval) instead of the reply's integer. ``price_in``/``price_out``:
-    USD per million prompt/completion tokens, for the cost in the manifest. ``against``: the
-    records file of the other system, for ``judge:pairwise``. ``progress`` is
-    called as replies arrive (not part of the configuration: it never changes a value).
-    """
-
-    model: str | None = None
-    base_url: str | None = None
-    cache: str | None = None
-    offline: bool = False
-    allow_missing: bool = False
-    refresh: bool = False
-    concurrency: int = 16
-    rpm: float | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    prompts_dir: str | None = None
-    temperature: float = 0.0
-    timeout: float = 120.0
-    max_retries: int = 5
-    seed: int | None = None
-    samples: int = 1
-    logprobs: bool = False
-    price_in: float | None = None
-    price_out: float | None = None
-    against: str | None = None
-    progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
-                                                                repr=False)
-
-    @property
-    def cache_path(self) -> str:
-        return self.cache if self.cache is not None else DEFAULT_CACHE
-
-    @property
-    def host(self) -> str:
-        """The endpoint's host (never a key), for signatures and manifests."""
-        url = (self.base_url or DEFAULT_BASE_URL).rstrip("/")
-        return urlsplit(url).netloc or url
-
-    def params(self, sample_index: int = 0) -> dict[str, Any]:
-        """The sampling parameters sent with one request (as ``JudgeClient.params``)."""
-        p: dict[str, Any] = {"temperature": self.temperature}
-        if self.seed is not None:
-            p["seed"] = self.seed + sample_index
-        if self.logprobs:
-            p.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-        return p
-
-    def check(self) -> None:
-        if not self.model:
-            raise UsageError(
-                "judge metrics need a judge model (--judge-model, or "
-                "evaluate(..., judge=JudgeOptions(model=...))); it is part of the cache key, "
-                "so an --offline replay needs it too"
-            )
-        if self.refresh and self.offline:
-            raise UsageError("--refresh asks the judge again and cannot be used with --offline")
-        if self.allow_missing and not self.offline:
-            raise UsageError("--allow-missing only applies with --offline")
-        _check_int("judge concurrency", self.concurrency, 1)
-        _check_int("judge samples", self.samples, 1)
-        if self.seed is not None:
-            _check_int("judge seed", self.seed, 0)
-        if self.rpm is not None and self.rpm <= 0:
-            raise UsageError(f"judge rpm must be positive, got {self.rpm}")
-        if not 0 <= self.temperature <= 2:
-            raise UsageError(f"judge temperature must be between 0 and 2, got {self.temperature}")
-        for name, price in (("--judge-price-in", self.price_in),
-                            ("--judge-price-out", self.price_out)):
-            if price is not None and not (price >= 0 and math.isfinite(price)):
-                raise UsageError(f"{name} must be a non-negative price, got {price}")
-        if self.cache_path.endswith(".jsonl") and not self.offline:
-            raise UsageError(
-                f"--cache {self.cache_path}: a JSONL export can only be replayed (--offline); "
-                "to extend it, load it into a SQLite cache with 'rageval cache import'"
-            )
-
-    def open_cache(self) -> JudgeCache | None:
-        """The reply cache, or None for an offline run whose cache file does not exist."""
-        path = self.cache_path
-        if self.offline and not os.path.exists(path):
-            return None
-        if path.endswith(".jsonl"):
-            return JudgeCache.from_jsonl(path)
-        return JudgeCache(path)
-
-
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
-
-
-@dataclass
-class _RunStats:
-    """What the judge did during one run (kept in the run's batch cache, for the manifest)."""
-
-    hits: int = 0
-    misses: int = 0
-    requests: int = 0
-    failed: int = 0
-    stored: int = 0
-    usage: dict[str, int] = field(default_factory=_zero_usage)
-    cached_usage: dict[str, int] = field(default_factory=_zero_usage)
-    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
-
-    def add_usage(self, usage: dict[str, int], *, cached: bool) -> None:
-        target = self.cached_usage if cached else self.usage
-        for key, value in usage.items():
-            target[key] = target.get(key, 0) + int(value)
-
-
-@dataclass(frozen=True)
-class _Unit:
-    """One judge request: a record (and one of its contexts, for per-context rubrics) and a
-    sample index."""
-
-    record: int
-    context: int | None
-    sample: int
-    messages: list[dict[str, str]]
-    key: str
-    order: int = 0  # pairwise judging: which answer is shown first
-
-
-@dataclass
-class _Reply:
-    """What came back for one unit: a reply text (and log-probabilities), or an error."""
-
-    text: str | None = None
-    logprobs: list[list[Any]] | None = None
-    cached: bool = False
-    error: str | None = None
 
 
 class JudgeMetric(Metric):
@@ -260,13 +91,13 @@ class JudgeMetric(Metric):
     def ready(self) -> None:
         """Raise a usage error, before any scoring, when the metric cannot run."""
 
-    def response_format(self) -> dict[str, Any]:
+    def reply_schema(self) -> ReplySchema:
         """The structured output this metric asks the judge for."""
-        return response_format(self.rubric)
+        return reply_schema(self.rubric)
 
-    def _run_stats(self, batch: Batch) -> _RunStats:
-        stats: _RunStats = batch.run.cached(("judge", "stats"), _RunStats)
-        stats.prompts[self.rubric.id] = _prompt_info(self.rubric)
+    def run_stats(self, batch: Batch) -> RunStats:
+        stats: RunStats = batch.run.cached(("judge", "stats"), RunStats)
+        stats.prompts[self.rubric.id] = prompt_info(self.rubric)
         return stats
 
     def with_options(self, options: ScoreOptions) -> Metric:
@@ -274,20 +105,27 @@ class JudgeMetric(Metric):
 
     def signature_extra(self) -> list[Field]:
         judge = self.options.judge or JudgeOptions()
-        fields = [
-            Field("judge", judge.model or "?", "jm"),
-            Field("endpoint", judge.host, "ep"),
-            Field("rubric", self.rubric.id, "r"),
-            Field("rubric_version", self.rubric.version, "rv"),
-            Field("prompt", self.rubric.short_hash, "h"),
-            Field("render", RENDER_VERSION, "rd"),
-            Field("temperature", f"{judge.temperature:g}", "t"),
-            Field("samples", str(judge.samples), "n"),
-            Field("score", "logprobs" if judge.logprobs else "reply", "sc"),
-        ]
+        fields = judge_fields(judge)
+        fields[2:2] = [Field("rubric", self.rubric.id, "r"),
+                       Field("rubric_version", self.rubric.version, "rv"),
+                       Field("prompt", self.rubric.short_hash, "h")]
+        fields.append(Field("score", "logprobs" if judge.logprobs else "reply", "sc"))
         if judge.seed is not None:
             fields.append(Field("seed", str(judge.seed), "sd"))
         return fields
+
+    def result_signature(self, result: MetricResult) -> Signature:
+        """The endpoint and response format are those of the replies that were used (a replay
+        signs with what recorded them); when no reply was used, those configured."""
+        used: dict[str, set[str]] = {"endpoint": set(), "response_format": set()}
+        for detail in result.details or []:
+            for key, seen in used.items():
+                value = (detail or {}).get(key)
+                seen.update([value] if isinstance(value, str) else value or [])
+        signature = self.signature()
+        fields = [replace(f, value=",".join(sorted(used[f.key])))
+                  if used.get(f.key) else f for f in signature.fields]
+        return Signature(tuple(fields))
 
     # -- requests --------------------------------------------------------------------------
 
@@ -305,36 +143,37 @@ class JudgeMetric(Metric):
                 return f"no {field_name} (the record has no '{field_name}')"
         return None
 
-    def units(self, record: Record, index: int = 0) -> list[_Unit]:
+    def units(self, record: Record, index: int = 0) -> list[Unit]:
         """Every request this record needs (none when it lacks an input)."""
         if self.missing_input(record) is not None:
             return []
         judge = self.judge
-        fmt = response_format(self.rubric)
+        schema = self.reply_schema()
         contexts: list[int | None] = (list(range(len(record.contexts))) if self.per_context
                                       else [None])
         out = []
         for context in contexts:
             messages = render(self.rubric, record, context)
             for sample in range(judge.samples):
-                key = cache_key(judge.model or "", messages, judge.params(sample), fmt, sample)
-                out.append(_Unit(index, context, sample, messages, key))
+                out.append(make_unit(judge, schema, index, context, sample, messages))
         return out
 
     def request(self, record: Record) -> tuple[list[dict[str, str]], dict[str, Any], str]:
-        """The messages, response format and cache key of this record's first request."""
+        """The messages, response format and cache key of this record's first request, in the
+        most constrained wire format the run may ask in."""
         unit = self.units(record)[0]
-        return unit.messages, response_format(self.rubric), unit.key
+        fmt = next(iter(unit.keys))
+        return unit.messages, self.reply_schema().wire(fmt) or {}, unit.key
 
     # -- scoring ---------------------------------------------------------------------------
 
     def score(self, batch: Batch) -> MetricResult:
         n = len(batch)
         reasons = [self.missing_input(record) for record in batch.records]
-        units, replies = self._batch_replies(batch)
+        units, replies = self.batch_replies(batch)
         values = np.full(n, np.nan)
         details: list[dict[str, Any] | None] = [None] * n
-        by_record: dict[int, list[tuple[_Unit, _Reply]]] = {}
+        by_record: dict[int, list[tuple[Unit, Reply]]] = {}
         for unit in units:
             by_record.setdefault(unit.record, []).append((unit, replies[unit.key]))
         for i, pairs in by_record.items():
@@ -344,9 +183,10 @@ class JudgeMetric(Metric):
             else:
                 item = self._item(pairs)
                 values[i], reasons[i], details[i] = item.value, item.reason, item.details
+            details[i] = {**(details[i] or {}), **provenance([reply for _, reply in pairs])}
         return MetricResult({str(self.name): values}, reasons, details)
 
-    def _batch_replies(self, batch: Batch) -> tuple[list[_Unit], dict[str, _Reply]]:
+    def batch_replies(self, batch: Batch) -> tuple[list[Unit], dict[str, Reply]]:
         """The batch's units and a reply (or error) for each.
 
         The replies for every record of the batch's scope (all the batches of one scoring
@@ -356,107 +196,37 @@ class JudgeMetric(Metric):
         connections), a stall that costs throughput at high concurrency.
         """
         scope = batch.scope
-        stats = self._run_stats(batch)
         if scope is batch.records:
             units = [u for i, record in enumerate(batch.records) for u in self.units(record, i)]
-            return units, self._replies(self.judge, batch, units, stats)
+            return units, self._gather(batch, list(batch.records), units)
 
-        def gather() -> tuple[dict[int, list[_Unit]], dict[str, _Reply]]:
+        def gather_scope() -> tuple[dict[int, list[Unit]], dict[str, Reply]]:
             # Unit indices are the scope's here (the cache's metadata reads record ids there).
             by_record = {id(r): self.units(r, i) for i, r in enumerate(scope)}
             everything = [u for units in by_record.values() for u in units]
-            replies = self._replies(self.judge, Batch(scope, run=batch.run), everything, stats)
-            return by_record, replies
+            return by_record, self._gather(batch, list(scope), everything)
 
-        by_record, replies = batch.run.cached(("judge", "replies", str(self), id(scope)), gather)
+        by_record, replies = batch.run.cached(("judge", "replies", str(self), id(scope)),
+                                              gather_scope)
         units = [replace(u, record=i) for i, record in enumerate(batch.records)
                  for u in by_record[id(record)]]
         return units, replies
 
-    def _replies(self, judge: JudgeOptions, batch: Batch, units: list[_Unit],
-                 stats: _RunStats) -> dict[str, _Reply]:
-        """A reply (or an error) for every unit: from the cache, else from the judge."""
-        replies: dict[str, _Reply] = {}
-        pending: list[_Unit] = []
-        cache = judge.open_cache()
-        try:
-            for unit in units:
-                if unit.key in replies:
-                    continue
-                entry = None if cache is None or judge.refresh else cache.get(unit.key)
-                if entry is not None:
-                    stats.hits += 1
-                    stats.add_usage(entry.usage, cached=True)
-                    replies[unit.key] = _Reply(entry.reply_text, entry.meta.get("logprobs"),
-                                               cached=True)
-                    continue
-                stats.misses += 1
-                if judge.offline:
-                    replies[unit.key] = _Reply(error=NOT_CACHED)
-                else:
-                    pending.append(unit)
-            if pending:
-                assert cache is not None
-                replies.update(self._ask(judge, cache, batch, pending, stats))
-        finally:
-            if cache is not None:
-                cache.close()
-        return replies
+    def _gather(self, batch: Batch, records: list[Record], units: list[Unit]
+                ) -> dict[str, Reply]:
+        return gather(self.judge, units, records, self.reply_schema(), self.run_stats(batch),
+                      self.reply_meta)
 
-    def _ask(self, judge: JudgeOptions, cache: JudgeCache, batch: Batch,
-             pending: list[_Unit], stats: _RunStats) -> dict[str, _Reply]:
-        from rageval.judge.client import JudgeClient, JudgeRequest
-
-        client = JudgeClient(
-            judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
-            temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
-            top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
-        )
-        fmt = self.response_format()
-        requests = [JudgeRequest(unit.messages, fmt, unit.sample, tag=unit,
-                                 seed=None if judge.seed is None else judge.seed + unit.sample)
-                    for unit in pending]
-        done = [0, 0]  # finished, failed
-
-        def store(result: JudgeResult) -> None:
-            unit: _Unit = result.request.tag
-            stats.requests += 1
-            stats.add_usage(result.usage, cached=False)
-            done[0] += 1
-            if not result.ok or result.text is None:
-                done[1] += 1
-            else:
-                meta = {"rubric": self.rubric.id, "rubric_version": self.rubric.version,
-                        "record": batch.records[unit.record].id, "structured": result.structured,
-                        "finish_reason": result.finish_reason, "served_model": result.model}
-                if unit.order:
-                    meta["order"] = unit.order
-                if unit.context is not None:
-                    meta["context"] = batch.records[unit.record].contexts[unit.context].id
-                if result.logprobs is not None:
-                    meta["logprobs"] = result.logprobs
-                if cache.put(unit.key, client.request_summary(result.request), result.text,
-                             result.usage, meta, replace=judge.refresh):
-                    stats.stored += 1
-            if judge.progress is not None:
-                judge.progress(JudgeProgress(done[0], len(requests), done[1],
-                                             stats.usage.get("total_tokens", 0)))
-
-        results = client.complete_many(requests, concurrency=judge.concurrency,
-                                       rpm=judge.rpm, on_result=store)
-        out: dict[str, _Reply] = {}
-        for result in results:
-            unit = result.request.tag
-            if result.ok and result.text is not None:
-                out[unit.key] = _Reply(result.text, result.logprobs)
-            else:
-                stats.failed += 1
-                out[unit.key] = _Reply(error=f"judge request failed: {result.error}")
-        return out
+    def reply_meta(self, unit: Unit) -> dict[str, Any]:
+        """What the cache stores beside a new reply of this metric (besides the record id)."""
+        meta: dict[str, Any] = {"rubric": self.rubric.id, "rubric_version": self.rubric.version}
+        if unit.order:
+            meta["order"] = unit.order
+        return meta
 
     # -- aggregation -----------------------------------------------------------------------
 
-    def _item(self, pairs: list[tuple[_Unit, _Reply]]) -> _Item:
+    def _item(self, pairs: list[tuple[Unit, Reply]]) -> _Item:
         """One graded item (a record, or one context) from its samples' replies."""
         judge = self.judge
         scores: list[float] = []
@@ -476,7 +246,7 @@ class JudgeMetric(Metric):
                 details.setdefault("raw", reply.text)
                 continue
             if judge.logprobs:
-                expected = expected_score(reply.logprobs, self.rubric)
+                expected = expected_score(reply.logprobs, self.rubric, parsed.score)
                 if expected.value is None:
                     errors.append(f"judge reply not usable: {expected.error}")
                     details.setdefault("raw", reply.text)
@@ -497,10 +267,10 @@ class JudgeMetric(Metric):
             return _Item(math.nan, errors[0], details)
         return _Item(float(np.mean(scores)), None, details)
 
-    def _per_context(self, record: Record, pairs: list[tuple[_Unit, _Reply]]
+    def _per_context(self, record: Record, pairs: list[tuple[Unit, Reply]]
                      ) -> tuple[float, str | None, dict[str, Any]]:
         """Every context graded on its own; the record's value is the mean grade."""
-        by_context: dict[int, list[tuple[_Unit, _Reply]]] = {}
+        by_context: dict[int, list[tuple[Unit, Reply]]] = {}
         for unit, reply in pairs:
             by_context.setdefault(unit.context or 0, []).append((unit, reply))
         grades: list[dict[str, Any]] = []
@@ -527,13 +297,26 @@ class _Item:
     details: dict[str, Any]
 
 
+def judge_fields(judge: JudgeOptions) -> list[Field]:
+    """The signature fields every judge metric shares (the endpoint and response format are
+    replaced by those of the replies used, see :meth:`JudgeMetric.result_signature`)."""
+    return [
+        Field("judge", judge.model or "?", "jm"),
+        Field("endpoint", judge.endpoint, "ep"),
+        Field("response_format", judge.response_format, "rf"),
+        Field("render", RENDER_VERSION, "rd"),
+        Field("temperature", f"{judge.temperature:g}", "t"),
+        Field("samples", str(judge.samples), "n"),
+    ]
+
+
 def _mean_distribution(distributions: list[dict[int, float]]) -> dict[str, float]:
     scores = sorted({s for d in distributions for s in d})
     return {str(s): sum(d.get(s, 0.0) for d in distributions) / len(distributions)
             for s in scores}
 
 
-def _prompt_info(rubric: Rubric) -> dict[str, str]:
+def prompt_info(rubric: Rubric) -> dict[str, str]:
     return {"version": rubric.version, "hash": rubric.hash, "source": rubric.source}
 
 
@@ -551,98 +334,3 @@ def _factory(name: MetricName, options: ScoreOptions) -> Metric:
 register_namespace("judge", _factory)
 
 
-# -- run-level helpers (called by the orchestrator) ----------------------------------------
-
-
-def judge_metrics(metrics: list[Metric]) -> list[JudgeMetric]:
-    return [m for m in metrics if isinstance(m, JudgeMetric)]
-
-
-def check_offline(records: list[Record], metrics: list[Metric]) -> None:
-    """Before any scoring: every judge option is valid, and an offline run without
-    ``allow_missing`` finds every reply it needs in the cache (else a :class:`RagevalError`
-    listing how many are missing and the first few record ids and criteria)."""
-    judged = judge_metrics(metrics)
-    if not judged:
-        return
-    judge = judged[0].judge
-    judge.check()
-    for metric in judged:
-        metric.ready()
-    if not judge.offline or judge.allow_missing:
-        return
-    wanted: dict[str, tuple[str, str]] = {}  # key -> (record id, rubric id)
-    for metric in judged:
-        for record in records:
-            for unit in metric.units(record):
-                wanted.setdefault(unit.key, (record.id, metric.rubric.id))
-    if not wanted:
-        return
-    cache = judge.open_cache()
-    if cache is None:
-        absent = set(wanted)
-    else:
-        with cache:
-            absent = set(cache.missing(wanted))
-    lacking = [wanted[key] for key in wanted if key in absent]
-    if not lacking:
-        return
-    shown = ", ".join(f"{rid} ({crit})" for rid, crit in lacking[:_SHOWN_MISSING])
-    more = f" and {len(lacking) - _SHOWN_MISSING} more" if len(lacking) > _SHOWN_MISSING else ""
-    path = judge.cache_path
-    where = path if os.path.exists(path) else f"{path} (no such file)"
-    raise OfflineCacheMiss(
-        f"--offline: {len(lacking)} of {len(wanted)} judge replies are not in the cache "
-        f"{where}: {shown}{more}; run once online to fill it, or give --allow-missing to "
-        "leave them unscored"
-    )
-
-
-class OfflineCacheMiss(RagevalError):
-    """An offline replay lacks cached judge replies."""
-
-    exit_code = 2
-
-
-def judge_manifest(run: Batch, metrics: list[Metric]) -> dict[str, Any] | None:
-    """The manifest's ``judge`` section: model, endpoint, prompt hashes, cache and tokens."""
-    judged = judge_metrics(metrics)
-    if not judged:
-        return None
-    judge = judged[0].options.judge or JudgeOptions()
-    stats: _RunStats = run.cached(("judge", "stats"), _RunStats)
-    prompts = dict(stats.prompts)
-    for metric in judged:
-        prompts.setdefault(metric.rubric.id, _prompt_info(metric.rubric))
-    out: dict[str, Any] = {
-        "model": judge.model,
-        "endpoint": judge.host,
-        "offline": judge.offline,
-        "temperature": judge.temperature,
-        "seed": judge.seed,
-        "samples": judge.samples,
-        "score": "logprobs" if judge.logprobs else "reply",
-        "render_version": RENDER_VERSION,
-        "prompts": prompts,
-        "cache": {"path": judge.cache_path, "hits": stats.hits, "misses": stats.misses,
-                  "stored": stats.stored, "refresh": judge.refresh},
-        "requests": stats.requests,
-        "failed": stats.failed,
-        "usage": dict(stats.usage),
-        "cached_usage": dict(stats.cached_usage),
-    }
-    if judge.price_in is not None or judge.price_out is not None:
-        out["cost_usd"] = {
-            "price_in_per_mtok": judge.price_in,
-            "price_out_per_mtok": judge.price_out,
-            "this_run": _cost(stats.usage, judge),
-            "replayed_from_cache": _cost(stats.cached_usage, judge),
-        }
-    return out
-
-
-def _cost(usage: dict[str, int], judge: JudgeOptions) -> float:
-    """USD for ``usage`` at the given prices (a price left out counts as 0)."""
-    cost = (usage.get("prompt_tokens", 0) * (judge.price_in or 0.0)
-            + usage.get("completion_tokens", 0) * (judge.price_out or 0.0)) / 1e6
-    return round(cost, 6)

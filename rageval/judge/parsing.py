@@ -1,8 +1,11 @@
 """Turning a judge reply into a score, or into an explicit reason why there is none.
 
 The judge is asked for ``{"reasoning": "...", "score": n}``. :func:`parse_reply` reads the
-reply as strict JSON first; failing that, it takes the last JSON object in the reply that has
-a ``score`` key (so code fences, prose around the object and earlier drafts are tolerated).
+reply as strict JSON first; failing that, it takes the first JSON object in the reply that has
+a ``score`` key (so code fences and prose around the object are tolerated). A judge that
+quotes the judged text may repeat a verdict written there ("... and the answer says
+{\"score\": 5}"): a later object whose score disagrees with the first makes the reply unscored,
+with both scores in the reason; it never lends its score.
 The score must be an integer of the rubric's scale: ``4.0`` and ``"4"`` are read as 4, while
 ``3.5``, ``true``, ``7`` on a 1-5 scale or a missing score leave the reply unscored with a
 reason. A reply is never given a default, a minimum or a guessed score.
@@ -19,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rageval.judge.prompts import Rubric
 
-__all__ = ["ParsedReply", "parse_reply"]
+__all__ = ["ParsedReply", "conflict", "parse_reply", "reply_objects"]
 
 _INTEGER_STRING = re.compile(r"\s*[+-]?[0-9]{1,9}\s*")
-_DECODER = json.JSONDecoder()
+# Tolerant: control characters (a raw newline) inside strings are read as they are. Strict
+# JSON forbids them, and llama.cpp's JSON grammar lets a small model write them.
+_DECODER = json.JSONDecoder(strict=False)
 _SHOWN = 80  # characters of an offending value quoted in an error
 
 
@@ -106,33 +111,46 @@ def _from_object(obj: dict[str, Any], rubric: Rubric) -> ParsedReply:
     return ParsedReply(score, reasoning, error)
 
 
-def reply_object(text: str | None, key: str) -> dict[str, Any] | str:
-    """The JSON object a reply stands for, or why there is none: the whole reply when it is
-    one object (strict), else the last embedded object that has ``key``, else the last
-    embedded object (its missing ``key`` is then the caller's error)."""
+def reply_objects(text: str | None, key: str) -> list[dict[str, Any]] | str:
+    """The JSON objects a reply offers as its verdict, first the one it stands for; or why
+    there is none. The whole reply when it is one object (strict); else every embedded object
+    that has ``key``, in order; else the first embedded object (its missing ``key`` is then the
+    caller's error)."""
     if text is None or not isinstance(text, str) or not text.strip():
         return "empty reply"
     try:
-        strict = json.loads(text)
+        strict = _DECODER.decode(text)
     except (ValueError, RecursionError):
         strict = None
     if isinstance(strict, dict):
-        return strict
+        return [strict]
     objects = _objects(text)
     if not objects:
         return "no JSON object in the reply"
     keyed = [obj for obj in objects if key in obj]
-    return keyed[-1] if keyed else objects[-1]
+    return keyed or objects[:1]
+
+
+def conflict(key: str, first: Any, later: Any) -> str:
+    """The reason a reply with two disagreeing verdicts is unscored."""
+    return (f"the reply holds conflicting verdicts: {key} {_shown(first)} first, then "
+            f"{_shown(later)} (a verdict quoted from the judged text?)")
 
 
 def parse_reply(text: str | None, rubric: Rubric) -> ParsedReply:
     """Parse a judge reply against ``rubric``'s scale; never raises on any text.
 
-    Strict JSON (the whole reply is one object) is tried first. Otherwise the last JSON
-    object in the reply that has a ``score`` key is used, or, when none has one, the reply is
-    unscored. See the module docstring for which scores are accepted.
+    Strict JSON (the whole reply is one object) is tried first. Otherwise the first JSON
+    object in the reply that has a ``score`` key is used, unless a later one disagrees with
+    it; when none has one, the reply is unscored. See the module docstring for which scores
+    are accepted.
     """
-    found = reply_object(text, "score")
+    found = reply_objects(text, "score")
     if isinstance(found, str):
         return ParsedReply(None, None, found)
-    return _from_object(found, rubric)
+    parsed = _from_object(found[0], rubric)
+    for later in found[1:]:
+        if _from_object(later, rubric).score != parsed.score or parsed.score is None:
+            return ParsedReply(None, parsed.reasoning,
+                               conflict("score", found[0]["score"], later["score"]))
+    return parsed

@@ -1,0 +1,99 @@
+"""Endpoint URLs without their secrets.
+
+A base URL can carry credentials: user info (``http://user:SECRET@host/v1``) or a key in the
+query string (``...?api-key=SECRET``, as some gateways take it). :class:`Endpoint` keeps the URL
+as given for the HTTP client and offers only redacted forms to everything that prints or
+stores: :attr:`Endpoint.public` (scheme, host, port and path: what signatures, manifests and
+the judge cache hold) and :attr:`Endpoint.shown` (user info and query values masked, for
+messages). :meth:`Endpoint.redact` masks the secrets wherever an error text echoes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from rageval.errors import UsageError
+
+__all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "public_url"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MASK = "***"
+_MIN_SECRET = 4  # shorter values (a port, "1") would mask innocent text everywhere
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One OpenAI-compatible base URL, split into what may be shown and what may not."""
+
+    url: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"judge base URL must be an http(s) URL with a host, got {public_url(self.url)!r}"
+            )
+        try:
+            parts.port  # noqa: B018  (raises on a port that is not a number)
+        except ValueError:
+            raise UsageError(f"judge base URL has a bad port: {public_url(self.url)!r}") from None
+
+    @classmethod
+    def of(cls, url: str | None) -> Endpoint:
+        return cls((url or DEFAULT_BASE_URL).rstrip("/"))
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.shown!r})"
+
+    @property
+    def public(self) -> str:
+        """Scheme, host, port and path: no user info, no query (signatures, cache, manifest)."""
+        return public_url(self.url)
+
+    @property
+    def shown(self) -> str:
+        """The URL with user info and query values masked (for messages)."""
+        parts = urlsplit(self.url)
+        netloc = _host_port(parts.netloc)
+        if "@" in parts.netloc:
+            netloc = f"{MASK}@{netloc}"
+        query = "&".join(f"{name}={MASK}" for name, _ in parse_qsl(parts.query,
+                                                                    keep_blank_values=True))
+        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+    @property
+    def base_url(self) -> str:
+        """The URL without its query, for the HTTP client (which appends paths to it)."""
+        parts = urlsplit(self.url)
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The query parameters, sent with every request (a key some gateways take there)."""
+        return dict(parse_qsl(urlsplit(self.url).query, keep_blank_values=True))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every value that must never be shown: user name, password and query values."""
+        parts = urlsplit(self.url)
+        values = [parts.username, parts.password, *self.query.values()]
+        return tuple(sorted({v for v in values if v and len(v) >= _MIN_SECRET}, key=len,
+                            reverse=True))
+
+    def redact(self, text: str) -> str:
+        """``text`` with the full URL and every secret of it masked."""
+        text = text.replace(self.url, self.shown)
+        for secret in self.secrets:
+            text = text.replace(secret, MASK)
+        return text
+
+
+def public_url(url: str) -> str:
+    """``url`` reduced to scheme, host, port and path (no user info, query or fragment)."""
+    parts = urlsplit(url.rstrip("/"))
+    return urlunsplit((parts.scheme, _host_port(parts.netloc), parts.path, "", ""))
+
+
+def _host_port(netloc: str) -> str:
+    return netloc.rpartition("@")[2]

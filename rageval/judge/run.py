@@ -1,0 +1,127 @@
+"""Run-level judge steps the orchestrator calls: the checks before any scoring, the manifest.
+
+:func:`check_judge` runs before anything is read from the judge, written or sent: every option
+is valid, every judge metric can run, an offline replay finds every reply it needs, and a run
+that must ask the judge has the API key it needs. :func:`judge_manifest` is the manifest's
+``judge`` section.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from rageval.errors import RagevalError
+from rageval.judge.client import JudgeError, api_key_problem
+from rageval.judge.metric import JudgeMetric, prompt_info
+from rageval.judge.options import JudgeOptions
+from rageval.judge.prompts import RENDER_VERSION
+from rageval.judge.replies import RunStats, uncached
+
+if TYPE_CHECKING:
+    from rageval.records import Record
+    from rageval.registry import Batch, Metric
+
+__all__ = ["OfflineCacheMiss", "check_judge", "judge_manifest"]
+
+_SHOWN_MISSING = 5
+
+
+class OfflineCacheMiss(RagevalError):
+    """An offline replay lacks cached judge replies."""
+
+    exit_code = 2
+
+
+def judge_metrics(metrics: list[Metric]) -> list[JudgeMetric]:
+    return [m for m in metrics if isinstance(m, JudgeMetric)]
+
+
+def check_judge(records: list[Record], metrics: list[Metric]) -> None:
+    """Before any scoring: every judge option is valid; an offline run without
+    ``allow_missing`` finds every reply it needs in the cache (else :class:`OfflineCacheMiss`
+    listing how many are missing and the first few record ids and criteria); a run that has to
+    ask the judge has its API key (else :class:`~rageval.judge.client.JudgeError`)."""
+    judged = judge_metrics(metrics)
+    if not judged:
+        return
+    judge = judged[0].judge
+    judge.check()
+    for metric in judged:
+        metric.ready()
+    if judge.offline and judge.allow_missing:
+        return
+    wanted = {}  # identity key -> (unit, record id, rubric id)
+    for metric in judged:
+        for record in records:
+            for unit in metric.units(record):
+                wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
+    lacking = uncached(judge, [unit for unit, _, _ in wanted.values()])
+    if not lacking:
+        return
+    if not judge.offline:
+        problem = api_key_problem(judge.api_key_env, judge.base_url)
+        if problem is not None:
+            raise JudgeError(f"{len(lacking)} judge replies are not cached and must be asked "
+                             f"for, but {problem}")
+        return
+    shown = ", ".join(f"{wanted[u.key][1]} ({wanted[u.key][2]})"
+                      for u in lacking[:_SHOWN_MISSING])
+    more = f" and {len(lacking) - _SHOWN_MISSING} more" if len(lacking) > _SHOWN_MISSING else ""
+    path = judge.cache_path
+    where = path if os.path.exists(path) else f"{path} (no such file)"
+    raise OfflineCacheMiss(
+        f"--offline: {len(lacking)} of {len(wanted)} judge replies are not in the cache "
+        f"{where}: {shown}{more}; run once online to fill it, or give --allow-missing to "
+        "leave them unscored"
+    )
+
+
+def judge_manifest(run: Batch, metrics: list[Metric]) -> dict[str, Any] | None:
+    """The manifest's ``judge`` section: model, endpoint, response formats, prompt hashes,
+    cache and tokens."""
+    judged = judge_metrics(metrics)
+    if not judged:
+        return None
+    judge = judged[0].options.judge or JudgeOptions()
+    stats: RunStats = run.cached(("judge", "stats"), RunStats)
+    prompts = dict(stats.prompts)
+    for metric in judged:
+        prompts.setdefault(metric.rubric.id, prompt_info(metric.rubric))
+    out: dict[str, Any] = {
+        "model": judge.model,
+        "endpoint": None if judge.offline else judge.endpoint,
+        "endpoints_used": dict(stats.endpoints),
+        "offline": judge.offline,
+        "response_format": {"mode": judge.response_format, "used": dict(stats.formats),
+                            "refused": dict(stats.refused)},
+        "timeout_s": judge.timeout,
+        "max_retries": judge.max_retries,
+        "temperature": judge.temperature,
+        "seed": judge.seed,
+        "samples": judge.samples,
+        "score": "logprobs" if judge.logprobs else "reply",
+        "render_version": RENDER_VERSION,
+        "prompts": prompts,
+        "cache": {"path": judge.cache_path, "hits": stats.hits, "misses": stats.misses,
+                  "stored": stats.stored, "refresh": judge.refresh},
+        "requests": stats.requests,
+        "failed": stats.failed,
+        "usage": dict(stats.usage),
+        "cached_usage": dict(stats.cached_usage),
+    }
+    if judge.price_in is not None or judge.price_out is not None:
+        out["cost_usd"] = {
+            "price_in_per_mtok": judge.price_in,
+            "price_out_per_mtok": judge.price_out,
+            "this_run": _cost(stats.usage, judge),
+            "replayed_from_cache": _cost(stats.cached_usage, judge),
+        }
+    return out
+
+
+def _cost(usage: dict[str, int], judge: JudgeOptions) -> float:
+    """USD for ``usage`` at the given prices (a price left out counts as 0)."""
+    cost = (usage.get("prompt_tokens", 0) * (judge.price_in or 0.0)
+            + usage.get("completion_tokens", 0) * (judge.price_out or 0.0)) / 1e6
+    return round(cost, 6)
