@@ -42,7 +42,8 @@ sys.path[:0] = [str(ROOT)]
 
 import rageval  # noqa: E402
 from rageval.judge.cache import JudgeCache  # noqa: E402
-from rageval.judge.metric import JudgeMetric, JudgeOptions  # noqa: E402
+from rageval.judge.metric import JudgeMetric  # noqa: E402
+from rageval.judge.options import JudgeOptions  # noqa: E402
 from rageval.judge.prompts import response_format  # noqa: E402
 from rageval.orchestrator import evaluate  # noqa: E402
 from rageval.records import Record, records_from_dicts  # noqa: E402

@@ -31,146 +31,25 @@ inside it (no asyncio, so it also works inside Jupyter).
 from __future__ import annotations
 
 import os
-import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import openai
 
 from rageval.endpoint import Endpoint
-from rageval.errors import RagevalError, UsageError
+from rageval.errors import UsageError
 from rageval.judge.cache import cache_key
-from rageval.judge.formats import LADDERS, MODES, ReplySchema, is_refusal
+from rageval.judge.formats import LADDERS, MODES, is_refusal
 from rageval.judge.negotiation import negotiation
+from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool
+from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
+from rageval.judge.sdk import compact_logprobs, error_text, is_permanent, is_transient
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "api_key_problem",
            "total_usage"]
-
-# A 400 that is about one request's length, not about the endpoint: that request fails (and
-# its record is unscored), the others go on.
-_TOO_LONG = re.compile(r"context (?:length|window)|maximum context|too many tokens|"
-                       r"exceeds? (?:the )?(?:context|maximum)|prompt is too long", re.IGNORECASE)
-#: The first results of a run that, failing all the same way, stop the run (fail fast).
-FAIL_FAST_AFTER = 3
-
-
-class JudgeError(RagevalError):
-    """The judge endpoint failed for good (bad key, unknown model, bad request, no quota).
-
-    ``results`` holds what finished before the run stopped (``None`` where nothing was sent).
-    """
-
-    exit_code = 2
-
-    def __init__(self, message: str, *, results: Sequence[JudgeResult | None] = ()) -> None:
-        super().__init__(message)
-        self.results: list[JudgeResult | None] = list(results)
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """One chat request to the judge.
-
-    ``messages`` are chat messages (``{"role": ..., "content": ...}``); ``schema`` is the
-    reply's JSON schema, sent in the wire format the endpoint accepts (None: plain text);
-    ``sample_index`` tells repeated samples of the same request apart in the cache key;
-    ``tag`` is the caller's own handle (a record id, a cache key) and is returned untouched.
-    """
-
-    messages: Sequence[Mapping[str, Any]]
-    schema: ReplySchema | None = None
-    sample_index: int = 0
-    tag: Any = None
-    seed: int | None = None  # overrides the client's seed for this request (per-sample seeds)
-
-
-@dataclass(frozen=True)
-class JudgeResult:
-    """The outcome of one request: a reply (``text``) or a reason it failed (``error``).
-
-    ``format`` is the wire format the request was sent in (:mod:`rageval.judge.formats`), the
-    one its reply is cached under. ``usage`` holds the token counts reported by the endpoint
-    (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
-    """
-
-    index: int
-    request: JudgeRequest
-    text: str | None
-    usage: dict[str, int] = field(default_factory=dict)
-    model: str | None = None
-    finish_reason: str | None = None
-    format: str = "text"
-    error: str | None = None
-    latency_s: float = 0.0
-    # With logprobs requested: one [token, logprob, [[alternative, logprob], ...]] per token.
-    logprobs: list[list[Any]] | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the endpoint returned a reply text."""
-        return self.error is None and self.text is not None
-
-    @property
-    def structured(self) -> bool:
-        """Whether a ``response_format`` was sent with the request that produced the reply."""
-        return self.format != "text"
-
-
-def total_usage(results: Iterable[JudgeResult | None]) -> dict[str, int]:
-    """Token counts summed over results (failed and missing results count nothing)."""
-    out = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    for r in results:
-        if r is None:
-            continue
-        for k, v in r.usage.items():
-            out[k] = out.get(k, 0) + v
-    return out
-
-
-class _Fatal(Exception):
-    """A permanent failure inside a worker (carries an already-redacted message)."""
-
-
-@dataclass(frozen=True)
-class _Done:
-    """A worker has no more requests to send (``error``: the exception that ended it)."""
-
-    error: BaseException | None
-
-
-class _Stopped(Exception):
-    """The run was stopped before this request was sent."""
-
-
-class _TokenBucket:
-    """At most ``rpm`` request starts per minute, evenly spaced (burst ``burst``)."""
-
-    def __init__(self, rpm: float, burst: int = 1) -> None:
-        if rpm <= 0:
-            raise UsageError(f"rpm must be positive, got {rpm}")
-        self.rate = rpm / 60.0
-        self.capacity = float(max(1, burst))
-        self.tokens = self.capacity
-        self.stamp = time.monotonic()
-        self.lock = threading.Lock()
-
-    def acquire(self, stop: threading.Event) -> None:
-        while True:
-            with self.lock:
-                now = time.monotonic()
-                self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-                self.stamp = now
-                if self.tokens >= 1.0:
-                    self.tokens -= 1.0
-                    return
-                delay = (1.0 - self.tokens) / self.rate
-            if stop.wait(min(delay, 0.25)):
-                raise _Stopped
 
 
 class JudgeClient:
@@ -307,84 +186,21 @@ class JudgeClient:
         ``rpm`` caps request starts per minute. ``on_result`` is called in the calling thread
         for each result as it arrives (failed ones too: check :attr:`JudgeResult.ok`). Raises
         :class:`JudgeError` after a permanent failure, or when the first
-        :data:`FAIL_FAST_AFTER` results all failed the same way, once the requests in flight
-        finish.
+        :data:`~rageval.judge.pool.FAIL_FAST_AFTER` results all failed the same way, once the
+        requests in flight finish (see :func:`~rageval.judge.pool.run_pool`).
         """
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(f"concurrency must be a positive integer, got {concurrency!r}")
+        if rpm is not None and rpm <= 0:
+            raise UsageError(f"rpm must be positive, got {rpm}")
         for r in reqs:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
-        limiter = _TokenBucket(rpm) if rpm is not None else None
-        stop = threading.Event()
-        results: list[JudgeResult | None] = [None] * len(reqs)
-        fatal: list[str] = []
-        callback_error: list[BaseException] = []
-        first_failures = _FirstFailures(min(FAIL_FAST_AFTER, len(reqs)))
-        todo = iter(enumerate(reqs))
-        # Each worker takes the next request itself, so a slow consumer (the caller storing
-        # replies) never holds back the requests in flight; finished ones come back through a
-        # queue, read in the calling thread, which is where on_result runs.
-        taken = threading.Lock()
-        finished: queue.SimpleQueue[JudgeResult | str | _Done | None] = queue.SimpleQueue()
+        return run_pool(reqs, self._complete, concurrency=concurrency, rpm=rpm,
+                        on_result=on_result, fail_fast=self._fail_fast_message)
 
-        def worker() -> None:
-            error: BaseException | None = None
-            try:
-                while not stop.is_set():
-                    with taken:
-                        nxt = next(todo, None)
-                    if nxt is None:
-                        return
-                    finished.put(self._run_one(nxt[0], nxt[1], stop, limiter))
-            except BaseException as exc:  # a bug in a worker must not hang the caller
-                error = exc
-            finally:
-                finished.put(_Done(error))
-
-        workers = min(concurrency, len(reqs))
-        with ThreadPoolExecutor(max_workers=max(1, workers),
-                                thread_name_prefix="rageval-judge") as pool:
-            for _ in range(workers):
-                pool.submit(worker)
-            running = workers
-            try:
-                while running:
-                    out = finished.get()
-                    if isinstance(out, _Done):
-                        running -= 1
-                        if out.error is not None:
-                            stop.set()
-                            callback_error.append(out.error)
-                    elif isinstance(out, str):  # a permanent failure
-                        stop.set()
-                        fatal.append(out)
-                    elif isinstance(out, JudgeResult):
-                        results[out.index] = out
-                        if first_failures.add(out) and not fatal:
-                            stop.set()
-                            fatal.append(self._fail_fast_message(first_failures))
-                        if on_result is not None and not callback_error:
-                            try:
-                                on_result(out)
-                            except BaseException as exc:
-                                stop.set()
-                                callback_error.append(exc)
-            except BaseException:
-                stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
-                raise
-        if callback_error:
-            raise callback_error[0]
-        if fatal:
-            got = sum(1 for r in results if r is not None and r.ok)
-            raise JudgeError(
-                f"{fatal[0]}; the run stopped after {got} of {len(reqs)} replies",
-                results=results,
-            )
-        return [r for r in results if r is not None]
-
-    def _fail_fast_message(self, failures: _FirstFailures) -> str:
+    def _fail_fast_message(self, failures: FirstFailures) -> str:
         return (f"{self._where()}: the first {failures.size} requests all failed the same way, "
                 f"so no more were sent: {failures.error} (--judge-timeout and "
                 "--judge-max-retries set the patience per request)")
@@ -393,21 +209,6 @@ class JudgeClient:
         return f"judge endpoint {self.endpoint.shown} (model {self.model!r})"
 
     # -- one request (worker thread) -------------------------------------------------------
-
-    def _run_one(self, index: int, request: JudgeRequest, stop: threading.Event,
-                 limiter: _TokenBucket | None) -> JudgeResult | str | None:
-        """A result, a permanent-failure message (str), or None when stopped before sending."""
-        try:
-            if stop.is_set():
-                return None
-            if limiter is not None:
-                limiter.acquire(stop)
-            return self._complete(index, request, stop)
-        except _Stopped:
-            return None
-        except _Fatal as exc:
-            stop.set()
-            return str(exc)
 
     def _complete(self, index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
         started = time.monotonic()
@@ -419,9 +220,9 @@ class JudgeClient:
                 continue  # the next format of the ladder (the refusal is recorded)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                text = self._redact(_error_text(exc))
-                if _is_permanent(exc):
-                    raise _Fatal(self._fatal_message(status, text)) from None
+                text = self._redact(error_text(exc))
+                if is_permanent(exc):
+                    raise Fatal(self._fatal_message(status, text)) from None
                 return self._failed(index, request, f"HTTP {status}: {text}", started, fmt)
             except openai.APITimeoutError:
                 return self._failed(index, request,
@@ -445,11 +246,11 @@ class JudgeClient:
         fmt, probe = self._formats.choose(self.ladder, stop.is_set)
         if fmt is None:
             if probe:
-                raise _Stopped
+                raise Stopped
             refused = "; ".join(f"{f}: {why}" for f, why in self._formats.refused.items())
-            raise _Fatal(f"{self._where()} refuses the response format {self.mode!r} "
-                         f"({refused}); --judge-response-format auto steps down to one it "
-                         "accepts")
+            raise Fatal(f"{self._where()} refuses the response format {self.mode!r} "
+                        f"({refused}); --judge-response-format auto steps down to one it "
+                        "accepts")
         return fmt, probe
 
     def _attempt(self, request: JudgeRequest, fmt: str, probe: bool) -> Any:
@@ -463,7 +264,7 @@ class JudgeClient:
             try:
                 resp = self._send(request, fmt, self._probe_sdk if probe else self._sdk)
             except openai.APIStatusError as exc:
-                if (not probe or self._resend_sdk is None or _is_permanent(exc)
+                if (not probe or self._resend_sdk is None or not is_transient(exc)
                         or self._refusal(exc, fmt)):
                     raise
                 resp = self._send(request, fmt, self._resend_sdk)
@@ -476,7 +277,7 @@ class JudgeClient:
         except openai.APIStatusError as exc:
             if self._refusal(exc, fmt):
                 verdict = False
-                why = f"HTTP {exc.status_code}: {self._redact(_error_text(exc))}"
+                why = f"HTTP {exc.status_code}: {self._redact(error_text(exc))}"
                 raise _Refused from None
             raise
         finally:
@@ -484,7 +285,7 @@ class JudgeClient:
                 self._formats.settle(fmt, accepted=verdict, why=why)
 
     def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
-        return fmt != "text" and is_refusal(exc.status_code, _error_text(exc))
+        return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
     def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI) -> Any:
         kwargs: dict[str, Any] = {"model": self.model,
@@ -531,11 +332,11 @@ class JudgeClient:
             return self._failed(index, request, why, started, fmt, usage=usage)
         logprobs = None
         if self.top_logprobs is not None:
-            logprobs = _compact_logprobs(getattr(choice, "logprobs", None))
+            logprobs = compact_logprobs(getattr(choice, "logprobs", None))
             if logprobs is None:
                 # Asked for and not given: an endpoint limitation, not a passing fault. Falling
                 # back to the reply's score would silently change what the numbers mean.
-                raise _Fatal(
+                raise Fatal(
                     f"{self._where()} returned no log-probabilities; this endpoint or model "
                     "cannot score with --judge-logprobs (drop the flag to use the replies' "
                     "scores)"
@@ -575,35 +376,6 @@ class _Refused(Exception):
     """The endpoint refused the wire format a request was sent in (already recorded)."""
 
 
-class _FirstFailures:
-    """The first results of a run, watched for a run that fails the same way every time."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.errors: list[str] = []
-        self.open = size > 1  # one failed request says nothing about the others
-
-    def add(self, result: JudgeResult) -> bool:
-        """Count one result; True when the first ``size`` all failed with the same error."""
-        if not self.open:
-            return False
-        if result.ok:
-            self.open = False
-            return False
-        self.errors.append(result.error or "")
-        if len(set(self.errors)) > 1:
-            self.open = False
-            return False
-        if len(self.errors) == self.size:
-            self.open = False
-            return True
-        return False
-
-    @property
-    def error(self) -> str:
-        return self.errors[0] if self.errors else ""
-
-
 def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:
     """Why a judge at ``base_url`` cannot be asked with the key in ``$api_key_env``, or None.
 
@@ -617,40 +389,3 @@ def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:
     return None
 
 
-def _compact_logprobs(logprobs: Any) -> list[list[Any]] | None:
-    """``choice.logprobs.content`` as ``[[token, logprob, [[alt, logprob], ...]], ...]``, or
-    None when the endpoint sent none (compact lists keep the cache small)."""
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if not content:
-        return None
-    out: list[list[Any]] = []
-    for item in content:
-        alternatives = [[alt.token, float(alt.logprob)]
-                        for alt in (getattr(item, "top_logprobs", None) or [])]
-        out.append([item.token, float(item.logprob), alternatives])
-    return out
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    """The endpoint's own error message (falls back to the SDK's)."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-        if isinstance(inner, str):
-            return inner
-    return str(exc.message)
-
-
-def _is_permanent(exc: openai.APIStatusError) -> bool:
-    """401/403/404, 400 and other 4xx (except 408/409/429 and a 400 saying that one prompt is
-    too long for the model), and 429 for exhausted quota."""
-    status = exc.status_code
-    if status == 429:
-        return exc.code == "insufficient_quota" or exc.type == "insufficient_quota"
-    if status in (408, 409):
-        return False
-    if status == 400 and _TOO_LONG.search(_error_text(exc)):
-        return False
-    return 400 <= status < 500
