@@ -165,6 +165,9 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                    "endpoint and model; the others insist on one")
     j.add_argument("--judge-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="seconds to wait for one attempt of a judge request (default 120)")
+    j.add_argument("--judge-max-tokens", type=int, default=None, metavar="N",
+                   help="the longest reply asked for (default: the endpoint's; set it for "
+                   "small local models, which can write until their context is full)")
     j.add_argument("--judge-max-retries", type=int, default=5, metavar="N",
                    help="retries of a request after a passing fault: 429, 5xx, timeout, "
                    "dropped connection (default 5)")

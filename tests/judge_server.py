@@ -398,10 +398,14 @@ class JudgeServer:
         else:
             content = json.dumps({"reasoning": f"Scripted verdict for a {len(msg)}-char input.",
                                   "score": score})
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if isinstance(limit, int) and len(_TOKEN.findall(content)) > limit:
+            content, finish, score = "".join(_TOKEN.findall(content)[:limit]), "length", None
         prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages") or []
                      if isinstance(m, dict))
         completion = _words(content)
-        choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
                                   "message": {"role": "assistant", "content": content}}
         if body.get("logprobs") and fault != "no_logprobs":
             choice["logprobs"] = _logprobs(content, score, low, high)

@@ -242,13 +242,13 @@ class JudgeMetric(Metric):
             if details["reasoning"] is None:
                 details["reasoning"] = parsed.reasoning
             if not parsed.ok:
-                errors.append(f"judge reply not usable: {parsed.error}")
+                errors.append(reply.unusable(parsed.error or ""))
                 details.setdefault("raw", reply.text)
                 continue
             if judge.logprobs:
                 expected = expected_score(reply.logprobs, self.rubric, parsed.score)
                 if expected.value is None:
-                    errors.append(f"judge reply not usable: {expected.error}")
+                    errors.append(reply.unusable(expected.error or ""))
                     details.setdefault("raw", reply.text)
                     continue
                 distributions.append(expected.distribution)
@@ -307,6 +307,7 @@ def judge_fields(judge: JudgeOptions) -> list[Field]:
         Field("render", RENDER_VERSION, "rd"),
         Field("temperature", f"{judge.temperature:g}", "t"),
         Field("samples", str(judge.samples), "n"),
+        *([Field("max_tokens", str(judge.max_tokens), "mt")] if judge.max_tokens else []),
     ]
 
 

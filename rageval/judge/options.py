@@ -52,7 +52,9 @@ class JudgeOptions:
     ``response_format``: how structured output is asked for, one of
     :data:`~rageval.judge.formats.MODES` (``auto`` negotiates with the endpoint).
     ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
-    fault (429, 5xx, a timeout, a dropped connection).
+    fault (429, 5xx, a timeout, a dropped connection). ``max_tokens``: the longest reply asked
+    for (None: the endpoint's default; small local models can otherwise write until their
+    context is full).
     ``samples``: replies per item; the value is their mean and the spread goes in the details.
     ``seed``: sent with each request (sample ``i`` gets ``seed + i``, so samples differ on
     endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
@@ -76,6 +78,7 @@ class JudgeOptions:
     timeout: float = 120.0
     max_retries: int = 5
     response_format: str = "auto"
+    max_tokens: int | None = None
     seed: int | None = None
     samples: int = 1
     logprobs: bool = False
@@ -103,6 +106,8 @@ class JudgeOptions:
     def params(self, sample_index: int = 0) -> dict[str, Any]:
         """The sampling parameters sent with one request (as ``JudgeClient.params``)."""
         p: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            p["max_tokens"] = self.max_tokens
         if self.seed is not None:
             p["seed"] = self.seed + sample_index
         if self.logprobs:
@@ -124,6 +129,8 @@ class JudgeOptions:
         _check_int("judge concurrency", self.concurrency, 1)
         _check_int("judge samples", self.samples, 1)
         _check_int("--judge-max-retries", self.max_retries, 0)
+        if self.max_tokens is not None:
+            _check_int("--judge-max-tokens", self.max_tokens, 1)
         if self.seed is not None:
             _check_int("judge seed", self.seed, 0)
         if self.rpm is not None and self.rpm <= 0:

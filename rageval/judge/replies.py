@@ -96,6 +96,12 @@ class Reply:
     error: str | None = None
     format: str | None = None
     endpoint: str | None = None
+    finish_reason: str | None = None
+
+    def unusable(self, why: str) -> str:
+        """The reason a reply without a usable verdict leaves its item unscored."""
+        cut = " (the reply was cut at the token limit)" if self.finish_reason == "length" else ""
+        return f"judge reply not usable: {why}{cut}"
 
 
 def provenance(replies: list[Reply]) -> dict[str, Any]:
@@ -169,7 +175,8 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
     if entry.meta.get("format") is None and entry.meta.get("structured") is False:
         fmt = "text"
     return Reply(entry.reply_text, entry.meta.get("logprobs"), cached=True, format=fmt,
-                 endpoint=entry.request.get("endpoint"))
+                 endpoint=entry.request.get("endpoint"),
+                 finish_reason=entry.meta.get("finish_reason"))
 
 
 def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: list[Record],
@@ -180,6 +187,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
     client = JudgeClient(
         judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
         temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
+        max_tokens=judge.max_tokens,
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,
     )
@@ -221,7 +229,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
         unit = result.request.tag
         if result.ok and result.text is not None:
             out[unit.key] = Reply(result.text, result.logprobs, format=result.format,
-                                  endpoint=client.public_endpoint)
+                                  endpoint=client.public_endpoint,
+                                  finish_reason=result.finish_reason)
         else:
             stats.failed += 1
             out[unit.key] = Reply(error=f"judge request failed: {result.error}")

@@ -97,6 +97,7 @@ def judge_manifest(run: Batch, metrics: list[Metric]) -> dict[str, Any] | None:
                             "refused": dict(stats.refused)},
         "timeout_s": judge.timeout,
         "max_retries": judge.max_retries,
+        "max_tokens": judge.max_tokens,
         "temperature": judge.temperature,
         "seed": judge.seed,
         "samples": judge.samples,
