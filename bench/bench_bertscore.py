@@ -48,9 +48,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import rageval.bertscore as bs  # noqa: E402
+import rageval.generation.bertscore as bs  # noqa: E402
+from rageval.core.records import Record  # noqa: E402
 from rageval.orchestrator import evaluate  # noqa: E402
-from rageval.records import Record  # noqa: E402
 
 TOLERANCE = 1e-6
 

@@ -33,9 +33,9 @@ import sacrebleu
 from sacrebleu.metrics import BLEU
 
 import rageval
-import rageval.bleu  # registers "bleu"
+import rageval.generation.bleu  # registers "bleu"
+from rageval.core.records import Record
 from rageval.orchestrator import evaluate
-from rageval.records import Record
 
 _TEXT = (
     "the company reported revenue growth in the third quarter driven by strong demand for "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from rageval.records import load_records
+from rageval.core.records import load_records
 
 
 def write_records(path: Path, count: int) -> None:

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from rouge_score import rouge_scorer
 
-import rageval.rouge as rouge
-from rageval.records import Record
-from rageval.registry import Batch, Metric, create
+import rageval.generation.rouge as rouge
+from rageval.core.records import Record
+from rageval.core.registry import Batch, Metric, create
 
 TYPES = ("rouge1", "rouge2", "rougeL")
 

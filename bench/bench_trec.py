@@ -185,7 +185,7 @@ def worker_verify(qrels: str, run: str, output: str) -> None:
     """Untimed: every value from both tools at full precision."""
     import pytrec_eval
 
-    from rageval import trec_eval
+    from rageval.retrieval import trec_eval
 
     with open(qrels) as fh:
         qrel = pytrec_eval.parse_qrel(fh)

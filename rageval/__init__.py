@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from rageval.core.version import __version__
 
 __all__ = ["Results", "__version__", "compare_runs", "evaluate", "load_records"]
 
 if TYPE_CHECKING:
-    from rageval.compare import compare_runs
+    from rageval.compare.runs import compare_runs
+    from rageval.core.records import load_records
+    from rageval.core.results import Results
     from rageval.orchestrator import evaluate
-    from rageval.records import load_records
-    from rageval.results import Results
 
 
 def __getattr__(name: str) -> Any:
@@ -33,15 +33,15 @@ def __getattr__(name: str) -> Any:
 
         return evaluate
     if name == "load_records":
-        from rageval.records import load_records
+        from rageval.core.records import load_records
 
         return load_records
     if name == "Results":
-        from rageval.results import Results
+        from rageval.core.results import Results
 
         return Results
     if name == "compare_runs":
-        from rageval.compare import compare_runs
+        from rageval.compare.runs import compare_runs
 
         return compare_runs
     raise AttributeError(f"module 'rageval' has no attribute {name!r}")

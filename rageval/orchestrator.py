@@ -1,4 +1,4 @@
-"""The orchestrator: records x metrics -> :class:`~rageval.results.Results`.
+"""The orchestrator: records x metrics -> :class:`~rageval.core.results.Results`.
 
 One synchronous entry point, :func:`evaluate`. It resolves metric names, merges qrels, checks
 before any scoring that every metric can score at least one record, scores in batches, and
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval import __version__
-from rageval.errors import InputError, UsageError
-from rageval.records import Record, apply_judgments, load_records
-from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, create
-from rageval.results import MetricSummary, RecordResult, Results
-from rageval.stats import bootstrap_ci
+from rageval.compare.stats import bootstrap_ci
+from rageval.core.errors import InputError, UsageError
+from rageval.core.records import Record, apply_judgments, load_records
+from rageval.core.registry import Batch, Metric, MetricResult, ScoreOptions, create
+from rageval.core.results import MetricSummary, RecordResult, Results
+from rageval.core.version import __version__
 
 if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions
@@ -70,7 +70,7 @@ def evaluate(
     model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
     contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
     their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
-    apply to every records file the run reads (see :func:`~rageval.records.load_records`).
+    apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
     """
     started = time.perf_counter()
     _check_settings(seed, bootstrap, batch_size)
@@ -133,7 +133,7 @@ def _with_qrels(
     if isinstance(qrels, Mapping):
         mapping, source = qrels, "<qrels mapping>"
     else:
-        from rageval.trec import read_qrels
+        from rageval.retrieval.trec import read_qrels
 
         source = str(qrels)
         mapping = read_qrels(source).to_dict()

@@ -1,4 +1,5 @@
-"""Judge agreement (rageval.agree): statistics, parity with scipy/sklearn, run and human pairing."""
+"""Judge agreement (rageval.compare.agree): statistics, parity with scipy/sklearn, run and
+human pairing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.agree import (
+from rageval.compare.agree import (
     agree_runs,
     agreement,
     kendall_tau_b,
@@ -22,8 +23,8 @@ from rageval.agree import (
     run_agree,
     spearman_rho,
 )
-from rageval.errors import InputError, UsageError
-from rageval.results import MetricSummary, RecordResult, Results
+from rageval.core.errors import InputError, UsageError
+from rageval.core.results import MetricSummary, RecordResult, Results
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -17,11 +17,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np
 import pytest
 
-import rageval.bertscore as bs  # registers the metric
-from rageval.errors import MissingDependencyError, UsageError
+import rageval.generation.bertscore as bs  # registers the metric
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.records import Record
+from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 from rageval.orchestrator import evaluate
-from rageval.records import Record
-from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 
 TOL = 1e-6
 PARTS = ("precision", "recall", "f1")
@@ -140,8 +140,8 @@ def _ours(metric_name: str, records: list[Record]) -> np.ndarray:
 
 def test_import_and_construction_do_not_import_torch() -> None:
     code = (
-        "import sys, rageval, rageval.bertscore\n"
-        "from rageval.registry import create\n"
+        "import sys, rageval, rageval.generation.bertscore\n"
+        "from rageval.core.registry import create\n"
         "m = create('bertscore')\n"
         "print(m.output_names(), m.signature())\n"
         "create('ndcg@10')\n"

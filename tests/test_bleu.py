@@ -14,12 +14,12 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU as SacreBLEU
 
-import rageval.bleu  # registers "bleu"
-from rageval.bleu import COMPONENTS, SMOOTH_METHODS, Bleu
-from rageval.errors import UsageError
+import rageval.generation.bleu  # registers "bleu"
+from rageval.core.errors import UsageError
+from rageval.core.records import Record, records_from_dicts
+from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, Metric, create
+from rageval.generation.bleu import COMPONENTS, SMOOTH_METHODS, Bleu
 from rageval.orchestrator import evaluate
-from rageval.records import Record, records_from_dicts
-from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, Metric, create
 
 _VOCABULARY = (
     "the a cat dog sat on mat The Cat revenue grew 12 % 3.5 1,000 in Q3 , . ! ? ( ) \" ' "

@@ -16,8 +16,7 @@ import sacrebleu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.bleu import corpus_bleu_scorer
-from rageval.compare import (
+from rageval.compare.runs import (
     compare_runs,
     mismatch_kind,
     render_comparison,
@@ -25,11 +24,12 @@ from rageval.compare import (
     signature_diff,
     significance_mark,
 )
-from rageval.errors import InputError, UsageError
+from rageval.compare.stats import bootstrap_ci, bootstrap_weights, paired_randomization_test
+from rageval.core.errors import InputError, UsageError
+from rageval.core.records import records_from_dicts
+from rageval.core.results import MetricSummary, RecordResult, Results
+from rageval.generation.bleu import corpus_bleu_scorer
 from rageval.orchestrator import evaluate
-from rageval.records import records_from_dicts
-from rageval.results import MetricSummary, RecordResult, Results
-from rageval.stats import bootstrap_ci, bootstrap_weights, paired_randomization_test
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 REQUIRED = {"metric", "baseline", "system", "baseline_value", "system_value", "delta", "ci95",

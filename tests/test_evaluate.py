@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rageval.errors import UsageError
+from rageval.compare.stats import bootstrap_ci
+from rageval.core.errors import UsageError
+from rageval.core.records import load_records, records_from_dicts
 from rageval.orchestrator import evaluate
-from rageval.records import load_records, records_from_dicts
-from rageval.stats import bootstrap_ci
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 
@@ -117,7 +117,7 @@ def test_public_api_names_the_function() -> None:
 
 
 def test_metric_objects_take_the_run_options() -> None:
-    from rageval.registry import create
+    from rageval.core.registry import create
 
     results = evaluate(DEMO, [create("recall@3")], trec_convention=True, bootstrap=10)
     assert results.summary["recall@3"].unscored == 0
@@ -125,7 +125,7 @@ def test_metric_objects_take_the_run_options() -> None:
 
 
 def test_qrels_that_match_nothing_is_an_error_and_mixed_sources_are_named() -> None:
-    from rageval.errors import InputError
+    from rageval.core.errors import InputError
 
     with pytest.raises(InputError, match="matches a record id"):
         evaluate(DEMO, ["mrr"], qrels={"zz": {"d1": 1}})
@@ -146,8 +146,8 @@ def test_bad_settings_are_usage_errors(kwargs: dict, name: str) -> None:
 
 
 def test_non_finite_and_unexplained_values_get_reasons() -> None:
+    from rageval.core.registry import Batch, MetricResult, create
     from rageval.orchestrator import _checked
-    from rageval.registry import Batch, MetricResult, create
 
     batch = Batch(records_from_dicts([{"id": "a"}, {"id": "b"}]))
     result = MetricResult({"mrr": np.array([np.inf, np.nan])}, [None, None])
@@ -158,13 +158,13 @@ def test_non_finite_and_unexplained_values_get_reasons() -> None:
 
 
 def test_grades_are_bounded() -> None:
-    from rageval.errors import InputError
+    from rageval.core.errors import InputError
 
     with pytest.raises(InputError, match="outside"):
         records_from_dicts([{"id": "a", "judgments": {"d": 10**30}}])
 
 
 def test_family_names_are_case_insensitive() -> None:
-    from rageval.registry import create
+    from rageval.core.registry import create
 
     assert str(create("ROUGE3")) == "rouge3"

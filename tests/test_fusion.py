@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from rageval.errors import UsageError
-from rageval.fusion import reciprocal_rank_fusion
+from rageval.core.errors import UsageError
+from rageval.retrieval.fusion import reciprocal_rank_fusion
 
 
 def _run(qid: str, docs: list[str], scores: list[float]) -> pl.DataFrame:

@@ -19,10 +19,10 @@ from urllib.parse import quote
 import pytest
 
 import rageval
-from rageval.errors import MissingDependencyError, UsageError
-from rageval.html_report import build_report, load_run_records, write_report
-from rageval.records import Record
-from rageval.results import MetricSummary, RecordResult, Results
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.records import Record
+from rageval.core.results import MetricSummary, RecordResult, Results
+from rageval.report.html import build_report, load_run_records, write_report
 
 pytest.importorskip("matplotlib")
 

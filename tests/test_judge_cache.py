@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
 from rageval.judge.cache import JudgeCache, cache_key
 
 MESSAGES = [

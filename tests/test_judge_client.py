@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer, judge_score, wire_format
 
-from rageval.errors import RagevalError
+from rageval.core.errors import RagevalError
 from rageval.judge.cache import JudgeCache
 from rageval.judge.client import (
     JudgeClient,

@@ -15,14 +15,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_server import JudgeServer, judge_score
 
 from rageval.cli import main
-from rageval.errors import RagevalError, UsageError
+from rageval.core.errors import RagevalError, UsageError
+from rageval.core.records import Record, load_records
+from rageval.core.registry import ScoreOptions, create
 from rageval.judge.cache import JudgeCache
 from rageval.judge.metric import JudgeMetric
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import render
 from rageval.orchestrator import evaluate
-from rageval.records import Record, load_records
-from rageval.registry import ScoreOptions, create
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"

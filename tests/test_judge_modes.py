@@ -21,13 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_server import JudgeServer, judge_score, score_distribution
 
 from rageval.cli import main
-from rageval.errors import RagevalError, UsageError
+from rageval.core.errors import RagevalError, UsageError
+from rageval.core.records import Record, records_from_dicts
 from rageval.judge.cache import JudgeCache, cache_key
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import load_rubric, render, response_format
 from rageval.orchestrator import evaluate
-from rageval.records import Record, records_from_dicts
-from rageval.retrieval import NOT_JUDGED
+from rageval.retrieval.measures import NOT_JUDGED
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEVANCE = "judge:context_relevance"
@@ -344,11 +344,11 @@ def test_sigkill_then_restart_repeats_no_stored_request(tmp_path: Path) -> None:
 def test_metric_keys_are_the_clients_keys() -> None:
     """The metric computes cache keys without a client; they must be the keys of the requests
     the client sends (seed per sample, logprobs parameters, response format)."""
+    from rageval.core.registry import ScoreOptions
     from rageval.judge.client import JudgeClient, JudgeRequest
     from rageval.judge.formats import WIRE_FORMATS
     from rageval.judge.metric import JudgeMetric
     from rageval.judge.options import TOP_LOGPROBS
-    from rageval.registry import ScoreOptions
 
     for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True},
                {"response_format": "json_object"}, {"response_format": "text"}):

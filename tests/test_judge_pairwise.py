@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_server import JudgeServer
 
 from rageval.cli import main
-from rageval.errors import RagevalError, UsageError
+from rageval.core.errors import RagevalError, UsageError
+from rageval.core.records import Record, records_from_dicts
 from rageval.judge.options import JudgeOptions
 from rageval.judge.pairwise import (
     IDENTICAL,
@@ -27,7 +28,6 @@ from rageval.judge.pairwise import (
     render_pair,
 )
 from rageval.orchestrator import evaluate
-from rageval.records import Record, records_from_dicts
 
 NAME = "judge:pairwise"
 
@@ -263,8 +263,8 @@ def test_contexts_shown_only_when_both_records_share_them(tmp_path: Path,
 
 
 def test_request_of_a_pairwise_record(tmp_path: Path) -> None:
+    from rageval.core.registry import ScoreOptions
     from rageval.judge.pairwise import PairwiseMetric
-    from rageval.registry import ScoreOptions
 
     records, other = _setup(tmp_path, ["alpha beta"], ["alpha"])
     metric = PairwiseMetric(options=ScoreOptions(judge=_opts(None, tmp_path, other)))

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
+from rageval.core.records import Context, Record
 from rageval.judge.parsing import ParsedReply, parse_reply
 from rageval.judge.prompts import (
     INPUTS,
@@ -23,7 +24,6 @@ from rageval.judge.prompts import (
     response_format,
     unescape,
 )
-from rageval.records import Context, Record
 
 BUILTINS = [
     "answer_relevance",

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pytest
 
-from rageval import kernels as K
-from rageval.ranking import Ranking
+from rageval.retrieval import kernels as K
+from rageval.retrieval.ranking import Ranking
 
 
 def one(

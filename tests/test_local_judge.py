@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from rageval.core.results import Results
 from rageval.judge.options import JudgeOptions
 from rageval.orchestrator import evaluate
-from rageval.results import Results
 
 pytestmark = pytest.mark.local_judge
 

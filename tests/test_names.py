@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rageval.errors import UsageError
-from rageval.names import MetricName, parse
+from rageval.core.errors import UsageError
+from rageval.core.names import MetricName, parse
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """Parity of rageval's trec_eval engine with pytrec_eval (Python bindings to trec_eval's C code).
 
 Many seeded random qrels/run pairs are written to disk in TREC format and evaluated by both
-``rageval.trec_eval.evaluate_files`` and ``pytrec_eval.RelevanceEvaluator``; every per-query value
-and every summary ("all") value must agree to 1e-12.
+``rageval.retrieval.trec_eval.evaluate_files`` and ``pytrec_eval.RelevanceEvaluator``; every
+per-query value and every summary ("all") value must agree to 1e-12.
 
 The generated data is deliberately awkward:
 
@@ -45,8 +45,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rageval import trec_eval
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
+from rageval.retrieval import trec_eval
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -1,4 +1,4 @@
-"""Tests for loading and validating records (rageval.records)."""
+"""Tests for loading and validating records (rageval.core.records)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rageval.errors import InputError, UsageError
-from rageval.records import (
+from rageval.core.errors import InputError, UsageError
+from rageval.core.records import (
     Context,
     Record,
     apply_judgments,

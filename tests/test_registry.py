@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rageval.errors import UsageError
-from rageval.registry import ScoreOptions, create, metric_classes
-from rageval.signature import Field, Signature
+from rageval.core.errors import UsageError
+from rageval.core.registry import ScoreOptions, create, metric_classes
+from rageval.core.signature import Field, Signature
 
 
 def test_create_and_canonical_name() -> None:

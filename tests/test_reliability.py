@@ -20,12 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer
 
-from rageval import files
 from rageval.cli import main
-from rageval.errors import InputError
+from rageval.core import files
+from rageval.core.errors import InputError
+from rageval.core.results import Results
 from rageval.judge.options import JudgeOptions
 from rageval.orchestrator import evaluate
-from rageval.results import Results
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
@@ -77,7 +77,7 @@ def test_a_kill_between_the_two_renames_leaves_a_pair_load_refuses(tmp_path: Pat
             raise KeyboardInterrupt  # the process dies between the two renames
         return real(path, data)
 
-    monkeypatch.setattr("rageval.results.atomic_write", dies_before_the_summary)
+    monkeypatch.setattr("rageval.core.results.atomic_write", dies_before_the_summary)
     with pytest.raises(KeyboardInterrupt):
         second.write(tmp_path / "run")
     assert [p.name for p in calls] == ["records.jsonl", "summary.json"]
@@ -88,7 +88,7 @@ def test_a_kill_between_the_two_renames_leaves_a_pair_load_refuses(tmp_path: Pat
     assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")],
                 stdout=out) == 2
     assert not (tmp_path / "r.html").exists()
-    monkeypatch.setattr("rageval.results.atomic_write", real)
+    monkeypatch.setattr("rageval.core.results.atomic_write", real)
     second.write(tmp_path / "run")  # a whole write makes the pair whole again
     assert list(Results.load(tmp_path / "run").summary) == ["map"]
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
+from rageval.core.records import records_from_dicts
 from rageval.orchestrator import evaluate
-from rageval.records import records_from_dicts
 
 
 def _record(rid: str, ranked: list[str], judgments: dict[str, int] | None,
@@ -178,7 +178,7 @@ def test_no_contexts_anywhere_stops_before_scoring() -> None:
 
 
 def test_records_and_trec_files_agree(tmp_path) -> None:
-    from rageval.trec_eval import evaluate_files
+    from rageval.retrieval.trec_eval import evaluate_files
 
     rng = np.random.default_rng(7)
     items, qrels, run = [], [], []

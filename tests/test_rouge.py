@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
-import rageval.rouge as rouge
-from rageval.errors import UsageError
+import rageval.generation.rouge as rouge
+from rageval.core.errors import UsageError
+from rageval.core.records import Record, records_from_dicts
+from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 from rageval.orchestrator import evaluate
-from rageval.records import Record, records_from_dicts
-from rageval.registry import NO_ANSWER, NO_REFERENCE, Batch, create
 
 TYPES = ("rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum")
 PARTS = ("precision", "recall", "fmeasure")

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from rageval.stats import (
+from rageval.compare.stats import (
     bootstrap_ci,
     bootstrap_weights,
     holm,

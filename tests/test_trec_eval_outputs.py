@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval import trec_eval
+from rageval.retrieval import trec_eval
 
 DATA = Path(
     os.environ.get(

@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from rageval.errors import InputError
-from rageval.ranking import Ranking
-from rageval.trec import Run, read_qrels, read_run, write_run
+from rageval.core.errors import InputError
+from rageval.retrieval.ranking import Ranking
+from rageval.retrieval.trec import Run, read_qrels, read_run, write_run
 
 
 def write(tmp_path: Path, name: str, text: str | bytes) -> Path:

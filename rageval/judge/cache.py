@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "cache_key", "cache_keys"]
 
@@ -414,7 +414,7 @@ class JudgeCache:
         """Load entries exported by :meth:`export_jsonl`.
 
         Every line is validated before anything is written; a bad line raises
-        :class:`~rageval.errors.InputError` naming the file, the line and the field, and then
+        :class:`~rageval.core.errors.InputError` naming the file, the line and the field, and then
         nothing is imported. Importing is idempotent: keys already present are kept as they are.
         Returns ``{"read": lines read, "added": entries newly stored}``.
         """

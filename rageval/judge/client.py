@@ -24,7 +24,7 @@ inside it (no asyncio, so it also works inside Jupyter).
   per refused format, never a retry per judgment. Other requests wait for the probe's verdict.
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless another name is
   given). It never appears in a repr, an error message or a result, and neither do the user
-  info or query values of the base URL (see :class:`~rageval.endpoint.Endpoint`): any text the
+  info or query values of the base URL (see :class:`~rageval.judge.endpoint.Endpoint`): any text the
   endpoint echoes back is redacted.
 """
 
@@ -39,9 +39,9 @@ from typing import Any
 
 import openai
 
-from rageval.endpoint import Endpoint
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
 from rageval.judge.cache import cache_key
+from rageval.judge.endpoint import Endpoint
 from rageval.judge.formats import LADDERS, MODES, is_refusal
 from rageval.judge.negotiation import negotiation
 from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool

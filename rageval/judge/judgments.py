@@ -23,13 +23,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rageval.errors import UsageError
-from rageval.records import apply_judgments
+from rageval.core.errors import UsageError
+from rageval.core.records import apply_judgments
 
 if TYPE_CHECKING:
+    from rageval.core.records import Record
+    from rageval.core.registry import Batch, ScoreOptions
     from rageval.judge.metric import JudgeMetric
-    from rageval.records import Record
-    from rageval.registry import Batch, ScoreOptions
 
 __all__ = ["JUDGMENTS_RUBRIC", "JudgedJudgments", "judge_judgments", "judgments_metric"]
 
@@ -75,7 +75,7 @@ def source_label(metric: JudgeMetric, base: str) -> str:
 def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch,
                     base_source: str) -> tuple[list[Record], JudgedJudgments]:
     """Grade the contexts of every record without judgments and fill its judgments."""
-    from rageval.registry import Batch
+    from rageval.core.registry import Batch
 
     todo = [r for r in records if needs_grading(r)]
     if not todo:  # every record has judgments already: the judge adds nothing

@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO
 
-from rageval.errors import MissingDependencyError, RagevalError, UsageError
+from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 
 __all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "LocalJudge", "default_gguf", "free_port"]
 

@@ -26,19 +26,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
+from rageval.core.names import MetricName
+from rageval.core.registry import Batch, Metric, MetricResult, ScoreOptions, register_namespace
+from rageval.core.signature import Field, Signature
 from rageval.judge.formats import ReplySchema
 from rageval.judge.logprobs import expected_score
 from rageval.judge.options import JudgeOptions
 from rageval.judge.parsing import parse_reply
 from rageval.judge.prompts import RENDER_VERSION, Rubric, load_rubric, render, reply_schema
 from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
-from rageval.names import MetricName
-from rageval.registry import Batch, Metric, MetricResult, ScoreOptions, register_namespace
-from rageval.signature import Field, Signature
 
 if TYPE_CHECKING:
-    from rageval.records import Record
+    from rageval.core.records import Record
 
 __all__ = ["JudgeMetric", "judge_fields"]
 

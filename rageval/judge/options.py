@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.endpoint import Endpoint
-from rageval.errors import UsageError
-from rageval.files import creatable
+from rageval.core.errors import UsageError
+from rageval.core.files import creatable
 from rageval.judge.cache import JudgeCache
+from rageval.judge.endpoint import Endpoint
 from rageval.judge.formats import LADDERS, MODES
 
 __all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]

@@ -35,18 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
+from rageval.core.registry import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.signature import Field
 from rageval.judge.formats import ReplySchema
 from rageval.judge.metric import JudgeMetric, judge_fields
 from rageval.judge.options import JudgeOptions
 from rageval.judge.parsing import conflict, reply_objects
 from rageval.judge.prompts import file_hash, slot_block, slot_nonce
 from rageval.judge.replies import Reply, Unit, make_unit, provenance
-from rageval.registry import Batch, Metric, MetricResult, ScoreOptions
-from rageval.signature import Field
 
 if TYPE_CHECKING:
-    from rageval.records import Record
+    from rageval.core.records import Record
 
 __all__ = ["PairwiseMetric", "PairwisePrompt", "Verdict", "load_pairwise_prompt",
            "parse_verdict", "render_pair", "verdict_format"]
@@ -249,7 +249,7 @@ _OPPONENTS: dict[tuple[str, int, int], Opponent] = {}
 
 def load_opponent(path: str, max_line_bytes: int | None = None) -> Opponent:
     """The records file's answers (read once per file version in a process)."""
-    from rageval.records import load_records
+    from rageval.core.records import load_records
 
     try:
         stat = os.stat(path)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
 from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult
 
 __all__ = ["FAIL_FAST_AFTER", "Fatal", "FirstFailures", "Stopped", "run_pool"]

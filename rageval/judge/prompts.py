@@ -49,11 +49,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
 from rageval.judge.formats import ReplySchema
 
 if TYPE_CHECKING:
-    from rageval.records import Record
+    from rageval.core.records import Record
 
 __all__ = [
     "INPUTS",
@@ -118,7 +118,7 @@ class Rubric:
 
     @property
     def needs(self) -> frozenset[str]:
-        """The :class:`~rageval.records.Record` fields a record must have to be rendered."""
+        """The :class:`~rageval.core.records.Record` fields a record must have to be rendered."""
         fields = {"context": "contexts", "reference": "references"}
         return frozenset(fields.get(name, name) for name in self.inputs)
 
@@ -176,8 +176,8 @@ def load_rubric(
     ``prompts_dir/<name>.toml`` when ``prompts_dir`` is given, then among the built-in
     rubrics; a rubric loaded by name must have that name as its ``id``.
 
-    Raises :class:`~rageval.errors.InputError` (naming the file and the field) for a missing
-    or invalid file, and :class:`~rageval.errors.UsageError` for an unknown name.
+    Raises :class:`~rageval.core.errors.InputError` (naming the file and the field) for a missing
+    or invalid file, and :class:`~rageval.core.errors.UsageError` for an unknown name.
     """
     if _looks_like_path(name_or_path):
         path = os.fspath(name_or_path)
@@ -471,8 +471,8 @@ def render(
     own slot ``<name-NONCE ...>`` ... ``</name-NONCE>``, escaped with :func:`escape`. The
     output depends only on the rubric file and the record's texts, so it is a stable cache key.
 
-    Raises :class:`~rageval.errors.InputError` when the record lacks an input the rubric
-    needs (the caller names the file), :class:`~rageval.errors.UsageError` when
+    Raises :class:`~rageval.core.errors.InputError` when the record lacks an input the rubric
+    needs (the caller names the file), :class:`~rageval.core.errors.UsageError` when
     ``context_index`` is required but missing.
     """
     texts = _slot_texts(rubric, record, context_index)

@@ -22,8 +22,8 @@ from rageval.judge.formats import ReplySchema
 from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress
 
 if TYPE_CHECKING:
+    from rageval.core.records import Record
     from rageval.judge.client import JudgeResult
-    from rageval.records import Record
 
 __all__ = ["NOT_CACHED", "Reply", "RunStats", "Unit", "gather", "make_unit", "provenance",
            "uncached"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rageval.errors import RagevalError
+from rageval.core.errors import RagevalError
 from rageval.judge.formats import ReplySchema
 
 __all__ = ["JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]

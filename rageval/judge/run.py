@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from rageval.errors import RagevalError
+from rageval.core.errors import RagevalError
 from rageval.judge.client import JudgeError, api_key_problem
 from rageval.judge.metric import JudgeMetric, prompt_info
 from rageval.judge.options import JudgeOptions
@@ -19,8 +19,8 @@ from rageval.judge.prompts import RENDER_VERSION
 from rageval.judge.replies import RunStats, uncached
 
 if TYPE_CHECKING:
-    from rageval.records import Record
-    from rageval.registry import Batch, Metric
+    from rageval.core.records import Record
+    from rageval.core.registry import Batch, Metric
 
 __all__ = ["OfflineCacheMiss", "check_judge", "judge_manifest"]
 

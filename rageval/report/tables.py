@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rageval.registry import Metric, metric_classes, render_value
-from rageval.results import Results
+from rageval.core.registry import Metric, metric_classes, render_value
+from rageval.core.results import Results
 
 
 def _fmt(value: float | None) -> str:

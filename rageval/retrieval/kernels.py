@@ -1,4 +1,4 @@
-"""Vectorised retrieval-metric kernels over a :class:`~rageval.ranking.Ranking`.
+"""Vectorised retrieval-metric kernels over a :class:`~rageval.retrieval.ranking.Ranking`.
 
 Every kernel takes a ranking and returns one float64 value per query (``[nq]``, or
 ``[nq, K]`` for the multi-cutoff ones), following trec_eval 10.0's definitions and edge cases
@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from rageval.ranking import TE_NONPOOL, TE_UNJUDGED, Ranking
+from rageval.retrieval.ranking import TE_NONPOOL, TE_UNJUDGED, Ranking
 
 __all__ = [
     "INFAP_EPSILON",

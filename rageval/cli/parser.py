@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from rageval import __version__
-from rageval.errors import RagevalError, UsageError
+from rageval.core.errors import RagevalError, UsageError
+from rageval.core.version import __version__
 from rageval.judge.formats import MODES
 
 
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     out = stdout if stdout is not None else sys.stdout
     try:
         if args_list and args_list[0] == "trec-eval":
-            from rageval import trec_eval
+            from rageval.retrieval import trec_eval
 
             return trec_eval.main(args_list[1:], stdout=out)
         args = build_parser().parse_args(args_list)
@@ -260,37 +260,37 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "score":
-        from rageval.commands import run_score
+        from rageval.cli.commands import run_score
 
         return run_score(args, out)
     if args.command == "metrics":
-        from rageval.commands import run_metrics
+        from rageval.cli.commands import run_metrics
 
         return run_metrics(args, out)
     if args.command == "compare":
-        from rageval.compare import run_compare
+        from rageval.compare.runs import run_compare
 
         return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
                            args.permutations, args.seed, args.components, out)
     if args.command == "agree":
-        from rageval.agree import run_agree
+        from rageval.compare.agree import run_agree
 
         return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
                          args.intersect, args.json, out, metric=args.metric)
     if args.command == "report":
-        from rageval.commands import run_report
+        from rageval.cli.commands import run_report
 
         return run_report(args, out)
     if args.command == "fuse":
-        from rageval.commands import run_fuse
+        from rageval.cli.commands import run_fuse
 
         return run_fuse(args, out)
     if args.command == "cache":
-        from rageval.commands import run_cache
+        from rageval.cli.commands import run_cache
 
         return run_cache(args, out)
     if args.command == "local-judge":
-        from rageval.commands import run_local_judge
+        from rageval.cli.commands import run_local_judge
 
         return run_local_judge(args, out)
     build_parser().print_help(out)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
 
 __all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "public_url"]
 

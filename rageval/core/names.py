@@ -14,7 +14,7 @@ Examples: ``p@5``, ``p(rel=2)@5``, ``ndcg(gain=exp)@10``, ``err(gmax=3)@10``, ``
 :func:`parse` and :meth:`MetricName.__str__` are inverses: ``parse(str(name)) == name``. The
 canonical string lists parameters sorted by key, so ``ndcg(b=1,a=2)`` and ``ndcg(a=2,b=1)`` are the
 same name. Whether a name denotes a known metric, and which parameters it takes, is the registry's
-business (:mod:`rageval.registry`); this module only reads and writes the syntax.
+business (:mod:`rageval.core.registry`); this module only reads and writes the syntax.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rageval.errors import UsageError
+from rageval.core.errors import UsageError
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # A namespaced target (a rubric name or a rubric path) may hold dots, slashes and dashes.

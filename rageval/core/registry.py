@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from rageval import __version__
-from rageval.errors import UsageError
-from rageval.names import MetricName, parse
-from rageval.signature import Field, Signature
+from rageval.core.errors import UsageError
+from rageval.core.names import MetricName, parse
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
 
 if TYPE_CHECKING:
+    from rageval.core.records import Record
     from rageval.judge.options import JudgeOptions
-    from rageval.records import Record
 
 CutoffRule = Literal["none", "optional", "required"]
 
@@ -348,10 +348,10 @@ _ALIASES: dict[str, str] = {
 
 # Importing these modules registers their metrics; heavy libraries load lazily inside them.
 BUILTIN_MODULES: tuple[str, ...] = (
-    "rageval.retrieval",
-    "rageval.rouge",
-    "rageval.bleu",
-    "rageval.bertscore",
+    "rageval.retrieval.measures",
+    "rageval.generation.rouge",
+    "rageval.generation.bleu",
+    "rageval.generation.bertscore",
     "rageval.judge.metric",
 )
 _loaded = False

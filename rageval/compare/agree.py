@@ -36,9 +36,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rageval.errors import InputError, RagevalError, UsageError
-from rageval.files import atomic_write
-from rageval.results import Results
+from rageval.core.errors import InputError, RagevalError, UsageError
+from rageval.core.files import atomic_write
+from rageval.core.results import Results
 
 __all__ = [
     "Agreement",
@@ -634,7 +634,7 @@ class _HumanLabels:
     @classmethod
     def load(cls, field_name: str, path: str, ids: Sequence[str],
              pairs: Sequence[tuple[str, str]]) -> _HumanLabels:
-        from rageval.records import load_records
+        from rageval.core.records import load_records
 
         records = load_records(path)
         if not any(field_name in r.extra for r in records):

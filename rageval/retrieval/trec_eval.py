@@ -7,7 +7,7 @@ Usage::
 The measures, their names, nicknames (``official``, ``set``, ``all_trec``), parameter syntax
 (``-m P.5,10``, ``-m ndcg_cut.10``, ``-m relstring.20``, ``-m ndcg.1=3,2=7``), defaults,
 output order and number formatting are trec_eval's; see :data:`MEASURES`. Every per-query
-value comes from :mod:`rageval.kernels`.
+value comes from :mod:`rageval.retrieval.kernels`.
 
 Output: one line per value, ``name<TAB>topic<TAB>value`` with the name left-justified to 22
 characters; with ``-q`` the values of each topic (topics in ``strcmp`` order) come first, then
@@ -28,10 +28,10 @@ from typing import Literal, TextIO
 
 import numpy as np
 
-from rageval import kernels as K
-from rageval.errors import RagevalError, UsageError
-from rageval.ranking import Ranking, fast_allocation
-from rageval.trec import read_qrels, read_run
+from rageval.core.errors import RagevalError, UsageError
+from rageval.retrieval import kernels as K
+from rageval.retrieval.ranking import Ranking, fast_allocation
+from rageval.retrieval.trec import read_qrels, read_run
 
 __all__ = ["MEASURES", "NICKNAMES", "evaluate_files", "main"]
 

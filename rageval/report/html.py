@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from rageval import __version__
-from rageval.errors import MissingDependencyError, UsageError
-from rageval.files import atomic_write
-from rageval.records import Record, load_records
-from rageval.results import MetricSummary, RecordResult, Results
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.files import atomic_write
+from rageval.core.records import Record, load_records
+from rageval.core.results import MetricSummary, RecordResult, Results
+from rageval.core.version import __version__
 
 __all__ = ["build_report", "load_run_records", "write_report"]
 
@@ -104,10 +104,10 @@ def build_report(
     """The report as one HTML document.
 
     ``runs`` pairs a display name (the run directory as the user gave it) with its results;
-    ``comparison_rows`` are the rows of :mod:`rageval.compare` (one per system, metric) for two or
-    more runs; ``records_by_run`` maps a run name to the records it scored (see
+    ``comparison_rows`` are the rows of :mod:`rageval.compare.runs` (one per system,
+    metric) for two or more runs; ``records_by_run`` maps a run name to the records it scored (see
     :func:`load_run_records`), so the per-record table can show queries and answers. Raises
-    :class:`~rageval.errors.MissingDependencyError` when matplotlib is missing.
+    :class:`~rageval.core.errors.MissingDependencyError` when matplotlib is missing.
     """
     prepared = _prepare_runs(runs, records_by_run or {})
     rows = list(comparison_rows or [])
@@ -159,7 +159,7 @@ def load_run_records(results: Results) -> list[Record] | None:
 
     Returns None when the run was scored from memory or the file is no longer there (the report
     then shows ids, scores and judge reasoning without queries and answers). A file that exists
-    but no longer loads raises :class:`~rageval.errors.InputError`, naming the file and line.
+    but no longer loads raises :class:`~rageval.core.errors.InputError`, naming the file and line.
     """
     info = results.manifest.get("records")
     source = info.get("source") if isinstance(info, Mapping) else None
@@ -232,7 +232,7 @@ def _e(value: object) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("rageval").joinpath("report_assets", name).read_text(encoding="utf-8")
+    return resources.files("rageval.report").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 def _csp(script: str) -> str:

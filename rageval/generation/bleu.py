@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval import __version__
-from rageval.errors import UsageError
-from rageval.registry import (
+from rageval.core.errors import UsageError
+from rageval.core.registry import (
     Batch,
     Metric,
     MetricResult,
@@ -30,13 +29,14 @@ from rageval.registry import (
     create,
     register,
 )
-from rageval.signature import Field, Signature
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
 
 if TYPE_CHECKING:
     from sacrebleu.metrics.bleu import BLEU as SacreBLEU
     from sacrebleu.metrics.bleu import BLEUScore
 
-    from rageval.records import Record
+    from rageval.core.records import Record
 
 MAX_ORDER = 4
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
 
 
 def trec_order(run: pl.DataFrame) -> pl.DataFrame:

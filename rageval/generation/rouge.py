@@ -48,8 +48,7 @@ from typing import ClassVar, cast
 
 import numpy as np
 
-from rageval import __version__
-from rageval.registry import (
+from rageval.core.registry import (
     Batch,
     Metric,
     MetricResult,
@@ -58,7 +57,8 @@ from rageval.registry import (
     register,
     register_family,
 )
-from rageval.signature import Field, Signature
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
 
 __all__ = [
     "ROUGE_SCORE_SEMANTICS",

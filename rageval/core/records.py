@@ -50,7 +50,7 @@ Blank lines are skipped. Other formats carry the same fields:
   ``judgments`` struct or map column, ``contexts`` as a list of strings or of structs). A
   null value means the field is absent. Errors report the 1-based row number as the line.
 
-Every problem with the input raises :class:`~rageval.errors.InputError` naming the file, the
+Every problem with the input raises :class:`~rageval.core.errors.InputError` naming the file, the
 line and the field (a dotted path such as ``contexts[2].id`` or ``judgments.d3``; list
 indices count from 0), before anything is scored.
 """
@@ -70,7 +70,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from rageval.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

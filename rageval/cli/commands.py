@@ -20,10 +20,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from rageval.errors import UsageError
-from rageval.files import creatable
+from rageval.core.errors import UsageError
+from rageval.core.files import creatable
 from rageval.orchestrator import ProgressHook, evaluate
-from rageval.report import metrics_table, print_summary, rubrics_table
+from rageval.report.tables import metrics_table, print_summary, rubrics_table
 
 if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions, JudgeProgress
@@ -77,7 +77,7 @@ def _check_out_dir(path: str) -> None:
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     """The judge configuration from the score flags; None when no judge metric is asked for."""
-    from rageval.names import parse
+    from rageval.core.names import parse
 
     names = [parse(m) for m in args.metrics]
     judged = any(name.namespace == "judge" for name in names)
@@ -156,8 +156,8 @@ def run_metrics(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_fuse(args: argparse.Namespace, out: TextIO) -> int:
-    from rageval.fusion import reciprocal_rank_fusion
-    from rageval.trec import read_run, write_run
+    from rageval.retrieval.fusion import reciprocal_rank_fusion
+    from rageval.retrieval.trec import read_run, write_run
 
     if len(args.runs) < 2:
         raise UsageError("fuse needs at least two runs")
@@ -198,9 +198,9 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
 def run_report(args: argparse.Namespace, out: TextIO) -> int:
     """``rageval report``: load the runs, compare them when there are two or more, and write
     one self-contained HTML file."""
-    from rageval.compare import compare_runs
-    from rageval.html_report import build_report, load_run_records, write_report
-    from rageval.results import Results
+    from rageval.compare.runs import compare_runs
+    from rageval.core.results import Results
+    from rageval.report.html import build_report, load_run_records, write_report
 
     names = list(args.runs)
     if args.baseline is not None and args.baseline not in names:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import InputError, MissingDependencyError, UsageError
-from rageval.files import atomic_write
+from rageval.core.errors import InputError, MissingDependencyError, UsageError
+from rageval.core.files import atomic_write
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.
@@ -113,7 +113,7 @@ class Results:
     def load(cls, run_dir: str | os.PathLike[str]) -> Results:
         """Read a run directory written by :meth:`write` (``rageval score --out DIR``).
 
-        Unscored values come back as NaN. Raises :class:`~rageval.errors.InputError` naming the
+        Unscored values come back as NaN. Raises :class:`~rageval.core.errors.InputError` naming the
         file and line when the directory or a file is missing or malformed.
         """
         directory = Path(run_dir)

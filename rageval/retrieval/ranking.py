@@ -4,8 +4,8 @@ A :class:`Ranking` holds, for a list of queries, the relevance grade of every re
 document in rank order plus every judgment of each query, as flat numpy arrays cut into
 per-query segments by offsets (CSR layout). TREC files (:meth:`Ranking.from_trec`, with
 trec_eval's ranking rules) and rageval records (:meth:`Ranking.from_lists`, which keeps the
-given order) produce the same structure, so one set of kernels (:mod:`rageval.kernels`) serves
-both.
+given order) produce the same structure, so one set of kernels
+(:mod:`rageval.retrieval.kernels`) serves both.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from rageval.errors import InputError
-from rageval.trec import Qrels, Run, locate_line, read_qrels, read_run
+from rageval.core.errors import InputError
+from rageval.retrieval.trec import Qrels, Run, locate_line, read_qrels, read_run
 
 __all__ = ["Ranking"]
 

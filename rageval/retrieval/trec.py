@@ -9,7 +9,7 @@ Formats (fields separated by any run of ASCII whitespace, as trec_eval splits th
   the run's name is the ``runid`` of its last line.
 
 Lines whose first non-blank character is ``#`` are comments and blank lines are skipped in both
-files. Any other malformed line raises :class:`rageval.errors.InputError` naming the file, the
+files. Any other malformed line raises :class:`rageval.core.errors.InputError` naming the file, the
 1-based line and the field.
 
 Reading is columnar (polars' CSV reader) so a 10M-line run parses in about a second. The fast
@@ -31,7 +31,7 @@ from typing import Any, TextIO
 import numpy as np
 import polars as pl
 
-from rageval.errors import InputError
+from rageval.core.errors import InputError
 
 __all__ = [
     "Qrels",

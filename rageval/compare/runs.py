@@ -12,9 +12,9 @@ were produced under the same signature. The statistics (all seeded, never a glob
   that metric only, and counted (``n_dropped``); values, delta and tests use the ``n`` pairs left,
   so a value can differ from the run's summary when records were left out.
 - **CI.** 95% percentile bootstrap of the delta: the paired records are resampled jointly for
-  both systems (``resamples`` draws, those of :func:`rageval.stats.bootstrap_ci` with the same
-  seed), once for all metrics of the comparison. In a resample, a metric's delta is computed
-  over the drawn pairs it scores (resamples that draw none of them are left out of its
+  both systems (``resamples`` draws, those of :func:`rageval.compare.stats.bootstrap_ci` with
+  the same seed), once for all metrics of the comparison. In a resample, a metric's delta is
+  computed over the drawn pairs it scores (resamples that draw none of them are left out of its
   quantiles); for a metric scored on every pair this is exactly ``bootstrap_ci`` of the
   per-record differences.
 - **p-value.** Two-sided paired randomization test: each record's two values are swapped between
@@ -57,11 +57,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rageval.bleu import corpus_bleu_scorer
-from rageval.errors import InputError, UsageError
-from rageval.files import atomic_write
-from rageval.results import Results
-from rageval.stats import holm, paired_bootstrap, randomization_test
+from rageval.compare.stats import holm, paired_bootstrap, randomization_test
+from rageval.core.errors import InputError, UsageError
+from rageval.core.files import atomic_write
+from rageval.core.results import Results
+from rageval.generation.bleu import corpus_bleu_scorer
 
 LEVEL = 0.95
 # Significance marks on Holm-adjusted p-values, strictest first.

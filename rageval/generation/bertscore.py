@@ -27,7 +27,7 @@ not part of the key: embeddings computed on a GPU are reused on a CPU (they diff
 of float32 rounding only).
 
 Importing this module imports neither torch nor bert-score; they are loaded on first use, and a
-missing one raises :class:`~rageval.errors.MissingDependencyError` naming the ``bertscore``
+missing one raises :class:`~rageval.core.errors.MissingDependencyError` naming the ``bertscore``
 extra.
 """
 
@@ -54,11 +54,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from rageval import __version__
-from rageval.errors import MissingDependencyError, UsageError
-from rageval.files import atomic_write
-from rageval.names import MetricName
-from rageval.registry import (
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.files import atomic_write
+from rageval.core.names import MetricName
+from rageval.core.registry import (
     Batch,
     Metric,
     MetricResult,
@@ -67,10 +66,11 @@ from rageval.registry import (
     answer_reference_reason,
     register,
 )
-from rageval.signature import Field, Signature
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
 
 if TYPE_CHECKING:
-    from rageval.records import Record
+    from rageval.core.records import Record
 
 __all__ = [
     "DEFAULT_LAYER",

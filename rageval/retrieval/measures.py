@@ -1,6 +1,7 @@
 """Retrieval metrics over records, with trec_eval 10.0 semantics.
 
-Every metric here is a thin, named face over a numeric kernel of :mod:`rageval.kernels`; the
+Every metric here is a thin, named face over a numeric kernel of
+:mod:`rageval.retrieval.kernels`; the
 ``rageval trec-eval`` command runs the very same kernels over TREC files, so a record's
 ``ndcg@10`` and trec_eval's ``ndcg_cut_10`` cannot drift apart.
 
@@ -23,11 +24,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from rageval import kernels
-from rageval.errors import UsageError
-from rageval.ranking import Ranking
-from rageval.registry import Batch, Metric, MetricResult, Param, ScoreOptions, register
-from rageval.signature import Field
+from rageval.core.errors import UsageError
+from rageval.core.registry import Batch, Metric, MetricResult, Param, ScoreOptions, register
+from rageval.core.signature import Field
+from rageval.retrieval import kernels
+from rageval.retrieval.ranking import Ranking
 
 _REL = Param("rel", int, 1, "grade from which a judged context counts as relevant", minimum=1)
 _GAIN = Param(
