@@ -20,16 +20,16 @@ from rageval.core.version import __version__
 __all__ = ["Results", "__version__", "compare_runs", "evaluate", "load_records"]
 
 if TYPE_CHECKING:
+    from rageval.api import evaluate
     from rageval.compare.runs import compare_runs
     from rageval.core.records import load_records
     from rageval.core.results import Results
-    from rageval.orchestrator import evaluate
 
 
 def __getattr__(name: str) -> Any:
     # Lazy so that `import rageval` stays cheap (no polars/numpy until needed).
     if name == "evaluate":
-        from rageval.orchestrator import evaluate
+        from rageval.api import evaluate
 
         return evaluate
     if name == "load_records":

@@ -1,33 +1,41 @@
-"""The orchestrator: records x metrics -> :class:`~rageval.core.results.Results`.
+"""The orchestrator: records x metrics -> :class:`~rageval.core.results.Results`, through the
+metric lifecycle, naming no family.
 
-One synchronous entry point, :func:`evaluate`. It resolves metric names, merges qrels, checks
-before any scoring that every metric can score at least one record, scores in batches, and
-aggregates each output (mean or corpus figure, seeded bootstrap CI, unscored counts with reasons).
+:func:`run_metrics` resolves metric names, has each metric's run hooks check that the run can go
+ahead before anything is read from outside, written or sent, lets a judgments provider fill in
+the judgments of records without any, checks that every metric can score at least one record,
+has the hooks prepare over the whole run, scores in batches, aggregates each output (mean or the
+metric's corpus figure, seeded bootstrap CI, unscored counts with reasons), and collects the
+manifest sections of the hooks. The public entry point is :func:`rageval.evaluate`.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from rageval.compare.stats import bootstrap_ci
-from rageval.core.errors import InputError, UsageError
-from rageval.core.records import Record, apply_judgments, load_records
-from rageval.core.registry import Batch, Metric, MetricResult, ScoreOptions, create
+from rageval.core.errors import UsageError
+from rageval.core.metric import (
+    Batch,
+    JudgmentsProvider,
+    Metric,
+    MetricResult,
+    RunHooks,
+    ScoreOptions,
+)
+from rageval.core.records import Record
+from rageval.core.registry import create, judgments_provider
 from rageval.core.results import MetricSummary, RecordResult, Results
 from rageval.core.version import __version__
-
-if TYPE_CHECKING:
-    from rageval.judge.options import JudgeOptions
 
 # Which record field each "needs" entry refers to, and how to tell it is present.
 _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
@@ -41,108 +49,71 @@ _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
 ProgressHook = Callable[[int, int], None]  # (records done, records total)
 
 
-def evaluate(
-    records: Sequence[Record] | str | os.PathLike[str],
+def run_metrics(
+    records: list[Record],
     metrics: Iterable[str | Metric],
+    options: ScoreOptions,
     *,
-    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None = None,
-    trec_convention: bool = False,
+    source: str = "<memory>",
+    judgments_from: str | None = None,
     seed: int = 0,
     bootstrap: int = 1000,
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
-    embedding_cache: str | None = None,
-    judge: JudgeOptions | None = None,
-    judgments_from: str | None = None,
-    format: str | None = None,
-    max_line_bytes: int | None = None,
 ) -> Results:
-    """Score ``records`` with ``metrics`` and aggregate.
-
-    ``records`` is a list of :class:`Record` or a path (JSONL, CSV, Parquet). ``metrics`` are
-    names (``"ndcg@10"``) or metric objects. ``qrels`` (a TREC qrels path or a mapping
-    ``{record_id: {doc_id: grade}}``) fills the judgments of records. ``trec_convention`` scores
-    queries without relevant judgments as trec_eval does (0) instead of leaving them unscored.
-    ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
-    ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
-    ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
-    ``judge`` (a :class:`~rageval.judge.metric.JudgeOptions`) configures ``judge:*`` metrics:
-    model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
-    contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
-    their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
-    apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
-    """
+    """Score ``records`` with ``metrics`` under ``options`` and aggregate (see the module)."""
     started = time.perf_counter()
     _check_settings(seed, bootstrap, batch_size)
-    source = str(records) if isinstance(records, (str, os.PathLike)) else "<memory>"
-    loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes)
-              if isinstance(records, (str, os.PathLike)) else list(records))
-    loaded, judgments_source = _with_qrels(loaded, qrels, source)
-    if judgments_from is not None and judge is None:
-        raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
-                         "or --judge-model)")
-    if judgments_from not in (None, "judge"):
-        raise UsageError(f"judgments_from must be 'judge' or None, got {judgments_from!r}")
-    run = Batch(loaded)
-    graders: list[Metric] = []  # the judge metric grading contexts into judgments, if any
-    judged_info = None
-    if judgments_from == "judge":
-        from rageval.judge.judgments import judge_judgments, judgments_metric, needs_grading
-        from rageval.judge.run import check_judge
-
-        grader = judgments_metric(ScoreOptions(trec_convention=trec_convention, judge=judge))
-        graders.append(grader)
-        check_judge([r for r in loaded if needs_grading(r)], graders)
-        loaded, judged_info = judge_judgments(loaded, grader, run, judgments_source)
-        judgments_source = judged_info.source
-        run.records = loaded  # the run's records now carry the judged judgments
-    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
-                           embedding_cache=embedding_cache, judge=judge,
-                           max_line_bytes=max_line_bytes)
+    if not records:
+        raise UsageError("no records to score")
+    provider = judgments_provider(judgments_from, options) if judgments_from else None
     resolved = _resolve(metrics, options)
-    _check_inputs(loaded, resolved)
-    if any(m.family == "judge" for m in resolved):
-        from rageval.judge.run import check_judge
-
-        check_judge(loaded, resolved)
-
-    per_metric = _score_all(resolved, loaded, batch_size, progress, run)
+    for hooks, group in _by_hooks(resolved):
+        hooks.check(records, group)
+    run = Batch(records)
+    extra: dict[str, Any] = {}
+    if provider is not None:
+        records, resolved, options, extra[provider.section] = _fill_judgments(
+            provider, records, resolved, options, run)
+    _check_inputs(records, resolved)
+    helpers = provider.metrics() if provider is not None else []
+    for hooks, group in _by_hooks(resolved):
+        hooks.prepare(run, group)
+    per_metric = _score_all(resolved, records, batch_size, progress, run)
     summary = {
         name: summary_item
         for metric, result in per_metric.items()
         for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
     }
-    manifest = _manifest(source, loaded, resolved, options, seed, bootstrap, started)
-    if judged_info is not None:
-        manifest["judged_judgments"] = judged_info.manifest()
-    if any(m.family == "judge" for m in [*resolved, *graders]):
-        from rageval.judge.run import judge_manifest
+    manifest = _manifest(source, records, resolved, options, seed, bootstrap)
+    manifest.update(extra)
+    for hooks, group in _by_hooks([*resolved, *helpers]):
+        section = hooks.manifest(run, group)
+        if section is not None:
+            manifest[hooks.section] = section
+    manifest["wall_time_s"] = round(time.perf_counter() - started, 3)
+    return Results(_record_results(records, per_metric), summary, manifest)
 
-        manifest["judge"] = judge_manifest(run, [*resolved, *graders])
-    return Results(_record_results(loaded, per_metric), summary, manifest)
+
+def _fill_judgments(
+    provider: JudgmentsProvider, records: list[Record], metrics: list[Metric],
+    options: ScoreOptions, run: Batch,
+) -> tuple[list[Record], list[Metric], ScoreOptions, dict[str, Any]]:
+    """Judgments from the provider; the metrics then sign with the judgments' new source."""
+    provider.check(records)
+    filled, source, account = provider.fill(records, run, options.judgments_source)
+    run.records = filled  # the run's records now carry the provided judgments
+    options = replace(options, judgments_source=source)
+    return filled, [m.with_options(options) for m in metrics], options, account
 
 
-def _with_qrels(
-    records: list[Record],
-    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
-    records_source: str,
-) -> tuple[list[Record], str]:
-    """Fill judgments from qrels; return the records and where their judgments came from."""
-    if qrels is None:
-        return records, "inline"
-    if isinstance(qrels, Mapping):
-        mapping, source = qrels, "<qrels mapping>"
-    else:
-        from rageval.retrieval.trec import read_qrels
-
-        source = str(qrels)
-        mapping = read_qrels(source).to_dict()
-    filled = apply_judgments(records, mapping, source=source, records_source=records_source)
-    from_qrels = sum(1 for r in records if r.id in mapping)
-    if from_qrels == 0:
-        raise InputError("no query id of the qrels matches a record id", path=source)
-    inline = sum(1 for r in records if r.judgments is not None)
-    return filled, "qrels" if inline == 0 else "mixed"
+def _by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:
+    """The metrics grouped by the run hooks they share, in the order first met."""
+    groups: dict[int, tuple[RunHooks, list[Metric]]] = {}
+    for metric in metrics:
+        if metric.hooks is not None:
+            groups.setdefault(id(metric.hooks), (metric.hooks, []))[1].append(metric)
+    return list(groups.values())
 
 
 def _check_settings(seed: int, bootstrap: int, batch_size: int) -> None:
@@ -170,10 +141,26 @@ def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Met
     return resolved
 
 
+def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    resolved: list[Metric] = []
+    for item in metrics:
+        if isinstance(item, Metric):
+            # A metric object built elsewhere gets this run's options (and so its signature).
+            metric = item if item.options == options else item.with_options(options)
+        else:
+            metric = create(item, options)
+        if str(metric) in {str(m) for m in resolved}:
+            raise UsageError(f"metric {metric} requested twice")
+        resolved.append(metric)
+    if not resolved:
+        raise UsageError("no metrics requested (e.g. -m ndcg@10)")
+    return resolved
+
+
 def _check_inputs(records: list[Record], metrics: list[Metric]) -> None:
     """Stop before scoring when a metric could not score a single record."""
-    if not records:
-        raise UsageError("no records to score")
     for metric in metrics:
         for needed in sorted(metric.needs):
             if not any(_FIELD_PRESENT[needed](r) for r in records):
@@ -192,8 +179,8 @@ def _score_all(
     progress: ProgressHook | None,
     run: Batch | None = None,
 ) -> dict[Metric, MetricResult]:
-    """Score batch by batch; within a batch every metric shares the batch's cache (one ranking
-    for all retrieval metrics, one tokenisation for all ROUGE variants)."""
+    """Score batch by batch; within a batch every metric shares the batch's cache, so what
+    several metrics derive from the same records (a ranking, a tokenisation) is built once."""
     parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
     run = run if run is not None else Batch(records)
     for start in range(0, len(records), batch_size):
@@ -294,30 +281,29 @@ def _manifest(
     options: ScoreOptions,
     seed: int,
     bootstrap: int,
-    started: float,
 ) -> dict[str, Any]:
     return {
         "rageval": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "records": {"source": source if source == "<memory>" else str(Path(source)),
-                    "count": len(records)},
+        "records": {"source": source, "count": len(records)},
         "metrics": [str(m) for m in metrics],
         "judgments": options.judgments_source,
         "trec_convention": options.trec_convention,
         "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95,
                       "method": "percentile"},
-        "versions": _versions(),
-        "wall_time_s": round(time.perf_counter() - started, 3),
+        "versions": _versions(metrics),
     }
 
 
-# Libraries whose version can change a value; read from package metadata (nothing is imported).
-_VERSIONED = ("numpy", "polars", "sacrebleu", "nltk", "bert-score", "transformers", "torch")
+# Libraries every run's values rest on; each metric adds its own (Metric.libraries).
+_ALWAYS_VERSIONED = ("numpy", "polars")
 
 
-def _versions() -> dict[str, str]:
+def _versions(metrics: Sequence[Metric]) -> dict[str, str]:
+    """Versions of the libraries that can change a value, read from package metadata."""
     out = {"python": platform.python_version()}
-    for package in _VERSIONED:
+    wanted = dict.fromkeys([*_ALWAYS_VERSIONED, *(lib for m in metrics for lib in m.libraries)])
+    for package in wanted:
         try:
             out[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

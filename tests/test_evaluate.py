@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rageval.api import evaluate
 from rageval.compare.stats import bootstrap_ci
 from rageval.core.errors import UsageError
 from rageval.core.records import load_records, records_from_dicts
-from rageval.orchestrator import evaluate
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 
@@ -110,7 +110,7 @@ def test_bootstrap_ci_edges() -> None:
 
 def test_public_api_names_the_function() -> None:
     import rageval
-    import rageval.orchestrator  # importing the module must not shadow the function
+    import rageval.api  # importing the module must not shadow the function
 
     assert callable(rageval.evaluate) and rageval.evaluate.__name__ == "evaluate"
     assert callable(rageval.load_records)

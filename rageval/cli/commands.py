@@ -20,10 +20,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from rageval.api import evaluate
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
-from rageval.orchestrator import ProgressHook, evaluate
-from rageval.report.tables import metrics_table, print_summary, rubrics_table
+from rageval.judge.catalog import rubrics_table
+from rageval.orchestrator import ProgressHook
+from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions, JudgeProgress

@@ -20,18 +20,20 @@ What a user should know about judged judgments:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError
+from rageval.core.metric import Batch, JudgmentsProvider, Metric, ScoreOptions
 from rageval.core.records import apply_judgments
+from rageval.judge.metric import JudgeMetric
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
-    from rageval.core.registry import Batch, ScoreOptions
-    from rageval.judge.metric import JudgeMetric
 
-__all__ = ["JUDGMENTS_RUBRIC", "JudgedJudgments", "judge_judgments", "judgments_metric"]
+__all__ = ["JUDGMENTS_RUBRIC", "JudgeJudgments", "JudgedJudgments", "judge_judgments",
+           "judgments_metric"]
 
 JUDGMENTS_RUBRIC = "context_relevance"
 _SHOWN = 10
@@ -52,10 +54,30 @@ class JudgedJudgments:
                 "incomplete": {rid: self.reasons[rid] for rid in self.incomplete[:_SHOWN]}}
 
 
+class JudgeJudgments(JudgmentsProvider):
+    """``judgments_from="judge"``: the provider the registry hands the orchestrator."""
+
+    section = "judged_judgments"
+
+    def __init__(self, options: ScoreOptions) -> None:
+        self.grader = judgments_metric(options)
+
+    def metrics(self) -> list[Metric]:
+        return [self.grader]
+
+    def check(self, records: Sequence[Record]) -> None:
+        todo = [r for r in records if needs_grading(r)]
+        if self.grader.hooks is not None:
+            self.grader.hooks.check(todo, [self.grader])
+
+    def fill(self, records: list[Record], run: Batch,
+             source: str) -> tuple[list[Record], str, dict[str, Any]]:
+        filled, info = judge_judgments(records, self.grader, run, source)
+        return filled, info.source, info.manifest()
+
+
 def judgments_metric(options: ScoreOptions) -> JudgeMetric:
     """The per-context judge metric whose grades become judgments."""
-    from rageval.judge.metric import JudgeMetric
-
     if options.judge is None or not options.judge.model:
         raise UsageError("--judgments-from judge needs a judge model (--judge-model)")
     return JudgeMetric(JUDGMENTS_RUBRIC, options=options)
@@ -75,8 +97,6 @@ def source_label(metric: JudgeMetric, base: str) -> str:
 def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch,
                     base_source: str) -> tuple[list[Record], JudgedJudgments]:
     """Grade the contexts of every record without judgments and fill its judgments."""
-    from rageval.core.registry import Batch
-
     todo = [r for r in records if needs_grading(r)]
     if not todo:  # every record has judgments already: the judge adds nothing
         return records, JudgedJudgments(base_source)

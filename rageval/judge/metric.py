@@ -9,8 +9,8 @@ built-in rubrics).
 A reply that cannot be parsed, or a request that failed for good, leaves the record unscored with
 a reason; the raw reply is kept in the record's details. ``offline`` replays from the cache
 alone: no client is built and no network call is made; when the cache lacks an entry the run
-stops before scoring (:func:`~rageval.judge.run.check_judge`) unless ``allow_missing`` leaves
-those unscored.
+stops before scoring (the judge's run hooks, :class:`~rageval.judge.run.JudgeHooks`) unless
+``allow_missing`` leaves those unscored.
 
 The signature names the endpoint and the response format the replies came from (read from the
 replies: a replay signs with the endpoint that recorded them, not the one configured now).
@@ -26,16 +26,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval.core.errors import UsageError
-from rageval.core.names import MetricName
-from rageval.core.registry import Batch, Metric, MetricResult, ScoreOptions, register_namespace
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.signature import Field, Signature
 from rageval.judge.formats import ReplySchema
 from rageval.judge.logprobs import expected_score
 from rageval.judge.options import JudgeOptions
 from rageval.judge.parsing import parse_reply
-from rageval.judge.prompts import RENDER_VERSION, Rubric, load_rubric, render, reply_schema
+from rageval.judge.prompts import (
+    RENDER_VERSION,
+    Rubric,
+    load_rubric,
+    prompt_info,
+    render,
+    reply_schema,
+)
 from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
+from rageval.judge.run import JUDGE_HOOKS
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -62,6 +68,7 @@ class JudgeMetric(Metric):
 
     family = "judge"
     base = "judge"
+    hooks = JUDGE_HOOKS
     summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"
 
     def __init__(
@@ -90,6 +97,9 @@ class JudgeMetric(Metric):
 
     def ready(self) -> None:
         """Raise a usage error, before any scoring, when the metric cannot run."""
+
+    def score_range(self) -> tuple[float, float]:
+        return float(self.rubric.scale_min), float(self.rubric.scale_max)
 
     def reply_schema(self) -> ReplySchema:
         """The structured output this metric asks the judge for."""
@@ -315,23 +325,3 @@ def _mean_distribution(distributions: list[dict[int, float]]) -> dict[str, float
     scores = sorted({s for d in distributions for s in d})
     return {str(s): sum(d.get(s, 0.0) for d in distributions) / len(distributions)
             for s in scores}
-
-
-def prompt_info(rubric: Rubric) -> dict[str, str]:
-    return {"version": rubric.version, "hash": rubric.hash, "source": rubric.source}
-
-
-def _factory(name: MetricName, options: ScoreOptions) -> Metric:
-    target = name.base.split(":", 1)[1]
-    if name.cutoff is not None:
-        raise UsageError(f"{name.base} takes no cutoff '@{name.cutoff}'")
-    if target == "pairwise":
-        from rageval.judge.pairwise import PairwiseMetric
-
-        return PairwiseMetric(options=options, **dict(name.params))
-    return JudgeMetric(target, options=options, **dict(name.params))
-
-
-register_namespace("judge", _factory)
-
-

@@ -1,28 +1,31 @@
-"""Run-level judge steps the orchestrator calls: the checks before any scoring, the manifest.
+"""The judge metrics' run hooks (:data:`JUDGE_HOOKS`): the checks before any scoring and the
+manifest's ``judge`` section.
 
 :func:`check_judge` runs before anything is read from the judge, written or sent: every option
 is valid, every judge metric can run, an offline replay finds every reply it needs, and a run
 that must ask the judge has the API key it needs. :func:`judge_manifest` is the manifest's
-``judge`` section.
+``judge`` section. Both get the run's judge metrics (rubric and pairwise alike) and nothing else.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.errors import RagevalError
+from rageval.core.metric import RunHooks
 from rageval.judge.client import JudgeError, api_key_problem
-from rageval.judge.metric import JudgeMetric, prompt_info
 from rageval.judge.options import JudgeOptions
-from rageval.judge.prompts import RENDER_VERSION
-from rageval.judge.replies import RunStats, uncached
+from rageval.judge.prompts import RENDER_VERSION, prompt_info
+from rageval.judge.replies import RunStats, Unit, uncached
 
 if TYPE_CHECKING:
+    from rageval.core.metric import Batch, Metric
     from rageval.core.records import Record
-    from rageval.core.registry import Batch, Metric
+    from rageval.judge.prompts import Rubric
 
-__all__ = ["OfflineCacheMiss", "check_judge", "judge_manifest"]
+__all__ = ["JUDGE_HOOKS", "JudgeHooks", "OfflineCacheMiss", "check_judge", "judge_manifest"]
 
 _SHOWN_MISSING = 5
 
@@ -33,16 +36,43 @@ class OfflineCacheMiss(RagevalError):
     exit_code = 2
 
 
-def judge_metrics(metrics: list[Metric]) -> list[JudgeMetric]:
-    return [m for m in metrics if isinstance(m, JudgeMetric)]
+class JudgedMetric(Protocol):
+    """What the hooks use of a judge metric (:class:`~rageval.judge.metric.JudgeMetric`)."""
+
+    rubric: Rubric
+
+    @property
+    def judge(self) -> JudgeOptions: ...
+
+    def ready(self) -> None: ...
+
+    def units(self, record: Record, index: int = 0) -> list[Unit]: ...
 
 
-def check_judge(records: list[Record], metrics: list[Metric]) -> None:
+class JudgeHooks(RunHooks):
+    """The run hooks every judge metric shares: one cache, one endpoint, one manifest section."""
+
+    section = "judge"
+
+    def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
+        check_judge(records, _judged(metrics))
+
+    def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
+        return judge_manifest(run, _judged(metrics))
+
+
+JUDGE_HOOKS = JudgeHooks()
+
+
+def _judged(metrics: Sequence[Metric]) -> list[JudgedMetric]:
+    return list(metrics)  # type: ignore[arg-type]  # the hooks are given judge metrics only
+
+
+def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> None:
     """Before any scoring: every judge option is valid; an offline run without
     ``allow_missing`` finds every reply it needs in the cache (else :class:`OfflineCacheMiss`
     listing how many are missing and the first few record ids and criteria); a run that has to
     ask the judge has its API key (else :class:`~rageval.judge.client.JudgeError`)."""
-    judged = judge_metrics(metrics)
     if not judged:
         return
     judge = judged[0].judge
@@ -77,13 +107,12 @@ def check_judge(records: list[Record], metrics: list[Metric]) -> None:
     )
 
 
-def judge_manifest(run: Batch, metrics: list[Metric]) -> dict[str, Any] | None:
+def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any] | None:
     """The manifest's ``judge`` section: model, endpoint, response formats, prompt hashes,
     cache and tokens."""
-    judged = judge_metrics(metrics)
     if not judged:
         return None
-    judge = judged[0].options.judge or JudgeOptions()
+    judge = judged[0].judge
     stats: RunStats = run.cached(("judge", "stats"), RunStats)
     prompts = dict(stats.prompts)
     for metric in judged:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rageval.core.registry import Metric, metric_classes, render_value
+from rageval.core.metric import Metric, render_value
+from rageval.core.registry import metric_classes
 from rageval.core.results import Results
 
 
@@ -61,31 +62,6 @@ def metrics_table() -> Table:
     table.add_column("definition", overflow="fold")
     for base, cls in metric_classes().items():
         table.add_row(base, _cutoff_text(cls), _params_text(cls), cls.summary)
-    return table
-
-
-def rubrics_table(prompts_dir: str | None = None) -> Table:
-    """The judge rubrics usable as ``judge:<name>``: scale, inputs and what each grades."""
-    from rageval.judge.prompts import list_rubrics, load_rubric
-
-    table = Table(title="judge rubrics (judge:<name>, or judge:<path to a .toml>)",
-                  title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("scale")
-    table.add_column("inputs")
-    table.add_column("grades", overflow="fold")
-    for name in list_rubrics(prompts_dir):
-        if name == "pairwise":  # not a rubric: the pairwise prompt, listed below
-            continue
-        rubric = load_rubric(name, prompts_dir)
-        where = "" if rubric.builtin else f" ({rubric.source})"
-        per_context = " (each context)" if "context" in rubric.inputs else ""
-        table.add_row(f"judge:{name}", f"{rubric.scale_min}-{rubric.scale_max}{per_context}",
-                      ", ".join(rubric.inputs), rubric.description + where)
-    table.add_row("judge:pairwise", "win 1, tie 0.5, loss 0",
-                  "query, answer, --judge-against FILE's answer (contexts, reference if any)",
-                  "Which of two answers is better, asked in both orders (a verdict that flips "
-                  "when swapped is a tie); .win .tie .loss .consistent as components.")
     return table
 
 

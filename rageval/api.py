@@ -1,0 +1,90 @@
+"""The public entry point :func:`evaluate`: reads what the caller names (records, qrels), turns
+the keyword options into the run's :class:`~rageval.core.metric.ScoreOptions`, and hands the
+work to the orchestrator."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rageval.core.errors import InputError, UsageError
+from rageval.core.metric import Metric, ScoreOptions
+from rageval.core.records import Record, apply_judgments, load_records
+from rageval.core.results import Results
+from rageval.orchestrator import ProgressHook, run_metrics
+
+if TYPE_CHECKING:
+    from rageval.judge.options import JudgeOptions
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    records: Sequence[Record] | str | os.PathLike[str],
+    metrics: Iterable[str | Metric],
+    *,
+    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None = None,
+    trec_convention: bool = False,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    batch_size: int = 1000,
+    progress: ProgressHook | None = None,
+    embedding_cache: str | None = None,
+    judge: JudgeOptions | None = None,
+    judgments_from: str | None = None,
+    format: str | None = None,
+    max_line_bytes: int | None = None,
+) -> Results:
+    """Score ``records`` with ``metrics`` and aggregate.
+
+    ``records`` is a list of :class:`Record` or a path (JSONL, CSV, Parquet). ``metrics`` are
+    names (``"ndcg@10"``) or metric objects. ``qrels`` (a TREC qrels path or a mapping
+    ``{record_id: {doc_id: grade}}``) fills the judgments of records. ``trec_convention`` scores
+    queries without relevant judgments as trec_eval does (0) instead of leaving them unscored.
+    ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
+    ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
+    ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
+    ``judge`` (a :class:`~rageval.judge.options.JudgeOptions`) configures ``judge:*`` metrics:
+    model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
+    contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
+    their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
+    apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
+    """
+    if judgments_from == "judge" and judge is None:
+        raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
+                         "or --judge-model)")
+    from_file = isinstance(records, (str, os.PathLike))
+    source = str(Path(records)) if from_file else "<memory>"
+    loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes)
+              if from_file else list(records))
+    loaded, judgments_source = _with_qrels(loaded, qrels, source)
+    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
+                           embedding_cache=embedding_cache, judge=judge,
+                           max_line_bytes=max_line_bytes)
+    return run_metrics(loaded, metrics, options, source=source, judgments_from=judgments_from,
+                       seed=seed, bootstrap=bootstrap, batch_size=batch_size, progress=progress)
+
+
+def _with_qrels(
+    records: list[Record],
+    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
+    records_source: str,
+) -> tuple[list[Record], str]:
+    """Fill judgments from qrels; return the records and where their judgments came from."""
+    if qrels is None:
+        return records, "inline"
+    if isinstance(qrels, Mapping):
+        mapping, source = qrels, "<qrels mapping>"
+    else:
+        from rageval.retrieval.trec import read_qrels
+
+        source = str(qrels)
+        mapping = read_qrels(source).to_dict()
+    filled = apply_judgments(records, mapping, source=source, records_source=records_source)
+    from_qrels = sum(1 for r in records if r.id in mapping)
+    if from_qrels == 0:
+        raise InputError("no query id of the qrels matches a record id", path=source)
+    inline = sum(1 for r in records if r.judgments is not None)
+    return filled, "qrels" if inline == 0 else "mixed"

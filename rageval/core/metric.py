@@ -1,0 +1,333 @@
+"""The metric base class, its parameter declarations and its run lifecycle.
+
+A metric is an immutable, parameterised value (the ir_measures idea): ``p(rel=2)@5`` is the class
+registered as ``p`` built with ``rel=2`` and cutoff 5. A small table of :class:`Param` declarations
+drives validation, the canonical name, the signature and ``rageval metrics``.
+
+Metrics score a whole batch of records at once (BERTScore and the judge need batches); shared,
+derived data for a batch (the columnar ranking of the retrieval metrics, say) lives in the
+:class:`Batch` cache so that ten retrieval metrics build it once. Work a kind of metric does once
+per run (checks before anything is read or sent, preparation over all records, a manifest
+section) goes through :class:`RunHooks`, so the orchestrator calls every family the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+
+from rageval.core.errors import UsageError
+from rageval.core.names import MetricName
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
+
+if TYPE_CHECKING:
+    from rageval.core.records import Record
+
+CutoffRule = Literal["none", "optional", "required"]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One declared parameter: its name, type, default, allowed values and meaning."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+
+    def convert(self, raw: Any, metric: str) -> Any:
+        value = self._coerce(raw, metric)
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(str(c) for c in self.choices)
+            raise UsageError(f"{metric}: {self.name}={raw} is not one of: {allowed}")
+        if self.minimum is not None and value < self.minimum:
+            raise UsageError(f"{metric}: {self.name}={raw} must be at least {self.minimum:g}")
+        return value
+
+    def _coerce(self, raw: Any, metric: str) -> Any:
+        if isinstance(raw, self.type) and not (self.type is int and isinstance(raw, bool)):
+            return raw
+        if not isinstance(raw, str):
+            raise UsageError(f"{metric}: {self.name} must be {self.type.__name__}, got {raw!r}")
+        try:
+            if self.type is bool:
+                return _parse_bool(raw)
+            return self.type(raw)
+        except ValueError:
+            raise UsageError(
+                f"{metric}: {self.name}={raw} is not a valid {self.type.__name__}"
+            ) from None
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise ValueError(raw)
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """Run-wide options that change how a metric treats undefined cases (part of signatures)."""
+
+    # trec_eval scores a query with no relevant judgments as 0; rageval leaves it unscored.
+    trec_convention: bool = False
+    judgments_source: str = "inline"
+    # Where BERTScore keeps embeddings between runs ("none": nowhere); None: its own default.
+    # Changes speed only, never a value, so it is not part of any signature.
+    embedding_cache: str | None = None
+    # How the LLM judge is reached and cached (judge:* metrics): a frozen options object of
+    # the judge family (rageval.judge.options.JudgeOptions), opaque down here.
+    judge: Any = None
+    # The longest line read from any records file of the run (None: the loader's default).
+    max_line_bytes: int | None = None
+
+
+class Batch:
+    """The records scored together, plus a cache of data derived from them.
+
+    ``run`` is the whole run the batch belongs to (a Batch of every record ``evaluate`` scores,
+    whose cache all its batches share), for statistics over the run such as BERTScore's idf over
+    all references. A batch built on its own is its own run.
+    """
+
+    def __init__(self, records: Sequence[Record], run: Batch | None = None,
+                 scope: Sequence[Record] | None = None) -> None:
+        self.records = records
+        self._cache: dict[Any, Any] = {}
+        self.run: Batch = self if run is None else run
+        # The records scored batch by batch in the same pass, this batch among them (default:
+        # this batch alone): a metric may prepare work for all of them at once (the judge).
+        self.scope: Sequence[Record] = records if scope is None else scope
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+
+NO_ANSWER = "no answer (the record has no 'answer')"
+NO_REFERENCE = "no reference (the record has no 'reference')"
+
+
+def answer_reference_reason(record: Record) -> str | None:
+    """Why a generation metric cannot score a record (no answer or no reference), or None."""
+    if record.answer is None:
+        return NO_ANSWER
+    if not record.references:
+        return NO_REFERENCE
+    return None
+
+
+@dataclass
+class MetricResult:
+    """What a metric returns for a batch.
+
+    ``values`` maps output names (the headline name and any components such as
+    ``bertscore.precision``) to float arrays aligned with the batch, NaN where unscored;
+    ``reasons[i]`` explains why record ``i`` is unscored (None when scored); ``details[i]`` is an
+    optional per-record dict (judge reasoning, BLEU statistics, ...).
+    """
+
+    values: dict[str, np.ndarray]
+    reasons: list[str | None]
+    details: list[dict[str, Any] | None] | None = None
+
+
+class Metric(ABC):
+    """Base class of every metric. Subclasses declare class attributes and implement ``score``."""
+
+    family: ClassVar[str]  # "retrieval", "lexical", "semantic", "judge"
+    base: ClassVar[str]  # registered base name, e.g. "ndcg"
+    params: ClassVar[tuple[Param, ...]] = ()
+    cutoff_rule: ClassVar[CutoffRule] = "none"
+    summary: ClassVar[str]  # one-line definition for `rageval metrics`
+    needs: ClassVar[frozenset[str]] = frozenset()  # record fields required: "contexts", ...
+    # Work done once per run for every metric sharing these hooks (None: nothing to do).
+    hooks: ClassVar[RunHooks | None] = None
+    # Distributions whose version can change a value (the manifest records them).
+    libraries: ClassVar[tuple[str, ...]] = ()
+
+    _frozen: bool = False
+
+    def __init__(
+        self,
+        cutoff: int | None = None,
+        options: ScoreOptions | None = None,
+        **params: Any,
+    ) -> None:
+        label = self.base
+        if self.cutoff_rule == "none" and cutoff is not None:
+            raise UsageError(f"{label} takes no cutoff '@{cutoff}'")
+        if self.cutoff_rule == "required" and cutoff is None:
+            raise UsageError(f"{label} needs a cutoff, e.g. '{label}@10'")
+        if cutoff is not None and (isinstance(cutoff, bool) or int(cutoff) < 1):
+            raise UsageError(f"{label}: the cutoff must be a positive integer, got {cutoff!r}")
+        declared = {p.name: p for p in self.params}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            known = ", ".join(declared) or "none"
+            raise UsageError(f"{label}: unknown parameter(s) {', '.join(unknown)}; known: {known}")
+        values = {
+            name: (p.convert(params[name], label) if name in params else p.default)
+            for name, p in declared.items()
+        }
+        self.cutoff = None if cutoff is None else int(cutoff)
+        self.options = options or ScoreOptions()
+        self.values: Mapping[str, Any] = MappingProxyType(values)
+        self._frozen = True
+
+    def with_options(self, options: ScoreOptions) -> Metric:
+        """The same metric (same parameters and cutoff) under other run options."""
+        return type(self)(cutoff=self.cutoff, options=options, **dict(self.values))
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if self._frozen:
+            raise AttributeError(f"metric {self.name} is immutable")
+        super().__setattr__(key, value)
+
+    @property
+    def name(self) -> MetricName:
+        """Canonical name: parameters left at their defaults are omitted."""
+        declared = {p.name: p for p in self.params}
+        shown = tuple(
+            (k, render_value(v)) for k, v in self.values.items() if v != declared[k].default
+        )
+        return MetricName(self.base, shown, self.cutoff)
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+    def __repr__(self) -> str:
+        return f"<metric {self.name}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Metric):
+            return NotImplemented
+        return (str(self), self.options) == (str(other), other.options)
+
+    def __hash__(self) -> int:
+        return hash((str(self), self.options))
+
+    def output_names(self) -> list[str]:
+        """Names of the values this metric writes; the first is the headline."""
+        return [str(self.name)]
+
+    def table_names(self) -> list[str]:
+        """The outputs the terminal summary shows by default (every output is in the files)."""
+        return self.output_names()[:1]
+
+    def signature(self) -> Signature:
+        """Known before scoring: metric, every parameter, run options, versions last."""
+        fields = [Field("metric", self.base, "m")]
+        if self.cutoff is not None:
+            fields.append(Field("cutoff", str(self.cutoff), "k"))
+        fields += [Field(k, render_value(v)) for k, v in self.values.items()]
+        fields += self.signature_extra()
+        fields.append(Field("rageval", __version__, "v", version=True))
+        return Signature.of(fields)
+
+    def result_signature(self, result: MetricResult) -> Signature:
+        """The signature written next to scored values; the same as :meth:`signature` unless a
+        field can only be read from the data (sacrebleu's ``nrefs``)."""
+        return self.signature()
+
+    def signature_extra(self) -> list[Field]:
+        """Metric-specific fields (judgment source, library versions, ...)."""
+        return []
+
+    @abstractmethod
+    def score(self, batch: Batch) -> MetricResult:
+        """Score every record of the batch."""
+
+    def corpus_value(self, result: MetricResult, indices: np.ndarray) -> float | None:
+        """A corpus-level figure over the given records, where the metric defines one.
+
+        None means the summary value is the mean of the per-record headline values.
+        """
+        return None
+
+    def corpus_resampler(
+        self, details: Sequence[Mapping[str, Any] | None]
+    ) -> Callable[[np.ndarray | None], np.ndarray] | None:
+        """For a metric with a corpus figure: a function that recomputes it for weighted sets of
+        records from their per-record ``details`` as ``records.jsonl`` holds them.
+
+        It takes a ``(k, n)`` array of non-negative integer multiplicities (bootstrap
+        resamples, relabellings; None: every record once) and returns the ``k`` figures, so
+        ``rageval compare`` can resample corpus figures of finished runs. None: no corpus figure.
+        """
+        return None
+
+    def score_range(self) -> tuple[float, float] | None:
+        """The lowest and highest value the headline can take, where the metric has a fixed
+        scale that readers of its values need (a judge rubric's 1-5); None otherwise."""
+        return None
+
+
+class RunHooks:
+    """Work a kind of metric does once per run, around the per-batch ``score`` calls.
+
+    Metrics that share an object of this class as their ``hooks`` are handed to it together
+    (all the judge metrics of a run share one cache and one manifest section). The orchestrator
+    calls :meth:`check` before anything is read from outside, written or sent, :meth:`prepare`
+    once over the whole run before the first batch, and :meth:`manifest` after scoring; the
+    default of each does nothing.
+    """
+
+    section: ClassVar[str]  # the manifest key :meth:`manifest` fills
+
+    def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
+        """Raise a :class:`~rageval.core.errors.RagevalError` if the run cannot go ahead."""
+
+    def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
+        """Work over every record of the run, kept in ``run``'s cache for the batches."""
+
+    def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
+        """The manifest section of these metrics (None: none)."""
+        return None
+
+
+class JudgmentsProvider(ABC):
+    """Fills in the relevance judgments of records that carry none (``judgments_from=``).
+
+    Registered by name (:func:`rageval.core.registry.register_judgments`); it grades with
+    metrics of its own family, whose :class:`RunHooks` see them as well (for the checks and the
+    manifest).
+    """
+
+    section: ClassVar[str]  # the manifest key of :meth:`fill`'s account
+
+    @abstractmethod
+    def metrics(self) -> list[Metric]:
+        """The metrics it grades with."""
+
+    @abstractmethod
+    def check(self, records: Sequence[Record]) -> None:
+        """Before any work: raise if the records cannot be graded as asked."""
+
+    @abstractmethod
+    def fill(self, records: list[Record], run: Batch,
+             source: str) -> tuple[list[Record], str, dict[str, Any]]:
+        """The records with judgments filled in, the new judgments source for signatures
+        (``source`` is where the existing ones came from), and its manifest section."""
+
+
+def render_value(value: Any) -> str:
+    """A parameter value as metric names write it (``true``, ``17``, ``roberta-large``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,336 @@
+"""The record model: :class:`Record` and :class:`Context`, and building them from JSON.
+
+:func:`validate_records` turns decoded JSON-form objects (whatever file format they were read
+from) into records, checking every field; a problem in one record is a :class:`FieldError`
+naming the field (a dotted path such as ``contexts[2].id``), to which the file and the line
+are added in the :class:`~rageval.core.errors.InputError` raised. The JSON form is described
+in :mod:`rageval.core.records`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from rageval.core.errors import InputError, UsageError
+
+__all__ = ["MAX_GRADE", "Context", "FieldError", "Record", "validate_judgments", "validate_records"]
+
+_RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments"})
+_CONTEXT_KEYS = frozenset({"id", "text", "score"})
+
+_REPR_LIMIT = 40
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _empty_mapping() -> Mapping[str, Any]:
+    return _EMPTY
+
+
+def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only copy of ``value`` (``value`` itself when already read-only)."""
+    if type(value) is MappingProxyType:
+        return value
+    return MappingProxyType(dict(value)) if value else _EMPTY
+
+
+# --------------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Context:
+    """One retrieved context (passage), in rank order within its record."""
+
+    id: str
+    text: str
+    score: float | None = None
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=_empty_mapping)
+
+    def __post_init__(self) -> None:
+        metadata = _frozen_mapping(self.metadata)
+        if metadata is not self.metadata:
+            object.__setattr__(self, "metadata", metadata)
+        if metadata and not _CONTEXT_KEYS.isdisjoint(metadata):
+            clash = sorted(_CONTEXT_KEYS.intersection(metadata))
+            raise UsageError(f"context metadata must not use the reserved keys {clash}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of this context (metadata keys at the top level)."""
+        out: dict[str, Any] = {"id": self.id, "text": self.text}
+        if self.score is not None:
+            out["score"] = self.score
+        if self.metadata:
+            out.update(self.metadata)
+        return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Record:
+    """One RAG interaction to evaluate. See :mod:`rageval.core.records` for the JSON form."""
+
+    id: str
+    query: str | None = None
+    contexts: tuple[Context, ...] = ()
+    answer: str | None = None
+    references: tuple[str, ...] = ()
+    judgments: Mapping[str, int] | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=_empty_mapping)
+
+    def __post_init__(self) -> None:
+        if type(self.contexts) is not tuple:
+            object.__setattr__(self, "contexts", tuple(self.contexts))
+        if type(self.references) is not tuple:
+            object.__setattr__(self, "references", tuple(self.references))
+        if self.judgments is not None and type(self.judgments) is not MappingProxyType:
+            object.__setattr__(self, "judgments", MappingProxyType(dict(self.judgments)))
+        extra = _frozen_mapping(self.extra)
+        if extra is not self.extra:
+            object.__setattr__(self, "extra", extra)
+        if extra and not _RECORD_KEYS.isdisjoint(extra):
+            clash = sorted(_RECORD_KEYS.intersection(extra))
+            raise UsageError(f"record extra must not use the reserved keys {clash}")
+
+    @property
+    def reference(self) -> str | None:
+        """The first reference answer, or ``None`` when there is none."""
+        return self.references[0] if self.references else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of this record; loading it again gives an equal record."""
+        out: dict[str, Any] = {"id": self.id}
+        if self.query is not None:
+            out["query"] = self.query
+        if self.contexts:
+            out["contexts"] = [context.to_dict() for context in self.contexts]
+        if self.answer is not None:
+            out["answer"] = self.answer
+        if len(self.references) == 1:
+            out["reference"] = self.references[0]
+        elif self.references:
+            out["reference"] = list(self.references)
+        if self.judgments is not None:
+            out["judgments"] = dict(self.judgments)
+        if self.extra:
+            out.update(self.extra)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Validation of one record (format independent)
+# --------------------------------------------------------------------------------------------
+
+
+class FieldError(Exception):
+    """A validation failure inside one record; the caller adds the file and the line."""
+
+    def __init__(self, message: str, field: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+_TYPE_NAMES: dict[type, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _describe(value: Any) -> str:
+    """Type name and short repr of a found value, for error messages."""
+    if value is None:
+        return "null"
+    name = _TYPE_NAMES.get(type(value), type(value).__name__)
+    text = repr(value)
+    if len(text) > _REPR_LIMIT:
+        text = text[: _REPR_LIMIT - 3] + "..."
+    return f"{name} {text}"
+
+
+def _expected(what: str, value: Any, field: str | None) -> FieldError:
+    return FieldError(f"expected {what}, found {_describe(value)}", field)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _identifier(value: Any, field: str) -> str:
+    """A record or context id: a non-empty string, or an integer converted with ``str()``."""
+    if type(value) is str or isinstance(value, str):
+        if value:
+            return value
+    elif _is_integer(value):
+        return str(int(value))
+    raise _expected("a non-empty string or an integer", value, field)
+
+
+def _optional_str(value: Any, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise _expected("a string", value, field)
+
+
+def _score(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+        if math.isfinite(number):
+            return number
+    raise _expected("a finite number", value, field)
+
+
+# Grades are stored as int64 and used as exponents (2^g - 1 gains): keep them in a sane range.
+MAX_GRADE = 1000
+
+
+def _grade(value: Any, field: str) -> int:
+    if type(value) is int:
+        grade = value
+    elif _is_integer(value) or (isinstance(value, float) and value.is_integer()):
+        grade = int(value)
+    else:
+        raise _expected("an integer grade", value, field)
+    if abs(grade) > MAX_GRADE:
+        raise FieldError(f"grade {grade} is outside -{MAX_GRADE}..{MAX_GRADE}", field)
+    return grade
+
+
+def validate_judgments(value: Any, field: str = "judgments") -> Mapping[str, int] | None:
+    """Graded judgments (doc id -> integer grade) found at ``field``, read-only; ``None`` when
+    absent. Raises :class:`FieldError`."""
+    if value is None:
+        return None
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise _expected("an object mapping doc ids to integer grades", value, field)
+    grades: dict[str, int] = {}
+    for doc, grade in value.items():
+        if not isinstance(doc, str) or not doc:
+            raise _expected("non-empty string doc ids", doc, field)
+        grades[doc] = _grade(grade, f"{field}.{doc}")
+    return MappingProxyType(grades)
+
+
+def _references(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple) and value:
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _expected("a string", item, f"reference[{index}]")
+        return tuple(value)
+    raise _expected("a string or a non-empty list of strings", value, "reference")
+
+
+def _context_object(item: Mapping[str, Any], index: int) -> Context:
+    try:
+        context_id = item["id"]
+        text = item["text"]
+    except KeyError as missing:
+        name = missing.args[0]
+        raise FieldError(f"missing required field {name!r}", f"contexts[{index}].{name}") from None
+    if type(context_id) is not str or not context_id:
+        context_id = _identifier(context_id, f"contexts[{index}].id")
+    if type(text) is not str:
+        raise _expected("a string", text, f"contexts[{index}].text")
+    score = item.get("score")
+    if score is not None and not (type(score) is float and math.isfinite(score)):
+        score = _score(score, f"contexts[{index}].score")
+    if len(item) == 2 + ("score" in item):
+        return Context(context_id, text, score)
+    metadata: dict[str, Any] = {}
+    for key, value in item.items():
+        if key not in _CONTEXT_KEYS:
+            if not isinstance(key, str):
+                raise _expected("string keys", key, f"contexts[{index}]")
+            metadata[key] = value
+    return Context(context_id, text, score, MappingProxyType(metadata))
+
+
+def _contexts(value: Any) -> tuple[Context, ...]:
+    if value is None:
+        return ()
+    if type(value) is not list and not isinstance(value, list | tuple):
+        raise _expected("a list of strings or objects", value, "contexts")
+    contexts: list[Context] = []
+    positions: dict[str, int] = {}
+    for index, item in enumerate(value):
+        if type(item) is dict or (not isinstance(item, str) and isinstance(item, Mapping)):
+            context = _context_object(item, index)
+        elif isinstance(item, str):
+            context = Context(str(index + 1), item)
+        else:
+            raise _expected("a string or an object", item, f"contexts[{index}]")
+        first = positions.setdefault(context.id, index)
+        if first != index:
+            raise FieldError(
+                f"duplicate context id {context.id!r}: contexts[{first}] and contexts[{index}]",
+                f"contexts[{index}].id" if isinstance(item, Mapping) else f"contexts[{index}]",
+            )
+        contexts.append(context)
+    return tuple(contexts)
+
+
+def _extra(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    if len(item) <= len(_RECORD_KEYS) and _RECORD_KEYS.issuperset(item):
+        return _EMPTY
+    extra: dict[str, Any] = {}
+    for key, value in item.items():
+        if key not in _RECORD_KEYS:
+            if not isinstance(key, str):
+                raise _expected("string keys", key, None)
+            extra[key] = value
+    return MappingProxyType(extra)
+
+
+def _record(item: Any) -> Record:
+    """Validate one decoded record object; raises :class:`FieldError`."""
+    if type(item) is not dict and not isinstance(item, Mapping):
+        raise _expected("a record object", item, None)
+    if "id" not in item:
+        raise FieldError("missing required field 'id'", "id")
+    return Record(
+        id=_identifier(item["id"], "id"),
+        query=_optional_str(item.get("query"), "query"),
+        contexts=_contexts(item.get("contexts")),
+        answer=_optional_str(item.get("answer"), "answer"),
+        references=_references(item.get("reference")),
+        judgments=validate_judgments(item.get("judgments")),
+        extra=_extra(item),
+    )
+
+
+def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str) -> Iterator[Record]:
+    """Validate ``(line, object)`` pairs into records; checks duplicate ids and emptiness."""
+    seen: dict[str, int] = {}
+    for line, item in raw:
+        try:
+            record = _record(item)
+        except FieldError as error:
+            message = error.message if unit != "row" else f"{error.message} (row {line})"
+            raise InputError(message, path=source, line=line, field=error.field) from None
+        first = seen.setdefault(record.id, line)
+        if first != line:
+            raise InputError(
+                f"duplicate record id {record.id!r} (first used at {unit} {first})",
+                path=source,
+                line=line,
+                field="id",
+            )
+        yield record
+    if not seen:
+        raise InputError("contains no records", path=source)

@@ -1,0 +1,357 @@
+"""Readers of record files: each turns one file into ``(line, decoded object)`` pairs.
+
+JSON Lines (one line at most ``max_line_bytes`` long), JSON (lines, or one array read whole),
+CSV and Parquet; :func:`resolve_format` tells which from the file's extension and
+:data:`READERS` maps a format to its reader. A malformed file raises
+:class:`~rageval.core.errors.InputError` naming the file and the line; the decoded objects are
+validated into records by :mod:`rageval.core.record_model`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from rageval.core.errors import InputError, UsageError
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "FORMATS",
+    "READERS",
+    "PathLike",
+    "file_error",
+    "resolve_format",
+]
+
+#: Input formats understood by :func:`~rageval.core.records.iter_records` (the ``format=``
+#: values).
+FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet")
+
+_EXTENSIONS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
+
+#: The longest input line read by default (64 MiB). A longer line is refused with an error:
+#: reading it would take several times its size in memory. ``max_line_bytes`` (the CLI's
+#: ``--max-line-bytes``) raises or lowers the limit.
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+_BOM = b"\xef\xbb\xbf"
+_JSON_WS = re.compile(r"[ \t\n\r]*")
+_PARQUET_SLICE_ROWS = 8192
+_CHUNK_BYTES = 1 << 16
+
+PathLike = str | os.PathLike[str]
+
+
+# --------------------------------------------------------------------------------------------
+# Opening: the format of a file, and errors reading it
+# --------------------------------------------------------------------------------------------
+
+
+def file_error(error: OSError, source: str) -> InputError:
+    """The :class:`InputError` for a file that cannot be opened or read."""
+    if isinstance(error, FileNotFoundError):
+        return InputError("file not found", path=source)
+    if isinstance(error, IsADirectoryError):
+        return InputError("is a directory, expected a file", path=source)
+    return InputError(f"cannot read file: {error.strerror or error}", path=source)
+
+
+def resolve_format(path: PathLike, format: str | None) -> str:
+    """The format to read ``path`` as: ``format`` if given, else the one its extension names."""
+    if format is not None:
+        if format not in FORMATS:
+            raise UsageError(f"unknown record format {format!r}; expected one of {list(FORMATS)}")
+        return format
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    raise InputError(
+        f"cannot tell the record format from the extension {suffix or '(none)'!r}; "
+        f"expected one of {sorted(_EXTENSIONS)} (or pass a format explicitly)",
+        path=os.fspath(path),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Readers: each yields (line, decoded object) pairs
+# --------------------------------------------------------------------------------------------
+
+
+def _decode(raw: bytes, source: str, line: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"invalid UTF-8 (byte {error.start + 1} of the line: {raw[error.start : error.end]!r})",
+            path=source,
+            line=line,
+        ) from None
+
+
+def _loads(text: str, source: str, line: int, field: str | None = None) -> Any:
+    """``json.loads`` with every failure turned into an :class:`InputError`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        column = error.colno if error.lineno == 1 else f"{error.colno} of line {error.lineno}"
+        raise InputError(
+            f"malformed JSON: {error.msg} (column {column})", path=source, line=line, field=field
+        ) from None
+    except (ValueError, RecursionError) as error:
+        raise InputError(f"malformed JSON: {error}", path=source, line=line, field=field) from None
+
+
+def _binary_lines(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, bytes]]:
+    """Physical lines of a file as bytes (1-based numbers), without a leading BOM; a line
+    longer than ``limit`` bytes (its newline not counted) is an error, found before more than
+    ``limit`` bytes of it are read."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as error:
+        raise file_error(error, source) from None
+    with handle:
+        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raise InputError(
+                    f"line longer than {limit:,} bytes, the limit for one record (raise it "
+                    "with --max-line-bytes, or max_line_bytes= in Python)",
+                    path=source, line=number)
+            yield number, raw
+
+
+def _iter_jsonl(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+    for number, raw in _binary_lines(path, source, limit):
+        if raw.isspace() or not raw:
+            continue
+        yield number, _loads(_decode(raw, source, number), source, number)
+
+
+def _starts_with_bracket(path: PathLike, source: str) -> bool:
+    """Whether the first non-whitespace character of the file is ``[``."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(_BOM))
+            head = head[len(_BOM) :] if head == _BOM else head
+            while head.isspace() or not head:
+                head = handle.read(_CHUNK_BYTES)
+                if not head:
+                    return False
+    except OSError as error:
+        raise file_error(error, source) from None
+    return head.lstrip().startswith(b"[")
+
+
+def _iter_json(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+    if _starts_with_bracket(path, source):
+        yield from _iter_json_array(path, source)  # read whole: a JSON array is one value
+    else:
+        yield from _iter_jsonl(path, source, limit)
+
+
+def _read_text(path: PathLike, source: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise file_error(error, source) from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(
+            f"invalid UTF-8 ({data[error.start : error.end]!r})", path=source, line=line
+        ) from None
+
+
+def _json_position(text: str, position: int) -> tuple[int, int]:
+    line = text.count("\n", 0, position) + 1
+    return line, position - (text.rfind("\n", 0, position) + 1) + 1
+
+
+def _array_error(text: str, position: int, message: str, source: str) -> InputError:
+    line, column = _json_position(text, position)
+    return InputError(f"malformed JSON: {message} (column {column})", path=source, line=line)
+
+
+def _skip_ws(text: str, position: int) -> int:
+    match = _JSON_WS.match(text, position)
+    return match.end() if match else position
+
+
+def _iter_json_array(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
+    """Elements of a JSON array file, each with the line where it starts."""
+    text = _read_text(path, source)
+    decoder = json.JSONDecoder()
+    position = _skip_ws(text, _skip_ws(text, 0) + 1)  # just after the opening '['
+    line, counted = 1, 0
+    if text.startswith("]", position):
+        position += 1
+    else:
+        while True:
+            line += text.count("\n", counted, position)
+            counted = position
+            try:
+                item, position = decoder.raw_decode(text, position)
+            except json.JSONDecodeError as error:
+                raise _array_error(text, error.pos, error.msg, source) from None
+            except (ValueError, RecursionError) as error:
+                raise InputError(f"malformed JSON: {error}", path=source, line=line) from None
+            yield line, item
+            position = _skip_ws(text, position)
+            if text.startswith(",", position):
+                position = _skip_ws(text, position + 1)
+            elif text.startswith("]", position):
+                position += 1
+                break
+            else:
+                raise _array_error(text, position, "expected ',' or ']'", source)
+    if _skip_ws(text, position) != len(text):
+        raise _array_error(text, position, "extra data after the array", source)
+
+
+def _parse_reference_cell(cell: str, source: str, line: int) -> Any:
+    # A JSON list of strings is several references; anything else, "[1] see note" included,
+    # is one reference as written.
+    if cell.lstrip().startswith("["):
+        try:
+            value = json.loads(cell)
+        except ValueError:
+            return cell
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return value
+    return cell
+
+
+def _csv_header(row: list[str] | None, source: str) -> list[str] | None:
+    if row is None:
+        return None
+    header = [name.strip() for name in row]
+    seen: set[str] = set()
+    for index, name in enumerate(header):
+        if not name:
+            raise InputError(f"CSV header: column {index + 1} has no name", path=source, line=1)
+        if name in seen:
+            raise InputError(f"CSV header: duplicate column {name!r}", path=source, line=1)
+        seen.add(name)
+    if "id" not in seen:
+        raise InputError(
+            f"CSV header has no 'id' column (found columns {header})",
+            path=source,
+            line=1,
+            field="id",
+        )
+    return header
+
+
+def _csv_row(header: list[str], row: list[str], source: str, line: int) -> dict[str, Any]:
+    if len(row) != len(header):
+        raise InputError(
+            f"expected {len(header)} CSV columns (as in the header), found {len(row)}",
+            path=source,
+            line=line,
+        )
+    item: dict[str, Any] = {}
+    for name, cell in zip(header, row, strict=True):
+        if cell == "":
+            continue
+        if name in ("contexts", "judgments"):
+            item[name] = _loads(cell, source, line, name)
+        elif name == "reference":
+            item[name] = _parse_reference_cell(cell, source, line)
+        else:
+            item[name] = cell
+    return item
+
+
+def _decoded_lines(path: PathLike, source: str, limit: int) -> Iterator[str]:
+    for number, raw in _binary_lines(path, source, limit):
+        yield _decode(raw, source, number)
+
+
+def _iter_csv(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+    if csv.field_size_limit() < 2**30:
+        csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
+    reader = csv.reader(_decoded_lines(path, source, limit))
+    try:
+        header = _csv_header(next(reader, None), source)
+        if header is None:
+            return
+        previous = reader.line_num
+        for row in reader:
+            line, previous = previous + 1, reader.line_num
+            if row:
+                yield line, _csv_row(header, row, source, line)
+    except csv.Error as error:
+        raise InputError(f"malformed CSV: {error}", path=source, line=reader.line_num) from None
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: item for key, item in value.items() if item is not None}
+    return value
+
+
+def _parquet_judgments(value: Any, source: str, line: int) -> Any:
+    if isinstance(value, str):
+        return _loads(value, source, line, "judgments")
+    if isinstance(value, list) and all(
+        isinstance(entry, dict) and entry.keys() == {"key", "value"} for entry in value
+    ):
+        return {entry["key"]: entry["value"] for entry in value}  # a Parquet map column
+    return _drop_nulls(value)
+
+
+def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
+    """Map one Parquet row to the JSON form: null means absent, structs become objects."""
+    item = {key: value for key, value in row.items() if value is not None}
+    contexts = item.get("contexts")
+    if isinstance(contexts, str):
+        item["contexts"] = _loads(contexts, source, line, "contexts")
+    elif isinstance(contexts, list):
+        item["contexts"] = [_drop_nulls(context) for context in contexts]
+    if "judgments" in item:
+        item["judgments"] = _parquet_judgments(item["judgments"], source, line)
+    return item
+
+
+def _iter_parquet(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+    import polars as pl
+
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as error:  # polars raises several unrelated types for bad files
+        raise InputError(f"cannot read Parquet file: {error}", path=source) from None
+    if frame.height and "id" not in frame.columns:
+        raise InputError(
+            f"Parquet file has no 'id' column (found columns {frame.columns})",
+            path=source,
+            field="id",
+        )
+    line = 0
+    for chunk in frame.iter_slices(n_rows=_PARQUET_SLICE_ROWS):
+        for row in chunk.to_dicts():
+            line += 1
+            yield line, _parquet_row(row, source, line)
+
+
+#: The reader of each format: ``(path, source, max_line_bytes)`` -> ``(line, object)`` pairs.
+READERS = {
+    "jsonl": _iter_jsonl,
+    "json": _iter_json,
+    "csv": _iter_csv,
+    "parquet": _iter_parquet,
+}
