@@ -49,8 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import rageval.generation.bertscore as bs  # noqa: E402
+from rageval.api import evaluate  # noqa: E402
 from rageval.core.records import Record  # noqa: E402
-from rageval.orchestrator import evaluate  # noqa: E402
+from rageval.generation.bertscore.dependencies import _version  # noqa: E402
+from rageval.generation.bertscore.models import _model_spec  # noqa: E402
 
 TOLERANCE = 1e-6
 
@@ -112,7 +114,7 @@ def _roberta_large_shape(directory: Path, seed: int) -> str:
     import torch
     from transformers import RobertaConfig, RobertaModel
 
-    source = Path(bs._model_spec(bs.DEFAULT_MODEL).source)
+    source = Path(_model_spec(bs.DEFAULT_MODEL).source)
     for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
                  "special_tokens_map.json"):
         if (source / name).exists():
@@ -177,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             model = _roberta_large_shape(model_dir, args.seed)
             layer = args.layer or 17
         else:
-            model = bs._model_spec(bs.DEFAULT_MODEL).source
+            model = _model_spec(bs.DEFAULT_MODEL).source
             layer = args.layer or bs.DEFAULT_LAYER
         name = bs.DEFAULT_MODEL if args.model_shape == "minilm" else model
         rows: dict[str, list[float]] = {}
@@ -242,7 +244,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                    "model_shape": args.model_shape, "layer": layer,
                    "batch_size": args.batch_size, "device": args.device_resolved,
                    "torch_threads": torch.get_num_threads(), "seed": args.seed},
-        "versions": {p: bs._version(p) for p in ("bert-score", "transformers", "torch")},
+        "versions": {p: _version(p) for p in ("bert-score", "transformers", "torch")},
         "timings_s": rows,
         "scenarios": [
             {"scenario": s, "pairs": n, "bert_score_s": b, "rageval_s": r,

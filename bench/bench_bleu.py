@@ -34,8 +34,8 @@ from sacrebleu.metrics import BLEU
 
 import rageval
 import rageval.generation.bleu  # registers "bleu"
+from rageval.api import evaluate
 from rageval.core.records import Record
-from rageval.orchestrator import evaluate
 
 _TEXT = (
     "the company reported revenue growth in the third quarter driven by strong demand for "

@@ -41,13 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 import rageval  # noqa: E402
+from rageval.api import evaluate  # noqa: E402
 from rageval.core.records import Record, records_from_dicts  # noqa: E402
 from rageval.core.registry import ScoreOptions  # noqa: E402
 from rageval.judge.cache import JudgeCache  # noqa: E402
 from rageval.judge.metric import JudgeMetric  # noqa: E402
 from rageval.judge.options import JudgeOptions  # noqa: E402
 from rageval.judge.prompts import response_format  # noqa: E402
-from rageval.orchestrator import evaluate  # noqa: E402
 
 MODEL = "bench-judge"
 _SERVER = """

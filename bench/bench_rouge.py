@@ -30,6 +30,7 @@ from rouge_score import rouge_scorer
 import rageval.generation.rouge as rouge
 from rageval.core.records import Record
 from rageval.core.registry import Batch, Metric, create
+from rageval.generation.rouge.tokenization import _stem_cache
 
 TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -198,7 +199,7 @@ def main() -> None:
         base_s, expected = timed(lambda s=stem: run_rouge_score(pairs, s), args.repeats,
                                  lambda: None)
         ours_s, got = timed(lambda s=stem: run_rageval(pairs, s), args.repeats,
-                            rouge._stem_cache.clear)
+                            _stem_cache.clear)
         identical = got == expected
         all_identical &= identical
         base_rate, ours_rate = len(pairs) / base_s, len(pairs) / ours_s

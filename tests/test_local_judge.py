@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from rageval.api import evaluate
 from rageval.core.results import Results
 from rageval.judge.options import JudgeOptions
-from rageval.orchestrator import evaluate
 
 pytestmark = pytest.mark.local_judge
 

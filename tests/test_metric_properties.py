@@ -7,8 +7,8 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.api import evaluate
 from rageval.core.records import records_from_dicts
-from rageval.orchestrator import evaluate
 
 RATIOS = ["p@5", "recall@5", "f1@5", "hit@5", "mrr", "map", "rprec", "bpref", "ndcg@5",
           "ndcg(gain=exp)@5", "ndcg", "map@5", "err@5", "auc"]

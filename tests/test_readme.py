@@ -51,11 +51,11 @@ def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
     """The README says the demo cache was written by SmolLM2 through the local judge
     (scripts/make_demo_judge_cache.py): every reply says so, the replay reproduces the scores
     the replies hold, and at least 95% of the judgments are scored."""
+    from rageval.api import evaluate
     from rageval.judge.local import DEFAULT_MODEL_NAME
     from rageval.judge.options import JudgeOptions
     from rageval.judge.parsing import parse_reply
     from rageval.judge.prompts import load_rubric
-    from rageval.orchestrator import evaluate
 
     cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
     entries = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]

@@ -20,12 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer
 
+from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core import files
 from rageval.core.errors import InputError
 from rageval.core.results import Results
 from rageval.judge.options import JudgeOptions
-from rageval.orchestrator import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"

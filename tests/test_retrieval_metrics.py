@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from rageval.api import evaluate
 from rageval.core.errors import UsageError
 from rageval.core.records import records_from_dicts
-from rageval.orchestrator import evaluate
 
 
 def _record(rid: str, ranked: list[str], judgments: dict[str, int] | None,

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 
 import rageval.generation.rouge as rouge
+from rageval.api import evaluate
 from rageval.core.errors import UsageError
 from rageval.core.records import Record, records_from_dicts
 from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
-from rageval.orchestrator import evaluate
+from rageval.core.version import __version__
+from rageval.generation.rouge.tokenization import _tokens
 
 TYPES = ("rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum")
 PARTS = ("precision", "recall", "fmeasure")
@@ -192,7 +194,7 @@ def test_property_parity_on_random_short_texts(refs: list[str], answer: str, ste
 
 def test_parity_when_ngram_keys_must_be_renumbered(monkeypatch: pytest.MonkeyPatch) -> None:
     # A tiny key budget forces the dense renumbering paths that only gigantic batches take.
-    monkeypatch.setattr(rouge, "_KEY_LIMIT", 1 << 20)
+    monkeypatch.setattr("rageval.generation.rouge.ngrams._KEY_LIMIT", 1 << 20)
     assert_parity(generated_pairs(60, seed=13), stem=False, types=("rouge1", "rouge2", "rouge4"))
 
 
@@ -305,7 +307,7 @@ def test_names_classes_and_outputs() -> None:
 def test_signatures() -> None:
     sig = create("rouge2").signature()
     assert sig.format() == ("metric:rouge2|variant:n2|stem:false|tokenizer:default|"
-                            f"rouge-score:0.1.2|rageval:{rouge.__version__}")
+                            f"rouge-score:0.1.2|rageval:{__version__}")
     assert sig.format(short=True).startswith("m:rouge2|var:n2|stem:false|tok:default|rs:0.1.2")
     assert create("rougeL").signature().get("variant") == "lcs"
     assert create("rougeLsum").signature().get("variant") == "lcs-summary"
@@ -353,13 +355,13 @@ def test_a_run_where_no_record_has_a_reference_stops_before_scoring() -> None:
 
 def test_tokens_are_shared_by_the_metrics_of_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = Counter()
-    original = rouge._tokens
+    original = _tokens
 
     def counting(text: str, tokenizer: str, stem: bool):
         calls[text] += 1
         return original(text, tokenizer, stem)
 
-    monkeypatch.setattr(rouge, "_tokens", counting)
+    monkeypatch.setattr("rageval.generation.rouge.pairs._tokens", counting)
     records = [Record(id="a", answer="one two three", references=("one two", "two three")),
                Record(id="b", answer="one two three", references=("one two",))]
     batch = Batch(records)

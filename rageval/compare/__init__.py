@@ -1,8 +1,16 @@
 """Comparing runs: statistics, run-against-run comparison, and judge-human agreement.
 
 - :mod:`~rageval.compare.stats`: bootstrap CIs, paired tests, multiple-testing correction;
-- :mod:`~rageval.compare.runs`: ``rageval compare`` (:func:`compare_runs`);
-- :mod:`~rageval.compare.agree`: ``rageval agree``, the judge against human labels.
+- :mod:`~rageval.compare.runs`: ``rageval compare`` (:func:`compare_runs`), built on
+  :mod:`~rageval.compare.run_pairing` (loading runs, pairing records by id),
+  :mod:`~rageval.compare.comparison_stats` (the rows of a comparison) and
+  :mod:`~rageval.compare.comparison_output` (tables, ``--json`` rows);
+- :mod:`~rageval.compare.agree`: ``rageval agree``, the judge against human labels, built on
+  :mod:`~rageval.compare.agreement_stats` (kappa, rank correlations, ...),
+  :mod:`~rageval.compare.agree_inputs` (loading and matching runs and human labels),
+  :mod:`~rageval.compare.agree_report` (the report's rows) and
+  :mod:`~rageval.compare.agree_output` (its tables);
+- :mod:`~rageval.compare.command_output`: the console and ``--json`` file both commands use.
 """
 
 from __future__ import annotations

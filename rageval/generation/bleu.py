@@ -112,6 +112,7 @@ class Bleu(Metric):
     """
 
     family = "lexical"
+    libraries = ("sacrebleu",)
     base = "bleu"
     summary = "BLEU (sacrebleu), 0-100: sentence BLEU per record, corpus BLEU in the summary"
     needs = frozenset({"answer", "reference"})
@@ -219,6 +220,11 @@ class Bleu(Metric):
         """Corpus BLEU of the records ``indices`` from their summed statistics."""
         summed = _stats_matrix(result)[indices].sum(axis=0)
         return float(self._compute(summed.tolist(), effective_order=False).score)
+
+    def corpus_resampler(
+        self, details: Sequence[Mapping[str, Any] | None]
+    ) -> Callable[[np.ndarray | None], np.ndarray]:
+        return corpus_bleu_scorer(details, metric=str(self))
 
     def corpus_score(self, details: Sequence[Mapping[str, Any] | None]) -> BLEUScore:
         """sacrebleu's corpus ``BLEUScore`` (score, precisions, bp, ratio, lengths) recomputed

@@ -1,10 +1,5 @@
 """A content-addressed, crash-safe store of judge replies (SQLite in WAL mode).
 
-Every judge reply is stored under :func:`cache_key`, the SHA-256 of a canonical JSON document of
-everything that can change the reply: the model, the messages, every sampling parameter, the
-response format and the sample index. A replay run looks replies up by key and never calls the
-network; :meth:`JudgeCache.missing` lists what a replay would lack.
-
 Durability and sharing:
 
 * each :meth:`JudgeCache.put` is its own short transaction, committed before it returns, so a run
@@ -15,32 +10,36 @@ Durability and sharing:
 * only successful replies are stored; errors are never cached;
 * API keys are never stored: they are not part of the key, and fields that look like credentials
   are dropped from request summaries before they are written.
+
+The key and entry model is in :mod:`rageval.judge.cache_entries`, the JSONL export format in
+:mod:`rageval.judge.cache_jsonl`; this module is the SQLite store.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.judge.cache_entries import (
+    CACHE_KEY_VERSION,
+    Entry,
+    cache_key,
+    cache_keys,
+    canonical_json,
+    is_cache_key,
+    scrub_credentials,
+)
+from rageval.judge.cache_jsonl import read_entries, write_entries
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "cache_key", "cache_keys"]
 
-#: Part of every key: bump it when the canonical form changes, so old entries are never misread.
-CACHE_KEY_VERSION = "rageval-judge-cache/1"
-
-_SECRET_FIELD = re.compile(r"api[_-]?key|authorization|secret|password|token$", re.IGNORECASE)
-_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
-_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _MEMORY = ":memory:"
 
 _SCHEMA = """
@@ -57,114 +56,6 @@ CREATE TABLE IF NOT EXISTS entries (
     created           REAL NOT NULL
 )
 """
-
-
-def _canonical(obj: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept, NaN refused."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-def _check_no_secret(obj: Any, where: str) -> None:
-    if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            if isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS:
-                raise UsageError(f"{where} must not contain credentials (field '{k}')")
-            _check_no_secret(v, where)
-    elif isinstance(obj, list | tuple):
-        for v in obj:
-            _check_no_secret(v, where)
-
-
-def _scrub(obj: Any) -> Any:
-    """Drop credential-looking fields (api_key, authorization, ...) at any depth."""
-    if isinstance(obj, Mapping):
-        return {
-            k: _scrub(v)
-            for k, v in obj.items()
-            if not (isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS)
-        }
-    if isinstance(obj, list | tuple):
-        return [_scrub(v) for v in obj]
-    return obj
-
-
-def cache_key(
-    model: str,
-    messages: Iterable[Mapping[str, Any]],
-    params: Mapping[str, Any] | None = None,
-    response_format: Mapping[str, Any] | None = None,
-    sample_index: int = 0,
-) -> str:
-    """The cache key of one judge request: hex SHA-256 of a canonical JSON of its inputs.
-
-    ``params`` holds every sampling parameter sent (temperature, seed, top_p, max_tokens, ...);
-    parameters whose value is ``None`` are not sent and so are left out of the key. Credentials
-    are not part of a request's content: a ``params`` field that looks like one is refused.
-    """
-    return next(iter(cache_keys(model, messages, params, {"": response_format},
-                                sample_index).values()))
-
-
-def cache_keys(
-    model: str,
-    messages: Iterable[Mapping[str, Any]],
-    params: Mapping[str, Any] | None,
-    response_formats: Mapping[str, Mapping[str, Any] | None],
-    sample_index: int = 0,
-) -> dict[str, str]:
-    """The keys of one request sent under each of several response formats (name -> key),
-    each equal to :func:`cache_key` of that format; the shared part is encoded and hashed once.
-    """
-    if not isinstance(model, str) or not model:
-        raise UsageError("cache_key: model must be a non-empty string")
-    if isinstance(sample_index, bool) or not isinstance(sample_index, int) or sample_index < 0:
-        raise UsageError("cache_key: sample_index must be a non-negative integer")
-    params = {k: v for k, v in (params or {}).items() if v is not None}
-    _check_no_secret(params, "cache_key params")
-    try:
-        # The canonical document's keys in sorted order: messages, model, params,
-        # response_format, sample_index, v. Everything before response_format is shared.
-        head = (f'{{"messages":{_canonical([dict(m) for m in messages])},'
-                f'"model":{_canonical(model)},"params":{_canonical(params)},'
-                '"response_format":')
-        tail = f',"sample_index":{sample_index},"v":{_canonical(CACHE_KEY_VERSION)}}}'
-        shared = hashlib.sha256(head.encode("utf-8"))
-        keys = {}
-        for name, fmt in response_formats.items():
-            digest = shared.copy()
-            digest.update((_canonical(dict(fmt) if fmt is not None else None) + tail)
-                          .encode("utf-8"))
-            keys[name] = digest.hexdigest()
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
-    return keys
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One stored reply."""
-
-    key: str
-    model: str | None
-    request: dict[str, Any]
-    reply_text: str
-    usage: dict[str, int]
-    meta: dict[str, Any] = field(default_factory=dict)
-    created: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object written by :meth:`JudgeCache.export_jsonl`."""
-        return {
-            "key": self.key,
-            "model": self.model,
-            "request": self.request,
-            "reply": self.reply_text,
-            "usage": self.usage,
-            "meta": self.meta,
-            "created": self.created,
-        }
 
 
 def _clean_usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
@@ -348,17 +239,17 @@ class JudgeCache:
         overwrites a stored reply instead (asking the judge again on purpose, ``--refresh``).
         Credential-looking fields in ``request_summary``/``meta`` are dropped.
         """
-        if not isinstance(key, str) or not _KEY_RE.match(key):
+        if not is_cache_key(key):
             raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
         if not isinstance(reply_text, str):
             raise UsageError("reply_text must be a string (errors are never cached)")
         entry = Entry(
             key=key,
             model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
-            request=_scrub(dict(request_summary)),
+            request=scrub_credentials(dict(request_summary)),
             reply_text=reply_text,
             usage=_clean_usage(usage),
-            meta=_scrub(dict(meta or {})),
+            meta=scrub_credentials(dict(meta or {})),
             created=time.time(),
         )
         return self._insert([entry], replace=replace) == 1
@@ -368,10 +259,10 @@ class JudgeCache:
             (
                 e.key,
                 e.model,
-                _canonical(e.request),
+                canonical_json(e.request),
                 e.reply_text,
-                _canonical(e.usage),
-                _canonical(e.meta),
+                canonical_json(e.usage),
+                canonical_json(e.meta),
                 e.usage.get("prompt_tokens", 0),
                 e.usage.get("completion_tokens", 0),
                 e.usage.get("total_tokens", 0),
@@ -400,15 +291,7 @@ class JudgeCache:
 
     def export_jsonl(self, path_or_file: str | os.PathLike[str] | IO[str]) -> int:
         """Write every entry as one JSON object per line, ordered by key; returns the count."""
-        entries = self.entries()
-        lines = [_canonical(e.to_json()) + "\n" for e in entries]
-        if hasattr(path_or_file, "write"):
-            fh: Any = path_or_file
-            fh.writelines(lines)
-        else:
-            with open(path_or_file, "w", encoding="utf-8") as out:  # type: ignore[arg-type]
-                out.writelines(lines)
-        return len(lines)
+        return write_entries(self.entries(), path_or_file)
 
     def import_jsonl(self, path: str | os.PathLike[str]) -> dict[str, int]:
         """Load entries exported by :meth:`export_jsonl`.
@@ -418,18 +301,7 @@ class JudgeCache:
         nothing is imported. Importing is idempotent: keys already present are kept as they are.
         Returns ``{"read": lines read, "added": entries newly stored}``.
         """
-        src = str(path)
-        entries: list[Entry] = []
-        try:
-            with open(path, encoding="utf-8") as fh:
-                lines = fh.read().split("\n")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=src) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text: {exc.reason}", path=src) from None
-        for lineno, raw in enumerate(lines, start=1):
-            if raw.strip():
-                entries.append(_parse_line(raw, src, lineno))
+        entries = read_entries(path)
         added = self._insert(entries) if entries else 0
         return {"read": len(entries), "added": added}
 
@@ -438,48 +310,3 @@ def _entry(row: tuple[Any, ...]) -> Entry:
     """An entry from a row of (key, model, request, reply, usage, meta, created)."""
     return Entry(key=row[0], model=row[1], request=json.loads(row[2]), reply_text=row[3],
                  usage=json.loads(row[4]), meta=json.loads(row[5]), created=row[6])
-
-
-def _parse_line(raw: str, src: str, lineno: int) -> Entry:
-    def bad(msg: str, fld: str | None = None) -> InputError:
-        return InputError(msg, path=src, line=lineno, field=fld)
-
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise bad(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise bad("expected a JSON object")
-    key = obj.get("key")
-    if not isinstance(key, str) or not _KEY_RE.match(key):
-        raise bad("must be a 64-digit lowercase hex SHA-256", "key")
-    reply = obj.get("reply")
-    if not isinstance(reply, str):
-        raise bad("must be a string", "reply")
-    model = obj.get("model")
-    if model is not None and not isinstance(model, str):
-        raise bad("must be a string or null", "model")
-    request = obj.get("request", {})
-    if not isinstance(request, dict):
-        raise bad("must be an object", "request")
-    meta = obj.get("meta", {})
-    if not isinstance(meta, dict):
-        raise bad("must be an object", "meta")
-    usage = obj.get("usage", {})
-    if not isinstance(usage, dict):
-        raise bad("must be an object", "usage")
-    for k, v in usage.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise bad(f"'{k}' must be a non-negative integer", "usage")
-    created = obj.get("created", 0.0)
-    if isinstance(created, bool) or not isinstance(created, int | float):
-        raise bad("must be a number", "created")
-    return Entry(
-        key=key,
-        model=model,
-        request=_scrub(request),
-        reply_text=reply,
-        usage=dict(usage),
-        meta=_scrub(meta),
-        created=float(created),
-    )

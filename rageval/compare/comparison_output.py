@@ -1,0 +1,156 @@
+"""How ``rageval compare`` shows a :class:`~rageval.compare.comparison_stats.Comparison`: one
+table per baseline-system pair with the notes a reader needs to trust it, and the ``--json``
+rows."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rageval.compare.command_output import write_json_file
+from rageval.compare.comparison_stats import LEVEL, Comparison
+
+__all__ = [
+    "MARKS",
+    "comparison_table",
+    "json_rows",
+    "render_comparison",
+    "significance_mark",
+    "write_json",
+]
+
+# Significance marks on Holm-adjusted p-values, strictest first.
+MARKS = ((0.01, "**"), (0.05, "*"))
+
+
+def render_comparison(comparison: Comparison, console: Console, *,
+                      components: bool = False) -> None:
+    """One table per baseline-system comparison, then the notes a reader needs to trust it:
+    signature mismatches, records left out, metrics not compared, what the marks mean."""
+    for system in comparison.systems:
+        rows = [r for r in comparison.rows_for(system) if r["headline"] or components]
+        console.print(comparison_table(comparison, system, rows))
+        for line, style in _notes(comparison, system, rows):
+            console.print(line, style=style, markup=False, highlight=False)
+    dropped = {k: v for k, v in comparison.dropped.items() if v}
+    if dropped:
+        text = ", ".join(f"{name}: {count}" for name, count in dropped.items())
+        console.print(f"records dropped by --intersect (ids not in every run): {text}",
+                      style="yellow", markup=False, highlight=False)
+    for line in _legend(comparison):
+        console.print(line, markup=False, highlight=False)
+
+
+def comparison_table(comparison: Comparison, system: str,
+                     rows: Sequence[dict[str, Any]]) -> Table:
+    """The table of one comparison (rows already filtered)."""
+    title = (f"{system} vs baseline {comparison.baseline} "
+             f"({comparison.n_records} paired records)")
+    # Text, not markup: paths and metric names may hold brackets ("p(rel=2)@5", "run[1]").
+    table = Table(title=Text(title), title_justify="left")
+    table.add_column("metric", style="bold")
+    for label in ("baseline", "system", "delta", f"{LEVEL:.0%} CI", "p", "p_adj", "W/T/L",
+                  "n"):
+        table.add_column(label, justify="right")
+    table.add_column("signature")
+    for row in rows:
+        ci = row["ci95"]
+        cells = (
+            row["metric"] + (" (corpus)" if row["aggregate"] == "corpus" else ""),
+            _fmt(row["baseline_value"]),
+            _fmt(row["system_value"]),
+            _fmt(row["delta"], signed=True),
+            "—" if ci is None else f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
+            _fmt_p(row["p_value"]),
+            _fmt_p(row["p_adjusted"]) + significance_mark(row["p_adjusted"]),
+            f"{row['wins']}/{row['ties']}/{row['losses']}",
+            str(row["n"]) + (f" (-{row['n_dropped']})" if row["n_dropped"] else ""),
+            {None: "same", "rageval-version": "rageval version differs",
+             "config": "DIFFERS"}[row["signature_mismatch"]],
+        )
+        table.add_row(*(Text(cell) for cell in cells))
+    return table
+
+
+def significance_mark(p_adjusted: float | None) -> str:
+    """``**`` below 0.01, ``*`` below 0.05, else nothing (on Holm-adjusted p-values)."""
+    if p_adjusted is None:
+        return ""
+    return next((mark for bound, mark in MARKS if p_adjusted < bound), "")
+
+
+def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """What ``--json`` writes: a list of rows, one per (system, metric), each carrying the
+    settings that reproduce its statistics (resamples, permutations, seed, level)."""
+    keep = ("level", "resamples", "permutations", "seed", "intersect")
+    settings = {key: comparison.settings[key] for key in keep}
+    counts = {"records_paired": comparison.n_records,
+              "records_dropped": dict(comparison.dropped)}
+    return [{**row, **counts, **settings} for row in comparison.rows]
+
+
+def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:
+    """Write the comparison's rows as a JSON list; a crash never leaves a torn file."""
+    write_json_file(json_rows(comparison), path)
+
+
+def _notes(comparison: Comparison, system: str,
+           rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    lines: list[tuple[str, str]] = []
+    for row in rows:
+        if row["signature_mismatch"] is None:
+            continue
+        changes = ", ".join(f"{key} {_or_none(a)} -> {_or_none(b)}"
+                            for key, (a, b) in row["signature_diff"].items())
+        if row["signature_mismatch"] == "config":
+            lines.append((f"{row['metric']}: signatures differ ({changes}): the values may not "
+                          f"be comparable", "red"))
+        else:
+            lines.append((f"{row['metric']}: only the rageval version differs ({changes}): "
+                          f"comparable unless that release changed the metric", "yellow"))
+    for row in rows:
+        if row["n"] == 0:
+            lines.append((f"{row['metric']}: no record is scored in both runs", "yellow"))
+    missing = comparison.not_compared.get(system, {})
+    for key, where in (("baseline_only", comparison.baseline), ("system_only", system)):
+        if missing.get(key):
+            lines.append((f"only in {where}, not compared: {', '.join(missing[key])}",
+                          "yellow"))
+    return lines
+
+
+def _legend(comparison: Comparison) -> list[str]:
+    settings = comparison.settings
+    methods = {r["p_method"] for r in comparison.rows} - {None}
+    test = ("exact, all relabellings enumerated" if methods == {"exact"}
+            else f"{settings['permutations']} random relabellings")
+    return [
+        "* p_adj < 0.05, ** p_adj < 0.01 (Holm within each comparison, headline and component "
+        "rows as separate families)",
+        f"p: two-sided paired randomization test ({test}); CI: paired percentile bootstrap "
+        f"({settings['resamples']} resamples); seed {settings['seed']}",
+    ]
+
+
+def _or_none(value: str | None) -> str:
+    return "(absent)" if value is None else value
+
+
+def _fmt(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "—"
+    sign = "+" if signed else ""
+    if round(value, 4) == 0:
+        value = 0.0  # no "-0.0000" for a difference that rounds to nothing
+    return f"{value:{sign}.4f}" if abs(value) < 1000 else f"{value:{sign}.1f}"
+
+
+def _fmt_p(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.4f}" if value >= 0.001 else f"{value:.1e}"

@@ -1,0 +1,284 @@
+"""The statistics of ``rageval compare``: one row per (system, metric) of a :class:`Comparison`.
+
+:func:`compare_pair` compares one system with the baseline on the paired records: for each
+output name both runs have, the two values, the delta, its paired bootstrap CI, a paired
+randomization test (corpus metrics recomputed from their sufficient statistics), Holm within the
+headline and component families, wins/ties/losses and the signature check
+(:func:`signature_diff`, :func:`mismatch_kind`). The methods are described in
+:mod:`rageval.compare.runs`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rageval.compare.run_pairing import NamedRun
+from rageval.compare.stats import holm, paired_bootstrap, randomization_test
+from rageval.core.errors import InputError, UsageError
+from rageval.core.registry import create
+from rageval.core.results import Results
+
+__all__ = ["LEVEL", "Comparison", "compare_pair", "mismatch_kind", "signature_diff"]
+
+# The confidence level of every CI of a comparison.
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every baseline-vs-system comparison of one ``compare`` call.
+
+    ``rows`` holds one dict per (system, metric), in system order then the baseline's metric
+    order; ``dropped`` is how many records each run lost to ``intersect`` (0 without it).
+    ``not_compared`` lists, per system, the output names present in only one of the two runs.
+    """
+
+    baseline: str
+    systems: tuple[str, ...]
+    rows: list[dict[str, Any]]
+    dropped: dict[str, int]
+    n_records: int
+    settings: dict[str, Any]
+    not_compared: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def rows_for(self, system: str) -> list[dict[str, Any]]:
+        return [row for row in self.rows if row["system"] == system]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (no NaN anywhere: missing numbers are None)."""
+        return {
+            "baseline": self.baseline,
+            "systems": list(self.systems),
+            "records": {"paired": self.n_records, "dropped": dict(self.dropped)},
+            "settings": dict(self.settings),
+            "not_compared": {k: dict(v) for k, v in self.not_compared.items()},
+            "rows": [dict(row) for row in self.rows],
+        }
+
+
+@dataclass
+class _Metric:
+    """One output name of one comparison, on the paired records."""
+
+    name: str
+    base: np.ndarray  # per-record values in pairing order, NaN where unscored
+    system: np.ndarray
+    corpus: bool
+    row: dict[str, Any]
+
+    @property
+    def kept(self) -> np.ndarray:
+        """Records scored in both runs: the pairs this metric is compared on."""
+        return ~(np.isnan(self.base) | np.isnan(self.system))
+
+
+def compare_pair(
+    base: NamedRun,
+    system: NamedRun,
+    base_pos: np.ndarray,
+    system_pos: np.ndarray,
+    *,
+    resamples: int,
+    permutations: int,
+    seed: int,
+) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The rows of one baseline-system comparison (Holm-adjusted within it), and the output
+    names only one of the two runs has (``baseline_only``, ``system_only``)."""
+    bsum, ssum = base.results.summary, system.results.summary
+    missing = {"baseline_only": [n for n in bsum if n not in ssum],
+               "system_only": [n for n in ssum if n not in bsum]}
+    metrics = []
+    for name in (n for n in bsum if n in ssum):
+        b = _column(base.results, name)[base_pos]
+        s = _column(system.results, name)[system_pos]
+        corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
+        metrics.append(_Metric(name, b, s, corpus, _row_head(name, base, system, b, s, corpus)))
+    tested = [m for m in metrics if m.row["n"] > 0]
+    if tested:
+        _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed)
+    rows = [m.row for m in metrics]
+    _adjust(rows)
+    return rows, missing
+
+
+def _row_head(name: str, base: NamedRun, system: NamedRun, b: np.ndarray, s: np.ndarray,
+              corpus: bool) -> dict[str, Any]:
+    """The row's identity, counts and signature check (the statistics come from _measure)."""
+    diff = signature_diff(base.results.summary[name].signature,
+                          system.results.summary[name].signature)
+    kept = ~(np.isnan(b) | np.isnan(s))
+    bk, sk = b[kept], s[kept]
+    return {
+        "metric": name,
+        "baseline": base.name,
+        "system": system.name,
+        "baseline_value": None,
+        "system_value": None,
+        "delta": None,
+        "ci95": None,
+        "p_value": None,
+        "p_adjusted": None,
+        "wins": int((sk > bk).sum()),
+        "ties": int((sk == bk).sum()),
+        "losses": int((sk < bk).sum()),
+        "n": int(kept.sum()),
+        "n_dropped": int((~kept).sum()),
+        "headline": bool(base.results.summary[name].in_table),
+        "aggregate": "corpus" if corpus else "mean",
+        "p_method": None,
+        "holm_family": None,
+        "signature_mismatch": mismatch_kind(diff),
+        "signature_diff": diff,
+    }
+
+
+def _measure(
+    metrics: list[_Metric],
+    base: NamedRun,
+    system: NamedRun,
+    base_pos: np.ndarray,
+    system_pos: np.ndarray,
+    resamples: int,
+    permutations: int,
+    seed: int,
+) -> None:
+    """Values, delta, CI and p-value of every metric of one comparison.
+
+    One set of bootstrap resamples and one set of relabellings of the paired records serves
+    all metrics (they stay paired with each other, and the cost is one set of draws). A metric
+    only counts its scored pairs: in a resample, its statistic is computed over the pairs drawn
+    that it scores (undefined when none is drawn); a relabelling of an unscored pair changes
+    nothing (its difference is 0, its statistics are absent on both sides).
+    """
+    n = len(base_pos)
+    means = [m for m in metrics if not m.corpus]
+    corpora = [m for m in metrics if m.corpus]
+    masks = np.column_stack([m.kept for m in means]).astype(np.float64) if means else None
+    diffs = (np.column_stack([np.where(m.kept, m.system - m.base, 0.0) for m in means])
+             if means else None)
+    # Per corpus metric, statistics read once: each side's, and both (the baseline's records
+    # then the system's) for relabellings, which exchange a record's two sides.
+    scorers = []
+    for metric in corpora:
+        db, ds = _details(base, metric, base_pos), _details(system, metric, system_pos)
+        scorers.append((_resampler(metric.name, db), _resampler(metric.name, ds),
+                        _resampler(metric.name, db + ds)))
+
+    def resampled(weights: np.ndarray) -> np.ndarray:
+        columns = []
+        if means:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                columns.append((weights @ diffs) / (weights @ masks))
+        for metric, (base_score, system_score, _) in zip(corpora, scorers, strict=True):
+            delta = system_score(weights) - base_score(weights)
+            delta[weights @ metric.kept == 0] = np.nan  # none of its scored pairs drawn
+            columns.append(delta[:, None])
+        return np.hstack(columns)
+
+    def relabelled(swaps: np.ndarray) -> np.ndarray:
+        columns = [] if diffs is None else [(1.0 - 2.0 * swaps) @ diffs]
+        if corpora:
+            stay, moved = ~swaps, swaps
+            as_base, as_system = np.hstack([stay, moved]), np.hstack([moved, stay])
+        for _, _, both_score in scorers:
+            columns.append((both_score(as_system) - both_score(as_base))[:, None])
+        return np.hstack(columns)
+
+    ci = paired_bootstrap(resampled, n, resamples=resamples, seed=seed, level=LEVEL)
+    p, exact = randomization_test(relabelled, n, permutations=permutations, seed=seed)
+    sums = np.zeros(0) if diffs is None else diffs.sum(axis=0)
+    for k, metric in enumerate([*means, *corpora]):
+        kept = metric.kept
+        if metric.corpus:
+            base_score, system_score, _ = scorers[k - len(means)]
+            base_value, system_value = float(base_score(None)[0]), float(system_score(None)[0])
+            delta = system_value - base_value
+        else:
+            base_value = float(metric.base[kept].mean())
+            system_value = float(metric.system[kept].mean())
+            # The mean of the differences: the statistic resampled and tested (the difference
+            # of the two means may differ from it in the last bit).
+            delta = float(sums[k]) / int(kept.sum())
+        metric.row.update({
+            "baseline_value": _finite(base_value),
+            "system_value": _finite(system_value),
+            "delta": _finite(delta),
+            "ci95": [_finite(ci[k, 0]), _finite(ci[k, 1])],
+            "p_value": _finite(p[k]),
+            "p_method": "exact" if exact else "monte-carlo",
+        })
+
+
+def _resampler(name: str, details: list[dict[str, Any] | None]
+               ) -> Callable[[np.ndarray | None], np.ndarray]:
+    """The metric's corpus figure over weighted sets of these records (see
+    :meth:`~rageval.core.metric.Metric.corpus_resampler`)."""
+    resampler = create(name).corpus_resampler(details)
+    if resampler is None:
+        raise UsageError(f"{name} has no corpus figure to recompute")
+    return resampler
+
+
+def _details(run: NamedRun, metric: _Metric, positions: np.ndarray) -> list[dict[str, Any] | None]:
+    """Each paired record's ``details[name]`` (its sufficient statistics); None where the
+    metric is not compared on the record (unscored in either run)."""
+    records = run.results.records
+    out: list[dict[str, Any] | None] = []
+    for keep, position in zip(metric.kept, positions, strict=True):
+        if not keep:
+            out.append(None)
+            continue
+        detail = records[position].details.get(metric.name)
+        if not isinstance(detail, dict):
+            raise InputError(f"record {records[position].id!r} has a {metric.name} value but "
+                             f"no details to recompute the corpus figure from", path=run.name)
+        out.append(detail)
+    return out
+
+
+def _column(results: Results, name: str) -> np.ndarray:
+    """Per-record values of one output name, NaN where unscored (or absent)."""
+    values = (r.scores.get(name) for r in results.records)
+    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64,
+                       count=len(results.records))
+
+
+def _adjust(rows: list[dict[str, Any]]) -> None:
+    """Holm within one comparison: headline rows form one family, components another."""
+    for family, headline in (("headline", True), ("components", False)):
+        members = [r for r in rows if r["headline"] is headline and r["p_value"] is not None]
+        adjusted = holm([r["p_value"] for r in members])
+        for row, value in zip(members, adjusted, strict=True):
+            row["p_adjusted"] = float(value)
+            row["holm_family"] = family
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no NaN or infinity: a number that is not finite is reported as missing."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def signature_diff(baseline: str, system: str) -> dict[str, list[str | None]]:
+    """Keys whose values differ between two ``key:value|key:value`` signatures (or exist on one
+    side only), each with ``[baseline value, system value]``."""
+    ours, theirs = _fields(baseline), _fields(system)
+    keys = dict.fromkeys([*ours, *theirs])
+    return {k: [ours.get(k), theirs.get(k)] for k in keys if ours.get(k) != theirs.get(k)}
+
+
+def mismatch_kind(diff: dict[str, list[str | None]]) -> str | None:
+    """None, ``"rageval-version"`` (only the rageval release differs) or ``"config"``."""
+    if not diff:
+        return None
+    return "rageval-version" if set(diff) == {"rageval"} else "config"
+
+
+def _fields(signature: str) -> dict[str, str]:
+    pairs = (part.partition(":") for part in signature.split("|") if part)
+    return {key: value for key, _, value in pairs}

@@ -1,0 +1,134 @@
+"""The runs of ``rageval compare``, loaded and paired by record id.
+
+:func:`load_runs` loads the runs and names them, :func:`pick_baseline` sets the baseline apart
+from the systems, and :func:`pair_record_ids` matches the records of all runs by id (an error
+naming the ids that do not pair, unless ``intersect`` keeps those common to all runs).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rageval.core.errors import InputError, UsageError
+from rageval.core.results import Results
+
+__all__ = ["NamedRun", "RunLike", "load_runs", "pair_record_ids", "pick_baseline"]
+
+# How many missing ids an error message spells out before giving the count only.
+_SHOWN_IDS = 5
+
+RunLike = str | os.PathLike[str] | Results
+
+
+@dataclass(frozen=True)
+class NamedRun:
+    """A scored run and the name it is shown under (its path as given, or a label)."""
+
+    name: str
+    results: Results
+
+
+def load_runs(runs: Sequence[RunLike], names: Sequence[str] | None) -> list[NamedRun]:
+    if names is not None and len(names) != len(runs):
+        raise UsageError(f"{len(names)} names given for {len(runs)} runs")
+    loaded = []
+    for i, run in enumerate(runs):
+        if isinstance(run, Results):
+            loaded.append(NamedRun(names[i] if names else f"run{i + 1}", run))
+        else:
+            loaded.append(NamedRun(names[i] if names else os.fspath(run), Results.load(run)))
+    seen: dict[str, str] = {}
+    for run, given in zip(loaded, runs, strict=True):
+        # The same directory spelled two ways ("a" and "a/") is the same run.
+        key = run.name if isinstance(given, Results) else os.path.realpath(given)
+        if key in seen or run.name in seen.values():
+            raise UsageError(f"run {run.name} is given twice")
+        seen[key] = run.name
+    return loaded
+
+
+def pick_baseline(runs: list[NamedRun],
+                  baseline: RunLike | None) -> tuple[NamedRun, list[NamedRun]]:
+    """The baseline (default the first run; an extra run when not among them) and the rest."""
+    index = 0 if baseline is None else _find(runs, baseline)
+    if index is not None:
+        base, systems = runs[index], runs[:index] + runs[index + 1 :]
+    elif isinstance(baseline, Results):
+        base, systems = NamedRun("baseline", baseline), runs
+    else:
+        path = os.fspath(baseline)  # type: ignore[arg-type]  # None always finds index 0
+        base, systems = NamedRun(path, Results.load(path)), runs
+    if base.name in {r.name for r in systems}:
+        raise UsageError(f"run {base.name} is given twice")
+    if not systems:
+        raise UsageError("compare needs at least two runs: a baseline and a system")
+    return base, systems
+
+
+def _find(runs: list[NamedRun], baseline: RunLike) -> int | None:
+    if isinstance(baseline, Results):
+        return next((i for i, r in enumerate(runs) if r.results is baseline), None)
+    given = os.fspath(baseline)
+    for i, run in enumerate(runs):
+        if run.name == given:
+            return i
+    target = Path(given).resolve()
+    return next((i for i, r in enumerate(runs) if Path(r.name).resolve() == target), None)
+
+
+def pair_record_ids(
+    runs: list[NamedRun], intersect: bool
+) -> tuple[list[str], dict[str, np.ndarray], dict[str, int]]:
+    """Ids in the baseline's order, each run's positions of them, and records each run lost."""
+    id_lists = {run.name: [r.id for r in run.results.records] for run in runs}
+    for run in runs:
+        _check_unique(run.name, id_lists[run.name])
+    base_ids = id_lists[runs[0].name]
+    sets = {name: set(ids) for name, ids in id_lists.items()}
+    common = set.intersection(*sets.values())
+    if not intersect:
+        problems = _pairing_problems(runs[0].name, sets)
+        if problems:
+            raise InputError("records do not pair by id: " + "; ".join(problems)
+                             + " (use --intersect to compare the ids common to all runs)")
+    ids = [i for i in base_ids if i in common]
+    if not ids:
+        raise InputError("no record id is common to all runs: nothing to compare")
+    positions = {}
+    for name, run_ids in id_lists.items():
+        where = {record_id: k for k, record_id in enumerate(run_ids)}
+        positions[name] = np.array([where[i] for i in ids], dtype=np.int64)
+    dropped = {name: len(run_ids) - len(ids) for name, run_ids in id_lists.items()}
+    return ids, positions, dropped
+
+
+def _check_unique(name: str, ids: list[str]) -> None:
+    repeated = [i for i, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise InputError(f"record ids must be unique to pair records; repeated: "
+                         f"{_some(repeated)}", path=name)
+
+
+def _pairing_problems(base_name: str, sets: dict[str, set[str]]) -> list[str]:
+    base = sets[base_name]
+    problems = []
+    for name, ids in sets.items():
+        if name == base_name:
+            continue
+        if base - ids:
+            problems.append(f"{name} lacks {_some(sorted(base - ids))} (in {base_name})")
+        if ids - base:
+            problems.append(f"{base_name} lacks {_some(sorted(ids - base))} (in {name})")
+    return problems
+
+
+def _some(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:_SHOWN_IDS])
+    more = f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else ""
+    return f"{len(ids)} id{'s' if len(ids) != 1 else ''} ({shown}{more})"

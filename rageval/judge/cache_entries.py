@@ -1,0 +1,142 @@
+"""What the judge cache stores and how it is addressed: keys, entries, canonical JSON.
+
+Every judge reply is stored under :func:`cache_key`, the SHA-256 of a canonical JSON document of
+everything that can change the reply: the model, the messages, every sampling parameter, the
+response format and the sample index. An :class:`Entry` is one stored reply. API keys are never
+stored: they are not part of the key (a ``params`` field that looks like one is refused), and
+:func:`scrub_credentials` drops fields that look like credentials from what is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rageval.core.errors import UsageError
+
+__all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
+           "is_cache_key", "scrub_credentials"]
+
+#: Part of every key: bump it when the canonical form changes, so old entries are never misread.
+CACHE_KEY_VERSION = "rageval-judge-cache/1"
+
+_SECRET_FIELD = re.compile(r"api[_-]?key|authorization|secret|password|token$", re.IGNORECASE)
+_KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+_USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def is_cache_key(value: object) -> bool:
+    """Whether ``value`` is a cache key: a 64-digit lowercase hex SHA-256."""
+    return isinstance(value, str) and bool(_KEY_RE.match(value))
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept, NaN refused."""
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def _check_no_secret(obj: Any, where: str) -> None:
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            if isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS:
+                raise UsageError(f"{where} must not contain credentials (field '{k}')")
+            _check_no_secret(v, where)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            _check_no_secret(v, where)
+
+
+def scrub_credentials(obj: Any) -> Any:
+    """Drop credential-looking fields (api_key, authorization, ...) at any depth."""
+    if isinstance(obj, Mapping):
+        return {
+            k: scrub_credentials(v)
+            for k, v in obj.items()
+            if not (isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS)
+        }
+    if isinstance(obj, list | tuple):
+        return [scrub_credentials(v) for v in obj]
+    return obj
+
+
+def cache_key(
+    model: str,
+    messages: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None = None,
+    response_format: Mapping[str, Any] | None = None,
+    sample_index: int = 0,
+) -> str:
+    """The cache key of one judge request: hex SHA-256 of a canonical JSON of its inputs.
+
+    ``params`` holds every sampling parameter sent (temperature, seed, top_p, max_tokens, ...);
+    parameters whose value is ``None`` are not sent and so are left out of the key. Credentials
+    are not part of a request's content: a ``params`` field that looks like one is refused.
+    """
+    return next(iter(cache_keys(model, messages, params, {"": response_format},
+                                sample_index).values()))
+
+
+def cache_keys(
+    model: str,
+    messages: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None,
+    response_formats: Mapping[str, Mapping[str, Any] | None],
+    sample_index: int = 0,
+) -> dict[str, str]:
+    """The keys of one request sent under each of several response formats (name -> key),
+    each equal to :func:`cache_key` of that format; the shared part is encoded and hashed once.
+    """
+    if not isinstance(model, str) or not model:
+        raise UsageError("cache_key: model must be a non-empty string")
+    if isinstance(sample_index, bool) or not isinstance(sample_index, int) or sample_index < 0:
+        raise UsageError("cache_key: sample_index must be a non-negative integer")
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    _check_no_secret(params, "cache_key params")
+    try:
+        # The canonical document's keys in sorted order: messages, model, params,
+        # response_format, sample_index, v. Everything before response_format is shared.
+        head = (f'{{"messages":{canonical_json([dict(m) for m in messages])},'
+                f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
+                '"response_format":')
+        tail = f',"sample_index":{sample_index},"v":{canonical_json(CACHE_KEY_VERSION)}}}'
+        shared = hashlib.sha256(head.encode("utf-8"))
+        keys = {}
+        for name, fmt in response_formats.items():
+            digest = shared.copy()
+            digest.update((canonical_json(dict(fmt) if fmt is not None else None) + tail)
+                          .encode("utf-8"))
+            keys[name] = digest.hexdigest()
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
+    return keys
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored reply."""
+
+    key: str
+    model: str | None
+    request: dict[str, Any]
+    reply_text: str
+    usage: dict[str, int]
+    meta: dict[str, Any] = field(default_factory=dict)
+    created: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object written by :meth:`JudgeCache.export_jsonl`."""
+        return {
+            "key": self.key,
+            "model": self.model,
+            "request": self.request,
+            "reply": self.reply_text,
+            "usage": self.usage,
+            "meta": self.meta,
+            "created": self.created,
+        }

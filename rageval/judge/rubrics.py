@@ -1,0 +1,340 @@
+"""Judge rubrics: loading, validation and hashing, and where the built-in prompts live.
+
+A rubric is a TOML file, one per criterion (``faithfulness``, ``correctness``, ...)::
+
+    id = "faithfulness"
+    version = "1"
+    description = "Every claim the answer makes is supported by the retrieved contexts."
+    inputs = ["contexts", "answer"]
+    template = \"\"\"
+    Grade the FAITHFULNESS of ...
+    {contexts}
+    {answer}
+    \"\"\"
+
+    [scale]
+    min = 1
+    max = 5
+
+    [anchors]
+    1 = "Mostly unfaithful: ..."
+    ...
+    5 = "Fully faithful: ..."
+
+``inputs`` names the record fields the judge sees, among :data:`INPUTS`; the ``template``
+places each of them exactly once with a ``{name}`` placeholder. ``anchors`` describes every
+integer score of the scale. The built-in rubrics ship inside the package (``rageval/prompts``,
+located by :func:`builtin_prompts`); user rubrics are loaded by path or by name from a
+directory.
+
+The file's SHA-256 (:attr:`Rubric.hash`) is part of every score's signature and of the judge
+cache key, next to :data:`~rageval.judge.render.RENDER_VERSION` (the fixed wording
+:func:`~rageval.judge.render.render` wraps around a rubric).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rageval.core.errors import InputError, UsageError
+from rageval.judge.slots import PLACEHOLDER
+
+__all__ = [
+    "INPUTS",
+    "Rubric",
+    "builtin_prompts",
+    "file_hash",
+    "list_rubrics",
+    "load_rubric",
+    "prompt_info",
+]
+
+#: The inputs a rubric may ask for: the record's query, all its contexts, the one context
+#: being graded (``context_index``), its answer and its reference answer(s).
+INPUTS: tuple[str, ...] = ("query", "contexts", "context", "answer", "reference")
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_KEYS = ("id", "version", "description", "inputs", "template", "scale", "anchors")
+_MAX_SCALE_POINTS = 11  # e.g. 0-10
+_SHORT_HASH = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Rubric:
+    """One judge criterion, validated. Build it with :func:`load_rubric`.
+
+    ``anchors`` holds ``(score, description)`` for every integer score from ``scale_min`` to
+    ``scale_max``, in order. ``source`` is the file the rubric was read from; ``hash`` is the
+    SHA-256 (hex) of its bytes, with CRLF line endings read as LF so that a checkout with
+    Windows line endings hashes the same.
+    """
+
+    id: str
+    version: str
+    description: str
+    inputs: tuple[str, ...]
+    scale_min: int
+    scale_max: int
+    anchors: tuple[tuple[int, str], ...]
+    template: str
+    source: str
+    hash: str
+    builtin: bool = False
+
+    @property
+    def short_hash(self) -> str:
+        """The first 12 hex digits of :attr:`hash`, for signatures."""
+        return self.hash[:_SHORT_HASH]
+
+    @property
+    def scores(self) -> range:
+        """Every valid score, from ``scale_min`` to ``scale_max`` inclusive."""
+        return range(self.scale_min, self.scale_max + 1)
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """The :class:`~rageval.core.records.Record` fields a record must have to be rendered."""
+        fields = {"context": "contexts", "reference": "references"}
+        return frozenset(fields.get(name, name) for name in self.inputs)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and validation
+# --------------------------------------------------------------------------------------------
+
+
+def builtin_prompts() -> Any:
+    """The directory of the built-in prompt files (an importlib.resources Traversable): the
+    rubrics, and the pairwise prompt under ``pairwise/``.
+
+    They live in the repository's top-level ``prompts/``, where people who tune prompts find
+    them; a wheel carries them as package data in ``rageval/prompts/`` (pyproject maps one onto
+    the other), and a source checkout (an editable install) reads the folder itself.
+    """
+    packaged = resources.files("rageval").joinpath("prompts")
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "prompts"
+
+
+def _builtin_names() -> list[str]:
+    directory = builtin_prompts()
+    if not directory.is_dir():
+        return []
+    return sorted(
+        entry.name[: -len(".toml")]
+        for entry in directory.iterdir()
+        if entry.name.endswith(".toml") and entry.is_file()
+    )
+
+
+def list_rubrics(prompts_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """Names of the rubrics loadable by name: the built-ins plus those in ``prompts_dir``."""
+    names = set(_builtin_names())
+    if prompts_dir is not None:
+        directory = Path(prompts_dir)
+        if directory.is_dir():
+            names.update(p.stem for p in directory.glob("*.toml") if _NAME.fullmatch(p.stem))
+    return sorted(names)
+
+
+def file_hash(data: bytes) -> str:
+    """SHA-256 (hex) of a rubric file's bytes, CRLF line endings read as LF."""
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()
+
+
+def _looks_like_path(value: str | os.PathLike[str]) -> bool:
+    if isinstance(value, os.PathLike):
+        return True
+    return value.endswith(".toml") or "/" in value or os.sep in value
+
+
+def load_rubric(
+    name_or_path: str | os.PathLike[str],
+    prompts_dir: str | os.PathLike[str] | None = None,
+) -> Rubric:
+    """Load and validate a rubric.
+
+    ``name_or_path`` is a path (a :class:`os.PathLike`, or a string ending in ``.toml`` or
+    holding a path separator) or a rubric name. A name is looked up first as
+    ``prompts_dir/<name>.toml`` when ``prompts_dir`` is given, then among the built-in
+    rubrics; a rubric loaded by name must have that name as its ``id``.
+
+    Raises :class:`~rageval.core.errors.InputError` (naming the file and the field) for a missing
+    or invalid file, and :class:`~rageval.core.errors.UsageError` for an unknown name.
+    """
+    if _looks_like_path(name_or_path):
+        path = os.fspath(name_or_path)
+        return _parse(_read(Path(path), path), path, expected_id=None, builtin=False)
+    name = str(name_or_path)
+    if not _NAME.fullmatch(name):
+        raise UsageError(
+            f"invalid rubric name {name!r}: use lowercase letters, digits, '_' and '-', "
+            "or give a path to a .toml file"
+        )
+    if prompts_dir is not None:
+        candidate = Path(prompts_dir) / f"{name}.toml"
+        if candidate.is_file():
+            source = os.fspath(candidate)
+            return _parse(_read(candidate, source), source, expected_id=name, builtin=False)
+    entry = builtin_prompts().joinpath(f"{name}.toml")
+    if entry.is_file():
+        source = str(entry)
+        return _parse(entry.read_bytes(), source, expected_id=name, builtin=True)
+    known = list_rubrics(prompts_dir)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    where = f" (looked in {os.fspath(prompts_dir)} and the built-ins)" if prompts_dir else ""
+    raise UsageError(
+        f"unknown rubric {name!r}{where}{hint}; known rubrics: {', '.join(known) or 'none'}"
+    )
+
+
+def _read(path: Path, source: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", path=source) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a rubric .toml file", path=source) from None
+    except OSError as error:
+        raise InputError(f"cannot read file: {error.strerror or error}", path=source) from None
+
+
+def _parse(data: bytes, source: str, *, expected_id: str | None, builtin: bool) -> Rubric:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not valid UTF-8 ({error.reason})", path=source) from None
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"malformed TOML: {error}", path=source) from None
+    return _validate(table, source, file_hash(data), expected_id, builtin)
+
+
+def _fail(source: str, field: str, message: str) -> InputError:
+    return InputError(message, path=source, field=field)
+
+
+def _string(table: dict[str, Any], key: str, source: str) -> str:
+    value = table.get(key)
+    if value is None:
+        raise _fail(source, key, "missing (a non-empty string)")
+    if not isinstance(value, str):
+        raise _fail(source, key, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise _fail(source, key, "must not be empty")
+    return value
+
+
+def _integer(table: dict[str, Any], key: str, field: str, source: str) -> int:
+    value = table.get(key)
+    if value is None:
+        raise _fail(source, field, "missing (an integer)")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(source, field, f"must be an integer, got {value!r}")
+    return value
+
+
+def _validate(
+    table: dict[str, Any], source: str, digest: str, expected_id: str | None, builtin: bool
+) -> Rubric:
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise _fail(source, unknown[0], f"unknown key; expected keys: {', '.join(_KEYS)}")
+
+    rubric_id = _string(table, "id", source)
+    if not _NAME.fullmatch(rubric_id):
+        raise _fail(
+            source, "id", f"{rubric_id!r} is not a valid name (lowercase letters, digits, _ -)"
+        )
+    if expected_id is not None and rubric_id != expected_id:
+        raise _fail(source, "id", f"is {rubric_id!r} but the file is named {expected_id!r}")
+    version = _string(table, "version", source)
+    description = " ".join(_string(table, "description", source).split())
+
+    inputs = table.get("inputs")
+    if inputs is None:
+        raise _fail(source, "inputs", f"missing (a list of inputs among {', '.join(INPUTS)})")
+    if not isinstance(inputs, list) or not inputs:
+        raise _fail(source, "inputs", "must be a non-empty list of strings")
+    for index, name in enumerate(inputs):
+        if name not in INPUTS:
+            raise _fail(
+                source, f"inputs[{index}]", f"unknown input {name!r}; known: {', '.join(INPUTS)}"
+            )
+    if len(set(inputs)) != len(inputs):
+        raise _fail(source, "inputs", "lists an input more than once")
+
+    template = _string(table, "template", source).strip("\n")
+    seen = [match.group(1) for match in PLACEHOLDER.finditer(template)]
+    for name in seen:
+        if name not in inputs:
+            raise _fail(
+                source,
+                "template",
+                f"placeholder {{{name}}} is not among the inputs ({', '.join(inputs)})",
+            )
+    for name in inputs:
+        count = seen.count(name)
+        if count != 1:
+            raise _fail(
+                source, "template", f"must hold the placeholder {{{name}}} once, found {count}"
+            )
+
+    scale = table.get("scale")
+    if not isinstance(scale, dict):
+        raise _fail(source, "scale", "missing (a table with integer 'min' and 'max')")
+    extra = sorted(set(scale) - {"min", "max"})
+    if extra:
+        raise _fail(source, f"scale.{extra[0]}", "unknown key; expected 'min' and 'max'")
+    low = _integer(scale, "min", "scale.min", source)
+    high = _integer(scale, "max", "scale.max", source)
+    if high <= low:
+        raise _fail(source, "scale.max", f"must be greater than scale.min ({low}), got {high}")
+    if high - low + 1 > _MAX_SCALE_POINTS:
+        raise _fail(source, "scale", f"{low}-{high} has more than {_MAX_SCALE_POINTS} points")
+
+    anchors = table.get("anchors")
+    if not isinstance(anchors, dict):
+        raise _fail(source, "anchors", f"missing (a table describing each score {low}-{high})")
+    expected = [str(score) for score in range(low, high + 1)]
+    for key in anchors:
+        if key not in expected:
+            raise _fail(source, f"anchors.{key}", f"is not a score of the scale {low}-{high}")
+    described: list[tuple[int, str]] = []
+    for key in expected:
+        if key not in anchors:
+            raise _fail(source, f"anchors.{key}", "missing: every score needs a description")
+        value = anchors[key]
+        if not isinstance(value, str) or not value.strip():
+            raise _fail(source, f"anchors.{key}", "must be a non-empty string")
+        described.append((int(key), " ".join(value.split())))
+
+    return Rubric(
+        id=rubric_id,
+        version=version,
+        description=description,
+        inputs=tuple(inputs),
+        scale_min=low,
+        scale_max=high,
+        anchors=tuple(described),
+        template=template,
+        source=source,
+        hash=digest,
+        builtin=builtin,
+    )
+
+
+def prompt_info(rubric: Rubric) -> dict[str, str]:
+    """What the manifest records of a rubric: its version, content hash and file."""
+    return {"version": rubric.version, "hash": rubric.hash, "source": rubric.source}

@@ -1,0 +1,133 @@
+"""The report's data model: each run as the report shows it, and the numbers the page reads.
+
+:func:`prepare_runs` turns the ``(name, Results)`` pairs given to
+:func:`~rageval.report.html.build_report` into :class:`ReportRun` objects (name, color, results,
+records and results by id); the rest picks the headline metrics, collects a metric's scores and
+reads the fields of a comparison row of :mod:`rageval.compare.runs` (its CI, its signature
+mismatch). No HTML and no matplotlib here: the sections and the plots both build on this.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rageval.core.errors import UsageError
+from rageval.core.records import Record
+from rageval.core.results import RecordResult, Results
+
+# One color per run, used in plots and next to run names in tables (matplotlib's tab10).
+_RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+               "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_MAX_BAR_SPAN = 20  # integer scores spanning at most this many values are drawn as bar counts
+JUDGE_SCALE = (1, 5)  # the rubric scale (DESIGN: judge scores stay on the rubric's 1-5)
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per run
+class ReportRun:
+    """One run as the report shows it."""
+
+    name: str
+    results: Results
+    color: str
+    records: Mapping[str, Record] | None  # the scored inputs by id, when they could be read
+    by_id: Mapping[str, RecordResult]
+
+
+def prepare_runs(
+    runs: Sequence[tuple[str, Results]], records_by_run: Mapping[str, list[Record]]
+) -> list[ReportRun]:
+    """The runs in the given order, each with its color and its records and results by id;
+    a usage error for no runs, repeated names or records of a run not given."""
+    if not runs:
+        raise UsageError("a report needs at least one run")
+    names = [name for name, _ in runs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UsageError(f"run names must be distinct; repeated: {', '.join(duplicates)}")
+    unknown = sorted(set(records_by_run) - set(names))
+    if unknown:
+        raise UsageError(f"records given for unknown runs: {', '.join(unknown)}")
+    prepared = []
+    for index, (name, results) in enumerate(runs):
+        records = records_by_run.get(name)
+        prepared.append(ReportRun(
+            name=name,
+            results=results,
+            color=_RUN_COLORS[index % len(_RUN_COLORS)],
+            records=None if records is None else {record.id: record for record in records},
+            by_id={result.id: result for result in results.records},
+        ))
+    return prepared
+
+
+def headline_names(results: Results) -> list[str]:
+    """The metrics the user asked for (the manifest lists them); components such as
+    ``rouge1.precision`` only when nothing says which names are headlines."""
+    requested = results.manifest.get("metrics")
+    if isinstance(requested, list):
+        names = [name for name in requested if isinstance(name, str) and name in results.summary]
+        if names:
+            return names
+    return [name for name, item in results.summary.items()
+            if item.in_table and name.rpartition(".")[0] not in results.summary]
+
+
+def headline_metrics(runs: list[ReportRun]) -> list[str]:
+    """Headline metrics of all runs, in order of first appearance."""
+    return list(dict.fromkeys(name for run in runs for name in headline_names(run.results)))
+
+
+def as_finite(value: Any) -> float | None:
+    """The value as a float when it is a finite number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def scored_values(run: ReportRun, metric: str) -> np.ndarray:
+    """The run's finite scores for the metric, in record order (unscored records left out)."""
+    values = [as_finite(result.scores.get(metric)) for result in run.results.records]
+    return np.array([v for v in values if v is not None], dtype=float)
+
+
+def drawn_as_bars(series: list[tuple[ReportRun, np.ndarray]]) -> bool:
+    """Counts per value suit scores on a small integer scale (a 1-5 rubric, 0/1 success)."""
+    values = [v for _, scores in series for v in scores]
+    if not values or not all(float(v).is_integer() for v in values):
+        return False
+    return max(values) - min(values) <= _MAX_BAR_SPAN
+
+
+def ci_excludes_zero(row: Mapping[str, Any]) -> int:
+    """+1 or -1 when the 95% CI lies wholly above or below zero, else 0."""
+    ci = row.get("ci95")
+    if not isinstance(ci, Sequence) or len(ci) != 2:
+        return 0
+    low, high = as_finite(ci[0]), as_finite(ci[1])
+    if low is None or high is None:
+        return 0
+    return 1 if low > 0 else -1 if high < 0 else 0
+
+
+def ci_pair(value: Any) -> tuple[float | None, float | None] | None:
+    """A row's ``ci95`` as (low, high), either None when not finite; None when not a pair."""
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        return None
+    return as_finite(value[0]), as_finite(value[1])
+
+
+def mismatch_text(value: Any) -> str | None:
+    """A description of a signature mismatch, or None when the signatures agree."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return "the runs' signatures for this metric differ: the delta may not be meaningful"

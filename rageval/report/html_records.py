@@ -1,0 +1,196 @@
+"""The report's per-record table: one row per record id across all runs.
+
+Query, answer and reference come from the records files when they could be read; then one score
+cell per run and headline metric (shaded within its column's range), the judge's reasoning and
+the reasons a record went unscored. The table sorts and filters in the browser
+(``assets/report.js``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from rageval.core.records import Record
+from rageval.core.results import RecordResult
+from rageval.report.html_data import JUDGE_SCALE, ReportRun, as_finite, drawn_as_bars, scored_values
+from rageval.report.html_markup import clip, esc, fmt_number, num_cell, run_label, table, th
+
+
+def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
+    ids = list(dict.fromkeys(result.id for run in runs for result in run.results.records))
+    text_columns = _text_columns(runs)
+    score_columns = [(run, metric) for metric in metrics for run in runs
+                     if metric in run.results.summary]
+    ranges = {column: _column_range(*column) for column in score_columns}
+    has_reasoning = any(_reasonings(run, result) for run in runs for result in run.results)
+    has_errors = any(result.errors for run in runs for result in run.results)
+    several = len(runs) > 1
+
+    head = [th("id", key="id", kind="text")]
+    head += [th(label, key=key, kind="text") for key, label, _ in text_columns]
+    for run, metric in score_columns:
+        label = esc(metric) + (f'<span class="sub">{run_label(run)}</span>' if several else "")
+        key = f"{run.name}:{metric}" if several else metric
+        head.append(th(label, key=key, kind="num", numeric=True,
+                       title=run.results.summary[metric].signature))
+    if has_reasoning:
+        head.append(th("judge reasoning", key="reasoning", kind="text"))
+    if has_errors:
+        head.append(th("unscored / errors", key="errors", kind="text"))
+
+    rows = []
+    for record_id in ids:
+        cells = [f'<td class="id">{esc(record_id)}</td>']
+        cells += [_text_cell(getter(record_id)) for _, _, getter in text_columns]
+        for run, metric in score_columns:
+            cells.append(_score_cell(run, record_id, metric, ranges[(run, metric)]))
+        if has_reasoning:
+            cells.append(_reasoning_cell(runs, record_id))
+        if has_errors:
+            cells.append(_errors_cell(runs, record_id))
+        rows.append(f"<tr>{''.join(cells)}</tr>\n")
+
+    missing = [run.name for run in runs if run.records is None]
+    note = ""
+    if missing and text_columns:
+        note = ('<p class="note">Queries and answers are missing for '
+                + ", ".join(esc(name) for name in missing)
+                + ": its records file could not be found.</p>")
+    elif missing:
+        note = ('<p class="note">The records files could not be found, so queries and answers '
+                "are not shown: ids, scores and judge reasoning only.</p>")
+    toolbar = ('<div class="toolbar"><input type="search" id="records-filter" '
+               'placeholder="Filter records (id, text, reasoning, …)" aria-label="filter records">'
+               f'<span id="records-count" class="muted">{len(ids)} records</span>'
+               '<span class="muted">Click a header to sort (unscored last); click a long text '
+               "to expand it.</span></div>")
+    return (f'<section id="records"><h2>Records</h2>{note}{toolbar}'
+            + table("records-table", head, rows, tall=True) + "</section>")
+
+
+_TextGetter = Callable[[str], str | None]
+
+
+def _text_columns(runs: list[ReportRun]) -> list[tuple[str, str, _TextGetter]]:
+    """Query, answer and reference columns, for the runs whose records could be read.
+
+    Query and reference come from the first run that has the record (runs compared on the same
+    questions share them); answers get one column per run when any of them differ.
+    """
+    with_records = [run for run in runs if run.records is not None]
+    if not with_records:
+        return []
+
+    def first(field: Callable[[Record], str | None]) -> _TextGetter:
+        def get(record_id: str) -> str | None:
+            for run in with_records:
+                record = run.records.get(record_id) if run.records is not None else None
+                if record is not None and field(record):
+                    return field(record)
+            return None
+        return get
+
+    def answer_of(run: ReportRun) -> _TextGetter:
+        def get(record_id: str) -> str | None:
+            record = run.records.get(record_id) if run.records is not None else None
+            return None if record is None else record.answer
+        return get
+
+    columns: list[tuple[str, str, _TextGetter]] = [
+        ("query", "query", first(lambda r: r.query))]
+    if _answers_differ(with_records):
+        columns += [(f"answer:{run.name}", f'answer<span class="sub">{run_label(run)}</span>',
+                     answer_of(run)) for run in with_records]
+    else:
+        columns.append(("answer", "answer", first(lambda r: r.answer)))
+    if any(record.references for run in with_records for record in _values(run.records)):
+        columns.append(("reference", "reference", first(_joined_references)))
+    return columns
+
+
+def _values(records: Mapping[str, Record] | None) -> Iterable[Record]:
+    return () if records is None else records.values()
+
+
+def _joined_references(record: Record) -> str | None:
+    return "\n—\n".join(record.references) if record.references else None
+
+
+def _answers_differ(runs: list[ReportRun]) -> bool:
+    if len(runs) < 2:
+        return False
+    first = runs[0].records or {}
+    return any(first.get(record_id) is None or first[record_id].answer != record.answer
+               for run in runs[1:] for record_id, record in _items(run.records))
+
+
+def _items(records: Mapping[str, Record] | None) -> Iterable[tuple[str, Record]]:
+    return () if records is None else records.items()
+
+
+def _text_cell(text: str | None) -> str:
+    if not text:
+        return '<td class="null" data-s="">—</td>'
+    return f"<td>{clip(esc(text))}</td>"
+
+
+def _column_range(run: ReportRun, metric: str) -> tuple[float, float]:
+    scores = scored_values(run, metric)
+    if not scores.size:
+        return (0.0, 1.0)
+    low, high = float(scores.min()), float(scores.max())
+    if drawn_as_bars([(run, scores)]) and metric.startswith("judge:"):
+        low, high = min(low, JUDGE_SCALE[0]), max(high, JUDGE_SCALE[1])
+    return (min(low, 0.0), high) if low >= 0 else (low, high)
+
+
+def _score_cell(run: ReportRun, record_id: str, metric: str, bounds: tuple[float, float]) -> str:
+    result = run.by_id.get(record_id)
+    if result is None:
+        return '<td class="num null" data-v="" title="not in this run">·</td>'
+    value = as_finite(result.scores.get(metric))
+    if value is None:
+        reason = result.errors.get(metric) or "unscored"
+        return f'<td class="num null" data-v="" title="{esc(reason)}">—</td>'
+    low, high = bounds
+    share = 0.0 if high <= low else min(max((value - low) / (high - low), 0.0), 1.0)
+    return num_cell(value, extra_class="score", style=f"--p:{share:.3f}")
+
+
+def _reasonings(run: ReportRun, result: RecordResult) -> list[tuple[str, str]]:
+    """(metric, reasoning) for each judge reply with reasoning in this record's details."""
+    out = []
+    for metric, detail in result.details.items():
+        if isinstance(detail, Mapping) and isinstance(detail.get("reasoning"), str):
+            out.append((metric, detail["reasoning"]))
+    return out
+
+
+def _reasoning_cell(runs: list[ReportRun], record_id: str) -> str:
+    parts = []
+    for run in runs:
+        result = run.by_id.get(record_id)
+        if result is None:
+            continue
+        for metric, reasoning in _reasonings(run, result):
+            score = fmt_number(as_finite(result.scores.get(metric)))
+            who = f" · {esc(run.name)}" if len(runs) > 1 else ""
+            parts.append(f'<div class="reason"><b>{esc(metric)}</b>{who} '
+                         f'<span class="muted">(score {esc(score)})</span>: {esc(reasoning)}</div>')
+    if not parts:
+        return '<td class="null" data-s="">—</td>'
+    return f"<td>{clip(''.join(parts))}</td>"
+
+
+def _errors_cell(runs: list[ReportRun], record_id: str) -> str:
+    parts = []
+    for run in runs:
+        result = run.by_id.get(record_id)
+        if result is None:
+            continue
+        who = f" · {esc(run.name)}" if len(runs) > 1 else ""
+        parts += [f'<div class="error"><b>{esc(metric)}</b>{who}: {esc(reason)}</div>'
+                  for metric, reason in result.errors.items()]
+    if not parts:
+        return '<td data-s=""></td>'
+    return f"<td>{clip(''.join(parts))}</td>"

@@ -1,0 +1,220 @@
+"""The columnar fast path of the TREC readers: polars' CSV reader, proven exact or refused.
+
+Files separated by single spaces, or by single tabs with space-padded fields, are read by
+polars; :func:`fast_run` and :func:`fast_qrels` return None for any file they cannot prove
+well-formed (odd whitespace, missing fields, numbers C would not read), which the exact
+parser (:mod:`rageval.retrieval.trec.exact_read`) then reads or rejects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import polars as pl
+
+from rageval.retrieval.trec.frames import qid_layout_of
+from rageval.retrieval.trec.syntax import FLOAT_RE, QRELS_COLUMNS, RUN_COLUMNS, WHITESPACE
+
+
+def _scan(
+    path: str,
+    separator: str,
+    columns: Sequence[str],
+    types: Mapping[str, pl.DataType],
+    keep: Sequence[str],
+    *,
+    ragged: bool,
+    comments: bool,
+) -> pl.DataFrame | None:
+    """polars CSV scan with a one-byte separator, keeping only ``keep``; None when polars
+    rejects the file."""
+    schema = {c: types.get(c, pl.String) for c in columns}
+    try:
+        return (
+            pl.scan_csv(
+                path,
+                separator=separator,
+                has_header=False,
+                schema=schema,
+                quote_char=None,
+                comment_prefix="#" if comments else None,
+                truncate_ragged_lines=ragged,
+                missing_columns="insert",  # a file whose lines all lack the last columns
+                raise_if_empty=False,
+                encoding="utf8",
+            )
+            .select(keep)
+            .collect()
+        )
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
+        return None
+
+
+def _drop_blank(frame: pl.DataFrame) -> pl.DataFrame:
+    """Blank lines come back as all-null rows; drop them (trec_eval skips them too)."""
+    if frame.height == 0:
+        return frame
+    blank = pl.all_horizontal(pl.all().is_null())
+    if frame.select(blank.any()).item():
+        frame = frame.filter(~blank)
+    return frame
+
+
+def _has_nulls(frame: pl.DataFrame, columns: Iterable[str]) -> bool:
+    counts = frame.select(pl.col(c).null_count() for c in columns).row(0)
+    return any(counts)
+
+
+def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFrame, str] | None:
+    """Columnar read for single-space or single-tab separated runs; None if unsure.
+
+    ``cache`` receives the qid blocks when they were computed on the way (see Run)."""
+    if cache is None:
+        cache = {}
+    sep = _guess_separator(path)
+    if sep is None:
+        return None
+    types: dict[str, pl.DataType] = {"qid": pl.Categorical(), "runid": pl.Categorical()}
+    if sep == " ":
+        types["score"] = pl.Float64()
+    keep = ("qid", "docno", "score", "runid")
+    # The byte scan for stray whitespace runs in a thread while polars parses (polars
+    # releases the GIL), so on a multi-core machine it costs little wall time.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        odd = pool.submit(_has_odd_whitespace, path, sep)
+        # Comment lines are rare: read without comment handling first (faster), and again
+        # with it when a line starting with '#' shows up (as a query id or a parse failure).
+        frame = _scan(path, sep, RUN_COLUMNS, types, keep, ragged=True, comments=False)
+        if odd.result():
+            return None
+    if frame is None or _has_comment_rows(frame, cache):
+        cache.clear()
+        frame = _scan(path, sep, RUN_COLUMNS, types, keep, ragged=True, comments=True)
+    if frame is None:
+        return None
+    height = frame.height
+    frame = _drop_blank(frame)
+    blank = frame.height != height
+    if frame.height == 0:
+        return frame.select("qid", "docno", "score"), ""
+    if sep == "\t" or blank:
+        cache.clear()
+    if sep == "\t":
+        frame = _strip_tab_fields(frame)
+        if frame is None:
+            return None
+    if _has_nulls(frame, frame.columns) or frame.get_column("score").is_nan().any():
+        return None
+    runid = frame.get_column("runid")[-1]
+    return frame.select("qid", "docno", "score"), str(runid)
+
+
+def _has_comment_rows(frame: pl.DataFrame, cache: dict[str, Any]) -> bool:
+    cache["qids"] = qid_layout_of(frame.get_column("qid"))
+    return any(name.startswith("#") for name in cache["qids"].names)
+
+
+def _strip_tab_fields(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """Tab-separated runs often pad fields with spaces (e.g. "\t  2.129133\t"); strip them and
+    make sure no field holds inner whitespace (trec_eval would split it)."""
+    stripped = frame.select(
+        pl.col("qid").cast(pl.String).str.strip_chars(WHITESPACE),
+        pl.col("docno").str.strip_chars(WHITESPACE),
+        pl.col("score").str.strip_chars(WHITESPACE),
+        pl.col("runid").cast(pl.String).str.strip_chars(WHITESPACE),
+    )
+    bad = stripped.select(
+        pl.any_horizontal(
+            (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
+            for c in stripped.columns
+        ).any()
+    ).item()
+    if bad:
+        return None
+    parsed = stripped.get_column("score").cast(pl.Float64, strict=False)
+    if parsed.null_count() or not _all_floats(stripped.get_column("score")):
+        return None
+    return stripped.with_columns(
+        pl.col("qid").cast(pl.Categorical()),
+        score=parsed,
+        runid=pl.col("runid").cast(pl.Categorical()),
+    )
+
+
+def _has_odd_whitespace(path: str, sep: str) -> bool:
+    """Whitespace other than the separator and line ends (trec_eval splits on it, polars would
+    keep it inside a field). A raw byte scan through one reused buffer: fast, and no memory
+    growth on big files."""
+    others = [b"\x0b", b"\x0c"] + ([b"\t"] if sep == " " else [])
+    stray_cr = re.compile(rb"\r(?!\n)")
+    buf = bytearray(1 << 23)
+    view = memoryview(buf)
+    pending_cr = False  # the previous buffer ended with "\r"
+    with open(path, "rb") as fh:
+        while size := fh.readinto(buf):
+            if pending_cr and buf[0] != ord("\n"):
+                return True
+            if any(buf.find(ch, 0, size) >= 0 for ch in others):
+                return True
+            pending_cr = False
+            if buf.find(b"\r", 0, size) >= 0:
+                hit = stray_cr.search(view[:size])
+                if hit is not None:
+                    if hit.start() < size - 1:
+                        return True
+                    pending_cr = True  # decided by the next buffer's first byte
+    return False  # (a "\r" ending the file ends its last line, as "\n" would)
+
+
+def _all_floats(values: pl.Series) -> bool:
+    """polars' float cast accepts a few spellings C's atof does not; check the odd ones."""
+    plain = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+    odd = values.filter(~values.str.contains(plain))
+    return all(FLOAT_RE.fullmatch(v.encode()) for v in odd.unique().to_list())
+
+
+def fast_qrels(path: str) -> pl.DataFrame | None:
+    sep = _guess_separator(path)
+    if sep is None or _has_odd_whitespace(path, sep):
+        return None
+    types: dict[str, pl.DataType] = {"rel": pl.Int64()} if sep == " " else {}
+    keep = ("qid", "docno", "rel", "extra")
+    frame = _scan(path, sep, QRELS_COLUMNS, types, keep, ragged=True, comments=True)
+    if frame is None:
+        return None
+    frame = _drop_blank(frame)
+    if frame.get_column("extra").null_count() != frame.height:
+        return None  # a line with more than 4 fields: the exact parser reports it
+    frame = frame.drop("extra")
+    if sep == "\t":
+        stripped = frame.select(pl.all().str.strip_chars(WHITESPACE))
+        bad = stripped.select(
+            pl.any_horizontal(
+                (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
+                for c in stripped.columns
+            ).any()
+        ).item()
+        if bad or not stripped.get_column("rel").str.contains(r"^[+-]?[0-9]+$").all():
+            return None
+        frame = stripped.with_columns(pl.col("rel").cast(pl.Int64))
+    if _has_nulls(frame, frame.columns):
+        return None
+    return frame
+
+
+def _guess_separator(path: str) -> str | None:
+    """Look at the first data lines: a single space or a single tab between fields."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip() and not ln.lstrip().startswith(b"#")]
+    if not lines:
+        return " " if not head.strip() else None
+    sample = lines[:50]
+    if all(b"\t" not in ln and b"  " not in ln.rstrip(b"\r") and ln[:1] != b" " for ln in sample):
+        return " "
+    if all(b"\t" in ln for ln in sample):
+        return "\t"
+    return None

@@ -1,0 +1,26 @@
+"""``rageval trec-eval``: a drop-in for trec_eval 10.0 with byte-identical output.
+
+- :mod:`.catalogue`: the measures (:data:`MEASURES`) and their nicknames (:data:`NICKNAMES`);
+- :mod:`.selection`: ``-m`` arguments resolved into measures and parameters;
+- :mod:`.evaluation`: a qrels and a run evaluated (:func:`evaluate_files`);
+- :mod:`.output`: trec_eval's output lines;
+- :mod:`.command`: the command line (:func:`main`).
+
+:func:`evaluate_files` and :func:`main` raise :class:`UsageError` for a bad measure or option.
+"""
+
+from rageval.core.errors import UsageError
+from rageval.retrieval.trec_eval.catalogue import MEASURES, NICKNAMES, Measure
+from rageval.retrieval.trec_eval.command import main
+from rageval.retrieval.trec_eval.evaluation import evaluate_files
+from rageval.retrieval.trec_eval.selection import select_measures
+
+__all__ = [
+    "MEASURES",
+    "NICKNAMES",
+    "Measure",
+    "UsageError",
+    "evaluate_files",
+    "main",
+    "select_measures",
+]

@@ -1,0 +1,189 @@
+"""``rageval trec-eval``: trec_eval 10.0's command line.
+
+Usage::
+
+    rageval trec-eval [-q] [-c] [-n] [-M N] [-l N] [-J] [-N N] [-m MEASURE[.PARAMS]]... QRELS RUN
+
+Options and their long forms are trec_eval's; see :data:`HELP`.
+"""
+
+from __future__ import annotations
+
+import getopt
+import os
+import sys
+import tempfile
+from typing import TextIO
+
+from rageval.core.errors import RagevalError, UsageError
+from rageval.retrieval.trec_eval.evaluation import Options, run_evaluation
+from rageval.retrieval.trec_eval.output import write_results
+from rageval.retrieval.trec_eval.selection import select_measures
+
+USAGE = """\
+usage: rageval trec-eval [-h] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N]
+                         [-m MEASURE[.PARAMS]]... QRELS RUN
+"""
+
+HELP = USAGE + """
+Evaluate a TREC run against TREC relevance judgments exactly as trec_eval 10.0 does, with
+byte-identical output. RUN may be '-' to read the run from standard input.
+
+options:
+  -h, --help            show this help (with -m: also describe those measures) and exit
+  -v, --version         print the version and exit
+  -q                    also print the values of every topic, before the summary
+  -m MEASURE[.PARAMS]   add a measure or a nickname; may be repeated. Parameters follow a
+                        '.', comma separated: -m P.5,10  -m ndcg_cut.10  -m relstring.20
+                        -m iprec_at_recall.0.5  -m ndcg.1=3,2=7 (grade=gain)  -m rbp.p=0.95
+                        Nicknames: official (the default), set, all_trec.
+  -c                    average over every topic of the qrels; topics without results count
+                        as retrieving nothing (0 for most measures)
+  -n                    do not print the summary
+  -l N                  minimum grade of a relevant document (default 1)
+  -M N                  evaluate only the top N results of each topic
+  -J                    drop unjudged documents from the results first (use with care)
+  -N N                  number of documents in the collection (for utility's 4th term)
+  -D LEVEL[.QID]        evaluate only topic QID (debug output itself is not produced)
+  -R qrels, -T trec_results
+                        input formats (the only ones supported)
+
+Input: QRELS lines 'qid iter docno grade', RUN lines 'qid Q0 docno rank score runid'
+(whitespace separated, '#' starts a comment line). Results are ranked by score, ties by
+docno, both descending; the rank column is ignored. Topics absent from the qrels are ignored.
+"""
+
+_LONG_OPTS = [
+    "help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted",
+    "level_for_rel=", "nosummary", "Debug_level=", "Judged_docs_only",
+    "Number_docs_in_coll=", "Max_retrieved_per_topic=", "Rel_info_format=", "Results_format=",
+    "Output_old_results_format", "Zscore=",
+]
+
+
+def _int_option(flag: str, text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"option {flag} needs an integer, got '{text}'") from None
+
+
+def _parse_args(argv: list[str]) -> tuple[Options, list[str], list[str], bool, bool]:
+    try:
+        pairs, positional = getopt.gnu_getopt(argv, "hvqm:cl:nD:JN:M:R:T:oZ:", _LONG_OPTS)
+    except getopt.GetoptError as exc:
+        raise UsageError(f"{exc}\n{USAGE.rstrip()}") from None
+    opts: dict[str, object] = {}
+    specs: list[str] = []
+    want_help = want_version = False
+    for flag, value in pairs:
+        key = flag.lstrip("-")
+        if key in ("h", "help"):
+            want_help = True
+        elif key in ("v", "version"):
+            want_version = True
+        elif key in ("q", "query_eval_wanted"):
+            opts["query_flag"] = True
+        elif key in ("m", "measure"):
+            specs.append(value)
+        elif key in ("c", "complete_rel_info_wanted"):
+            opts["all_queries"] = True
+        elif key in ("l", "level_for_rel"):
+            opts["rel_level"] = _int_option(flag, value)
+        elif key in ("n", "nosummary"):
+            opts["summary_flag"] = False
+        elif key in ("J", "Judged_docs_only"):
+            opts["judged_only"] = True
+        elif key in ("N", "Number_docs_in_coll"):
+            opts["num_docs"] = _int_option(flag, value)
+        elif key in ("M", "Max_retrieved_per_topic"):
+            m = _int_option(flag, value)
+            if m < 0:
+                raise UsageError(f"option {flag} needs a non-negative integer, got '{value}'")
+            opts["max_retrieved"] = m
+        elif key in ("D", "Debug_level"):
+            _, dot, qid = value.partition(".")
+            if dot and qid:
+                opts["only_qid"] = qid
+        elif key in ("R", "Rel_info_format"):
+            if value != "qrels":
+                raise UsageError(f"unsupported relevance format '{value}' (only 'qrels')")
+        elif key in ("T", "Results_format"):
+            if value != "trec_results":
+                raise UsageError(f"unsupported results format '{value}' (only 'trec_results')")
+        elif key in ("o", "Output_old_results_format"):
+            pass  # obsolete in trec_eval 10 as well
+        elif key in ("Z", "Zscore"):
+            raise UsageError("-Z (Z scores) is not supported")
+    return Options(**opts), specs, positional, want_help, want_version  # type: ignore[arg-type]
+
+
+def _help_text(specs: list[str]) -> str:
+    text = HELP
+    if specs:
+        try:
+            chosen = select_measures(specs)
+        except UsageError:
+            chosen = []
+        if chosen:
+            text += "\nmeasures:\n"
+            for sel in chosen:
+                m = sel.measure
+                default = ",".join(_param_text(v) for v in m.default) if m.default else ""
+                extra = f" (default parameters: {default})" if default else ""
+                text += f"  {m.name:<22}{m.doc}{extra}\n"
+    return text
+
+
+def _param_text(v: object) -> str:
+    return str(int(v)) if isinstance(v, int | float) and float(v).is_integer() else str(v)
+
+
+def main(argv: list[str], stdout: TextIO | None = None) -> int:
+    """Run ``trec-eval`` with ``argv`` (without the program name); return the exit status.
+
+    Output goes to ``stdout`` (default ``sys.stdout``); errors are printed to stderr and give
+    their exit code (2 for usage and input errors).
+    """
+    out = stdout if stdout is not None else sys.stdout
+    try:
+        opts, specs, positional, want_help, want_version = _parse_args(list(argv))
+        if want_help:
+            out.write(_help_text(specs))
+            return 0
+        if want_version:
+            print(f"rageval trec-eval {_version()} (trec_eval 10.0 compatible)", file=sys.stderr)
+            return 0
+        if len(positional) != 2:
+            raise UsageError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
+        qrels_path, run_path = positional
+        if run_path == "-":
+            return _main_stdin(qrels_path, specs, opts, out)
+        ranking, results = run_evaluation(qrels_path, run_path, specs, opts)
+        write_results(ranking, results, opts, out)
+        return 0
+    except RagevalError as exc:
+        print(exc.format(), file=sys.stderr)
+        return exc.exit_code
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rageval")
+    except Exception:  # not installed (running from a checkout)
+        return "unknown"
+
+
+def _main_stdin(qrels_path: str, specs: list[str], opts: Options, out: TextIO) -> int:
+    data = sys.stdin.buffer.read()
+    with tempfile.NamedTemporaryFile("wb", suffix=".run", delete=False) as tmp:
+        tmp.write(data)
+        name = tmp.name
+    try:
+        ranking, results = run_evaluation(qrels_path, name, specs, opts)
+        write_results(ranking, results, opts, out)
+    finally:
+        os.unlink(name)
+    return 0

@@ -1,0 +1,142 @@
+"""The house rules, read from the source with ``ast``: no import circles, lower floors never
+import higher ones, a family never imports another family, the orchestrator names no family,
+and no module is over 400 lines."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rageval"
+MAX_LINES = 400
+
+# The metric families: each imports only the core and itself.
+FAMILIES = ("retrieval", "generation", "judge")
+# What each part of the house may import (besides itself); a part not listed here may import
+# everything (the command line, the public ``evaluate``, the package's lazy ``__init__``).
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    **{family: {"core"} for family in FAMILIES},
+    "compare": {"core"},
+    "report": {"core", "compare"},
+    "orchestrator": {"core", "compare"},
+}
+FAMILY_WORDS = re.compile(r"\b(judge|retrieval|generation|bleu|rouge|bertscore|kernels)\w*",
+                          re.IGNORECASE)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(path: Path, name: str, known: Mapping[str, Path]) -> set[str]:
+    """The rageval modules a file imports anywhere in it (top level, functions, type-checking
+    blocks): ``from a.b import c`` counts as ``a.b.c`` when that is a module, else ``a.b``."""
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "rageval")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")[: len(name.split(".")) - node.level + is_package]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] != "rageval":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if sub in known else base)
+    out.discard(name)
+    return {m for m in out if m in known}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imported(path, name, known) for name, path in known.items()}
+
+
+def find_circle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """One import circle (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def part(module: str) -> str:
+    """``rageval.judge.metric`` -> ``judge``; ``rageval.orchestrator`` -> ``orchestrator``."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else ""
+
+
+def upward_arrows(edges: Mapping[str, Iterable[str]]) -> list[str]:
+    bad = []
+    for source, targets in edges.items():
+        allowed = ALLOWED.get(part(source))
+        if allowed is None:
+            continue
+        bad += [f"{source} -> {t}" for t in sorted(targets)
+                if part(t) != part(source) and part(t) not in allowed]
+    return bad
+
+
+def test_no_import_circles() -> None:
+    assert find_circle(graph()) is None
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_upward_arrows_and_no_family_imports_another() -> None:
+    assert upward_arrows(graph()) == []
+
+
+def test_the_layer_check_catches_a_family_importing_another() -> None:
+    edges = {"rageval.compare.runs": {"rageval.generation.bleu"},
+             "rageval.core.records": {"rageval.judge.metric"},
+             "rageval.judge.metric": {"rageval.core.metric"}}
+    assert upward_arrows(edges) == ["rageval.compare.runs -> rageval.generation.bleu",
+                                    "rageval.core.records -> rageval.judge.metric"]
+
+
+def test_every_module_is_in_a_known_part_of_the_house() -> None:
+    parts = {part(name) for name in modules()}
+    assert parts <= {"", "api", "cli", *ALLOWED}
+
+
+def test_the_orchestrator_names_no_family() -> None:
+    source = (PACKAGE / "orchestrator.py").read_text(encoding="utf-8")
+    assert FAMILY_WORDS.findall(source) == []
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_no_module_is_over_400_lines(name: str) -> None:
+    lines = modules()[name].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"{name} has {lines} lines"

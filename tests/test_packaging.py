@@ -1,0 +1,63 @@
+"""The wheel holds every module of the package and the top-level ``prompts/`` (as
+``rageval/prompts/``), and the judge finds the built-in prompts both from a source checkout and
+from an installed wheel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the source (so no build files land in the checkout)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in ("rageval", "prompts"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-c",
+                    f"from setuptools import build_meta; build_meta.build_wheel({str(out)!r})"],
+                   cwd=src, check=True, capture_output=True)
+    (found,) = out.glob("rageval-*.whl")
+    return found
+
+
+def test_the_wheel_holds_every_module(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "rageval").rglob("*.py")}
+    assert modules - names == set()
+
+
+def test_the_wheel_holds_the_top_level_prompts_and_report_assets(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    prompts = {"rageval/" + p.relative_to(ROOT).as_posix()
+               for p in (ROOT / "prompts").rglob("*.toml")}
+    assert prompts and prompts - names == set()
+    assert {"rageval/report/assets/report.css", "rageval/report/assets/report.js"} <= names
+
+
+def test_an_installed_wheel_finds_its_prompts(wheel: Path, tmp_path: Path) -> None:
+    """Unpacked away from the checkout (first on the path), the judge loads rubrics from the
+    wheel's own copy."""
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    code = ("import rageval.judge.rubrics as p; r = p.load_rubric('faithfulness'); "
+            "print(r.source); print(p.builtin_prompts())")
+    shown = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
+                           capture_output=True, text=True).stdout
+    assert str(tmp_path) in shown and str(ROOT / "prompts") not in shown
+
+
+def test_a_source_checkout_finds_the_top_level_prompts() -> None:
+    from rageval.judge.rubrics import builtin_prompts
+
+    assert Path(str(builtin_prompts())).resolve() == ROOT / "prompts"
+    assert not (ROOT / "rageval" / "prompts").exists()
