@@ -5,6 +5,7 @@ work to the orchestrator."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.records import Record, apply_judgments, load_records
 from rageval.core.results import Results
-from rageval.orchestrator import ProgressHook, run_metrics
+from rageval.orchestrator import ProgressHook, check_settings, run_metrics
 
 if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions
@@ -52,6 +53,8 @@ def evaluate(
     their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
     """
+    started = time.perf_counter()
+    check_settings(seed, bootstrap, batch_size)  # before anything is read
     if judgments_from == "judge" and judge is None:
         raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
                          "or --judge-model)")
@@ -64,7 +67,8 @@ def evaluate(
                            embedding_cache=embedding_cache, judge=judge,
                            max_line_bytes=max_line_bytes)
     return run_metrics(loaded, metrics, options, source=source, judgments_from=judgments_from,
-                       seed=seed, bootstrap=bootstrap, batch_size=batch_size, progress=progress)
+                       seed=seed, bootstrap=bootstrap, batch_size=batch_size, progress=progress,
+                       started=started)
 
 
 def _with_qrels(

@@ -60,19 +60,26 @@ def run_metrics(
     bootstrap: int = 1000,
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
+    started: float | None = None,
 ) -> Results:
-    """Score ``records`` with ``metrics`` under ``options`` and aggregate (see the module)."""
-    started = time.perf_counter()
-    _check_settings(seed, bootstrap, batch_size)
+    """Score ``records`` with ``metrics`` under ``options`` and aggregate (see the module).
+
+    ``started`` is the :func:`time.perf_counter` reading the run's wall time counts from (the
+    caller's, when it read the records; default: now).
+    """
+    started = time.perf_counter() if started is None else started
+    check_settings(seed, bootstrap, batch_size)
     if not records:
         raise UsageError("no records to score")
-    provider = judgments_provider(judgments_from, options) if judgments_from else None
+    provider = (judgments_provider(judgments_from, options) if judgments_from is not None
+                else None)
     resolved = _resolve(metrics, options)
     for hooks, group in _by_hooks(resolved):
         hooks.check(records, group)
     run = Batch(records)
     extra: dict[str, Any] = {}
     if provider is not None:
+        _check_inputs(records, resolved, but="judgments")  # before the provider's work
         records, resolved, options, extra[provider.section] = _fill_judgments(
             provider, records, resolved, options, run)
     _check_inputs(records, resolved)
@@ -85,14 +92,22 @@ def run_metrics(
         for metric, result in per_metric.items()
         for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
     }
-    manifest = _manifest(source, records, resolved, options, seed, bootstrap)
-    manifest.update(extra)
+    manifest = _manifest(source, records, resolved, helpers, options, seed, bootstrap)
     for hooks, group in _by_hooks([*resolved, *helpers]):
-        section = hooks.manifest(run, group)
-        if section is not None:
-            manifest[hooks.section] = section
+        extra[hooks.section] = hooks.manifest(run, group)
+    _add_sections(manifest, extra)
     manifest["wall_time_s"] = round(time.perf_counter() - started, 3)
     return Results(_record_results(records, per_metric), summary, manifest)
+
+
+def _add_sections(manifest: dict[str, Any], sections: dict[str, Any]) -> None:
+    """The hooks' and the provider's manifest sections; one never replaces another key."""
+    for key, section in sections.items():
+        if section is None:
+            continue
+        if key in manifest:
+            raise RuntimeError(f"two parts of the run write the manifest key {key!r}")
+        manifest[key] = section
 
 
 def _fill_judgments(
@@ -116,7 +131,8 @@ def _by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:
     return list(groups.values())
 
 
-def _check_settings(seed: int, bootstrap: int, batch_size: int) -> None:
+def check_settings(seed: int, bootstrap: int, batch_size: int) -> None:
+    """Raise a usage error for a seed, resample count or batch size out of range."""
     for name, value, low in (("seed", seed, 0), ("bootstrap", bootstrap, 1),
                              ("batch_size", batch_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -141,28 +157,11 @@ def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Met
     return resolved
 
 
-def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    resolved: list[Metric] = []
-    for item in metrics:
-        if isinstance(item, Metric):
-            # A metric object built elsewhere gets this run's options (and so its signature).
-            metric = item if item.options == options else item.with_options(options)
-        else:
-            metric = create(item, options)
-        if str(metric) in {str(m) for m in resolved}:
-            raise UsageError(f"metric {metric} requested twice")
-        resolved.append(metric)
-    if not resolved:
-        raise UsageError("no metrics requested (e.g. -m ndcg@10)")
-    return resolved
-
-
-def _check_inputs(records: list[Record], metrics: list[Metric]) -> None:
-    """Stop before scoring when a metric could not score a single record."""
+def _check_inputs(records: list[Record], metrics: list[Metric], but: str | None = None) -> None:
+    """Stop before scoring when a metric could not score a single record (``but``: a field
+    left for later, when something is about to fill it)."""
     for metric in metrics:
-        for needed in sorted(metric.needs):
+        for needed in sorted(metric.needs - {but}):
             if not any(_FIELD_PRESENT[needed](r) for r in records):
                 hint = " (or give --qrels)" if needed == "judgments" else ""
                 if needed == "contexts":
@@ -278,10 +277,13 @@ def _manifest(
     source: str,
     records: list[Record],
     metrics: list[Metric],
+    helpers: list[Metric],
     options: ScoreOptions,
     seed: int,
     bootstrap: int,
 ) -> dict[str, Any]:
+    """The core of the manifest (``helpers``: the judgments provider's metrics, whose
+    libraries count too)."""
     return {
         "rageval": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -291,7 +293,7 @@ def _manifest(
         "trec_convention": options.trec_convention,
         "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95,
                       "method": "percentile"},
-        "versions": _versions(metrics),
+        "versions": _versions([*metrics, *helpers]),
     }
 
 

@@ -131,6 +131,19 @@ def test_every_module_is_in_a_known_part_of_the_house() -> None:
     assert parts <= {"", "api", "cli", *ALLOWED}
 
 
+def test_only_the_registry_imports_by_name_and_only_known_modules() -> None:
+    """``importlib.import_module`` is invisible to the graph above: the registry alone uses it
+    on rageval's modules (to load the built-in families, the one sanctioned arrow from the core
+    up), and each module it names exists. BERTScore uses it on its optional libraries only."""
+    from rageval.core.registry import BUILTIN_MODULES
+
+    dynamic = {name for name, path in modules().items()
+               if re.search(r"\bimport_module\(|__import__\(", path.read_text(encoding="utf-8"))}
+    assert dynamic == {"rageval.core.registry", "rageval.generation.bertscore.dependencies"}
+    assert set(BUILTIN_MODULES) <= set(modules())
+    assert {part(m) for m in BUILTIN_MODULES} <= set(FAMILIES)
+
+
 def test_the_orchestrator_names_no_family() -> None:
     source = (PACKAGE / "orchestrator.py").read_text(encoding="utf-8")
     assert FAMILY_WORDS.findall(source) == []

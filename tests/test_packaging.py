@@ -50,10 +50,14 @@ def test_an_installed_wheel_finds_its_prompts(wheel: Path, tmp_path: Path) -> No
     wheel's own copy."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = ("import rageval.judge.rubrics as p; r = p.load_rubric('faithfulness'); "
-            "print(r.source); print(p.builtin_prompts())")
+            "print(r.source); print(p.builtin_prompts()); "
+            "from rageval.judge.pairwise_prompt import load_pairwise_prompt; "
+            "print(load_pairwise_prompt(None).source)")
     shown = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
                            capture_output=True, text=True).stdout
-    assert str(tmp_path) in shown and str(ROOT / "prompts") not in shown
+    lines = shown.splitlines()
+    assert len(lines) == 3 and all(line.startswith(str(tmp_path)) for line in lines)
+    assert lines[2].endswith("pairwise.toml")
 
 
 def test_a_source_checkout_finds_the_top_level_prompts() -> None:

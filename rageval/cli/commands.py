@@ -21,6 +21,7 @@ from rich.progress import (
 )
 
 from rageval.api import evaluate
+from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.judge.catalog import rubrics_table
@@ -29,13 +30,6 @@ from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions, JudgeProgress
-
-
-def _console(out: TextIO) -> Console:
-    # A file or pipe gets a wide, plain table; a terminal gets its own width and colour.
-    is_tty = hasattr(out, "isatty") and out.isatty()
-    return Console(file=out, width=None if is_tty else 160, no_color=not is_tty,
-                   highlight=False)
 
 
 @dataclass
@@ -137,7 +131,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             format=args.format,
             max_line_bytes=args.max_line_bytes,
         )
-    console = _console(out)
+    console = console_for(out)
     print_summary(results, console, components=args.components)
     if args.out:
         written = results.write(args.out)
@@ -150,8 +144,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def run_metrics(args: argparse.Namespace, out: TextIO) -> int:
-    console = _console(out)
+def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:
+    console = console_for(out)
     console.print(metrics_table())
     console.print(rubrics_table(args.prompts_dir))
     return 0
@@ -222,7 +216,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
     except OSError as err:
         raise UsageError(f"-o {args.output}: cannot write: {err}") from None
     missing = [name for name, _ in loaded if name not in records]
-    console = _console(out)
+    console = console_for(out)
     if missing:
         console.print("queries and answers not shown for " + ", ".join(missing) + ": the "
                       "records file named in the manifest is not readable from here",

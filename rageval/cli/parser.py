@@ -264,9 +264,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         return run_score(args, out)
     if args.command == "metrics":
-        from rageval.cli.commands import run_metrics
+        from rageval.cli.commands import run_metrics_list
 
-        return run_metrics(args, out)
+        return run_metrics_list(args, out)
     if args.command == "compare":
         from rageval.compare.runs import run_compare
 

@@ -18,6 +18,7 @@ import numpy as np
 from rageval.compare.agree_inputs import HUMAN, JUDGE_PREFIX, HumanLabels, JudgedRun, Rater
 from rageval.compare.agreement_stats import Agreement, agreement, round_half_up
 from rageval.core.errors import InputError, RagevalError
+from rageval.core.names import MetricName
 from rageval.core.registry import create
 
 __all__ = ["AgreementReport", "AgreementRow", "metric_rows"]
@@ -188,7 +189,8 @@ def _rubric_scale(run: JudgedRun, name: str) -> tuple[int, int] | None:
     candidates.append(target)
     for candidate in candidates:
         try:
-            scale = create(JUDGE_PREFIX + candidate).score_range()
+            # A MetricName, not a parsed string: a rubric path may hold any character.
+            scale = create(MetricName(JUDGE_PREFIX + candidate)).score_range()
         except (RagevalError, OSError):
             continue
         if scale is not None:

@@ -305,8 +305,10 @@ class JudgmentsProvider(ABC):
     """Fills in the relevance judgments of records that carry none (``judgments_from=``).
 
     Registered by name (:func:`rageval.core.registry.register_judgments`); it grades with
-    metrics of its own family, whose :class:`RunHooks` see them as well (for the checks and the
-    manifest).
+    metrics of its own family (:meth:`metrics`). The orchestrator hands those metrics to their
+    :class:`RunHooks` for the manifest and counts their libraries; their checks are the
+    provider's own :meth:`check`, which knows which records it will grade. ``prepare`` is not
+    called for them: :meth:`fill` does their whole work.
     """
 
     section: ClassVar[str]  # the manifest key of :meth:`fill`'s account
@@ -317,7 +319,8 @@ class JudgmentsProvider(ABC):
 
     @abstractmethod
     def check(self, records: Sequence[Record]) -> None:
-        """Before any work: raise if the records cannot be graded as asked."""
+        """Before any work: raise if the records cannot be graded as asked (running the
+        :meth:`RunHooks.check` of its metrics over the records it will grade)."""
 
     @abstractmethod
     def fill(self, records: list[Record], run: Batch,

@@ -23,9 +23,9 @@ A rubric is a TOML file, one per criterion (``faithfulness``, ``correctness``, .
 
 ``inputs`` names the record fields the judge sees, among :data:`INPUTS`; the ``template``
 places each of them exactly once with a ``{name}`` placeholder. ``anchors`` describes every
-integer score of the scale. The built-in rubrics ship inside the package (``rageval/prompts``,
-located by :func:`builtin_prompts`); user rubrics are loaded by path or by name from a
-directory.
+integer score of the scale. The built-in rubrics live in the repository's top-level
+``prompts/`` and ship inside the wheel (located by :func:`builtin_prompts`); user rubrics are
+loaded by path or by name from a directory.
 
 The file's SHA-256 (:attr:`Rubric.hash`) is part of every score's signature and of the judge
 cache key, next to :data:`~rageval.judge.render.RENDER_VERSION` (the fixed wording
@@ -111,6 +111,9 @@ class Rubric:
 # --------------------------------------------------------------------------------------------
 
 
+_MARKER = "faithfulness.toml"  # a built-in rubric, present in every copy
+
+
 def builtin_prompts() -> Any:
     """The directory of the built-in prompt files (an importlib.resources Traversable): the
     rubrics, and the pairwise prompt under ``pairwise/``.
@@ -119,10 +122,15 @@ def builtin_prompts() -> Any:
     them; a wheel carries them as package data in ``rageval/prompts/`` (pyproject maps one onto
     the other), and a source checkout (an editable install) reads the folder itself.
     """
+    # Told apart by a file every copy holds: a stray empty folder must not shadow the real one.
     packaged = resources.files("rageval").joinpath("prompts")
-    if packaged.is_dir():
+    if packaged.joinpath(_MARKER).is_file():
         return packaged
-    return Path(__file__).resolve().parents[2] / "prompts"
+    checkout = Path(__file__).resolve().parents[2] / "prompts"
+    if checkout.joinpath(_MARKER).is_file():
+        return checkout
+    raise UsageError(f"the built-in prompts are missing: neither {packaged} nor {checkout} "
+                     f"holds {_MARKER} (a broken install? reinstall rageval)")
 
 
 def _builtin_names() -> list[str]:

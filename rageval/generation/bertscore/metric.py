@@ -152,6 +152,7 @@ class BertScore(Metric):
     """
 
     family = "semantic"
+    libraries = ("bert-score", "transformers", "torch")
     base = "bertscore"
     summary = ("BERTScore F1 (bert-score): greedy cosine matching of contextual token "
                "embeddings (+ .precision, .recall, .f1, .truncated); default model "

@@ -93,6 +93,7 @@ class Rouge(Metric):
     """Base of the ROUGE metrics: pairs, best reference, components, signature."""
 
     family = "lexical"
+    libraries = ("nltk",)  # its Porter stemmer, with stem=true
     params = (_STEM, _TOKENIZER)
     needs = frozenset({"answer", "reference"})
     variant: ClassVar[str]  # signature: "n2", "lcs", "lcs-summary"

@@ -17,12 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rageval.retrieval.ranking import Ranking
+from rageval.retrieval.ranking.arrays import offsets_from_counts
 
-
-def _offsets(counts: np.ndarray) -> np.ndarray:
-    out = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
+# CSR offsets of segments of the given sizes (one definition, the ranking's).
+_offsets = offsets_from_counts
 
 
 _LOG2: list[np.ndarray] = [np.array([-np.inf])]
