@@ -140,7 +140,16 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
                     nxt = next(todo, None)
                 if nxt is None:
                     return
-                finished.put(one(*nxt))
+                out = one(*nxt)
+                finished.put(out)
+                if isinstance(out, JudgeResult):
+                    # Decided here, before this worker takes another request: waiting for the
+                    # collecting thread would let fast failures start more requests meanwhile.
+                    with taken:
+                        tripped = first_failures.add(out)
+                    if tripped:
+                        stop.set()
+                        finished.put(fail_fast(first_failures))
         except BaseException as exc:  # a bug in a worker must not hang the caller
             error = exc
         finally:
@@ -160,14 +169,11 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
                     if out.error is not None:
                         stop.set()
                         callback_error.append(out.error)
-                elif isinstance(out, str):  # a permanent failure
+                elif isinstance(out, str):  # a permanent failure, or the first ones alike
                     stop.set()
                     fatal.append(out)
                 elif isinstance(out, JudgeResult):
                     results[out.index] = out
-                    if first_failures.add(out) and not fatal:
-                        stop.set()
-                        fatal.append(fail_fast(first_failures))
                     if on_result is not None and not callback_error:
                         try:
                             on_result(out)
