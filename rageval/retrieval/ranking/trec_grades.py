@@ -122,6 +122,16 @@ def _exact_lookup(
     return grades, pooled
 
 
+class DuplicateDocument(InputError):
+    """A run lists, or a qrels judges, a document twice for a query (``qid``): trec_eval
+    refuses both."""
+
+    def __init__(self, message: str, *, qid: str, path: str | None = None,
+                 line: int | None = None) -> None:
+        super().__init__(message, path=path, line=line)
+        self.qid = qid
+
+
 def check_qrels_unique(
     qrels: Qrels,
     q_keys: np.ndarray,
@@ -136,10 +146,14 @@ def check_qrels_unique(
     dup = frame.filter(pl.struct("c", "d").is_duplicated())
     if dup.height == 0:
         return
-    qid, name = qids[dup.item(0, "c")], dup.item(0, "d")
+    # The first query trec_eval would meet (it evaluates queries in strcmp order).
+    code, name = min(zip(dup.get_column("c").to_list(), dup.get_column("d").to_list(),
+                         strict=True), key=lambda row: qids[row[0]].encode())
+    qid = qids[code]
     line = locate_line(qrels.path, qid, name) if qrels.path else None
-    raise InputError(
+    raise DuplicateDocument(
         f"document {name!r} is judged more than once for query {qid!r}",
+        qid=qid,
         path=qrels.path,
         line=line,
     )
@@ -168,15 +182,17 @@ def check_run_unique(
     del frag
     by_start = np.argsort(starts, kind="stable")  # file order: whole rows, no gathering
     suspects = by_start[_segments_with_equal_values(values, starts[by_start], lens[by_start])]
-    for q in suspects.tolist():
+    # The first query trec_eval would meet (it evaluates queries in strcmp order).
+    for q in sorted(suspects.tolist(), key=lambda q: qids[q].encode()):
         rows = layout.source(np.arange(layout.offsets[q], layout.offsets[q + 1]))
         names = docno.gather(rows)
         dup = names.filter(names.is_duplicated())
         if dup.len():
             name = dup[0]
             line = locate_line(run.path, qids[q], name) if run.path else None
-            raise InputError(
+            raise DuplicateDocument(
                 f"document {name!r} is retrieved more than once for query {qids[q]!r}",
+                qid=qids[q],
                 path=run.path,
                 line=line,
             )

@@ -13,10 +13,11 @@ import getopt
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from typing import TextIO
 
 from rageval.core.errors import RagevalError, UsageError
-from rageval.retrieval.trec_eval.evaluation import Options, run_evaluation
+from rageval.retrieval.trec_eval.evaluation import Options, TopicStop, run_evaluation
 from rageval.retrieval.trec_eval.output import write_results
 from rageval.retrieval.trec_eval.selection import select_measures
 
@@ -159,12 +160,23 @@ def main(argv: list[str], stdout: TextIO | None = None) -> int:
         qrels_path, run_path = positional
         if run_path == "-":
             return _main_stdin(qrels_path, specs, opts, out)
-        ranking, results = run_evaluation(qrels_path, run_path, specs, opts)
-        write_results(ranking, results, opts, out)
+        _evaluate_and_write(qrels_path, run_path, specs, opts, out)
         return 0
     except RagevalError as exc:
         print(exc.format(), file=sys.stderr)
         return exc.exit_code
+
+
+def _evaluate_and_write(qrels_path: str, run_path: str, specs: list[str], opts: Options,
+                        out: TextIO) -> None:
+    try:
+        ranking, results = run_evaluation(qrels_path, run_path, specs, opts)
+    except TopicStop as stop:
+        # trec_eval has printed (with -q) the topics it finished before the one it stopped at.
+        if stop.partial is not None:
+            write_results(*stop.partial, replace(opts, summary_flag=False), out)
+        raise
+    write_results(ranking, results, opts, out)
 
 
 def _version() -> str:
@@ -182,8 +194,7 @@ def _main_stdin(qrels_path: str, specs: list[str], opts: Options, out: TextIO) -
         tmp.write(data)
         name = tmp.name
     try:
-        ranking, results = run_evaluation(qrels_path, name, specs, opts)
-        write_results(ranking, results, opts, out)
+        _evaluate_and_write(qrels_path, name, specs, opts, out)
     finally:
         os.unlink(name)
     return 0

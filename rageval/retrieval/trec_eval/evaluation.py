@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import InputError, RagevalError, UsageError
 from rageval.retrieval import kernels as K
 from rageval.retrieval.ranking import Ranking, fast_allocation
-from rageval.retrieval.trec import read_qrels, read_run
+from rageval.retrieval.ranking.trec_grades import DuplicateDocument
+from rageval.retrieval.trec import Qrels, Run, read_qrels, read_run
 from rageval.retrieval.trec_eval.catalogue import Kind, MeasureContext
 from rageval.retrieval.trec_eval.selection import SelectedMeasure, select_measures
 
@@ -112,6 +114,65 @@ def _only_query(r: Ranking, qid: str) -> Ranking:
     )
 
 
+class TopicStop(RagevalError):
+    """trec_eval 10.0 stops at topic ``qid`` with exit status 4: a qrels topic without results
+    (without ``-c``) or a document retrieved twice for it. It has printed, with ``-q``, the
+    values of the topics before it (``partial``: their ranking and results, or None)."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, qid: str) -> None:
+        super().__init__(message)
+        self.qid = qid
+        self.partial: tuple[Ranking, list[MeasureResult]] | None = None
+
+
+def _unanswered(qrels: Qrels, run: Run, only_qid: str | None) -> TopicStop | None:
+    """The first qrels topic (strcmp order) the run has no line for, as trec_eval's stop."""
+    answered = set(run.qid_layout().names)
+    missing = [q for q in qrels.qids() if q not in answered and only_qid in (None, q)]
+    if not missing:
+        return None
+    first = min(missing, key=str.encode)
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    return TopicStop(
+        f"qrels topic '{first}'{more} has no results in the run: trec_eval 10.0 stops there "
+        "with exit status 4 (its message reads \"result qid '" + first + "' not found in "
+        "qrels\"); -c scores such topics as empty rankings", first)
+
+
+def _negative_first_topic(qrels: Qrels, run: Run, opts: Options) -> TopicStop | None:
+    """trec_eval 10.0 sizes a per-grade table by the topic's highest grade plus one, and its
+    allocator hands back no table for a size of 0 until some topic has needed one: so when the
+    first topic it evaluates judges every document below 0, it stops there (exit 4)."""
+    answered = set(run.qid_layout().names)
+    evaluated = [q for q in qrels.qids() if (opts.all_queries or q in answered)
+                 and opts.only_qid in (None, q)]
+    if not evaluated:
+        return None
+    first = min(evaluated, key=str.encode)
+    top = qrels.frame.filter(pl.col("qid") == first).get_column("rel").max()
+    if top is None or int(top) >= 0:  # type: ignore[arg-type]
+        return None
+    return TopicStop(
+        f"qrels topic '{first}', the first evaluated, judges every document below 0: trec_eval "
+        "10.0 cannot calculate its measures there and stops with exit status 4", first)
+
+
+def _topics_before(qid: str, qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
+                   opts: Options) -> tuple[Ranking, list[MeasureResult]] | None:
+    """The topics trec_eval evaluates (and prints with -q) before stopping at ``qid``."""
+    names = [q for q in qrels.qids() if q.encode() < qid.encode()]
+    kept_run = Run(run.frame.filter(pl.col("qid").cast(pl.String).is_in(names)), run.runid,
+                   run.path)
+    if not opts.all_queries:
+        names = [q for q in names if q in set(kept_run.qid_layout().names)]
+    if not names:
+        return None
+    kept_qrels = Qrels(qrels.frame.filter(pl.col("qid").is_in(names)), qrels.path)
+    return _evaluate_pair(kept_qrels, kept_run, selected, opts)
+
+
 @dataclass(frozen=True)
 class Options:
     """trec_eval's command-line options (see :data:`~.command.HELP`)."""
@@ -124,6 +185,10 @@ class Options:
     max_retrieved: int | None = None
     num_docs: int = 0
     only_qid: str | None = None
+    # Stop where trec_eval 10.0 stops (exit 4: a qrels topic without results, a document listed
+    # twice, a first topic judged all below 0); False skips topics without results as
+    # trec_eval 9 and pytrec_eval do.
+    stop_like_10: bool = True
 
 
 def run_evaluation(
@@ -140,13 +205,38 @@ def _run_inner(
     selected = select_measures(specs)
     qrels = read_qrels(qrels_path)
     run = read_run(run_path)
+    if not opts.stop_like_10:
+        return _evaluate_pair(qrels, run, selected, opts)
+    stop = None if opts.all_queries else _unanswered(qrels, run, opts.only_qid)
+    negative = _negative_first_topic(qrels, run, opts)
+    if negative is not None and (stop is None or negative.qid.encode() < stop.qid.encode()):
+        stop = negative
+    try:
+        if stop is None:
+            return _evaluate_pair(qrels, run, selected, opts)
+        Ranking.from_trec(qrels, run, max_retrieved=opts.max_retrieved,
+                          all_qrels_queries=opts.all_queries)  # a duplicate may come first
+    except DuplicateDocument as dup:
+        # trec_eval meets the duplicate when it evaluates that topic, unless it stopped earlier.
+        if stop is None or dup.qid.encode() < stop.qid.encode():
+            stop = TopicStop(f"{dup}: trec_eval 10.0 stops there with exit status 4", dup.qid)
+    except InputError:
+        if stop is None:  # no topic in common: trec_eval stops at the first one it lacks
+            raise
+    assert stop is not None
+    if opts.query_flag and opts.only_qid is None:
+        stop.partial = _topics_before(stop.qid, qrels, run, selected, opts)
+    raise stop
+
+
+def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
+                   opts: Options) -> tuple[Ranking, list[MeasureResult]]:
     ranking = Ranking.from_trec(
         qrels, run, max_retrieved=opts.max_retrieved, all_qrels_queries=opts.all_queries
     )
     # Topics of the qrels absent from the run (evaluated only with -c): trec_eval scores them
     # on a stand-in ranking and then zeroes the values that stand-in would distort.
     missing_names = set(ranking.qids) - set(run.qid_layout().names) if opts.all_queries else set()
-    del run
     if opts.judged_only:
         ranking = _judged_only(ranking)
     if opts.only_qid is not None:
@@ -170,7 +260,9 @@ def evaluate_files(
     ``measures`` use trec_eval's ``-m`` syntax (``"map"``, ``"P.10"``, ``"ndcg_cut.10"``,
     ``"official"``, ...). The result maps each topic id to ``{printed_name: value}`` (e.g.
     ``{"P_10": 0.3}``) for the values trec_eval prints per topic, and ``"all"`` to the summary
-    values. Non-numeric values (``runid``, ``relstring``) are left out.
+    values. Non-numeric values (``runid``, ``relstring``) are left out. Topics of the qrels
+    without results are skipped (as trec_eval 9 and pytrec_eval do; trec_eval 10.0 and
+    ``rageval trec-eval`` stop there with exit status 4).
     Raises UsageError for an unknown measure, InputError for bad files.
     """
     opts = Options(
@@ -178,6 +270,7 @@ def evaluate_files(
         rel_level=rel_level,
         max_retrieved=max_retrieved,
         all_queries=all_queries,
+        stop_like_10=False,
     )
     ranking, results = run_evaluation(os.fspath(qrels_path), os.fspath(run_path), measures, opts)
     out: dict[str, dict[str, float]] = {q: {} for q in ranking.qids}
