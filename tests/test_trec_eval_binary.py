@@ -82,6 +82,11 @@ CASES = {
                                                             ["-q"]),
     "... a later one is scored": (["1 0 d1 1", "2 0 d3 -1"], RUN, ["-q"]),
     "no topic in common": (["7 0 d1 1"], RUN, []),
+    "-J, a topic whose results are all unjudged": (QRELS[:4], [*RUN, "2 Q0 x 2 0.1 r"],
+                                                   ["-J", "-q", "-m", "all_trec"]),
+    "-J and -c: the stand-in of an added topic dropped too": (QRELS, RUN,
+                                                              ["-J", "-c", "-q", "-m", "all_trec"]),
+    "-M 0: nothing retrieved anywhere": (QRELS[:4], RUN, ["-M", "0", "-q"]),
 }
 
 
@@ -119,10 +124,11 @@ def generated(rng: random.Random) -> tuple[list[str], list[str]]:
     return qrels, run
 
 
-# The flags whose every combination with generated input must agree; -c with -l other than 1,
-# -l -1 and -J on topics whose results are all unjudged are classes still being closed.
+# The flags whose every combination with generated input must agree (-c with -l other than 1
+# and -l -1 are classes still being closed).
 FLAG_SETS = [[], ["-q"], ["-c", "-q"], ["-m", "all_trec", "-q"], ["-m", "all_trec", "-c"],
-             ["-M", "3", "-q"], ["-l", "2", "-q"], ["-m", "all_trec", "-l", "2"]]
+             ["-M", "3", "-q"], ["-l", "2", "-q"], ["-m", "all_trec", "-l", "2"],
+             ["-J", "-q", "-m", "all_trec"], ["-J", "-c", "-m", "all_trec"]]
 
 
 @pytest.mark.parametrize("seed", range(150))

@@ -2,7 +2,7 @@
 
 The interpolated precision at a relevant retrieved document is the best precision at any rank
 at or below it; a recall level becomes a number of relevant documents with trec_eval 10.0's
-rounding (:func:`_recall_cutoffs`).
+rounding (:func:`recall_cutoffs`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rageval.retrieval.kernels.segments import _num_rel_f, _relevant, _seq_scan,
 from rageval.retrieval.ranking import Ranking
 
 
-def _recall_cutoffs(r: Ranking, frac: float, rel_level: int) -> np.ndarray:
+def recall_cutoffs(r: Ranking, frac: float, rel_level: int) -> np.ndarray:
     """trec_eval 10.0's ``lround(frac * num_rel)`` (halves away from zero), the number of
     relevant documents for a recall level in iprec_at_recall and 11pt_avg.
 
@@ -64,7 +64,7 @@ def interpolated_precision_at_recall(
     ``recall_levels`` must be sorted ascending (trec_eval sorts them).
     """
     cols = [
-        _iprec_values(r, _recall_cutoffs(r, x, rel_level), rel_level)
+        _iprec_values(r, recall_cutoffs(r, x, rel_level), rel_level)
         for x in recall_levels
     ]
     return np.stack(cols, axis=1) if cols else np.zeros((r.num_queries, 0))
@@ -82,7 +82,7 @@ def eleven_point_average(
     levels = list(recall_levels)
     if not levels:
         raise ValueError("11pt_avg needs at least one recall level")
-    cuts = np.stack([_recall_cutoffs(r, x, rel_level) for x in levels], axis=1)
+    cuts = np.stack([recall_cutoffs(r, x, rel_level) for x in levels], axis=1)
     if np.all(np.diff(cuts, axis=1) >= 0):
         total = np.zeros(r.num_queries, dtype=np.float64)
         for c in range(len(levels) - 1, -1, -1):

@@ -15,6 +15,7 @@ import numpy as np
 
 from rageval.core.errors import UsageError
 from rageval.retrieval import kernels as K
+from rageval.retrieval.kernels.interpolated import recall_cutoffs
 from rageval.retrieval.ranking import Ranking
 
 Kind = Literal["runid", "num_q", "long", "double", "gm", "cut_long", "cut_double", "p_double",
@@ -32,6 +33,7 @@ class MeasureContext:
     rel_level: int
     num_docs: int
     missing: np.ndarray  # bool [nq]: query absent from the run (only with -c)
+    judged_only: bool = False  # -J: unjudged results (the -c stand-in among them) dropped
 
 
 Compute = Callable[[Ranking, MeasureContext, tuple], np.ndarray]
@@ -80,6 +82,35 @@ def _utility(r: Ranking, ctx: MeasureContext, params: tuple) -> np.ndarray:
     return value
 
 
+# What glibc prints as "-nan": x86's 0.0 / 0.0.
+_ZERO_BY_ZERO = float(np.copysign(np.nan, -1.0))
+
+
+def _nothing_retrieved(r: Ranking, ctx: MeasureContext, levels: tuple) -> np.ndarray:
+    """bool ``[nq, levels]``: the values trec_eval computes as 0 / 0 retrieved documents.
+
+    Its interpolated precision starts from num_rel_ret / num_ret; a topic that retrieved
+    nothing (every result unjudged under -J, or -M 0) keeps that NaN at each level whose
+    cutoff, lround(level * num_rel), is 0. A topic -c adds has an unjudged stand-in document:
+    no NaN, unless -J drops it too.
+    """
+    empty = (K.num_ret(r) == 0) & (~ctx.missing | ctx.judged_only)
+    cuts = [recall_cutoffs(r, level, ctx.rel_level) <= 0 for level in levels]
+    return empty[:, None] & np.stack(cuts, axis=1) if cuts else np.zeros((r.num_queries, 0), bool)
+
+
+def _iprec(r: Ranking, ctx: MeasureContext, levels: tuple) -> np.ndarray:
+    values = K.interpolated_precision_at_recall(r, levels, ctx.rel_level)
+    values[_nothing_retrieved(r, ctx, levels)] = _ZERO_BY_ZERO
+    return values
+
+
+def _eleven_point(r: Ranking, ctx: MeasureContext, levels: tuple) -> np.ndarray:
+    values = K.eleven_point_average(r, levels, ctx.rel_level)
+    values[_nothing_retrieved(r, ctx, levels).any(axis=1)] = _ZERO_BY_ZERO
+    return values
+
+
 def _ndcg(r: Ranking, ctx: MeasureContext, pairs: tuple) -> np.ndarray:
     dcg, ideal = K.trec_dcg(r, _gains(pairs))
     return np.where(ideal > 0.0, K._safe_div(dcg, ideal), 0.0)
@@ -105,8 +136,7 @@ MEASURES: tuple[Measure, ...] = (
     Measure("recip_rank", "double", "Reciprocal rank of the first relevant document.",
             lambda r, c, p: K.reciprocal_rank(r, c.rel_level)),
     Measure("iprec_at_recall", "cut_double", "Interpolated precision at recall levels.",
-            lambda r, c, p: K.interpolated_precision_at_recall(r, p, c.rel_level),
-            _RECALL_LEVELS),
+            _iprec, _RECALL_LEVELS),
     Measure("P", "cut_long", "Precision at cutoffs.", _cut_each(K.precision_at), _LONG_CUTS),
     Measure("relstring", "relstring", "Relevance values of the first N documents (per topic).",
             None, (10.0,)),
@@ -121,7 +151,7 @@ MEASURES: tuple[Measure, ...] = (
     Measure("utility", "p_double", "Set utility a*relret + b*nonrelret + c*relmissed + d*rest.",
             _utility, (1.0, -1.0, 0.0, 0.0)),
     Measure("11pt_avg", "p_double", "Interpolated precision averaged over recall levels.",
-            lambda r, c, p: K.eleven_point_average(r, p, c.rel_level), _RECALL_LEVELS),
+            _eleven_point, _RECALL_LEVELS),
     Measure("binG", "double", "Binary G (experimental).",
             lambda r, c, p: K.bin_g(r, c.rel_level)),
     Measure("G", "p_pair", "Normalized gain G (experimental).",

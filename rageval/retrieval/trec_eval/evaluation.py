@@ -242,7 +242,8 @@ def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
     if opts.only_qid is not None:
         ranking = _only_query(ranking, opts.only_qid)
     missing = np.array([q in missing_names for q in ranking.qids], dtype=bool)
-    ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs, missing=missing)
+    ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs, missing=missing,
+                         judged_only=opts.judged_only)
     return ranking, _evaluate(ranking, selected, ctx)
 
 
