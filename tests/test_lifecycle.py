@@ -190,3 +190,10 @@ def test_the_manifest_names_the_libraries_of_the_metrics_run() -> None:
 def test_metric_names_reach_the_toy_factory(toy: ToyHooks) -> None:
     metric = registry.create(MetricName("toy:z"), ScoreOptions())
     assert isinstance(metric, ToyMetric) and metric.hooks is toy
+
+
+def test_a_manifest_section_never_replaces_another_key(toy: ToyHooks,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ToyHooks, "section", "metrics")  # the manifest's own list of metrics
+    with pytest.raises(RuntimeError, match="'metrics'"):
+        evaluate(DEMO, ["toy:a"], bootstrap=10)

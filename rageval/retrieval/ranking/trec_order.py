@@ -98,7 +98,7 @@ def query_codes(
     """Evaluated qids (strcmp order), the code (index into them, -1 = not evaluated) of every
     qrels row, and the codes of the run's lines."""
     q_series = qrels.frame.get_column("qid")
-    qrels_qids = sorted(q_series.unique().to_list())
+    qrels_qids = qrels.qids()
     layout = run.qid_layout()
     names = layout.names
     if all_qrels_queries:

@@ -22,13 +22,18 @@ class Qrels:
 
     frame: pl.DataFrame
     path: str | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return self.frame.height
 
     def qids(self) -> list[str]:
-        """Distinct query ids in trec_eval's order (byte-wise ``strcmp`` order)."""
-        return sorted(self.frame.get_column("qid").unique().to_list())
+        """Distinct query ids in trec_eval's order (byte-wise ``strcmp`` order). Cached: the
+        ranking and trec-eval's stop checks all read it; do not modify the list."""
+        if "qids" not in self._cache:
+            self._cache["qids"] = sorted(self.frame.get_column("qid").unique().to_list())
+        out: list[str] = self._cache["qids"]
+        return out
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docno: rel}}`` (a later line for the same pair wins)."""
