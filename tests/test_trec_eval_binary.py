@@ -87,6 +87,30 @@ CASES = {
     "-J and -c: the stand-in of an added topic dropped too": (QRELS, RUN,
                                                               ["-J", "-c", "-q", "-m", "all_trec"]),
     "-M 0: nothing retrieved anywhere": (QRELS[:4], RUN, ["-M", "0", "-q"]),
+    "-c -l 2: the summary num_rel counts every grade above 0": (
+        [*QRELS, "5 0 x 1", "5 0 y 2"], RUN, ["-c", "-l", "2", "-q", "-m", "all_trec"]),
+    "-l -1: unjudged results pass the level, num_rel_ret does not count them": (
+        QRELS, [*RUN, "1 Q0 u1 4 0.2 r", "2 Q0 u2 2 3.0 r", "3 Q0 d5 1 1 r"],
+        ["-l", "-1", "-q", "-m", "all_trec"]),
+    "-l -1 -c: the stand-in of an added topic passes the level": (
+        [*QRELS, "6 0 z 0"], RUN, ["-c", "-l", "-1", "-q", "-m", "all_trec"]),
+    "-l -1: a topic without a grade >= 0 divides by num_rel 0 (inf)": (
+        ["1 0 d1 -1", "1 0 d2 1", "2 0 d3 -1"], ["1 Q0 d1 1 1 r", "2 Q0 d3 1 1 r",
+                                                  "2 Q0 u 2 0.5 r"], ["-l", "-1", "-q"]),
+    "a tab-separated run with an empty field (two tabs)": (
+        QRELS[:4], ["1\tQ0\td1\t1\t2.0\tr", "1\tQ0\td2\t\t5\t0.5\tr",
+                    "1\tQ0\td9\t3\t1.0\tr", "2\tQ0\td3\t1\t1.0\tr"], ["-q"]),
+    "scores C's atof reads: hex, trailing characters, none": (
+        QRELS[:4], ["1 Q0 d1 1 0x1p-1 r", "1 Q0 d2 2 12abc r", "1 Q0 d9 3 x r",
+                    "2 Q0 d3 1 1e0 r"], ["-q"]),
+    "grades C's atol reads": (["1 0 d1 1x", "1 0 d2 2.5", "2 0 d3 +1"], RUN, ["-q"]),
+    "a blank qrels line": (["1 0 d1 1", "", "2 0 d3 1"], RUN, []),
+    "a comment line in qrels": (["# judged by hand", "1 0 d1 1", "# more", "2 0 d3 1"], RUN,
+                                ["-q"]),
+    "two comment lines in a row: the second is read as a judgment": (
+        ["# judged by hand", "# by two people", *QRELS[:4]], RUN, []),
+    "blank, comment and indented lines in a run": (
+        QRELS[:4], ["", "# run r", *RUN[:2], "   ", "  # note", *RUN[2:]], ["-q"]),
 }
 
 
@@ -124,17 +148,62 @@ def generated(rng: random.Random) -> tuple[list[str], list[str]]:
     return qrels, run
 
 
-# The flags whose every combination with generated input must agree (-c with -l other than 1
-# and -l -1 are classes still being closed).
+# Spellings of a score that C's atof reads as the same number, and tokens it reads otherwise.
+def _score_spelling(rng: random.Random, token: str) -> str:
+    value = float(token)
+    return rng.choice([f"{value.hex()}", f"{token}abc", f"{value * 10:g}e-1", f"+{token}",
+                       f"{token}e0x", "nonsense", "inf", "-inf", token])
+
+
+def dressed(rng: random.Random, qrels: list[str], run: list[str]) -> tuple[list[str], list[str]]:
+    """The same judgments and results as trec_eval reads them, written the ways real files are:
+    single tabs, runs of mixed whitespace (two tabs in a row among them), leading and trailing
+    whitespace, CRLF ends, blank and comment lines in runs, a comment line in column 0 in qrels,
+    scores and grades spelled as C reads them (hex, trailing characters, no number at all)."""
+    style = rng.choice(["space", "tab", "mixed", "mixed"])
+
+    def join(fields: list[str]) -> str:
+        if style == "space":
+            return " ".join(fields)
+        if style == "tab":
+            return "\t".join(fields)
+        gaps = [rng.choice([" ", "\t", "\t\t", "  ", " \t "]) for _ in fields[1:]]
+        text = fields[0] + "".join(g + f for g, f in zip(gaps, fields[1:], strict=True))
+        return rng.choice(["", " ", "\t"]) + text + rng.choice(["", " ", "\t", "\r"])
+
+    out_run: list[str] = []
+    for line in run:
+        fields = line.split()
+        if rng.random() < 0.15:
+            fields[4] = _score_spelling(rng, fields[4])
+        if style == "mixed" and rng.random() < 0.05:
+            out_run.append(rng.choice(["", "  ", "# a comment", "  # indented comment 1 2 3"]))
+        out_run.append(join(fields))
+    out_qrels: list[str] = []
+    for i, line in enumerate(qrels):
+        fields = line.split()
+        if rng.random() < 0.03:
+            fields[3] = rng.choice([f"{fields[3]}x", f"+{fields[3]}", f"{fields[3]}.7"])
+        if style == "mixed" and i and rng.random() < 0.05:
+            out_qrels.append("# a comment")  # never two in a row, never last
+        out_qrels.append(join(fields))
+    return out_qrels, out_run
+
+
+# The flags each generated case is run with.
 FLAG_SETS = [[], ["-q"], ["-c", "-q"], ["-m", "all_trec", "-q"], ["-m", "all_trec", "-c"],
              ["-M", "3", "-q"], ["-l", "2", "-q"], ["-m", "all_trec", "-l", "2"],
-             ["-J", "-q", "-m", "all_trec"], ["-J", "-c", "-m", "all_trec"]]
+             ["-J", "-q", "-m", "all_trec"], ["-J", "-c", "-m", "all_trec"],
+             ["-c", "-l", "2", "-q", "-m", "all_trec"], ["-l", "-1", "-q", "-m", "all_trec"],
+             ["-c", "-l", "-1", "-m", "all_trec"], ["-l", "0", "-c", "-M", "2", "-m", "all_trec"]]
 
 
 @pytest.mark.parametrize("seed", range(150))
 def test_generated_cases(binary: Path, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     qrels, run = generated(rng)
+    if seed % 2:
+        qrels, run = dressed(rng, qrels, run)
     names = [write(tmp_path, "qrels", qrels), write(tmp_path, "run", run)]
     for flags in FLAG_SETS:
         real, ours = both(binary, [*flags, *names], tmp_path)

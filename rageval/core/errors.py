@@ -54,6 +54,11 @@ class InputError(RagevalError):
         return f"{prefix}: {self.message}" if prefix else self.message
 
 
+class InputWarning(UserWarning):
+    """Input rageval reads, but not as its author may have meant (a number read from the
+    start of a field, as C's atof reads it): the readers warn, and the command prints it."""
+
+
 class MissingDependencyError(RagevalError):
     """An optional dependency is not installed; names the extra to install."""
 

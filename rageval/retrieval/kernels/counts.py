@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rageval.retrieval.kernels.segments import _count_top, _judged, _num_rel_f, _relevant, _safe_div
+from rageval.retrieval.kernels.segments import (
+    _count_top,
+    _judged,
+    _num_rel_f,
+    _relevant,
+    _safe_div,
+    _uncounted_relevant,
+)
 from rageval.retrieval.ranking import Ranking
 
 
@@ -97,10 +104,13 @@ def r_precision(r: Ranking, rel_level: int = 1) -> np.ndarray:
 def r_precision_mult(r: Ranking, mult: float, rel_level: int = 1) -> np.ndarray:
     """Rprec_mult.x: precision at cutoff c = (long)(x * num_rel + 0.9) (trec_eval's rounding).
 
-    Like P@c (padded with non-relevant documents when c > num_ret); 0 when c = 0.
+    Like P@c (padded with non-relevant documents when c > num_ret); 0 when c = 0. With ``-l``
+    below 0, trec_eval's count starts from num_rel_ret, which leaves out the unjudged rows its
+    scan still counts down on: the count drops by their number (never below 0).
     """
     cut = _mult_cutoffs(r, mult, rel_level)
-    cnt = _count_top(r, _relevant(r, rel_level), cut)
+    cnt = _count_top(r, _relevant(r, rel_level), cut) - _uncounted_relevant(r, rel_level)
+    cnt = np.maximum(cnt, 0)
     return _safe_div(cnt, cut.astype(np.float64))
 
 

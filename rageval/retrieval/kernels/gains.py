@@ -273,10 +273,12 @@ def _cost_past_ideal(last: np.ndarray, seg: np.ndarray, extra: np.ndarray) -> np
 
 def bin_g(r: Ranking, rel_level: int = 1) -> np.ndarray:
     """binG: (1/num_rel) * sum over relevant retrieved d of 1 / log2(2 + non-relevant above d).
-    0 when nothing relevant is retrieved."""
+    0 when nothing relevant is retrieved; +inf as trec_eval when ``rel_level`` below 0 finds
+    only unjudged rows of a topic whose num_rel is 0."""
     sub = _relevant(r, rel_level)
     arg = 3 + sub.pos - sub.nth  # 2 + documents above d that are not relevant
     table = _log2_table(int(arg.max()) if arg.size else 2)
     contrib = 1.0 / table[arg]
     sums = _seq_sum(contrib, sub.offsets)
-    return np.where(sub.counts > 0, _safe_div(sums, _num_rel_f(r, rel_level)), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sub.counts > 0, sums / _num_rel_f(r, rel_level), 0.0)

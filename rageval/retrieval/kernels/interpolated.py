@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rageval.retrieval.kernels.segments import _num_rel_f, _relevant, _seq_scan, _Sub
+from rageval.retrieval.kernels.segments import (
+    _num_rel_f,
+    _relevant,
+    _seq_scan,
+    _Sub,
+    _subset_rows,
+    _uncounted_relevant,
+)
 from rageval.retrieval.ranking import Ranking
 
 
@@ -30,10 +37,17 @@ def recall_cutoffs(r: Ranking, frac: float, rel_level: int) -> np.ndarray:
 
 def _interpolated(r: Ranking, rel_level: int) -> tuple[_Sub, np.ndarray]:
     """Interpolated precision at each relevant retrieved document: max precision at any rank
-    at or below it (as trec_eval's backwards scan)."""
+    at or below it (as trec_eval's backwards scan).
+
+    With ``-l`` below 0 the scan counts from num_rel_ret down on rows it does not count in
+    num_rel_ret (unjudged ones): the first such many relevant rows are never reached, and the
+    others' counts drop by as many."""
     key = ("iprec", rel_level)
     if key not in r._cache:
         sub = _relevant(r, rel_level)
+        uncounted = _uncounted_relevant(r, rel_level)
+        if uncounted.any():
+            sub = _subset_rows(r, sub.rows[sub.nth > uncounted[sub.seg]])
         prec = sub.nth / (sub.pos + 1.0)
         r._cache[key] = (sub, _seq_scan(prec, sub.offsets, np.maximum, -np.inf, reverse=True))
     out: tuple[_Sub, np.ndarray] = r._cache[key]

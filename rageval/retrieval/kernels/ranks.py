@@ -46,11 +46,21 @@ def average_precision(r: Ranking, rel_level: int = 1, k: int | None = None) -> n
 
     AP = (1 / num_rel) * sum over relevant retrieved documents d (rank <= k) of P@rank(d).
     Relevant documents that are not retrieved (or ranked below k) contribute 0. 0 when nothing
-    relevant is retrieved or num_rel = 0.
+    relevant is retrieved or num_rel = 0, except as trec_eval's ``map`` (no ``k``) with
+    ``rel_level`` below 0: rows it finds relevant may all be unjudged, and it divides by a
+    num_rel of 0 (+inf).
     """
     sums, found = _ap_sums(r, rel_level, k)
     nrel = _num_rel_f(r, rel_level)
+    if k is None and rel_level < 0:
+        return _divide_found(sums, nrel, found)
     return np.where(found > 0, _safe_div(sums, nrel), 0.0)
+
+
+def _divide_found(sums: np.ndarray, nrel: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """sums / nrel where something was found (x / 0 = inf, as C), else 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(found > 0, sums / nrel, 0.0)
 
 
 def yaap(r: Ranking, rel_level: int = 1) -> np.ndarray:

@@ -164,6 +164,16 @@ def _relevant(r: Ranking, rel_level: int) -> _Sub:
     return sub
 
 
+def _uncounted_relevant(r: Ranking, rel_level: int) -> np.ndarray:
+    """Per query, the retrieved rows that pass ``>= rel_level`` but that trec_eval's num_rel_ret
+    leaves out: with ``-l`` below 0, the unjudged (-1) and, below -1, the judged-negative (-2)
+    documents. trec_eval's backward scans start from num_rel_ret yet step down on every such row,
+    so these rows shift their counts (0 for any ``rel_level >= 0``)."""
+    if rel_level >= 0:
+        return np.zeros(r.num_queries, dtype=np.int64)
+    return _relevant(r, rel_level).counts - _relevant(r, 0).counts
+
+
 def _judged(r: Ranking) -> _Sub:
     """Retrieved rows judged with a grade >= 0."""
     if "judgedsub" not in r._cache:

@@ -145,20 +145,27 @@ def _strip_tab_fields(frame: pl.DataFrame) -> pl.DataFrame | None:
 
 
 def _has_odd_whitespace(path: str, sep: str) -> bool:
-    """Whitespace other than the separator and line ends (trec_eval splits on it, polars would
-    keep it inside a field). A raw byte scan through one reused buffer: fast, and no memory
-    growth on big files."""
+    """Whitespace the columnar read would get wrong: other whitespace than the separator and
+    line ends (trec_eval splits on it, polars would keep it inside a field), and a separator
+    doubled or opening a line (trec_eval takes any run of whitespace as one separator, polars
+    an empty field that shifts the columns after it). A raw byte scan through one reused
+    buffer: fast, and no memory growth on big files."""
     others = [b"\x0b", b"\x0c"] + ([b"\t"] if sep == " " else [])
+    pairs = [(sep + sep).encode(), ("\n" + sep).encode()]
     stray_cr = re.compile(rb"\r(?!\n)")
     buf = bytearray(1 << 23)
     view = memoryview(buf)
     pending_cr = False  # the previous buffer ended with "\r"
+    last = b"\n"  # the byte before the buffer: a file starting with the separator counts
     with open(path, "rb") as fh:
         while size := fh.readinto(buf):
             if pending_cr and buf[0] != ord("\n"):
                 return True
             if any(buf.find(ch, 0, size) >= 0 for ch in others):
                 return True
+            if last + bytes(view[:1]) in pairs or any(buf.find(p, 0, size) >= 0 for p in pairs):
+                return True
+            last = bytes(view[size - 1 : size])
             pending_cr = False
             if buf.find(b"\r", 0, size) >= 0:
                 hit = stray_cr.search(view[:size])
@@ -176,16 +183,23 @@ def _all_floats(values: pl.Series) -> bool:
     return all(FLOAT_RE.fullmatch(v.encode()) for v in odd.unique().to_list())
 
 
-def fast_qrels(path: str) -> pl.DataFrame | None:
+def fast_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame | None:
+    """Columnar read of a qrels file; None if unsure. ``like_trec_eval`` leaves files with
+    comment or blank lines to the exact parser, which follows trec_eval's rules for them."""
     sep = _guess_separator(path)
     if sep is None or _has_odd_whitespace(path, sep):
         return None
     types: dict[str, pl.DataType] = {"rel": pl.Int64()} if sep == " " else {}
     keep = ("qid", "docno", "rel", "extra")
-    frame = _scan(path, sep, QRELS_COLUMNS, types, keep, ragged=True, comments=True)
+    frame = _scan(path, sep, QRELS_COLUMNS, types, keep, ragged=True,
+                  comments=not like_trec_eval)
     if frame is None:
         return None
+    height = frame.height
     frame = _drop_blank(frame)
+    if like_trec_eval and (frame.height != height
+                           or frame.get_column("qid").str.starts_with("#").any()):
+        return None
     if frame.get_column("extra").null_count() != frame.height:
         return None  # a line with more than 4 fields: the exact parser reports it
     frame = frame.drop("extra")

@@ -17,33 +17,40 @@ from rageval.retrieval.trec.fast_read import fast_qrels, fast_run
 from rageval.retrieval.trec.frames import PathLike, Qrels, Run
 
 
-def read_qrels(path: PathLike) -> Qrels:
+def read_qrels(path: PathLike, *, like_trec_eval: bool = False) -> Qrels:
     """Read a TREC qrels file (``qid iter docno rel``).
 
     Raises :class:`InputError` for a missing/unreadable file, a line that does not have
     exactly four fields, a non-integer grade, or a file without any judgment.
+    ``like_trec_eval`` reads what trec_eval 10.0 reads instead: a grade is the integer its
+    field starts with, as C's atol reads it (with an :class:`InputWarning` when that is not
+    the whole field), a blank line is an error, and comments follow its reader's rule (see
+    :mod:`~rageval.retrieval.trec.exact_read`).
     """
     name = _check_readable(path)
-    frame = fast_qrels(name)
+    frame = fast_qrels(name, like_trec_eval)
     if frame is None:
-        frame = exact_qrels(name)
+        frame = exact_qrels(name, like_trec_eval)
     if frame.height == 0:
         raise InputError("no relevance judgments found", path=name)
     return Qrels(frame=frame, path=name)
 
 
-def read_run(path: PathLike) -> Run:
+def read_run(path: PathLike, *, like_trec_eval: bool = False) -> Run:
     """Read a TREC run file (``qid Q0 docno rank score runid``).
 
     Raises :class:`InputError` for a missing/unreadable file, a line with fewer than six
-    fields, a score that is not a number, or a file without any result line.
+    fields, a score that is not a number, or a file without any result line. A NaN score is
+    refused either way (it has no place in a ranking). ``like_trec_eval`` reads a score as C's
+    atof reads it, as trec_eval does: the number the field starts with, 0 if none (with an
+    :class:`InputWarning` when that is not the whole field).
     """
     name = _check_readable(path)
     cache: dict[str, Any] = {}
     result = fast_run(name, cache)
     if result is None:
         cache.clear()
-        result = exact_run(name)
+        result = exact_run(name, like_trec_eval)
     frame, runid = result
     if frame.height == 0:
         raise InputError("no results found", path=name)

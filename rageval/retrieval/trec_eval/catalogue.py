@@ -32,8 +32,6 @@ class MeasureContext:
 
     rel_level: int
     num_docs: int
-    missing: np.ndarray  # bool [nq]: query absent from the run (only with -c)
-    judged_only: bool = False  # -J: unjudged results (the -c stand-in among them) dropped
 
 
 Compute = Callable[[Ranking, MeasureContext, tuple], np.ndarray]
@@ -77,9 +75,7 @@ def _pair(pairs: tuple, key: str, default: float) -> float:
 def _utility(r: Ranking, ctx: MeasureContext, params: tuple) -> np.ndarray:
     if len(params) != 4:
         raise UsageError("utility needs exactly 4 coefficients (-m utility.a,b,c,d)")
-    value = K.utility(r, params, ctx.num_docs, ctx.rel_level)
-    value[ctx.missing] = 0.0  # trec_eval zeroes utility for a topic without results
-    return value
+    return K.utility(r, params, ctx.num_docs, ctx.rel_level)
 
 
 # What glibc prints as "-nan": x86's 0.0 / 0.0.
@@ -91,10 +87,9 @@ def _nothing_retrieved(r: Ranking, ctx: MeasureContext, levels: tuple) -> np.nda
 
     Its interpolated precision starts from num_rel_ret / num_ret; a topic that retrieved
     nothing (every result unjudged under -J, or -M 0) keeps that NaN at each level whose
-    cutoff, lround(level * num_rel), is 0. A topic -c adds has an unjudged stand-in document:
-    no NaN, unless -J drops it too.
+    cutoff, lround(level * num_rel), is 0. (A topic -c adds has retrieved its stand-in.)
     """
-    empty = (K.num_ret(r) == 0) & (~ctx.missing | ctx.judged_only)
+    empty = K.num_ret(r) == 0
     cuts = [recall_cutoffs(r, level, ctx.rel_level) <= 0 for level in levels]
     return empty[:, None] & np.stack(cuts, axis=1) if cuts else np.zeros((r.num_queries, 0), bool)
 

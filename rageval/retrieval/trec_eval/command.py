@@ -13,10 +13,11 @@ import getopt
 import os
 import sys
 import tempfile
+import warnings
 from dataclasses import replace
 from typing import TextIO
 
-from rageval.core.errors import RagevalError, UsageError
+from rageval.core.errors import InputWarning, RagevalError, UsageError
 from rageval.retrieval.trec_eval.evaluation import Options, TopicStop, run_evaluation
 from rageval.retrieval.trec_eval.output import write_results
 from rageval.retrieval.trec_eval.selection import select_measures
@@ -147,24 +148,40 @@ def main(argv: list[str], stdout: TextIO | None = None) -> int:
     their exit code (2 for usage and input errors).
     """
     out = stdout if stdout is not None else sys.stdout
-    try:
-        opts, specs, positional, want_help, want_version = _parse_args(list(argv))
-        if want_help:
-            out.write(_help_text(specs))
-            return 0
-        if want_version:
-            print(f"rageval trec-eval {_version()} (trec_eval 10.0 compatible)", file=sys.stderr)
-            return 0
-        if len(positional) != 2:
-            raise UsageError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
-        qrels_path, run_path = positional
-        if run_path == "-":
-            return _main_stdin(qrels_path, specs, opts, out)
+    failure: RagevalError | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InputWarning)
+        try:
+            _main(argv, out)
+        except RagevalError as exc:
+            failure = exc
+    for warning in caught:  # the readers' warnings first, then any error
+        if issubclass(warning.category, InputWarning):
+            print(f"rageval: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+    if failure is not None:
+        print(failure.format(), file=sys.stderr)
+        return failure.exit_code
+    return 0
+
+
+def _main(argv: list[str], out: TextIO) -> None:
+    opts, specs, positional, want_help, want_version = _parse_args(list(argv))
+    if want_help:
+        out.write(_help_text(specs))
+        return
+    if want_version:
+        print(f"rageval trec-eval {_version()} (trec_eval 10.0 compatible)", file=sys.stderr)
+        return
+    if len(positional) != 2:
+        raise UsageError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
+    qrels_path, run_path = positional
+    if run_path == "-":
+        _main_stdin(qrels_path, specs, opts, out)
+    else:
         _evaluate_and_write(qrels_path, run_path, specs, opts, out)
-        return 0
-    except RagevalError as exc:
-        print(exc.format(), file=sys.stderr)
-        return exc.exit_code
 
 
 def _evaluate_and_write(qrels_path: str, run_path: str, specs: list[str], opts: Options,
@@ -188,7 +205,7 @@ def _version() -> str:
         return "unknown"
 
 
-def _main_stdin(qrels_path: str, specs: list[str], opts: Options, out: TextIO) -> int:
+def _main_stdin(qrels_path: str, specs: list[str], opts: Options, out: TextIO) -> None:
     data = sys.stdin.buffer.read()
     with tempfile.NamedTemporaryFile("wb", suffix=".run", delete=False) as tmp:
         tmp.write(data)
@@ -197,4 +214,3 @@ def _main_stdin(qrels_path: str, specs: list[str], opts: Options, out: TextIO) -
         _evaluate_and_write(qrels_path, name, specs, opts, out)
     finally:
         os.unlink(name)
-    return 0

@@ -138,7 +138,7 @@ def _unanswered(qrels: Qrels, run: Run, only_qid: str | None) -> TopicStop | Non
     return TopicStop(
         f"qrels topic '{first}'{more} has no results in the run: trec_eval 10.0 stops there "
         "with exit status 4 (its message reads \"result qid '" + first + "' not found in "
-        "qrels\"); -c scores such topics as empty rankings", first)
+        "qrels\"); -c scores such topics as retrieving nothing", first)
 
 
 def _negative_first_topic(qrels: Qrels, run: Run, opts: Options) -> TopicStop | None:
@@ -185,10 +185,11 @@ class Options:
     max_retrieved: int | None = None
     num_docs: int = 0
     only_qid: str | None = None
-    # Stop where trec_eval 10.0 stops (exit 4: a qrels topic without results, a document listed
-    # twice, a first topic judged all below 0); False skips topics without results as
-    # trec_eval 9 and pytrec_eval do.
-    stop_like_10: bool = True
+    # Read what trec_eval 10.0 reads (numbers as C's atof/atol, its qrels comment and blank-line
+    # rules) and stop where it stops (exit 4: a qrels topic without results, a document listed
+    # twice, a first topic judged all below 0). False reads strictly and skips topics without
+    # results, as trec_eval 9 and pytrec_eval do.
+    like_trec_eval_10: bool = True
 
 
 def run_evaluation(
@@ -203,9 +204,9 @@ def _run_inner(
     qrels_path: str, run_path: str, specs: Sequence[str], opts: Options
 ) -> tuple[Ranking, list[MeasureResult]]:
     selected = select_measures(specs)
-    qrels = read_qrels(qrels_path)
-    run = read_run(run_path)
-    if not opts.stop_like_10:
+    qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
+    run = read_run(run_path, like_trec_eval=opts.like_trec_eval_10)
+    if not opts.like_trec_eval_10:
         return _evaluate_pair(qrels, run, selected, opts)
     stop = None if opts.all_queries else _unanswered(qrels, run, opts.only_qid)
     negative = _negative_first_topic(qrels, run, opts)
@@ -231,20 +232,65 @@ def _run_inner(
 
 def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
                    opts: Options) -> tuple[Ranking, list[MeasureResult]]:
+    # Topics of the qrels absent from the run (evaluated only with -c) retrieve trec_eval's
+    # stand-in document; the values it would distort are zeroed afterwards (_clear_stand_ins).
+    missing_names = (set(qrels.qids()) - set(run.qid_layout().names) if opts.all_queries
+                     else set())
     ranking = Ranking.from_trec(
-        qrels, run, max_retrieved=opts.max_retrieved, all_qrels_queries=opts.all_queries
+        qrels, _with_stand_ins(run, missing_names), max_retrieved=opts.max_retrieved,
+        all_qrels_queries=opts.all_queries
     )
-    # Topics of the qrels absent from the run (evaluated only with -c): trec_eval scores them
-    # on a stand-in ranking and then zeroes the values that stand-in would distort.
-    missing_names = set(ranking.qids) - set(run.qid_layout().names) if opts.all_queries else set()
     if opts.judged_only:
         ranking = _judged_only(ranking)
     if opts.only_qid is not None:
         ranking = _only_query(ranking, opts.only_qid)
     missing = np.array([q in missing_names for q in ranking.qids], dtype=bool)
-    ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs, missing=missing,
-                         judged_only=opts.judged_only)
-    return ranking, _evaluate(ranking, selected, ctx)
+    ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs)
+    results = _evaluate(ranking, selected, ctx)
+    if missing.any():
+        _clear_stand_ins(results, missing)
+    if opts.all_queries:
+        _count_every_relevant(results, qrels)
+    return ranking, results
+
+
+# trec_eval -c evaluates a topic without results on this one unjudged document, scored 1.0.
+STAND_IN_DOCNO = "ceci_nest_pas_un_docno"
+
+
+def _with_stand_ins(run: Run, qids: set[str]) -> Run:
+    if not qids:
+        return run
+    names = sorted(qids)
+    rows = pl.DataFrame({"qid": names, "docno": [STAND_IN_DOCNO] * len(names),
+                         "score": [1.0] * len(names)}, schema=run.frame.schema)
+    return Run(pl.concat([run.frame, rows]), run.runid, run.path)
+
+
+def _clear_stand_ins(results: list[MeasureResult], missing: np.ndarray) -> None:
+    """trec_eval's clean-up after scoring a stand-in: num_ret, utility, unj*, rbp_resid and
+    relstring of such a topic are zeroed (emptied), before the summary."""
+    for res in results:
+        if isinstance(res.per_query, list):
+            res.per_query = ["" if gone else text
+                             for text, gone in zip(res.per_query, missing.tolist(), strict=True)]
+            continue
+        if res.per_query is None:
+            continue
+        cleared = [i for i, name in enumerate(res.selected.names)
+                   if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj")]
+        if cleared:
+            res.per_query[np.ix_(missing, cleared)] = 0.0
+            res.summary = _summarize(res.selected.measure.kind, res.per_query, len(missing))
+
+
+def _count_every_relevant(results: list[MeasureResult], qrels: Qrels) -> None:
+    """With -c, trec_eval's summary num_rel goes back to the qrels file: every judgment with a
+    grade above 0 in every topic, whatever -l says (the per-topic values follow -l)."""
+    total = float(qrels.frame.filter(pl.col("rel") > 0).height)
+    for res in results:
+        if res.selected.measure.name == "num_rel":
+            res.summary = [total]
 
 
 def evaluate_files(
@@ -271,7 +317,7 @@ def evaluate_files(
         rel_level=rel_level,
         max_retrieved=max_retrieved,
         all_queries=all_queries,
-        stop_like_10=False,
+        like_trec_eval_10=False,
     )
     ranking, results = run_evaluation(os.fspath(qrels_path), os.fspath(run_path), measures, opts)
     out: dict[str, dict[str, float]] = {q: {} for q in ranking.qids}
