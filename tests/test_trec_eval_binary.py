@@ -122,6 +122,47 @@ def test_hand_made_cases(binary: Path, tmp_path: Path, case: str) -> None:
     assert ours == real
 
 
+# Cases with more files: (files by name, arguments; QRELS and RUN are the defaults above).
+FILE_CASES = {
+    "-Z: a measure sorting past a topic's lines meets the next topic's first": (
+        {"z": ["1 map 0.5 0.25", "2 num_ret 1 0.5", "2 map 0 1", "~~ ~ 0 1"]},
+        ["-q", "-Z", "z", "-m", "map", "-m", "num_ret", "-m", "gm_map"]),
+    "-Z: a stddev of 0, equal and unequal": (
+        {"z": ["1 P_5 0.4 0", "1 P_10 0.5 0", "2 P_5 0.2 0", "~~ ~ 0 1"]},
+        ["-q", "-Z", "z", "-m", "P.5,10", "-m", "runid", "-m", "num_q"]),
+    "-Z: a malformed file (exit 255)": ({"z": ["1 map 0.5"]}, ["-Z", "z"]),
+    "-Z with -c": ({"z": ["1 map 0.5 0.25", "3 map 0 1", "~~ ~ 0 1"]},
+                   ["-c", "-q", "-Z", "z", "-m", "official", "-m", "relstring"]),
+    "-R qrels_jg: groups averaged, one group alone": (
+        {"jg": ["1 a d1 1", "1 b d1 0", "1 b d2 2", "2 x d3 1", "3 a d5 1", "3 b d5 0"]},
+        ["-q", "-c", "-R", "qrels_jg", "-m", "qrels_jg"]),
+    "-R qrels_jg with a measure of plain qrels (exit 4)": (
+        {"jg": ["1 a d1 1", "2 a d3 1"]}, ["-R", "qrels_jg", "-m", "map"]),
+    "-m P_avgjg with plain qrels (exit 4)": ({}, ["-c", "-m", "P_avgjg"]),
+    "-R qrels_jg: a document judged twice in one group (exit 2)": (
+        {"jg": ["1 a d1 1", "1 a d1 0", "2 a d3 1"]}, ["-R", "qrels_jg", "-m", "qrels_jg"]),
+    "-c -D: the summary averages over every qrels topic": ({}, ["-c", "-D", "1.2", "-q"]),
+    "-D naming a topic the qrels lack (exit 7)": ({}, ["-D", "1.9"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FILE_CASES))
+def test_cases_with_more_files(binary: Path, tmp_path: Path, case: str) -> None:
+    files, flags = FILE_CASES[case]
+    for name, lines in files.items():
+        write(tmp_path, name, lines)
+    qrels = "jg" if "jg" in files else write(tmp_path, "qrels", QRELS)
+    real, ours = both(binary, [*flags, qrels, write(tmp_path, "run", RUN)], tmp_path)
+    assert ours == real
+
+
+def test_preference_formats_are_refused_clearly(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["-R", "prefs", write(tmp_path, "qrels", QRELS), write(tmp_path, "run", RUN)]
+    assert trec_eval.main(args, stdout=io.StringIO()) == 2
+    assert "-R prefs (preference judgments) is not supported" in capsys.readouterr().err
+
+
 def generated(rng: random.Random) -> tuple[list[str], list[str]]:
     """Qrels and a run over a few topics: graded and negative labels, unjudged and duplicate
     documents, ties, topics on one side only, comment-free space-separated lines."""
@@ -198,13 +239,57 @@ FLAG_SETS = [[], ["-q"], ["-c", "-q"], ["-m", "all_trec", "-q"], ["-m", "all_tre
              ["-c", "-l", "-1", "-m", "all_trec"], ["-l", "0", "-c", "-M", "2", "-m", "all_trec"]]
 
 
+def judgment_groups(rng: random.Random, qrels: list[str]) -> list[str]:
+    """A -R qrels_jg file from qrels: each judgment in one to three groups, its grade varied."""
+    lines = []
+    for line in qrels:
+        qid, _, docno, rel = line.split()
+        for group in rng.sample(["a", "b", "c"], rng.randrange(1, 4)):
+            grade = rel if rng.random() < 0.6 else rng.choice(["-1", "0", "1", "2"])
+            lines.append(f"{qid} {group} {docno} {grade}")
+    rng.shuffle(lines)
+    return lines
+
+
+_ZSCORED = ["num_ret", "num_rel", "map", "gm_map", "Rprec", "P_5", "P_10", "recall_5",
+            "iprec_at_recall_0.00", "ndcg", "bpref", "recip_rank", "num_rel_ret"]
+
+
+def zscore_lines(rng: random.Random, qrels: list[str]) -> list[str]:
+    """A -Z file: means and stddevs (some 0) for some measures of some topics, and a last
+    topic sorting after every real one (trec_eval reads past its table otherwise)."""
+    lines = []
+    for qid in dict.fromkeys(line.split()[0] for line in qrels):
+        if rng.random() < 0.8:
+            for name in rng.sample(_ZSCORED, rng.randrange(1, len(_ZSCORED))):
+                mean = rng.choice([0.0, 0.25, 0.5, 1.0, 2.0, round(rng.random(), 3)])
+                stddev = rng.choice([0.0, 0.1, 0.5, 1.0, round(rng.random(), 3)])
+                lines.append(f"{qid} {name} {mean} {stddev}")
+    lines.append("~~ ~ 0 1")
+    return lines
+
+
+# -R qrels_jg and -Z, on the generated qrels turned into judgment groups and z-score files.
+GROUP_FLAG_SETS = [["-R", "qrels_jg", "-m", "qrels_jg", "-q"],
+                   ["-R", "qrels_jg", "-m", "qrels_jg", "-c", "-J", "-q"],
+                   ["-R", "qrels_jg", "-m", "P_avgjg.1,3", "-l", "2", "-M", "3", "-q"],
+                   ["-R", "qrels_jg", "-q"]]
+ZSCORE_FLAG_SETS = [["-Z", "zscores", "-q", "-m", "all_trec"],
+                    ["-Z", "zscores", "-c", "-q"]]
+
+
 @pytest.mark.parametrize("seed", range(150))
 def test_generated_cases(binary: Path, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     qrels, run = generated(rng)
+    groups, zscores = judgment_groups(rng, qrels), zscore_lines(rng, qrels)
     if seed % 2:
         qrels, run = dressed(rng, qrels, run)
     names = [write(tmp_path, "qrels", qrels), write(tmp_path, "run", run)]
-    for flags in FLAG_SETS:
-        real, ours = both(binary, [*flags, *names], tmp_path)
+    write(tmp_path, "zscores", zscores)
+    jg_names = [write(tmp_path, "groups", groups), names[1]]
+    cases = [(flags, names) for flags in [*FLAG_SETS, *ZSCORE_FLAG_SETS]]
+    cases += [(flags, jg_names) for flags in GROUP_FLAG_SETS]
+    for flags, files in cases:
+        real, ours = both(binary, [*flags, *files], tmp_path)
         assert ours == real, f"flags {flags}\nqrels {qrels}\nrun {run}"

@@ -78,8 +78,11 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", errors="replace")
 
 
-def exact_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame:
+def exact_qrels(path: str, like_trec_eval: bool = False, groups: bool = False) -> pl.DataFrame:
+    """The judgments of a qrels file; with ``groups``, of a trec_eval ``qrels_jg`` file, whose
+    second field names the judgment group (kept as a ``jg`` column)."""
     qids: list[str] = []
+    jgs: list[str] = []
     docnos: list[str] = []
     rels: list[int] = []
     loose = _Loose(path, "grade(s)", "atol")
@@ -89,19 +92,22 @@ def exact_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame:
             hint = (" (trec_eval 10.0 reads a '#' line right after a comment line, or one that "
                     "does not start in column 0, as a judgment)"
                     if like_trec_eval and fields[0].startswith(b"#") else "")
+            layout = "qid jg docno rel" if groups else "qid iter docno rel"
             raise InputError(
-                f"expected 4 fields 'qid iter docno rel', found {len(fields)}{hint}",
+                f"expected 4 fields '{layout}', found {len(fields)}{hint}",
                 path=path,
                 line=lineno,
             )
         qids.append(_text(fields[0]))
+        jgs.append(_text(fields[1]))
         docnos.append(_text(fields[2]))
         rels.append(_grade(fields[3], like_trec_eval, loose, path, lineno))
     loose.warn()
-    return pl.DataFrame(
-        {"qid": qids, "docno": docnos, "rel": rels},
-        schema={"qid": pl.String, "docno": pl.String, "rel": pl.Int64},
-    )
+    columns = {"qid": qids, "jg": jgs, "docno": docnos, "rel": rels}
+    if not groups:
+        del columns["jg"]
+    return pl.DataFrame(columns, schema={name: pl.Int64 if name == "rel" else pl.String
+                                         for name in columns})
 
 
 def _grade(token: bytes, like_trec_eval: bool, loose: _Loose, path: str, lineno: int) -> int:

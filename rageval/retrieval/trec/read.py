@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import polars as pl
+
 from rageval.core.errors import InputError
 from rageval.retrieval.trec.exact_read import exact_qrels, exact_run
 from rageval.retrieval.trec.fast_read import fast_qrels, fast_run
@@ -33,6 +35,26 @@ def read_qrels(path: PathLike, *, like_trec_eval: bool = False) -> Qrels:
         frame = exact_qrels(name, like_trec_eval)
     if frame.height == 0:
         raise InputError("no relevance judgments found", path=name)
+    return Qrels(frame=frame, path=name)
+
+
+def read_qrels_jg(path: PathLike) -> Qrels:
+    """Read a trec_eval ``qrels_jg`` file (``qid jg docno rel``: judgments by judgment group,
+    e.g. one group per assessor) as trec_eval 10.0 reads it (see ``like_trec_eval`` of
+    :func:`read_qrels`). The frame has a ``jg`` column besides ``qid``, ``docno`` and ``rel``.
+
+    Raises :class:`InputError` as :func:`read_qrels` does, and for a document judged twice
+    in the same group of a topic (trec_eval stops there, with exit status 2).
+    """
+    name = _check_readable(path)
+    frame = exact_qrels(name, like_trec_eval=True, groups=True)
+    if frame.height == 0:
+        raise InputError("no relevance judgments found", path=name)
+    twice = frame.filter(pl.struct("qid", "jg", "docno").is_duplicated())
+    if twice.height:
+        qid, jg, docno = twice.row(0)[:3]
+        raise InputError(f"topic '{qid}' judgment group '{jg}' judges document '{docno}' "
+                         "twice (trec_eval 10.0 stops reading there)", path=name)
     return Qrels(frame=frame, path=name)
 
 

@@ -2,7 +2,9 @@
 
 - :mod:`.catalogue`: the measures (:data:`MEASURES`) and their nicknames (:data:`NICKNAMES`);
 - :mod:`.selection`: ``-m`` arguments resolved into measures and parameters;
-- :mod:`.evaluation`: a qrels and a run evaluated (:func:`evaluate_files`);
+- :mod:`.evaluation`: a qrels and a run evaluated (:func:`evaluate_files`), with
+  :mod:`.stops` (where trec_eval 10.0 stops), :mod:`.per_topic` (each topic's values and the
+  summary), :mod:`.judgment_groups` (``-R qrels_jg``) and :mod:`.zscores` (``-Z``);
 - :mod:`.output`: trec_eval's output lines;
 - :mod:`.command`: the command line (:func:`main`).
 

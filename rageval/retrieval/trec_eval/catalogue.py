@@ -46,6 +46,9 @@ class Measure:
     doc: str
     compute: Compute | None = None
     default: tuple = ()
+    # Computed once per judgment group of a topic and averaged over them: only from -R qrels_jg
+    # files, which in turn serve no other measure (besides runid and num_q).
+    groups: bool = False
 
 
 def _cut_each(fn: Callable[[Ranking, int, int], np.ndarray]) -> Compute:
@@ -182,6 +185,13 @@ MEASURES: tuple[Measure, ...] = (
             lambda r, c, p: K.set_f(r, p[0], c.rel_level), (1.0,)),
     Measure("num_nonrel_judged_ret", "long", "Judged non-relevant retrieved documents (sum).",
             lambda r, c, p: K.num_nonrel_judged_ret(r, c.rel_level)),
+    Measure("map_avgjg", "double", "map averaged over the judgment groups (-R qrels_jg).",
+            lambda r, c, p: K.average_precision(r, c.rel_level), groups=True),
+    Measure("P_avgjg", "cut_long", "P at cutoffs averaged over the judgment groups.",
+            _cut_each(K.precision_at), _LONG_CUTS, groups=True),
+    Measure("Rprec_mult_avgjg", "cut_double", "Rprec_mult averaged over the judgment groups.",
+            lambda r, c, p: np.stack([K.r_precision_mult(r, x, c.rel_level) for x in p], axis=1),
+            _RPREC_MULTS, groups=True),
     Measure("yaap", "double", "Yet another average precision (Robertson).",
             lambda r, c, p: K.yaap(r, c.rel_level)),
     Measure("rbp", "p_pair", "Rank-biased precision (default p=0.9).",
@@ -192,12 +202,13 @@ MEASURES: tuple[Measure, ...] = (
             lambda r, c, p: np.stack([K.unjudged_at(r, int(k)) for k in p], axis=1), (5, 10, 20)),
 )
 
-# trec_eval measures that need rel_info/results formats rageval does not read.
+# trec_eval measures of preference judgments (-R prefs, -R qrels_prefs), which rageval does
+# not read.
 UNSUPPORTED = {
     "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
     "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
     "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
-    "prefs_avgjg_imp", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg",
+    "prefs_avgjg_imp",
 }
 
 NICKNAMES: dict[str, tuple[str, ...]] = {
@@ -211,5 +222,6 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
                  "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
                  "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall",
                  "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }
-UNSUPPORTED_NICKNAMES = {"all_prefs", "prefs", "qrels_jg"}
+UNSUPPORTED_NICKNAMES = {"all_prefs", "prefs"}

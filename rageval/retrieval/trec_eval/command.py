@@ -2,7 +2,8 @@
 
 Usage::
 
-    rageval trec-eval [-q] [-c] [-n] [-M N] [-l N] [-J] [-N N] [-m MEASURE[.PARAMS]]... QRELS RUN
+    rageval trec-eval [-q] [-c] [-n] [-M N] [-l N] [-J] [-N N] [-R FORMAT] [-Z FILE]
+                      [-m MEASURE[.PARAMS]]... QRELS RUN
 
 Options and their long forms are trec_eval's; see :data:`HELP`.
 """
@@ -23,8 +24,8 @@ from rageval.retrieval.trec_eval.output import write_results
 from rageval.retrieval.trec_eval.selection import select_measures
 
 USAGE = """\
-usage: rageval trec-eval [-h] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N]
-                         [-m MEASURE[.PARAMS]]... QRELS RUN
+usage: rageval trec-eval [-h] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N] [-R FORMAT]
+                         [-Z FILE] [-m MEASURE[.PARAMS]]... QRELS RUN
 """
 
 HELP = USAGE + """
@@ -47,19 +48,28 @@ options:
   -J                    drop unjudged documents from the results first (use with care)
   -N N                  number of documents in the collection (for utility's 4th term)
   -D LEVEL[.QID]        evaluate only topic QID (debug output itself is not produced)
-  -R qrels, -T trec_results
-                        input formats (the only ones supported)
+  -R FORMAT             relevance format: qrels (default) or qrels_jg, judgments by group
+                        ('qid group docno grade'), for -m qrels_jg (map_avgjg, P_avgjg,
+                        Rprec_mult_avgjg: averaged over each topic's groups)
+  -T trec_results       results format (the only one)
+  -Z FILE               print each value as a z-score against FILE's per-topic means, lines
+                        'qid measure mean stddev' (-1000000 where FILE has none)
 
-Input: QRELS lines 'qid iter docno grade', RUN lines 'qid Q0 docno rank score runid'
-(whitespace separated, '#' starts a comment line). Results are ranked by score, ties by
-docno, both descending; the rank column is ignored. Topics absent from the qrels are ignored.
+Input: QRELS lines 'qid iter docno grade', RUN lines 'qid Q0 docno rank score runid',
+whitespace separated, read as trec_eval 10.0 reads them: a run's '#' lines and blank lines are
+skipped; a qrels '#' line is skipped in column 0 unless the line before was one, and a blank
+qrels line is an error; scores and grades are read as C's atof/atol read them (the number a
+field starts with, 0 if none; a warning says so), and a NaN score is refused. Results are
+ranked by score, ties by docno, both descending; the rank column is ignored. Topics absent
+from the qrels are ignored; a qrels topic without results stops the evaluation (exit 4)
+unless -c is given, as in trec_eval 10.0.
 """
 
 _LONG_OPTS = [
     "help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted",
     "level_for_rel=", "nosummary", "Debug_level=", "Judged_docs_only",
     "Number_docs_in_coll=", "Max_retrieved_per_topic=", "Rel_info_format=", "Results_format=",
-    "Output_old_results_format", "Zscore=",
+    "Output_old_results_format=", "Zscore=",
 ]
 
 
@@ -108,16 +118,26 @@ def _parse_args(argv: list[str]) -> tuple[Options, list[str], list[str], bool, b
             if dot and qid:
                 opts["only_qid"] = qid
         elif key in ("R", "Rel_info_format"):
-            if value != "qrels":
-                raise UsageError(f"unsupported relevance format '{value}' (only 'qrels')")
+            opts["rel_format"] = _rel_format(value)
         elif key in ("T", "Results_format"):
             if value != "trec_results":
                 raise UsageError(f"unsupported results format '{value}' (only 'trec_results')")
         elif key in ("o", "Output_old_results_format"):
             pass  # obsolete in trec_eval 10 as well
         elif key in ("Z", "Zscore"):
-            raise UsageError("-Z (Z scores) is not supported")
+            opts["zscores_path"] = value
     return Options(**opts), specs, positional, want_help, want_version  # type: ignore[arg-type]
+
+
+def _rel_format(value: str) -> str:
+    if value in ("qrels", "qrels_jg"):
+        return value
+    if value in ("prefs", "qrels_prefs"):
+        raise UsageError(f"-R {value} (preference judgments) is not supported by rageval "
+                         "trec-eval; it reads -R qrels and -R qrels_jg")
+    # trec_eval reads the files first and then rejects the format (exit 2 as well).
+    raise UsageError(f"illegal rel_format '{value}' (trec_eval 10.0 reads qrels, qrels_jg, "
+                     "prefs and qrels_prefs; rageval trec-eval reads qrels and qrels_jg)")
 
 
 def _help_text(specs: list[str]) -> str:
@@ -187,13 +207,13 @@ def _main(argv: list[str], out: TextIO) -> None:
 def _evaluate_and_write(qrels_path: str, run_path: str, specs: list[str], opts: Options,
                         out: TextIO) -> None:
     try:
-        ranking, results = run_evaluation(qrels_path, run_path, specs, opts)
+        qids, results = run_evaluation(qrels_path, run_path, specs, opts)
     except TopicStop as stop:
         # trec_eval has printed (with -q) the topics it finished before the one it stopped at.
         if stop.partial is not None:
             write_results(*stop.partial, replace(opts, summary_flag=False), out)
         raise
-    write_results(ranking, results, opts, out)
+    write_results(qids, results, opts, out)
 
 
 def _version() -> str:

@@ -1,12 +1,12 @@
-"""A qrels and a run evaluated on the selected measures, as trec_eval does.
+"""A qrels and a run evaluated on the selected measures, as trec_eval 10.0 does.
 
-Per-query values come from the measures' kernels; the summary over topics is trec_eval's: a
-sum for counts, a geometric mean for ``gm_*``, otherwise the mean, accumulated in query order.
+The files are read (and a ``-Z`` file), the stops trec_eval would meet are found
+(:mod:`.stops`), each topic is scored (:mod:`.per_topic`; by judgment group with ``-R qrels_jg``,
+:mod:`.judgment_groups`), turned into z-scores with ``-Z`` (:mod:`.zscores`) and summarised.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,163 +14,29 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from rageval.core.errors import InputError, RagevalError, UsageError
-from rageval.retrieval import kernels as K
+from rageval.core.errors import InputError
 from rageval.retrieval.ranking import Ranking, fast_allocation
 from rageval.retrieval.ranking.trec_grades import DuplicateDocument
-from rageval.retrieval.trec import Qrels, Run, read_qrels, read_run
-from rageval.retrieval.trec_eval.catalogue import Kind, MeasureContext
+from rageval.retrieval.trec import Qrels, Run, read_qrels, read_qrels_jg, read_run
+from rageval.retrieval.trec_eval import judgment_groups as groups
+from rageval.retrieval.trec_eval import stops
+from rageval.retrieval.trec_eval.catalogue import MeasureContext
+from rageval.retrieval.trec_eval.per_topic import (
+    MeasureResult,
+    clear_stand_ins,
+    judged_only,
+    summarize,
+    topic_values,
+    with_stand_ins,
+)
 from rageval.retrieval.trec_eval.selection import SelectedMeasure, select_measures
+from rageval.retrieval.trec_eval.stops import NoTopicEvaluated, TopicStop
+from rageval.retrieval.trec_eval.zscores import ZScores, read_zscores, to_zscores
 
+__all__ = ["MeasureResult", "Options", "TopicStop", "evaluate_files", "run_evaluation"]
 
-@dataclass
-class MeasureResult:
-    """The values of one selected measure: per query, and summarised over the queries."""
-
-    selected: SelectedMeasure
-    per_query: np.ndarray | list[str] | None  # [nq, ncols] values, relstrings, or None
-    summary: list[float | str]
-
-
-def _evaluate(
-    ranking: Ranking, selected: Sequence[SelectedMeasure], ctx: MeasureContext
-) -> list[MeasureResult]:
-    nq = ranking.num_queries
-    results = []
-    for sel in selected:
-        m = sel.measure
-        if m.kind == "runid":
-            results.append(MeasureResult(sel, None, [ranking.runid]))
-            continue
-        if m.kind == "num_q":
-            results.append(MeasureResult(sel, None, [float(nq)]))
-            continue
-        if m.kind == "relstring":
-            length = int(sel.params[0]) if sel.params else 10
-            results.append(MeasureResult(sel, K.relstring(ranking, length), []))
-            continue
-        assert m.compute is not None
-        values = np.asarray(m.compute(ranking, ctx, sel.params), dtype=np.float64)
-        if values.ndim == 1:
-            values = values[:, None]
-        results.append(MeasureResult(sel, values, _summarize(m.kind, values, nq)))
-    return results
-
-
-def _seq_total(column: np.ndarray) -> float:
-    """Sum in query order, one addition at a time (trec_eval's accumulation)."""
-    total = 0.0
-    for v in column.tolist():
-        total += v
-    return total
-
-
-def _summarize(kind: Kind, values: np.ndarray, nq: int) -> list[float | str]:
-    out: list[float | str] = []
-    for col in values.T:
-        if kind == "long":
-            out.append(_seq_total(col))
-        elif kind == "gm":
-            logs = np.array([math.log(max(v, K.MIN_GEO_MEAN)) for v in col.tolist()])
-            out.append(math.exp(_seq_total(logs) / nq) if nq else 0.0)
-        else:
-            out.append(_seq_total(col) / nq if nq else 0.0)
-    return out
-
-
-def _judged_only(r: Ranking) -> Ranking:
-    """trec_eval -J: drop retrieved documents that are not judged with a grade >= 0."""
-    keep = r.te_rel() >= 0
-    counts = np.bincount(r.segment_ids()[keep], minlength=r.num_queries)
-    offsets = np.zeros(r.num_queries + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return Ranking(
-        qids=r.qids,
-        offsets=offsets,
-        grades=r.grades[keep],
-        scores=None if r.scores is None else r.scores[keep],
-        judged_offsets=r.judged_offsets,
-        judged_grades=r.judged_grades,
-        runid=r.runid,
-    )
-
-
-def _only_query(r: Ranking, qid: str) -> Ranking:
-    """Restrict to one query (trec_eval's -D level.qid)."""
-    if qid not in r.qids:
-        raise UsageError(f"query '{qid}' is not evaluated")
-    i = r.qids.index(qid)
-    lo, hi = int(r.offsets[i]), int(r.offsets[i + 1])
-    jlo, jhi = int(r.judged_offsets[i]), int(r.judged_offsets[i + 1])
-    return Ranking(
-        qids=(qid,),
-        offsets=np.array([0, hi - lo], dtype=np.int64),
-        grades=r.grades[lo:hi],
-        scores=None if r.scores is None else r.scores[lo:hi],
-        judged_offsets=np.array([0, jhi - jlo], dtype=np.int64),
-        judged_grades=r.judged_grades[jlo:jhi],
-        runid=r.runid,
-        _pooled=None if r._pooled is None else r._pooled[lo:hi],
-    )
-
-
-class TopicStop(RagevalError):
-    """trec_eval 10.0 stops at topic ``qid`` with exit status 4: a qrels topic without results
-    (without ``-c``) or a document retrieved twice for it. It has printed, with ``-q``, the
-    values of the topics before it (``partial``: their ranking and results, or None)."""
-
-    exit_code = 4
-
-    def __init__(self, message: str, qid: str) -> None:
-        super().__init__(message)
-        self.qid = qid
-        self.partial: tuple[Ranking, list[MeasureResult]] | None = None
-
-
-def _unanswered(qrels: Qrels, run: Run, only_qid: str | None) -> TopicStop | None:
-    """The first qrels topic (strcmp order) the run has no line for, as trec_eval's stop."""
-    answered = set(run.qid_layout().names)
-    missing = [q for q in qrels.qids() if q not in answered and only_qid in (None, q)]
-    if not missing:
-        return None
-    first = min(missing, key=str.encode)
-    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-    return TopicStop(
-        f"qrels topic '{first}'{more} has no results in the run: trec_eval 10.0 stops there "
-        "with exit status 4 (its message reads \"result qid '" + first + "' not found in "
-        "qrels\"); -c scores such topics as retrieving nothing", first)
-
-
-def _negative_first_topic(qrels: Qrels, run: Run, opts: Options) -> TopicStop | None:
-    """trec_eval 10.0 sizes a per-grade table by the topic's highest grade plus one, and its
-    allocator hands back no table for a size of 0 until some topic has needed one: so when the
-    first topic it evaluates judges every document below 0, it stops there (exit 4)."""
-    answered = set(run.qid_layout().names)
-    evaluated = [q for q in qrels.qids() if (opts.all_queries or q in answered)
-                 and opts.only_qid in (None, q)]
-    if not evaluated:
-        return None
-    first = min(evaluated, key=str.encode)
-    top = qrels.frame.filter(pl.col("qid") == first).get_column("rel").max()
-    if top is None or int(top) >= 0:  # type: ignore[arg-type]
-        return None
-    return TopicStop(
-        f"qrels topic '{first}', the first evaluated, judges every document below 0: trec_eval "
-        "10.0 cannot calculate its measures there and stops with exit status 4", first)
-
-
-def _topics_before(qid: str, qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
-                   opts: Options) -> tuple[Ranking, list[MeasureResult]] | None:
-    """The topics trec_eval evaluates (and prints with -q) before stopping at ``qid``."""
-    names = [q for q in qrels.qids() if q.encode() < qid.encode()]
-    kept_run = Run(run.frame.filter(pl.col("qid").cast(pl.String).is_in(names)), run.runid,
-                   run.path)
-    if not opts.all_queries:
-        names = [q for q in names if q in set(kept_run.qid_layout().names)]
-    if not names:
-        return None
-    kept_qrels = Qrels(qrels.frame.filter(pl.col("qid").is_in(names)), qrels.path)
-    return _evaluate_pair(kept_qrels, kept_run, selected, opts)
+# The topics evaluated (strcmp order) and each selected measure's values.
+Evaluated = tuple[tuple[str, ...], list[MeasureResult]]
 
 
 @dataclass(frozen=True)
@@ -185,6 +51,8 @@ class Options:
     max_retrieved: int | None = None
     num_docs: int = 0
     only_qid: str | None = None
+    rel_format: str = "qrels"  # or "qrels_jg" (-R)
+    zscores_path: str | None = None  # -Z
     # Read what trec_eval 10.0 reads (numbers as C's atof/atol, its qrels comment and blank-line
     # rules) and stop where it stops (exit 4: a qrels topic without results, a document listed
     # twice, a first topic judged all below 0). False reads strictly and skips topics without
@@ -194,94 +62,108 @@ class Options:
 
 def run_evaluation(
     qrels_path: str, run_path: str, specs: Sequence[str], opts: Options
-) -> tuple[Ranking, list[MeasureResult]]:
-    """Read both files and evaluate the measures of ``specs`` (``-m`` syntax) under ``opts``."""
+) -> Evaluated:
+    """Read the files and evaluate the measures of ``specs`` (``-m`` syntax) under ``opts``."""
     with fast_allocation():
         return _run_inner(qrels_path, run_path, specs, opts)
 
 
-def _run_inner(
-    qrels_path: str, run_path: str, specs: Sequence[str], opts: Options
-) -> tuple[Ranking, list[MeasureResult]]:
+def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Options) -> Evaluated:
     selected = select_measures(specs)
-    qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
+    if opts.rel_format == "qrels_jg":
+        qrels = read_qrels_jg(qrels_path)
+    else:
+        qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
     run = read_run(run_path, like_trec_eval=opts.like_trec_eval_10)
+    zscores = read_zscores(opts.zscores_path) if opts.zscores_path is not None else None
     if not opts.like_trec_eval_10:
-        return _evaluate_pair(qrels, run, selected, opts)
-    stop = None if opts.all_queries else _unanswered(qrels, run, opts.only_qid)
-    negative = _negative_first_topic(qrels, run, opts)
-    if negative is not None and (stop is None or negative.qid.encode() < stop.qid.encode()):
-        stop = negative
+        return _evaluate_pair(qrels, run, selected, opts, zscores)
+    stop = _first_stop(qrels, run, selected, opts)
     try:
         if stop is None:
-            return _evaluate_pair(qrels, run, selected, opts)
-        Ranking.from_trec(qrels, run, max_retrieved=opts.max_retrieved,
-                          all_qrels_queries=opts.all_queries)  # a duplicate may come first
+            return _evaluate_pair(qrels, run, selected, opts, zscores)
+        _evaluate_pair(qrels, run, [], opts, None)  # a duplicate may come first
     except DuplicateDocument as dup:
         # trec_eval meets the duplicate when it evaluates that topic, unless it stopped earlier.
-        if stop is None or dup.qid.encode() < stop.qid.encode():
-            stop = TopicStop(f"{dup}: trec_eval 10.0 stops there with exit status 4", dup.qid)
+        qid = groups.topic_of(dup.qid)
+        found = TopicStop(f"{dup}: trec_eval 10.0 stops there with exit status 4", qid)
+        stop = found.earlier(stop)
     except InputError:
         if stop is None:  # no topic in common: trec_eval stops at the first one it lacks
             raise
     assert stop is not None
     if opts.query_flag and opts.only_qid is None:
-        stop.partial = _topics_before(stop.qid, qrels, run, selected, opts)
+        stop.partial = _topics_before(stop.qid, qrels, run, selected, opts, zscores)
     raise stop
 
 
-def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
-                   opts: Options) -> tuple[Ranking, list[MeasureResult]]:
+def _first_stop(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
+                opts: Options) -> TopicStop | None:
+    """The first stop trec_eval meets before any duplicate document (or None)."""
+    if opts.only_qid is not None and opts.only_qid not in qrels.qids():
+        raise NoTopicEvaluated(f"-D names topic '{opts.only_qid}', which the qrels do not "
+                               "judge: trec_eval 10.0 evaluates no topic and exits with 7")
+    first = stops.first_evaluated(qrels, run, opts.all_queries, opts.only_qid)
+    found = None if opts.all_queries else stops.unanswered(qrels, run, opts.only_qid)
+    grouped = opts.rel_format == "qrels_jg"
+    for other in (None if grouped else stops.negative_first_topic(qrels, first),
+                  stops.unservable(selected, grouped, first)):
+        if other is not None:
+            found = other.earlier(found)
+    return found
+
+
+def _topics_before(qid: str, qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
+                   opts: Options, zscores: ZScores | None) -> Evaluated | None:
+    """The topics trec_eval evaluates (and prints with -q) before stopping at ``qid``."""
+    names = [q for q in qrels.qids() if q.encode() < qid.encode()]
+    kept_run = Run(run.frame.filter(pl.col("qid").cast(pl.String).is_in(names)), run.runid,
+                   run.path)
+    if not opts.all_queries:
+        names = [q for q in names if q in set(kept_run.qid_layout().names)]
+    if not names:
+        return None
+    kept_qrels = Qrels(qrels.frame.filter(pl.col("qid").is_in(names)), qrels.path)
+    return _evaluate_pair(kept_qrels, kept_run, selected, opts, zscores)
+
+
+def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure], opts: Options,
+                   zscores: ZScores | None) -> Evaluated:
+    every_topic = qrels
+    if opts.only_qid is not None:
+        qrels, run = _only_topic(qrels, run, opts.only_qid)
     # Topics of the qrels absent from the run (evaluated only with -c) retrieve trec_eval's
-    # stand-in document; the values it would distort are zeroed afterwards (_clear_stand_ins).
+    # stand-in document; the values it would distort are zeroed afterwards (clear_stand_ins).
     missing_names = (set(qrels.qids()) - set(run.qid_layout().names) if opts.all_queries
                      else set())
-    ranking = Ranking.from_trec(
-        qrels, _with_stand_ins(run, missing_names), max_retrieved=opts.max_retrieved,
-        all_qrels_queries=opts.all_queries
-    )
+    run = with_stand_ins(run, missing_names)
+    grouped = opts.rel_format == "qrels_jg"
+    if grouped:
+        qrels, run = groups.one_topic_per_group(qrels, run)
+    ranking = Ranking.from_trec(qrels, run, max_retrieved=opts.max_retrieved,
+                                all_qrels_queries=opts.all_queries)
     if opts.judged_only:
-        ranking = _judged_only(ranking)
-    if opts.only_qid is not None:
-        ranking = _only_query(ranking, opts.only_qid)
-    missing = np.array([q in missing_names for q in ranking.qids], dtype=bool)
+        ranking = judged_only(ranking)
     ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs)
-    results = _evaluate(ranking, selected, ctx)
+    results = topic_values(ranking, selected, ctx)
+    qids = groups.average_over_groups(results, ranking.qids) if grouped else ranking.qids
+    missing = np.array([q in missing_names for q in qids], dtype=bool)
     if missing.any():
-        _clear_stand_ins(results, missing)
+        clear_stand_ins(results, missing)
+    if zscores is not None:
+        to_zscores(results, qids, zscores)
+    # With -c trec_eval averages over every topic of the qrels, even those -D leaves out.
+    divisor = len(every_topic.qids()) if opts.all_queries else len(qids)
+    summarize(results, len(qids), divisor, ranking.runid)
     if opts.all_queries:
-        _count_every_relevant(results, qrels)
-    return ranking, results
+        _count_every_relevant(results, every_topic)
+    return qids, results
 
 
-# trec_eval -c evaluates a topic without results on this one unjudged document, scored 1.0.
-STAND_IN_DOCNO = "ceci_nest_pas_un_docno"
-
-
-def _with_stand_ins(run: Run, qids: set[str]) -> Run:
-    if not qids:
-        return run
-    names = sorted(qids)
-    rows = pl.DataFrame({"qid": names, "docno": [STAND_IN_DOCNO] * len(names),
-                         "score": [1.0] * len(names)}, schema=run.frame.schema)
-    return Run(pl.concat([run.frame, rows]), run.runid, run.path)
-
-
-def _clear_stand_ins(results: list[MeasureResult], missing: np.ndarray) -> None:
-    """trec_eval's clean-up after scoring a stand-in: num_ret, utility, unj*, rbp_resid and
-    relstring of such a topic are zeroed (emptied), before the summary."""
-    for res in results:
-        if isinstance(res.per_query, list):
-            res.per_query = ["" if gone else text
-                             for text, gone in zip(res.per_query, missing.tolist(), strict=True)]
-            continue
-        if res.per_query is None:
-            continue
-        cleared = [i for i, name in enumerate(res.selected.names)
-                   if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj")]
-        if cleared:
-            res.per_query[np.ix_(missing, cleared)] = 0.0
-            res.summary = _summarize(res.selected.measure.kind, res.per_query, len(missing))
+def _only_topic(qrels: Qrels, run: Run, qid: str) -> tuple[Qrels, Run]:
+    """trec_eval's -D level.qid: evaluate that topic only."""
+    return (Qrels(qrels.frame.filter(pl.col("qid") == qid), qrels.path),
+            Run(run.frame.filter(pl.col("qid").cast(pl.String) == qid), run.runid, run.path))
 
 
 def _count_every_relevant(results: list[MeasureResult], qrels: Qrels) -> None:
@@ -319,15 +201,15 @@ def evaluate_files(
         all_queries=all_queries,
         like_trec_eval_10=False,
     )
-    ranking, results = run_evaluation(os.fspath(qrels_path), os.fspath(run_path), measures, opts)
-    out: dict[str, dict[str, float]] = {q: {} for q in ranking.qids}
+    qids, results = run_evaluation(os.fspath(qrels_path), os.fspath(run_path), measures, opts)
+    out: dict[str, dict[str, float]] = {q: {} for q in qids}
     summary: dict[str, float] = {}
     for res in results:
         kind = res.selected.measure.kind
         names = res.selected.names
         if isinstance(res.per_query, np.ndarray) and kind != "gm":
             rows = res.per_query.tolist()
-            for qid, row in zip(ranking.qids, rows, strict=True):
+            for qid, row in zip(qids, rows, strict=True):
                 out[qid].update(zip(names, row, strict=True))
         for name, value in zip(names, res.summary, strict=False):
             if isinstance(value, float):

@@ -7,11 +7,11 @@ as trec_eval parses them (C's ``atol``/``atof``); each value gets its printed na
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rageval.core.errors import UsageError
+from rageval.retrieval.trec.syntax import WHITESPACE, c_atof, c_atol
 from rageval.retrieval.trec_eval.catalogue import (
     MEASURES,
     NICKNAMES,
@@ -33,17 +33,11 @@ class SelectedMeasure:
 
 
 def _atol(text: str) -> int:
-    m = re.match(r"\s*([+-]?[0-9]+)", text)
-    return int(m.group(1)) if m else 0
+    return c_atol(text.lstrip(WHITESPACE).encode())[0]  # atol skips leading whitespace
 
 
 def _atof(text: str) -> float:
-    m = re.match(
-        r"\s*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan))",
-        text,
-        re.IGNORECASE,
-    )
-    return float(m.group(1)) if m else 0.0
+    return c_atof(text.lstrip(WHITESPACE).encode())[0]
 
 
 def _c_fixed(value: float, width: int = 3, prec: int = 2) -> str:
@@ -128,8 +122,8 @@ def select_measures(specs: Sequence[str]) -> list[SelectedMeasure]:
             marked.add(base)
         elif base in UNSUPPORTED or base in UNSUPPORTED_NICKNAMES:
             raise UsageError(
-                f"measure '{base}' needs preference or judgment-group files, which "
-                "rageval trec-eval does not read"
+                f"measure '{base}' needs preference judgments (-R prefs or qrels_prefs), "
+                "which rageval trec-eval does not read"
             )
         else:
             raise UsageError(f"unknown measure '{spec}' (see 'rageval trec-eval -h')")
