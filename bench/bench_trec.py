@@ -1,4 +1,5 @@
-"""End-to-end benchmark: rageval's trec_eval against pytrec_eval (and optionally ranx).
+"""End-to-end benchmark: rageval's trec_eval against pytrec_eval (and optionally ranx and
+trec_eval 10.0 itself).
 
 Generates (once, cached) a seeded TREC qrels file and run file, then times each tool doing
 the whole job a user asks of ``trec_eval -q``: read both files, compute map, ndcg_cut.10,
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import platform
 import statistics
@@ -29,218 +29,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-MEASURE_ARGS = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
-# Names under which trec_eval prints the measures above.
-MEASURE_NAMES = ["map", "ndcg_cut_10", "P_10", "recall_100", "recip_rank"]
-RANX_METRICS = {
-    "map": "map",
-    "ndcg_cut_10": "ndcg@10",
-    "P_10": "precision@10",
-    "recall_100": "recall@100",
-    "recip_rank": "mrr",
-}
 SIDES = ["pytrec_eval", "rageval"]
 PRINTED_TOLERANCE = 1.0001e-4  # one unit in the 4th decimal: rounding of equal values
-FULL_TOLERANCE = 1e-9
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # for trec_bench_data, also when loaded by path (smoke test)
 
-
-# --------------------------------------------------------------------------------------------
-# Data generation
-# --------------------------------------------------------------------------------------------
-
-
-def data_paths(
-    data_dir: Path, queries: int, docs: int, judged: int, seed: int
-) -> tuple[Path, Path]:
-    tag = f"{queries}q-{docs}d-{judged}j-seed{seed}"
-    return data_dir / f"qrels-{tag}.txt", data_dir / f"run-{tag}.txt"
-
-
-def generate(
-    data_dir: Path, queries: int, docs: int, judged: int, seed: int, *, quiet: bool = False
-) -> tuple[Path, Path]:
-    """Write the qrels and run files unless they already exist; return their paths."""
-    import numpy as np
-
-    qrels_path, run_path = data_paths(data_dir, queries, docs, judged, seed)
-    if qrels_path.exists() and run_path.exists():
-        if not quiet:
-            print(f"using cached data: {qrels_path.name}, {run_path.name}")
-        return qrels_path, run_path
-    data_dir.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    n_from_run = min(docs, round(judged * 0.8))  # most judgments are of retrieved documents
-    rank_weights = 1.0 / np.sqrt(np.arange(1, docs + 1))  # assessors see the top ranks more
-    rank_weights /= rank_weights.sum()
-    label_p = [0.5, 0.25, 0.15, 0.1]
-    with (
-        tempfile.NamedTemporaryFile("w", dir=data_dir, delete=False, suffix=".tmp") as qf,
-        tempfile.NamedTemporaryFile("w", dir=data_dir, delete=False, suffix=".tmp") as rf,
-    ):
-        for q in range(queries):
-            qid = str(401 + q)
-            doc_ids = rng.choice(9_000_000, size=docs + judged, replace=False) + 1_000_000
-            retrieved, spare = doc_ids[:docs], doc_ids[docs:]
-            # Descending scores in a BM25-like range, multiples of 1/64: six exact decimals.
-            scores = np.sort(rng.integers(2 * 64, 48 * 64, size=docs))[::-1] / 64.0
-            rf.write(
-                "".join(
-                    f"{qid} Q0 doc{d} {r} {s:.6f} bench\n"
-                    for r, (d, s) in enumerate(
-                        zip(retrieved.tolist(), scores.tolist(), strict=True), start=1
-                    )
-                )
-            )
-            ranks = rng.choice(docs, size=n_from_run, replace=False, p=rank_weights)
-            judged_ids = list(retrieved[ranks]) + list(spare[: judged - n_from_run])
-            labels = rng.choice(4, size=len(judged_ids), p=label_p)
-            qf.write(
-                "".join(
-                    f"{qid} 0 doc{d} {lab}\n" for d, lab in zip(judged_ids, labels, strict=True)
-                )
-            )
-    for tmp, final in ((qf.name, qrels_path), (rf.name, run_path)):
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, final)
-    if not quiet:
-        print(
-            f"generated {queries} queries x {docs} docs ({judged} judgments per query) "
-            f"in {time.perf_counter() - start:.1f} s"
-        )
-    return qrels_path, run_path
-
-
-# --------------------------------------------------------------------------------------------
-# Workers (each runs in its own subprocess)
-# --------------------------------------------------------------------------------------------
-
-
-def _write_trec_lines(out: TextIO, per_query: dict[str, dict[str, float]]) -> None:
-    """trec_eval -q layout: per-topic lines (topics sorted), then the summary."""
-    for qid in sorted(per_query):
-        values = per_query[qid]
-        for name in MEASURE_NAMES:
-            out.write(f"{name:<22}\t{qid}\t{values[name]:.4f}\n")
-
-
-def worker_pytrec(qrels: str, run: str, output: str) -> None:
-    import pytrec_eval
-
-    with open(qrels) as fh:
-        qrel = pytrec_eval.parse_qrel(fh)
-    with open(run) as fh:
-        ranking = pytrec_eval.parse_run(fh)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrel, MEASURE_ARGS)
-    results = evaluator.evaluate(ranking)
-    with open(output, "w") as out:
-        _write_trec_lines(out, results)
-        for name in MEASURE_NAMES:
-            value = pytrec_eval.compute_aggregated_measure(
-                name, [v[name] for v in results.values()]
-            )
-            out.write(f"{name:<22}\tall\t{value:.4f}\n")
-
-
-def rageval_argv(qrels: str, run: str) -> list[str]:
-    argv = ["-q"]
-    for m in MEASURE_ARGS:
-        argv += ["-m", m]
-    return [*argv, qrels, run]
-
-
-def worker_rageval(qrels: str, run: str, output: str) -> None:
-    """``rageval trec-eval -q -m ... QRELS RUN`` through the command-line entry point."""
-    from rageval import cli
-
-    with open(output, "w") as out:
-        status = cli.main(["trec-eval", *rageval_argv(qrels, run)], stdout=out)
-    if status:
-        raise SystemExit(status)
-
-
-def worker_ranx(qrels: str, run: str, output: str) -> None:
-    from ranx import Qrels, Run, evaluate
-
-    qrel = Qrels.from_file(qrels, kind="trec")
-    ranking = Run.from_file(run, kind="trec")
-    metrics = list(RANX_METRICS.values())
-    scores = evaluate(qrel, ranking, metrics, return_mean=False)
-    qids = list(ranking.get_query_ids())  # the order of ranx's per-query arrays
-    per_query = {
-        qid: {name: float(scores[metric][i]) for name, metric in RANX_METRICS.items()}
-        for i, qid in enumerate(qids)
-    }
-    with open(output, "w") as out:
-        _write_trec_lines(out, per_query)
-        for name in MEASURE_NAMES:
-            value = math.fsum(v[name] for v in per_query.values()) / len(per_query)
-            out.write(f"{name:<22}\tall\t{value:.4f}\n")
-
-
-def worker_verify(qrels: str, run: str, output: str) -> None:
-    """Untimed: every value from both tools at full precision."""
-    import pytrec_eval
-
-    from rageval.retrieval import trec_eval
-
-    with open(qrels) as fh:
-        qrel = pytrec_eval.parse_qrel(fh)
-    with open(run) as fh:
-        ranking = pytrec_eval.parse_run(fh)
-    theirs = pytrec_eval.RelevanceEvaluator(qrel, MEASURE_ARGS).evaluate(ranking)
-    del qrel, ranking
-    ours = trec_eval.evaluate_files(qrels, run, MEASURE_ARGS)
-    theirs_all = {
-        name: pytrec_eval.compute_aggregated_measure(name, [v[name] for v in theirs.values()])
-        for name in MEASURE_NAMES
-    }
-    report: dict[str, Any] = {"compared": 0, "max_abs_diff": 0.0, "mismatches": []}
-
-    def check(qid: str, name: str, want: float) -> None:
-        got = ours.get(qid, {}).get(name)
-        report["compared"] += 1
-        if got is None:
-            report["mismatches"].append([qid, name, None, want])
-            return
-        diff = abs(got - want)
-        report["max_abs_diff"] = max(report["max_abs_diff"], diff)
-        if diff > FULL_TOLERANCE:
-            report["mismatches"].append([qid, name, got, want])
-
-    our_topics = {q for q in ours if q != "all"}
-    report["topics_equal"] = our_topics == set(theirs)
-    report["topics"] = len(theirs)
-    for qid, values in theirs.items():
-        for name in MEASURE_NAMES:
-            check(qid, name, values[name])
-    for name in MEASURE_NAMES:
-        check("all", name, theirs_all[name])
-    report["summary"] = {
-        name: {"pytrec_eval": theirs_all[name], "rageval": ours.get("all", {}).get(name)}
-        for name in MEASURE_NAMES
-    }
-    report["mismatch_count"] = len(report["mismatches"])
-    report["mismatches"] = report["mismatches"][:20]
-    report["agree"] = report["topics_equal"] and not report["mismatch_count"]
-    Path(output).write_text(json.dumps(report, indent=2))
-
-
-def worker_floor(qrels: str, run: str, output: str) -> None:
-    """Does nothing: the peak memory of a bare interpreter running this script."""
-
-
-WORKERS = {
-    "floor": worker_floor,
-    "pytrec_eval": worker_pytrec,
-    "rageval": worker_rageval,
-    "ranx": worker_ranx,
-    "verify": worker_verify,
-}
-
+from trec_bench_data import data_paths, generate  # noqa: E402
+from trec_bench_workers import (  # noqa: E402
+    FULL_TOLERANCE,
+    MEASURE_ARGS,
+    WORKERS,
+    rageval_argv,
+)
 
 # --------------------------------------------------------------------------------------------
 # Driver
@@ -253,6 +55,10 @@ def _child_env() -> dict[str, str]:
     root = str(HERE.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
+
+
+# trec_eval's own binary, when --trec-eval names one.
+TREC_EVAL_BINARY: list[Path] = []
 
 
 def run_worker(side: str, qrels: Path, run: Path, output: Path) -> tuple[float, float]:
@@ -271,13 +77,19 @@ def run_worker(side: str, qrels: Path, run: Path, output: Path) -> tuple[float, 
         str(run),
         str(output),
     ]
+    sink: Any = subprocess.DEVNULL
+    if side == "trec_eval":  # the C program itself, its output written where the others write
+        cmd = [str(TREC_EVAL_BINARY[0]), *rageval_argv(str(qrels), str(run))]
+        sink = output.open("w")
     err_path = output.with_suffix(".stderr")
     with err_path.open("w") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=_child_env())
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=err, env=_child_env())
         # wait4 gives this child's own resource usage (RUSAGE_CHILDREN would merge all of them).
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+    if sink is not subprocess.DEVNULL:
+        sink.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(
@@ -358,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--with-ranx", action="store_true", help="also time ranx if installed")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--trec-eval", type=Path, metavar="BINARY",
+                        help="also time trec_eval 10.0 itself (its output must be identical)")
     parser.add_argument(
         "--worker", nargs=4, metavar=("SIDE", "QRELS", "RUN", "OUT"), help=argparse.SUPPRESS
     )
@@ -381,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
             sides.append("ranx")
         else:
             print("ranx is not installed; skipping it")
+    if args.trec_eval is not None:
+        if not os.access(args.trec_eval, os.X_OK):
+            parser.error(f"--trec-eval {args.trec_eval}: not an executable file")
+        TREC_EVAL_BINARY.append(args.trec_eval.resolve())
+        sides.append("trec_eval")
     print(
         f"measures: {' '.join(MEASURE_ARGS)}; {args.queries} topics x {args.docs} docs, "
         f"{args.repeats} repeat(s) per side, each in a fresh process "
@@ -404,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         ranx_printed = (
             compare_outputs(outputs["pytrec_eval"], outputs["ranx"]) if "ranx" in sides else None
         )
+        binary_identical = (outputs["trec_eval"].read_bytes() == outputs["rageval"].read_bytes()
+                            if "trec_eval" in sides else None)
         verify_path = Path(tmp) / "verify.json"
         run_worker("verify", qrels, run, verify_path)
         full = json.loads(verify_path.read_text())
@@ -423,6 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     ratio = results["pytrec_eval"]["median_s"] / results["rageval"]["median_s"]
     mem_ratio = results["pytrec_eval"]["peak_mb"] / results["rageval"]["peak_mb"]
     print(f"\npytrec_eval / rageval: {ratio:.2f}x wall time, {mem_ratio:.2f}x peak memory")
+    if binary_identical is not None:
+        te = results["trec_eval"]
+        print(f"trec_eval / rageval: {te['median_s'] / results['rageval']['median_s']:.2f}x "
+              f"wall time, {te['peak_mb'] / results['rageval']['peak_mb']:.2f}x peak memory; "
+              f"output byte-identical: {binary_identical}")
 
     print(
         f"\nprinted output: {printed['lines']} lines, same (measure, topic) pairs: "
@@ -444,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             f"way): {ranx_printed['identical_values']}/{ranx_printed['lines']} printed values "
             f"identical, max |diff| {ranx_printed['max_abs_diff']:.1e}"
         )
-    agree = printed["agree"] and full["agree"]
+    agree = printed["agree"] and full["agree"] and binary_identical is not False
     if not agree:
         print("VALUES DISAGREE", file=sys.stderr)
         if full["mismatches"]:
@@ -455,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not printed["agree"]:
             print(f"printed output: {printed}", file=sys.stderr)
+        if binary_identical is False:
+            print("trec_eval's output and rageval's differ", file=sys.stderr)
     else:
         print("values agree")
 
@@ -478,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                     "printed_check": printed,
                     "full_check": full,
                     "ranx_printed_check": ranx_printed,
+                    "trec_eval_identical": binary_identical,
                     "agree": agree,
                 },
                 indent=2,

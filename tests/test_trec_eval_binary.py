@@ -293,3 +293,46 @@ def test_generated_cases(binary: Path, tmp_path: Path, seed: int) -> None:
     for flags, files in cases:
         real, ours = both(binary, [*flags, *files], tmp_path)
         assert ours == real, f"flags {flags}\nqrels {qrels}\nrun {run}"
+
+
+TEST_DATA = Path(os.environ.get(
+    "RAGEVAL_TREC_TEST_DIR", Path(__file__).resolve().parents[2] / "shared" / "trec_eval_test"))
+DATA_PAIRS = [("qrels.test", "results.test"), ("qrels.rel_level", "results.test"),
+              ("qrels.comment.test", "results.comment.test"),
+              ("qrels.test.with-comments", "results.test"), ("qrels.test", "results.trunc")]
+DATA_FLAG_SETS = [[*q, *c, *lvl, "-m", "all_trec"]
+                  for q in ([], ["-q"]) for c in ([], ["-c"])
+                  for lvl in ([], ["-l", "0"], ["-l", "2"], ["-l", "-1"])]
+DATA_FLAG_SETS += [["-J", "-c", "-q", "-m", "all_trec"], ["-M", "5", "-q", "-m", "all_trec"],
+                   ["-m", "set", "-N", "1000", "-q"], ["-R", "qrels", "-m", "qrels_jg"]]
+
+
+@pytest.mark.parametrize("pair", DATA_PAIRS, ids=lambda p: f"{p[0]}+{p[1]}")
+def test_trec_eval_test_data(binary: Path, pair: tuple[str, str]) -> None:
+    """trec_eval's own test files under every flag set above."""
+    if not TEST_DATA.is_dir():
+        message = f"trec_eval 10.0 test data not found at {TEST_DATA} (RAGEVAL_TREC_TEST_DIR)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    for flags in DATA_FLAG_SETS:
+        real, ours = both(binary, [*flags, *pair], TEST_DATA)
+        assert ours == real, f"flags {flags}"
+
+
+# Command lines trec_eval accepts or rejects (exit 1 before reading, 2 for a file or a
+# parameter, 255 for a -Z file): Q and R stand for the qrels and the run.
+COMMAND_LINES = ["", "-x Q R", "-m nonsense Q R", "-m P. Q R", "Q", "-m P.0 Q R",
+                 "-m P.5,5 Q R", "-m P.x Q R", "-m ndcg.1 Q R", "-m map.5 -m official.5 Q R",
+                 "Q missing", "missing R", "-T other Q R", "-R bogus Q R", "-l x Q R",
+                 "-N 10x -m utility Q R", "-M 2x -q Q R", "-Z missing Q R",
+                 "-m utility.1,2 -q Q R",
+                 "--query_eval_wanted --measure=P.3 --level_for_rel=2 Q R"]
+
+
+@pytest.mark.parametrize("line", COMMAND_LINES)
+def test_command_lines(binary: Path, tmp_path: Path, line: str) -> None:
+    files = {"Q": write(tmp_path, "qrels", QRELS[:4]), "R": write(tmp_path, "run", RUN)}
+    args = [files.get(word, word) for word in line.split()]
+    real, ours = both(binary, args, tmp_path)
+    assert ours == real

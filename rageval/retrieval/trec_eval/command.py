@@ -19,9 +19,10 @@ from dataclasses import replace
 from typing import TextIO
 
 from rageval.core.errors import InputWarning, RagevalError, UsageError
+from rageval.retrieval.trec.syntax import WHITESPACE, c_atol
 from rageval.retrieval.trec_eval.evaluation import Options, TopicStop, run_evaluation
 from rageval.retrieval.trec_eval.output import write_results
-from rageval.retrieval.trec_eval.selection import select_measures
+from rageval.retrieval.trec_eval.selection import UnknownMeasure, check_names, select_measures
 
 USAGE = """\
 usage: rageval trec-eval [-h] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N] [-R FORMAT]
@@ -73,18 +74,21 @@ _LONG_OPTS = [
 ]
 
 
-def _int_option(flag: str, text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise UsageError(f"option {flag} needs an integer, got '{text}'") from None
+class CommandLineError(UsageError):
+    """A command line trec_eval rejects before reading any file: exit status 1."""
+
+    exit_code = 1
+
+
+def _int_option(text: str) -> int:
+    return c_atol(text.lstrip(WHITESPACE).encode())[0]  # trec_eval reads these with atol
 
 
 def _parse_args(argv: list[str]) -> tuple[Options, list[str], list[str], bool, bool]:
     try:
         pairs, positional = getopt.gnu_getopt(argv, "hvqm:cl:nD:JN:M:R:T:oZ:", _LONG_OPTS)
     except getopt.GetoptError as exc:
-        raise UsageError(f"{exc}\n{USAGE.rstrip()}") from None
+        raise CommandLineError(f"{exc}\n{USAGE.rstrip()}") from None
     opts: dict[str, object] = {}
     specs: list[str] = []
     want_help = want_version = False
@@ -101,16 +105,16 @@ def _parse_args(argv: list[str]) -> tuple[Options, list[str], list[str], bool, b
         elif key in ("c", "complete_rel_info_wanted"):
             opts["all_queries"] = True
         elif key in ("l", "level_for_rel"):
-            opts["rel_level"] = _int_option(flag, value)
+            opts["rel_level"] = _int_option(value)
         elif key in ("n", "nosummary"):
             opts["summary_flag"] = False
         elif key in ("J", "Judged_docs_only"):
             opts["judged_only"] = True
         elif key in ("N", "Number_docs_in_coll"):
-            opts["num_docs"] = _int_option(flag, value)
+            opts["num_docs"] = _int_option(value)
         elif key in ("M", "Max_retrieved_per_topic"):
-            m = _int_option(flag, value)
-            if m < 0:
+            m = _int_option(value)
+            if m < 0:  # trec_eval crashes on it
                 raise UsageError(f"option {flag} needs a non-negative integer, got '{value}'")
             opts["max_retrieved"] = m
         elif key in ("D", "Debug_level"):
@@ -165,7 +169,9 @@ def main(argv: list[str], stdout: TextIO | None = None) -> int:
     """Run ``trec-eval`` with ``argv`` (without the program name); return the exit status.
 
     Output goes to ``stdout`` (default ``sys.stdout``); errors are printed to stderr and give
-    their exit code (2 for usage and input errors).
+    trec_eval's exit status: 1 for a command line it rejects, 2 for a file it cannot read or
+    parse (and for a feature rageval does not support), 4 where it stops at a topic, 7 when it
+    evaluates no topic, 255 for a -Z file it cannot parse.
     """
     out = stdout if stdout is not None else sys.stdout
     failure: RagevalError | None = None
@@ -196,7 +202,11 @@ def _main(argv: list[str], out: TextIO) -> None:
         print(f"rageval trec-eval {_version()} (trec_eval 10.0 compatible)", file=sys.stderr)
         return
     if len(positional) != 2:
-        raise UsageError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
+        raise CommandLineError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
+    try:
+        check_names(specs)
+    except UnknownMeasure as exc:
+        raise CommandLineError(str(exc)) from None
     qrels_path, run_path = positional
     if run_path == "-":
         _main_stdin(qrels_path, specs, opts, out)

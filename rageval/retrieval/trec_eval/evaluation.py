@@ -69,13 +69,13 @@ def run_evaluation(
 
 
 def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Options) -> Evaluated:
-    selected = select_measures(specs)
     if opts.rel_format == "qrels_jg":
         qrels = read_qrels_jg(qrels_path)
     else:
         qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
     run = read_run(run_path, like_trec_eval=opts.like_trec_eval_10)
     zscores = read_zscores(opts.zscores_path) if opts.zscores_path is not None else None
+    selected = select_measures(specs)  # parameters are checked after reading, as trec_eval
     if not opts.like_trec_eval_10:
         return _evaluate_pair(qrels, run, selected, opts, zscores)
     stop = _first_stop(qrels, run, selected, opts)

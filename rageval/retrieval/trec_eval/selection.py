@@ -65,7 +65,7 @@ def _parse_params(measure: Measure, text: str | None) -> tuple[tuple, str | None
         return tuple(_atof(t) for t in text.split(",")), text
     if kind == "p_pair":
         return _parse_pairs(measure.name, text), text
-    raise UsageError(f"measure '{measure.name}' takes no parameters")
+    return measure.default, None  # a measure without parameters ignores any, as trec_eval
 
 
 def _parse_pairs(name: str, text: str) -> tuple[tuple[str, float], ...]:
@@ -102,19 +102,19 @@ def _column_names(measure: Measure, params: tuple, printable: str | None) -> tup
     return (name,)
 
 
-def select_measures(specs: Sequence[str]) -> list[SelectedMeasure]:
-    """Resolve ``-m`` arguments into measures (in trec_eval's output order) with parameters.
+class UnknownMeasure(UsageError):
+    """An ``-m`` argument trec_eval rejects as it reads the command line (exit status 1 in
+    ``rageval trec-eval``): an unknown name, or a '.' with nothing after it."""
 
-    Raises UsageError for an unknown measure or nickname, malformed parameters, or a measure
-    that needs input formats rageval does not read (preference judgments).
-    """
+
+def _marked(specs: Sequence[str]) -> tuple[set[str], dict[str, str]]:
     marked: set[str] = set()
     params_text: dict[str, str] = {}
     for spec in specs or ["official"]:
         base, dot, params = spec.partition(".")
         if dot:
             if not params:
-                raise UsageError(f"improper measure parameters in '{spec}'")
+                raise UnknownMeasure(f"improper measure parameters in '{spec}'")
             params_text.setdefault(base, params)  # the first parameters given win
         if base in NICKNAMES:
             marked.update(NICKNAMES[base])
@@ -126,7 +126,24 @@ def select_measures(specs: Sequence[str]) -> list[SelectedMeasure]:
                 "which rageval trec-eval does not read"
             )
         else:
-            raise UsageError(f"unknown measure '{spec}' (see 'rageval trec-eval -h')")
+            raise UnknownMeasure(f"unknown measure '{spec}' (see 'rageval trec-eval -h')")
+    return marked, params_text
+
+
+def check_names(specs: Sequence[str]) -> None:
+    """Check the measure names of ``-m`` arguments, not their parameters (trec_eval checks
+    those later, once it has read the files)."""
+    _marked(specs)
+
+
+def select_measures(specs: Sequence[str]) -> list[SelectedMeasure]:
+    """Resolve ``-m`` arguments into measures (in trec_eval's output order) with parameters.
+
+    Raises UsageError for an unknown measure or nickname (:class:`UnknownMeasure`), malformed
+    parameters, or a measure that needs input formats rageval does not read (preference
+    judgments).
+    """
+    marked, params_text = _marked(specs)
     selected = []
     for m in MEASURES:
         if m.name in marked:

@@ -84,6 +84,10 @@ def unservable(selected: Sequence[SelectedMeasure], groups: bool,
     evaluates ("Can't calculate measure") and stops there (exit 4)."""
     for sel in selected:
         m = sel.measure
+        if m.name == "utility" and len(sel.params) != 4 and first is not None:
+            return TopicStop(f"utility needs exactly 4 coefficients (-m utility.a,b,c,d), got "
+                             f"{len(sel.params)}: trec_eval 10.0 cannot calculate it and stops "
+                             "with exit status 4", first)
         if m.kind in ("runid", "num_q") or m.groups == groups or first is None:
             continue
         needs = "judgment groups (-R qrels_jg)" if m.groups else "plain qrels (-R qrels)"
