@@ -32,15 +32,23 @@ def _write_trec_lines(out: TextIO, per_query: dict[str, dict[str, float]]) -> No
             out.write(f"{name:<22}\t{qid}\t{values[name]:.4f}\n")
 
 
-def worker_pytrec(qrels: str, run: str, output: str) -> None:
+def _pytrec_values(qrels: str, run: str) -> dict[str, dict[str, float]]:
+    """pytrec_eval's per-topic values, used as it usually is (files parsed into dicts)."""
     import pytrec_eval
 
     with open(qrels) as fh:
         qrel = pytrec_eval.parse_qrel(fh)
     with open(run) as fh:
         ranking = pytrec_eval.parse_run(fh)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrel, MEASURE_ARGS)
-    results = evaluator.evaluate(ranking)
+    values: dict[str, dict[str, float]] = pytrec_eval.RelevanceEvaluator(
+        qrel, MEASURE_ARGS).evaluate(ranking)
+    return values
+
+
+def worker_pytrec(qrels: str, run: str, output: str) -> None:
+    import pytrec_eval
+
+    results = _pytrec_values(qrels, run)
     with open(output, "w") as out:
         _write_trec_lines(out, results)
         for name in MEASURE_NAMES:
@@ -92,12 +100,7 @@ def worker_verify(qrels: str, run: str, output: str) -> None:
 
     from rageval.retrieval import trec_eval
 
-    with open(qrels) as fh:
-        qrel = pytrec_eval.parse_qrel(fh)
-    with open(run) as fh:
-        ranking = pytrec_eval.parse_run(fh)
-    theirs = pytrec_eval.RelevanceEvaluator(qrel, MEASURE_ARGS).evaluate(ranking)
-    del qrel, ranking
+    theirs = _pytrec_values(qrels, run)
     ours = trec_eval.evaluate_files(qrels, run, MEASURE_ARGS)
     theirs_all = {
         name: pytrec_eval.compute_aggregated_measure(name, [v[name] for v in theirs.values()])
