@@ -156,6 +156,19 @@ def test_cases_with_more_files(binary: Path, tmp_path: Path, case: str) -> None:
     assert ours == real
 
 
+def test_what_trec_eval_crashes_on_is_refused(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative -M, and a -Z file listing a (topic, measure) twice (which line trec_eval
+    uses depends on its C library's sort): refused, exit 2, nothing on stdout."""
+    files = [str(tmp_path / write(tmp_path, name, lines))
+             for name, lines in (("qrels", QRELS[:4]), ("run", RUN))]
+    zscores = str(tmp_path / write(tmp_path, "z", ["1 map 0.5 0.25", "1 map 0.4 0.1", "~~ ~ 0 1"]))
+    for args, message in ((["-M", "-1"], "non-negative"), (["-Z", zscores], "listed twice")):
+        out = io.StringIO()
+        assert trec_eval.main([*args, *files], stdout=out) == 2
+        assert out.getvalue() == "" and message in capsys.readouterr().err
+
+
 def test_preference_formats_are_refused_clearly(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     args = ["-R", "prefs", write(tmp_path, "qrels", QRELS), write(tmp_path, "run", RUN)]

@@ -126,13 +126,7 @@ def _strip_tab_fields(frame: pl.DataFrame) -> pl.DataFrame | None:
         pl.col("score").str.strip_chars(WHITESPACE),
         pl.col("runid").cast(pl.String).str.strip_chars(WHITESPACE),
     )
-    bad = stripped.select(
-        pl.any_horizontal(
-            (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
-            for c in stripped.columns
-        ).any()
-    ).item()
-    if bad:
+    if _empty_or_split(stripped):
         return None
     parsed = stripped.get_column("score").cast(pl.Float64, strict=False)
     if parsed.null_count() or not _all_floats(stripped.get_column("score")):
@@ -142,6 +136,17 @@ def _strip_tab_fields(frame: pl.DataFrame) -> pl.DataFrame | None:
         score=parsed,
         runid=pl.col("runid").cast(pl.Categorical()),
     )
+
+
+def _empty_or_split(stripped: pl.DataFrame) -> bool:
+    """Whether a stripped tab-separated field is empty or holds a space (trec_eval would
+    split it): the exact parser decides such files."""
+    return bool(stripped.select(
+        pl.any_horizontal(
+            (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
+            for c in stripped.columns
+        ).any()
+    ).item())
 
 
 def _has_odd_whitespace(path: str, sep: str) -> bool:
@@ -205,13 +210,8 @@ def fast_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame | None:
     frame = frame.drop("extra")
     if sep == "\t":
         stripped = frame.select(pl.all().str.strip_chars(WHITESPACE))
-        bad = stripped.select(
-            pl.any_horizontal(
-                (pl.col(c).str.len_bytes() == 0) | pl.col(c).str.contains(" ", literal=True)
-                for c in stripped.columns
-            ).any()
-        ).item()
-        if bad or not stripped.get_column("rel").str.contains(r"^[+-]?[0-9]+$").all():
+        if (_empty_or_split(stripped)
+                or not stripped.get_column("rel").str.contains(r"^[+-]?[0-9]+$").all()):
             return None
         frame = stripped.with_columns(pl.col("rel").cast(pl.Int64))
     if _has_nulls(frame, frame.columns):
