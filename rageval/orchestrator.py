@@ -268,7 +268,8 @@ def _record_results(
             if result.reasons[i] is not None:
                 errors[str(metric)] = result.reasons[i]
             if result.details is not None and result.details[i] is not None:
-                details[str(metric)] = result.details[i]
+                # Metrics that share one analysis (claim-level judging) share one key.
+                details.setdefault(metric.details_key(), result.details[i])
         rows.append(RecordResult(record.id, scores, errors, details))
     return rows
 

@@ -29,12 +29,20 @@ sys.path.insert(0, str(ROOT))
 from rageval.judge.cache import JudgeCache  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
 from rageval.judge.options import JudgeOptions  # noqa: E402
-from rageval.orchestrator import evaluate  # noqa: E402
+from rageval.api import evaluate  # noqa: E402
 
 RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 FIXTURE = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
 ENDPOINT = "http://127.0.0.1:8011/v1"
 CRITERIA = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
+# Every claim-level metric, so the cache holds every step the demo (or a user trying another
+# claims:, nuggets: or citations: metric on the demo) can replay.
+CLAIM_LEVEL = ["claims:precision", "claims:recall", "claims:f1", "claims:claim_recall",
+               "claims:context_precision", "claims:context_utilization",
+               "claims:noise_sensitivity.relevant", "claims:noise_sensitivity.irrelevant",
+               "claims:hallucination", "claims:self_knowledge", "claims:faithfulness",
+               "nuggets:vital_strict", "nuggets:vital", "nuggets:all_strict", "nuggets:all",
+               "citations:recall", "citations:precision"]
 
 
 def build() -> tuple[str, dict[str, object]]:
@@ -44,7 +52,7 @@ def build() -> tuple[str, dict[str, object]]:
         options = JudgeOptions(model=DEFAULT_MODEL_NAME, base_url=judge.base_url,
                                cache=str(cache), concurrency=1)
         started = time.perf_counter()
-        results = evaluate(str(RECORDS), CRITERIA, judge=options, bootstrap=1)
+        results = evaluate(str(RECORDS), CRITERIA + CLAIM_LEVEL, judge=options, bootstrap=1)
         wall = time.perf_counter() - started
         with JudgeCache(cache) as store:
             entries = [entry.to_json() for entry in store.entries()]
@@ -54,9 +62,11 @@ def build() -> tuple[str, dict[str, object]]:
         entry["request"]["endpoint"] = ENDPOINT
         lines.append(json.dumps(entry, sort_keys=True, ensure_ascii=False,
                                 separators=(",", ":")) + "\n")
-    manifest = results.manifest["judge"]
-    scored = {name: results.summary[name].n for name in CRITERIA}
+    manifest, claims = results.manifest["judge"], results.manifest["claims"]
+    scored = {name: results.summary[name].n for name in CRITERIA + CLAIM_LEVEL}
     report = {"wall_s": round(wall, 1), "requests": manifest["requests"],
+              "claim_level_requests": claims["requests"],
+              "claim_level_replies_per_record": claims["replies_per_record"],
               "response_format": manifest["response_format"], "records_scored": scored}
     return "".join(lines), report
 

@@ -5,6 +5,35 @@ client end to end. The judge is scripted and deterministic: the score is derived
 the last user message and the reply is ``{"reasoning": "...", "score": n}``; a pairwise prompt
 gets ``{"reasoning": "...", "verdict": "A" | "B" | "tie"}`` by :attr:`JudgeServer.pairwise_rule`.
 
+Claim-level judging has five steps, told apart by how the system message starts
+(:func:`claim_step`); their inputs are read from the nonce-tagged slots of the last user message
+only (``<tag-NONCE ATTRS>`` ... ``</tag-NONCE>``, NONCE 12 lowercase hex digits, text unescaped
+as :func:`rageval.judge.slots.unescape` does), so an example tag such as ``<claim-CODE>`` in the
+system message is never read. The scripted replies (:func:`claim_step_reply`), content-based and
+deterministic:
+
+``extract``     "You split a text into atomic claims." -> ``{"claims": [...]}``: the sentences
+                of the ``text`` slot (split after ``.``, ``!``, ``?``; see :func:`sentences`);
+                a text with no letter or digit has none
+``check``       "You check claims against evidence." -> ``{"verdicts": {"1": ..., ...}}``, one key
+                per ``claim`` slot's ``n``: ``"contradiction"`` when the claim holds a number found
+                in no ``evidence`` slot while the evidence holds some number, else
+                ``"entailment"`` when >= 60% of its content words (:func:`content_words`) occur
+                in the evidence, else ``"neutral"`` (also for a claim with no content word)
+``nuggets``     "You write nuggets" -> ``{"nuggets": [...]}``: the sentences of every ``source``
+                slot in order, at most 30
+``importance``  "You rate nuggets" -> ``{"labels": {"1": ..., ...}}``: the first ceil(N/2)
+                ``nugget`` slots ``"vital"``, the rest ``"okay"``
+``assign``      "You check which nuggets an answer supports" -> ``{"labels": {"1": ..., ...}}``:
+                by the share of the nugget's content words found in the ``answer`` slot:
+                >= 0.6 ``"support"``, >= 0.3 ``"partial_support"``, else ``"not_support"``
+
+The reply faults below apply to claim steps too (:func:`claim_fault_content`): ``prose``,
+``bad_json`` (the reply's JSON cut in half), ``out_of_range`` (``"maybe"`` as the first label; a
+number as the first list item), ``quoted_verdict`` (the reply, then a quoted object with the same
+key and every label flipped, or another list), ``wrong_count`` (the last label missing; a normal
+reply on ``extract`` and ``nuggets``) and the ``max_tokens`` truncation.
+
 Faults come on demand, by name:
 
 ``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After`` (default 1 s)
@@ -21,6 +50,8 @@ Faults come on demand, by name:
 ``"refuse_schema"``              400 refusing ``response_format`` (as vLLM/proxies do)
 ``"quoted_verdict"``             200, the judge's verdict followed by a different one it quotes
                                  from the judged text (a reply no structured output forbids)
+``"wrong_count"``                200, a claim step's labels lack the last key (other replies
+                                 are normal)
 ``"too_long"``                   400 saying the prompt exceeds the model's context length
 ``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
                                  real endpoints echo a prefix of it: clients must redact it)
@@ -50,7 +81,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["JudgeServer", "judge_score", "wire_format"]
+__all__ = ["JudgeServer", "claim_step", "claim_step_reply", "judge_score", "wire_format"]
 
 
 _SCALE = re.compile(r"integer from (-?\d+) to (-?\d+)")
@@ -85,6 +116,135 @@ def pairwise_verdict(text: str, rule: str) -> str:
     slots = dict(_ANSWER_SLOT.findall(text))
     a, b = len(slots.get("answer_a", "")), len(slots.get("answer_b", ""))
     return "tie" if a == b else ("A" if a > b else "B")
+
+
+# -- claim-level steps ---------------------------------------------------------------------
+
+_CLAIM_STEPS = (
+    ("You split a text into atomic claims.", "extract"),
+    ("You check claims against evidence.", "check"),
+    ("You write nuggets", "nuggets"),
+    ("You rate nuggets", "importance"),
+    ("You check which nuggets an answer supports", "assign"),
+)
+_SLOT = re.compile(r'<([a-z_]+)-([0-9a-f]{12})((?: [a-z_]+="[^"<>]*")*)>\n([^<]*?)\n</\1-\2>')
+_ATTR = re.compile(r'([a-z_]+)="([^"]*)"')
+_UNESCAPE = re.compile(r"&(amp|lt);")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_MAX_NUGGETS = 30
+# quoted_verdict: the quoted object has every label flipped to a different allowed one.
+_FLIPPED = {"entailment": "contradiction", "contradiction": "entailment",
+            "neutral": "entailment", "vital": "okay", "okay": "vital",
+            "support": "not_support", "partial_support": "not_support",
+            "not_support": "support"}
+
+
+def claim_step(system: str) -> str | None:
+    """The claim-level step a system message asks for (by how it starts), or ``None``."""
+    for opening, step in _CLAIM_STEPS:
+        if system.startswith(opening):
+            return step
+    return None
+
+
+def claim_slots(user: str) -> list[tuple[str, dict[str, str], str]]:
+    """The nonce-tagged slots of a user message, in order: ``(tag, attributes, text)`` with the
+    text unescaped. Only a 12-hex-digit nonce makes a slot (``<claim-CODE>`` is no slot)."""
+    return [(tag, dict(_ATTR.findall(attrs)),
+             _UNESCAPE.sub(lambda m: "<" if m.group(1) == "lt" else "&", text))
+            for tag, _nonce, attrs, text in _SLOT.findall(user)]
+
+
+def sentences(text: str) -> list[str]:
+    """A text's sentences: split after ``.``, ``!`` or ``?`` and whitespace, stripped, empty
+    ones dropped; a text with no letter or digit has none."""
+    if not any(c.isalnum() for c in text):
+        return []
+    return [s for s in (part.strip() for part in _SENTENCE_END.split(text)) if s]
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of a text: its lowercase ``\\w+`` tokens of three or more characters."""
+    return {w for w in re.findall(r"\w+", text.lower()) if len(w) >= 3}
+
+
+def _overlap(words: set[str], against: set[str]) -> float | None:
+    """The share of ``words`` found in ``against`` (``None`` when there are no words)."""
+    return len(words & against) / len(words) if words else None
+
+
+def check_verdict(claim: str, evidence: list[str]) -> str:
+    """The scripted verdict on a claim against the evidence (see the module docstring)."""
+    numbers = {n for text in evidence for n in re.findall(r"\d+", text)}
+    if numbers and any(n not in numbers for n in re.findall(r"\d+", claim)):
+        return "contradiction"
+    share = _overlap(content_words(claim), content_words(" ".join(evidence)))
+    return "entailment" if share is not None and share >= 0.6 else "neutral"
+
+
+def support_label(nugget: str, answer: str) -> str:
+    """The scripted label of a nugget against an answer (see the module docstring)."""
+    share = _overlap(content_words(nugget), content_words(answer)) or 0.0
+    return "support" if share >= 0.6 else "partial_support" if share >= 0.3 else "not_support"
+
+
+def _numbered(slots: list[tuple[str, dict[str, str], str]], tag: str) -> list[tuple[str, str]]:
+    """``(n, text)`` of the slots with this tag, ``n`` from the attribute (else the position)."""
+    tagged = [(attrs, text) for t, attrs, text in slots if t == tag]
+    return [(attrs.get("n", str(i)), text) for i, (attrs, text) in enumerate(tagged, 1)]
+
+
+def claim_step_reply(system: str, user: str) -> dict[str, Any] | None:
+    """The scripted reply object to a claim-level step, or ``None`` for any other request."""
+    step = claim_step(system)
+    if step is None:
+        return None
+    slots = claim_slots(user)
+
+    def texts(tag: str) -> list[str]:
+        return [text for t, _, text in slots if t == tag]
+
+    if step == "extract":
+        return {"claims": [c for text in texts("text") for c in sentences(text)]}
+    if step == "check":
+        evidence = texts("evidence")
+        return {"verdicts": {n: check_verdict(claim, evidence)
+                             for n, claim in _numbered(slots, "claim")}}
+    if step == "nuggets":
+        return {"nuggets": [s for text in texts("source") for s in sentences(text)]
+                [:_MAX_NUGGETS]}
+    nuggets = _numbered(slots, "nugget")
+    if step == "importance":
+        vital = math.ceil(len(nuggets) / 2)
+        return {"labels": {n: "vital" if i < vital else "okay"
+                           for i, (n, _) in enumerate(nuggets)}}
+    answer = "\n".join(texts("answer"))
+    return {"labels": {n: support_label(nugget, answer) for n, nugget in nuggets}}
+
+
+def claim_fault_content(reply: dict[str, Any], fault: str | None) -> str:
+    """The content of a claim step's reply under a fault (``None`` or an HTTP-level fault: the
+    reply itself)."""
+    (key, value), = reply.items()
+    content = json.dumps(reply)
+    if fault == "prose":
+        return "I went through them one by one and most of them look fine to me."
+    if fault == "bad_json":
+        return content[: len(content) // 2]  # a proper prefix of an object is never JSON
+    if fault == "out_of_range":
+        if isinstance(value, list):
+            return json.dumps({key: [7, *value[1:]]})
+        labels = dict(value) or {"1": "maybe"}
+        labels[next(iter(labels))] = "maybe"
+        return json.dumps({key: labels})
+    if fault == "quoted_verdict":
+        other: Any = ([*reversed(value), "Every claim in this text is verified."]
+                      if isinstance(value, list)
+                      else {n: _FLIPPED[label] for n, label in value.items()} or {"1": "vital"})
+        return content + "\nThe text itself ends with " + json.dumps({key: other})
+    if fault == "wrong_count" and isinstance(value, dict):
+        return json.dumps({key: dict(list(value.items())[:-1])})
+    return content
 
 
 def score_distribution(score: int, low: int, high: int) -> dict[int, float]:
@@ -370,12 +530,25 @@ class JudgeServer:
             self.faults_served.append(fault)
             return fault
 
+    @staticmethod
+    def system_message(body: dict[str, Any]) -> str:
+        """The first system message's text (``""`` when there is none)."""
+        for m in body.get("messages") or []:
+            if isinstance(m, dict) and m.get("role") == "system":
+                content = m.get("content")
+                return content if isinstance(content, str) else json.dumps(content)
+        return ""
+
     def _reply(self, body: dict[str, Any], fault: str | None) -> dict[str, Any]:
         msg = self.last_user_message(body)
         seed = body.get("seed") if isinstance(body.get("seed"), int) else None
         score: int | None = judge_score(msg, seed)
         low, high = scale_of(msg)
-        if fault == "prose":
+        claims = claim_step_reply(self.system_message(body), msg)
+        if claims is not None:
+            content = claim_fault_content(claims, fault)
+            score = None
+        elif fault == "prose":
             content = "The answer seems mostly faithful to the context, I would say."
             score = None
         elif fault == "out_of_range":

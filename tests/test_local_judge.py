@@ -175,6 +175,51 @@ def test_logprobs_give_an_expected_score(local_judge: object, tmp_path: Path) ->
     _assert_same(first, _replay(records, ["judge:correctness"], judge))
 
 
+CLAIM_LEVEL = ["claims:precision", "claims:recall", "claims:f1", "claims:claim_recall",
+               "claims:context_precision", "claims:context_utilization",
+               "claims:noise_sensitivity.relevant", "claims:noise_sensitivity.irrelevant",
+               "claims:hallucination", "claims:self_knowledge", "claims:faithfulness",
+               "nuggets:vital_strict", "nuggets:vital", "nuggets:all_strict", "nuggets:all",
+               "citations:recall", "citations:precision"]
+
+
+def test_claim_level_metrics_against_the_real_model_then_an_exact_replay(
+        local_judge: object, tmp_path: Path) -> None:
+    """Every claim-level step (extraction, checks, nugget creation, importance, assignment,
+    citation checks) through llama.cpp: every value on 0-1 or unscored with the step's
+    reason, the step prompts in the manifest, and an offline replay with no request."""
+    answers = {"r1": "It was founded in 1998 [1]. It is in Oslo [1][2].",
+               "r2": "About 4,000 people work there [1]."}
+    records = _write(tmp_path / "r.jsonl", answers)
+    judge = _judge(local_judge, tmp_path / "cache.sqlite", max_tokens=384)
+    first = evaluate(str(records), CLAIM_LEVEL, judge=judge, bootstrap=50)
+    manifest = first.manifest["claims"]
+    assert manifest["requests"] > 0
+    assert manifest["response_format"]["used"] == {"json_object+schema": manifest["requests"]
+                                                   - manifest["failed"]}
+    assert set(manifest["prompts"]) == {"extract_claims", "check_claims", "nuggets_create",
+                                        "nuggets_importance", "nuggets_assign"}
+    for name in CLAIM_LEVEL:
+        _assert_judged(first, name, 0, 1)
+    for row in first.records:
+        assert {"claims", "nuggets", "citations"} <= set(row.details)
+        statements = row.details["citations"]["statements"]
+        assert statements is None or all(s["cites"] for s in statements)
+    _assert_same_claims(first, _replay(records, CLAIM_LEVEL, judge))
+
+
+def _assert_same_claims(first: Results, replay: Results) -> None:
+    assert replay.manifest["claims"]["requests"] == 0
+    assert replay.manifest["claims"]["cache"]["misses"] == 0
+    for a, b in zip(first.records, replay.records, strict=True):
+        assert json.dumps(a.scores, sort_keys=True) == json.dumps(b.scores, sort_keys=True)
+        assert a.errors == b.errors
+    for name, item in first.summary.items():
+        again = replay.summary[name]
+        assert (item.value, item.n, item.ci95) == (again.value, again.n, again.ci95), name
+        assert item.signature == again.signature, name
+
+
 def test_the_command_serves_until_interrupted() -> None:
     """`rageval local-judge --port 0` prints the flags to use once the model answers, and a
     Ctrl-C (SIGINT) stops the server cleanly."""

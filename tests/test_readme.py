@@ -43,6 +43,13 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
     assert judge["offline"] is True and judge["requests"] == 0 and judge["cache"]["misses"] == 0
     for name in ("judge:faithfulness", "judge:correctness", "judge:context_relevance"):
         assert summary["metrics"][name]["unscored"] == 0
+    # So are the claim-level metrics' steps.
+    claims = summary["manifest"]["claims"]
+    assert claims["offline"] is True and claims["requests"] == 0 and claims["cache"]["misses"] == 0
+    for name in ("claims:f1", "claims:claim_recall", "claims:faithfulness",
+                 "nuggets:vital_strict", "citations:recall", "citations:precision"):
+        assert summary["metrics"][name]["n"] > 0
+        assert "|judge:smollm2-135m-instruct|" in summary["metrics"][name]["signature"]
     assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == [
         "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside its cache
 
@@ -58,12 +65,14 @@ def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
     from rageval.judge.prompts import load_rubric
 
     cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
-    entries = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
-    assert entries
-    for entry in entries:
+    everything = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
+    for entry in everything:
         assert entry["model"] == entry["meta"]["served_model"] == DEFAULT_MODEL_NAME
         assert entry["meta"]["format"] == "json_object+schema"
         assert entry["request"]["endpoint"] == "http://127.0.0.1:8011/v1"
+    # The rubric judge's replies (the claim-level steps' are checked below).
+    entries = [entry for entry in everything if "rubric" in entry["meta"]]
+    assert entries
     parsed = [parse_reply(e["reply"], load_rubric(e["meta"]["rubric"])) for e in entries]
     assert sum(p.ok for p in parsed) >= 0.95 * len(entries)
     criteria = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
@@ -82,3 +91,36 @@ def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
         signature = results.summary[name].signature
         assert f"|judge:{DEFAULT_MODEL_NAME}|endpoint:http://127.0.0.1:8011/v1|" in signature
         assert "|response_format:json_object+schema|" in signature
+
+
+def test_demo_claim_level_replay_matches_the_cached_steps() -> None:
+    """Every step of the claim-level metrics on the demo is in the shipped cache (written by
+    the same local model), the replay asks nothing, and every value is the formula applied to
+    the details the replay wrote."""
+    from rageval.api import evaluate
+    from rageval.judge.claims.citation_scores import citation_score
+    from rageval.judge.claims.claim_scores import CLAIM_METRICS, claim_score
+    from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
+    from rageval.judge.local import DEFAULT_MODEL_NAME
+    from rageval.judge.options import JudgeOptions
+
+    cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
+    steps = {json.loads(line)["meta"].get("step")
+             for line in cache.read_text(encoding="utf-8").splitlines()}
+    assert {"extract_claims", "check_claims", "nuggets_create", "nuggets_importance",
+            "nuggets_assign"} <= steps
+    metrics = ([f"claims:{m}" for m in CLAIM_METRICS] + [f"nuggets:{m}" for m in NUGGET_METRICS]
+               + ["citations:recall", "citations:precision"])
+    judge = JudgeOptions(model=DEFAULT_MODEL_NAME, cache=str(cache), offline=True)
+    results = evaluate(str(ROOT / "fixtures" / "demo" / "records.jsonl"), metrics, judge=judge,
+                       bootstrap=1)
+    assert results.manifest["claims"]["requests"] == 0
+    assert results.manifest["claims"]["cache"]["misses"] == 0
+    formulas = {"claims": claim_score, "nuggets": nugget_score, "citations": citation_score}
+    for row in results.records:
+        for name in metrics:
+            kind, target = name.split(":")
+            value, _ = formulas[kind](row.details[kind], target)
+            stored = row.scores[name]
+            assert (stored is None and value != value) or stored == value, (row.id, name)
+    assert sum(results.summary[name].n for name in metrics) >= 0.8 * len(metrics) * 8

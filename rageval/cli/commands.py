@@ -24,7 +24,7 @@ from rageval.api import evaluate
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
-from rageval.judge.catalog import rubrics_table
+from rageval.judge.catalog import claim_level_table, rubrics_table
 from rageval.orchestrator import ProgressHook
 from rageval.report.tables import metrics_table, print_summary
 
@@ -148,6 +148,7 @@ def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:
     console = console_for(out)
     console.print(metrics_table())
     console.print(rubrics_table(args.prompts_dir))
+    console.print(claim_level_table())
     return 0
 
 

@@ -226,6 +226,12 @@ class Metric(ABC):
         """Names of the values this metric writes; the first is the headline."""
         return [str(self.name)]
 
+    def details_key(self) -> str:
+        """The key of this metric's per-record details in ``records.jsonl``. Metrics that
+        share one per-record analysis (the claim-level metrics: every ``claims:*`` reads the
+        same claims and verdicts) share one key, so the analysis is written once per record."""
+        return str(self.name)
+
     def table_names(self) -> list[str]:
         """The outputs the terminal summary shows by default (every output is in the files)."""
         return self.output_names()[:1]

@@ -1,5 +1,6 @@
 """How the judge family joins the registry: ``judge:<rubric>`` and ``judge:pairwise`` names,
-and ``judgments_from="judge"``. The registry imports this module on first use."""
+the claim-level ``claims:``, ``nuggets:`` and ``citations:`` names, and
+``judgments_from="judge"``. The registry imports this module on first use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.names import MetricName
 from rageval.core.registry import register_judgments, register_namespace
+from rageval.judge.claims.metrics import KINDS, claim_level_metric
 from rageval.judge.judgments import JudgeJudgments
 from rageval.judge.metric import JudgeMetric
 from rageval.judge.pairwise import PAIRWISE, PairwiseMetric
@@ -23,4 +25,6 @@ def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
 
 
 register_namespace("judge", judge_metric)
+for kind in KINDS:
+    register_namespace(kind, claim_level_metric)
 register_judgments("judge", JudgeJudgments)

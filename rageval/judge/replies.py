@@ -72,6 +72,9 @@ class Unit:
     messages: list[dict[str, str]]
     keys: dict[str, str]
     order: int = 0
+    # The reply schema of this request when it differs from the one ``gather`` is given (the
+    # claim checks: their schema names each claim of the request).
+    schema: ReplySchema | None = None
 
     @property
     def key(self) -> str:
@@ -79,10 +82,14 @@ class Unit:
 
 
 def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
-              sample: int, messages: list[dict[str, str]], order: int = 0) -> Unit:
+              sample: int, messages: list[dict[str, str]], order: int = 0,
+              own_schema: bool = False) -> Unit:
+    """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
+    whatever schema ``gather`` is given)."""
     keys = cache_keys(judge.model or "", messages, judge.params(sample),
                       schema.wires(judge.ladder), sample)
-    return Unit(record, context, sample, messages, keys, order)
+    return Unit(record, context, sample, messages, keys, order,
+                schema if own_schema else None)
 
 
 @dataclass
@@ -191,7 +198,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,
     )
-    requests = [JudgeRequest(unit.messages, schema, unit.sample, tag=unit,
+    requests = [JudgeRequest(unit.messages, unit.schema or schema, unit.sample, tag=unit,
                              seed=None if judge.seed is None else judge.seed + unit.sample)
                 for unit in pending]
     done = [0, 0]  # finished, failed

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.prompts import Rubric
 
-__all__ = ["JUDGE_HOOKS", "JudgeHooks", "OfflineCacheMiss", "check_judge", "judge_manifest"]
+__all__ = ["JUDGE_HOOKS", "JudgeHooks", "OfflineCacheMiss", "check_cached", "check_judge",
+           "judge_manifest", "judge_section"]
 
 _SHOWN_MISSING = 5
 
@@ -81,11 +82,19 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
         metric.ready()
     if judge.offline and judge.allow_missing:
         return
-    wanted = {}  # identity key -> (unit, record id, rubric id)
+    wanted: dict[str, tuple[Unit, str, str]] = {}  # identity key -> (unit, record id, rubric)
     for metric in judged:
         for record in records:
             for unit in metric.units(record):
                 wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
+    check_cached(judge, wanted)
+
+
+def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) -> None:
+    """The replies a run wants (by key: the unit, its record id and what asks for it) are
+    cached, or the run may ask for them: an offline run lacking any raises
+    :class:`OfflineCacheMiss` listing how many and the first few; a run that has to ask needs
+    its API key (else :class:`~rageval.judge.client.JudgeError`)."""
     lacking = uncached(judge, [unit for unit, _, _ in wanted.values()])
     if not lacking:
         return
@@ -117,6 +126,13 @@ def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any]
     prompts = dict(stats.prompts)
     for metric in judged:
         prompts.setdefault(metric.rubric.id, prompt_info(metric.rubric))
+    return judge_section(judge, stats, prompts)
+
+
+def judge_section(judge: JudgeOptions, stats: RunStats,
+                  prompts: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A manifest section of judge work: model, endpoint, response formats, the prompts
+    used, cache and tokens (the rubric judge's ``judge``, claim-level judging's ``claims``)."""
     out: dict[str, Any] = {
         "model": judge.model,
         "endpoint": None if judge.offline else judge.endpoint,

@@ -6,8 +6,9 @@ to fetch), plots drawn with matplotlib and inlined as SVG with text as paths. Th
 * the summary of each run (value, 95% CI, n, unscored, signature: principle 2);
 * the score distribution of each headline metric, all runs in one plot;
 * for two or more runs, the comparison table and a forest plot of the deltas with their CIs;
-* a per-record table (query, answer, scores, judge reasoning, unscored reasons) that sorts by
-  clicking a header and filters with a search box;
+* a per-record table (query, answer, scores, judge reasoning, claims with their verdicts,
+  nuggets, citations, unscored reasons) that sorts by clicking a header and filters with a
+  search box;
 * each run's manifest.
 
 Every piece of user text (answers, queries, judge reasoning, names, the manifest) is HTML-escaped,
@@ -27,6 +28,7 @@ sections built by its sibling modules:
 * :mod:`~rageval.report.html_sections`: the summary, distributions and manifest sections;
 * :mod:`~rageval.report.html_comparison`: the comparison table and forest plot;
 * :mod:`~rageval.report.html_records`: the per-record table;
+* :mod:`~rageval.report.html_claims`: its claim-level cell (claims, nuggets, citations);
 * :mod:`~rageval.report.html_io`: reading a run's records back and writing the page.
 """
 

@@ -1,8 +1,9 @@
 """The report's per-record table: one row per record id across all runs.
 
 Query, answer and reference come from the records files when they could be read; then one score
-cell per run and headline metric (shaded within its column's range), the judge's reasoning and
-the reasons a record went unscored. The table sorts and filters in the browser
+cell per run and headline metric (shaded within its column's range), the judge's reasoning,
+claim-level details when a run has them (drawn by :mod:`~rageval.report.html_claims`) and the
+reasons a record went unscored. The table sorts and filters in the browser
 (``assets/report.js``).
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
+from rageval.report.html_claims import LEGEND, claims_cell, has_claim_details
 from rageval.report.html_data import JUDGE_SCALE, ReportRun, as_finite, drawn_as_bars, scored_values
 from rageval.report.html_markup import clip, esc, fmt_number, num_cell, run_label, table, th
 
@@ -23,6 +25,7 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
                      if metric in run.results.summary]
     ranges = {column: _column_range(*column) for column in score_columns}
     has_reasoning = any(_reasonings(run, result) for run in runs for result in run.results)
+    has_claims = has_claim_details(runs)
     has_errors = any(result.errors for run in runs for result in run.results)
     several = len(runs) > 1
 
@@ -35,6 +38,8 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
                        title=run.results.summary[metric].signature))
     if has_reasoning:
         head.append(th("judge reasoning", key="reasoning", kind="text"))
+    if has_claims:
+        head.append(th("claims", key="claims", kind="text", title=LEGEND))
     if has_errors:
         head.append(th("unscored / errors", key="errors", kind="text"))
 
@@ -46,6 +51,8 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
             cells.append(_score_cell(run, record_id, metric, ranges[(run, metric)]))
         if has_reasoning:
             cells.append(_reasoning_cell(runs, record_id))
+        if has_claims:
+            cells.append(claims_cell(runs, record_id))
         if has_errors:
             cells.append(_errors_cell(runs, record_id))
         rows.append(f"<tr>{''.join(cells)}</tr>\n")

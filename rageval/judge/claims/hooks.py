@@ -1,0 +1,163 @@
+"""The run hooks of the claim-level metrics (:data:`CLAIM_HOOKS`): checks, preparation and the
+manifest's ``claims`` section.
+
+``check`` runs before anything is sent or written: the claims and nuggets the records give are
+valid; every step prompt loads; then a dry run of every pipeline over the cache alone lists the
+requests the run needs (later rounds built from the cached replies of earlier ones), so an
+``--offline`` replay that lacks any stops with the list, and a run that must ask the judge has
+a model and its API key. A run whose records give every claim and verdict needs no judge at
+all. ``prepare`` builds each kind's analysis once for all its metrics, with the union of the
+checks they need. The manifest section has the judge's shape (model, endpoint, formats, step
+prompts, cache, requests, tokens) plus the replies per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rageval.core.metric import RunHooks
+from rageval.judge.claims.asking import Asker
+from rageval.judge.claims.steps import RENDER_VERSION
+from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
+from rageval.judge.options import JudgeOptions
+from rageval.judge.replies import RunStats, Unit
+from rageval.judge.run import check_cached, judge_section
+
+if TYPE_CHECKING:
+    from rageval.core.metric import Batch, Metric
+    from rageval.core.records import Record
+
+__all__ = ["CLAIM_HOOKS", "ClaimHooks", "analysis", "run_stats"]
+
+
+class ClaimLevel(Protocol):
+    """What the hooks use of a claim-level metric (:class:`.metrics.ClaimLevelMetric`)."""
+
+    kind: str
+    steps: tuple[str, ...]
+
+    @property
+    def judge(self) -> JudgeOptions: ...
+
+    def config(self) -> tuple[Any, ...]: ...
+
+    def wants(self) -> frozenset[str]: ...
+
+    def ready(self) -> None: ...
+
+    def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]: ...
+
+
+def run_stats(run: Batch) -> RunStats:
+    """The run's account of claim-level judge work (apart from the rubric judge's)."""
+    stats: RunStats = run.cached(("claims", "stats"), RunStats)
+    return stats
+
+
+def analysis(run: Batch, records: Sequence[Record], metrics: Sequence[ClaimLevel],
+             dry: Asker | None = None) -> list[dict[str, Any]]:
+    """The per-record analysis of ``metrics`` (all of one kind and configuration) over
+    ``records``, built once per run with the union of what they read and kept in ``run``'s
+    cache; a dry run (given its asker) is built afresh and not kept."""
+    first = metrics[0]
+    wants: frozenset[str] = frozenset().union(*(m.wants() for m in metrics))
+    if dry is not None:
+        return first.analyse(dry, wants)
+    store: dict[Any, tuple[frozenset[str], list[dict[str, Any]]]] = run.cached(
+        ("claims", "analyses"), dict)
+    key = (first.kind, first.config(), first.judge, id(records))
+    covered, details = store.get(key, (frozenset(), []))
+    if details and wants <= covered:
+        return details
+    wants = wants | covered
+    details = first.analyse(Asker(first.judge, records, run_stats(run)), wants)
+    store[key] = (wants, details)
+    return details
+
+
+def _groups(metrics: Sequence[Metric]) -> list[list[ClaimLevel]]:
+    """The metrics by kind and configuration: each group shares one analysis."""
+    groups: dict[Any, list[ClaimLevel]] = {}
+    for metric in metrics:
+        claim_level: ClaimLevel = metric  # type: ignore[assignment]
+        groups.setdefault((claim_level.kind, claim_level.config()), []).append(claim_level)
+    return list(groups.values())
+
+
+class ClaimHooks(RunHooks):
+    """The hooks every claim-level metric shares: one cache account, one manifest section."""
+
+    section = "claims"
+
+    def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
+        groups = _groups(metrics)
+        if not groups:
+            return
+        kinds = {group[0].kind for group in groups}
+        for record in records:  # what the records give is valid, before any request
+            if "claims" in kinds:
+                supplied_claims(record)
+            if "nuggets" in kinds:
+                supplied_nuggets(record)
+        judge = groups[0][0].judge
+        for group in groups:
+            for metric in group:
+                metric.ready()
+        dry = Asker(judge, records, RunStats(), dry=True)
+        for group in groups:
+            analysis(_UNCACHED, records, group, dry=dry)
+        if not dry.asked:
+            return  # every claim and verdict comes with the records: no judge needed
+        judge.check()
+        if judge.offline and judge.allow_missing:
+            return
+        wanted: dict[str, tuple[Unit, str, str]] = {}
+        for asked in dry.asked:
+            wanted.setdefault(asked.unit.key,
+                              (asked.unit, records[asked.record].id, asked.step))
+        check_cached(replace(judge, samples=1, logprobs=False), wanted)
+
+    def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
+        for group in _groups(metrics):
+            analysis(run, run.records, group)
+
+    def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
+        groups = _groups(metrics)
+        if not groups:
+            return None
+        judge = replace(groups[0][0].judge, samples=1, logprobs=False)
+        stats = run_stats(run)
+        asker = Asker(judge, run.records, stats)
+        steps = dict.fromkeys(step for group in groups for step in group[0].steps)
+        prompts = {step: asker.prompt(step).info() for step in steps}
+        section = judge_section(judge, stats, prompts)
+        section["render_version"] = RENDER_VERSION
+        replies = _replies_per_record(run)
+        if replies is not None:
+            section["replies_per_record"] = replies
+        return section
+
+
+def _replies_per_record(run: Batch) -> dict[str, float] | None:
+    """The step replies each record's analyses rest on (cached or asked), by kind: mean and
+    max over the run's records."""
+    store = run.cached(("claims", "analyses"), dict)
+    per_record = [0] * len(run.records)
+    for (_, _, _, records_id), (_, details) in store.items():
+        if records_id != id(run.records):
+            continue
+        for i, detail in enumerate(details):
+            per_record[i] += int(detail.get("replies", 0))
+    if not per_record:
+        return None
+    return {"mean": round(sum(per_record) / len(per_record), 3), "max": max(per_record)}
+
+
+class _NoRun:
+    """Stands in for the run in a dry analysis (which keeps nothing)."""
+
+
+_UNCACHED: Any = _NoRun()
+CLAIM_HOOKS = ClaimHooks()

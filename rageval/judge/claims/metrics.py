@@ -1,0 +1,243 @@
+"""The claim-level metrics: ``claims:<name>``, ``nuggets:<name>``, ``citations:<name>``.
+
+Every metric of a kind reads the same per-record analysis (the claims and their verdicts, the
+nuggets and their labels, the statements and their citations), built once per run for all the
+metrics of that kind (:mod:`.hooks` prepares it with the checks every requested metric needs)
+and written once per record under the kind's details key (``claims``, ``nuggets``,
+``nuggets(source=contexts)``, ``citations``, ...). The value is the kind's formula applied to
+those details alone (:mod:`.claim_scores`, :mod:`.nugget_scores`, :mod:`.citation_scores`), so
+``records.jsonl`` suffices to recompute it. Values are on 0-1.
+
+The signature names the judge model, the endpoint and response format of the replies used,
+each step prompt's version and hash, the claims per request, and where the claims and verdicts
+came from (``from``: ``judge``, ``record``, or both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from rageval.core.errors import UsageError
+from rageval.core.metric import Batch, Metric, MetricResult, Param, ScoreOptions
+from rageval.core.names import MetricName
+from rageval.core.signature import Field, Signature
+from rageval.judge.claims import claim_pipeline, nugget_pipeline
+from rageval.judge.claims.asking import Asker
+from rageval.judge.claims.citation_pipeline import analyse_citations
+from rageval.judge.claims.citation_scores import CITATION_METRICS, citation_score
+from rageval.judge.claims.claim_scores import CLAIM_METRICS, PIECES, claim_score
+from rageval.judge.claims.hooks import CLAIM_HOOKS, analysis
+from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
+from rageval.judge.claims.steps import RENDER_VERSION, load_step
+from rageval.judge.options import JudgeOptions
+
+if TYPE_CHECKING:
+    from rageval.core.records import Record
+
+__all__ = ["KINDS", "CitationsMetric", "ClaimLevelMetric", "ClaimsMetric", "NuggetsMetric",
+           "claim_level_metric"]
+
+_PIECE_FIELDS = {"answer_claims": "answer", "reference_claims": "reference",
+                 "reference": "reference", "answer": "answer", "contexts": "contexts"}
+
+
+class ClaimLevelMetric(Metric):
+    """One value read from a kind's per-record analysis (see the module)."""
+
+    family = "judge"
+    hooks = CLAIM_HOOKS
+    kind: ClassVar[str]
+    targets: ClassVar[tuple[str, ...]]
+    steps: ClassVar[tuple[str, ...]]
+    chunk: ClassVar[int]
+
+    def __init__(self, target: str, cutoff: int | None = None,
+                 options: ScoreOptions | None = None, **params: Any) -> None:
+        if target not in self.targets:
+            raise UsageError(f"unknown metric '{self.kind}:{target}'; the {self.kind} metrics "
+                             f"are {', '.join(f'{self.kind}:{t}' for t in self.targets)}")
+        if cutoff is not None:
+            raise UsageError(f"{self.kind}:{target} takes no cutoff '@{cutoff}'")
+        self.target = target
+        self.base = f"{self.kind}:{target}"  # type: ignore[misc]
+        self.needs = frozenset(self.fields_needed(target))  # type: ignore[misc]
+        super().__init__(cutoff=None, options=options, **params)
+
+    # -- what subclasses say ----------------------------------------------------------------
+
+    def fields_needed(self, target: str) -> set[str]:
+        """The record fields the metric reads (the orchestrator checks some record has each)."""
+        raise NotImplementedError
+
+    def config(self) -> tuple[Any, ...]:
+        """What the kind's analysis depends on besides the judge (its parameters)."""
+        return tuple(sorted(self.values.items()))
+
+    def wants(self) -> frozenset[str]:
+        """The parts of the analysis this metric reads (the run builds their union)."""
+        return frozenset()
+
+    def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
+        raise NotImplementedError
+
+    # -- the metric -------------------------------------------------------------------------
+
+    @property
+    def judge(self) -> JudgeOptions:
+        return self.options.judge or JudgeOptions()
+
+    def with_options(self, options: ScoreOptions) -> Metric:
+        return type(self)(self.target, options=options, **dict(self.values))
+
+    def details_key(self) -> str:
+        return str(MetricName(self.kind, self.name.params))
+
+    def score_range(self) -> tuple[float, float]:
+        return 0.0, 1.0
+
+    def ready(self) -> None:
+        """Raise a usage error, before any scoring, when the metric cannot run."""
+        for step in self.steps:
+            load_step(step, self.judge.prompts_dir)
+
+    def signature_extra(self) -> list[Field]:
+        judge = self.judge
+        fields = [Field("judge", judge.model or "?", "jm"), Field("endpoint", judge.endpoint, "ep"),
+                  Field("response_format", judge.response_format, "rf"),
+                  Field("render", RENDER_VERSION, "rd"),
+                  Field("temperature", f"{judge.temperature:g}", "t")]
+        if judge.max_tokens:
+            fields.append(Field("max_tokens", str(judge.max_tokens), "mt"))
+        for step in self.steps:
+            prompt = load_step(step, judge.prompts_dir)
+            fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))
+        fields += [Field("chunk", str(self.chunk)), Field("from", "judge")]
+        return fields
+
+    def result_signature(self, result: MetricResult) -> Signature:
+        """Endpoint and response format of the replies used (a replay signs with what recorded
+        them), and where the analysis came from."""
+        used: dict[str, set[str]] = {"endpoint": set(), "response_format": set(), "from": set()}
+        for detail in result.details or []:
+            detail = detail or {}
+            for key in ("endpoint", "response_format"):
+                value = detail.get(key)
+                used[key].update([value] if isinstance(value, str) else value or [])
+            used["from"].update(detail.get("sources", {}).values())
+        fields = [replace(f, value="+".join(sorted(used[f.key])) if f.key == "from"
+                          else ",".join(sorted(used[f.key])))
+                  if used.get(f.key) else f for f in self.signature().fields]
+        return Signature(tuple(fields))
+
+    def score(self, batch: Batch) -> MetricResult:
+        analysis = self._analysis(batch)
+        values = np.full(len(batch), np.nan)
+        reasons: list[str | None] = []
+        details: list[dict[str, Any] | None] = []
+        for i, record in enumerate(batch.records):
+            found = analysis(record)
+            value, reason = self.formula(found)
+            values[i] = value
+            reasons.append(reason)
+            details.append(found)
+        return MetricResult({str(self.name): values}, reasons, details)
+
+    def _analysis(self, batch: Batch) -> Callable[[Record], dict[str, Any]]:
+        run = batch.run
+        records = run.records if any(r is batch.records[0] for r in run.records) else batch.records
+        details = analysis(run, records, [self])
+        position = {id(record): i for i, record in enumerate(records)}
+        return lambda record: details[position[id(record)]]
+
+
+class ClaimsMetric(ClaimLevelMetric):
+    """RAGChecker's claim metrics (:mod:`.claim_scores` is the card)."""
+
+    kind = "claims"
+    targets = CLAIM_METRICS
+    steps = ("extract_claims", "check_claims")
+    chunk = claim_pipeline.CHUNK
+    summary = ("RAGChecker claim metrics: claims:precision|recall|f1|claim_recall|"
+               "context_precision|context_utilization|noise_sensitivity.relevant|"
+               "noise_sensitivity.irrelevant|hallucination|self_knowledge|faithfulness")
+
+    def fields_needed(self, target: str) -> set[str]:
+        return {_PIECE_FIELDS[part] for piece in PIECES[target] for part in piece.split(".")}
+
+    def wants(self) -> frozenset[str]:
+        return frozenset(PIECES[self.target])
+
+    def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
+        return claim_pipeline.analyse_claims(asker, wants)
+
+    def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
+        return claim_score(details, self.target)
+
+
+class NuggetsMetric(ClaimLevelMetric):
+    """TREC 2024 RAG's nugget scores (:mod:`.nugget_scores` is the card)."""
+
+    kind = "nuggets"
+    targets = NUGGET_METRICS
+    steps = ("nuggets_create", "nuggets_importance", "nuggets_assign")
+    chunk = nugget_pipeline.CHUNK
+    params = (Param("source", str, "reference",
+                    "what nuggets are created from when the record gives none: its reference "
+                    "answer(s), or its contexts judged relevant", nugget_pipeline.SOURCES),)
+    summary = ("TREC RAG nugget recall (AutoNuggetizer): nuggets:vital_strict|vital|"
+               "all_strict|all (strict: full support only; else partial counts 0.5)")
+
+    def fields_needed(self, target: str) -> set[str]:
+        return {"answer"}
+
+    def wants(self) -> frozenset[str]:
+        return frozenset({"importance"} if self.target.startswith("vital") else ())
+
+    def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
+        return nugget_pipeline.analyse_nuggets(asker, self.values["source"],
+                                               "importance" in wants)
+
+    def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
+        return nugget_score(details, self.target)
+
+
+class CitationsMetric(ClaimLevelMetric):
+    """ALCE's citation recall and precision (:mod:`.citation_scores` is the card)."""
+
+    kind = "citations"
+    targets = CITATION_METRICS
+    steps = ("check_claims",)
+    chunk = 10
+    params = (Param("max_citations", int, 3, "citations read per statement (ALCE's "
+                    "at_most_citations)", minimum=1),)
+    summary = ("ALCE citation support: citations:recall (statements their citations entail), "
+               "citations:precision (citations needed); answers cite contexts as [1] or [id]")
+
+    def fields_needed(self, target: str) -> set[str]:
+        return {"answer", "contexts"}
+
+    def wants(self) -> frozenset[str]:
+        return frozenset({"precision"} if self.target == "precision" else ())
+
+    def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
+        return analyse_citations(asker, self.values["max_citations"], "precision" in wants)
+
+    def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
+        return citation_score(details, self.target)
+
+
+KINDS: dict[str, type[ClaimLevelMetric]] = {
+    cls.kind: cls for cls in (ClaimsMetric, NuggetsMetric, CitationsMetric)}
+
+
+def claim_level_metric(name: MetricName, options: ScoreOptions) -> Metric:
+    """The metric a ``claims:``, ``nuggets:`` or ``citations:`` name denotes."""
+    kind, target = name.base.split(":", 1)
+    return KINDS[kind](target, cutoff=name.cutoff, options=options, **dict(name.params))
