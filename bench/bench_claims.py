@@ -33,22 +33,17 @@ sys.path[:0] = [str(ROOT)]
 from rageval.api import evaluate  # noqa: E402
 from rageval.core.results import Results  # noqa: E402
 from rageval.judge.claims.claim_pipeline import requests_bound  # noqa: E402
+from rageval.judge.claims.metrics import NAMES  # noqa: E402
 from rageval.judge.claims.nugget_pipeline import CHUNK as NUGGET_CHUNK  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
 from rageval.judge.options import JudgeOptions  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
-CLAIMS = ["claims:precision", "claims:recall", "claims:f1", "claims:claim_recall",
-          "claims:context_precision", "claims:context_utilization",
-          "claims:noise_sensitivity.relevant", "claims:noise_sensitivity.irrelevant",
-          "claims:hallucination", "claims:self_knowledge", "claims:faithfulness"]
-NUGGETS = ["nuggets:vital_strict", "nuggets:vital", "nuggets:all_strict", "nuggets:all"]
-CITATIONS = ["citations:recall", "citations:precision"]
 
 
 def run(options: JudgeOptions) -> tuple[float, Results]:
     started = time.perf_counter()
-    results = evaluate(str(DEMO), CLAIMS + NUGGETS + CITATIONS, judge=options, bootstrap=1)
+    results = evaluate(str(DEMO), list(NAMES), judge=options, bootstrap=1)
     return time.perf_counter() - started, results
 
 

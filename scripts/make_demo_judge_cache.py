@@ -26,10 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rageval.api import evaluate  # noqa: E402
 from rageval.judge.cache import JudgeCache  # noqa: E402
+from rageval.judge.claims.metrics import NAMES  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
 from rageval.judge.options import JudgeOptions  # noqa: E402
-from rageval.api import evaluate  # noqa: E402
 
 RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 FIXTURE = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
@@ -37,12 +38,7 @@ ENDPOINT = "http://127.0.0.1:8011/v1"
 CRITERIA = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
 # Every claim-level metric, so the cache holds every step the demo (or a user trying another
 # claims:, nuggets: or citations: metric on the demo) can replay.
-CLAIM_LEVEL = ["claims:precision", "claims:recall", "claims:f1", "claims:claim_recall",
-               "claims:context_precision", "claims:context_utilization",
-               "claims:noise_sensitivity.relevant", "claims:noise_sensitivity.irrelevant",
-               "claims:hallucination", "claims:self_knowledge", "claims:faithfulness",
-               "nuggets:vital_strict", "nuggets:vital", "nuggets:all_strict", "nuggets:all",
-               "citations:recall", "citations:precision"]
+CLAIM_LEVEL = list(NAMES)
 
 
 def build() -> tuple[str, dict[str, object]]:

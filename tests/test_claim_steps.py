@@ -65,7 +65,7 @@ def test_a_user_step_prompt_wins_and_bad_ones_are_refused(tmp_path: Path) -> Non
     (tmp_path / "check_claims.toml").write_text(
         'id = "check_claims"\nversion = "1"\ndescription = "x"\ntemplate = "{claims} {query}"\n',
         encoding="utf-8")
-    with pytest.raises(InputError, match="placeholder {evidence}"):
+    with pytest.raises(InputError, match=r"placeholder \{evidence\}"):
         load_step("check_claims", tmp_path)
     (tmp_path / "nuggets_assign.toml").write_text('id = "other"\nversion = "1"\n'
                                                   'description = "x"\ntemplate = "x"\n')

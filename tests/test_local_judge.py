@@ -22,6 +22,7 @@ import pytest
 
 from rageval.api import evaluate
 from rageval.core.results import Results
+from rageval.judge.claims.metrics import NAMES
 from rageval.judge.options import JudgeOptions
 
 pytestmark = pytest.mark.local_judge
@@ -98,9 +99,9 @@ def _assert_judged(results: Results, name: str, low: float, high: float) -> None
             assert low <= value <= high, (row.id, name, value)
 
 
-def _assert_same(first: Results, replay: Results) -> None:
-    assert replay.manifest["judge"]["requests"] == 0
-    assert replay.manifest["judge"]["cache"]["misses"] == 0
+def _assert_same(first: Results, replay: Results, section: str = "judge") -> None:
+    assert replay.manifest[section]["requests"] == 0
+    assert replay.manifest[section]["cache"]["misses"] == 0
     for a, b in zip(first.records, replay.records, strict=True):
         assert json.dumps(a.scores, sort_keys=True) == json.dumps(b.scores, sort_keys=True)
         assert a.errors == b.errors
@@ -175,12 +176,7 @@ def test_logprobs_give_an_expected_score(local_judge: object, tmp_path: Path) ->
     _assert_same(first, _replay(records, ["judge:correctness"], judge))
 
 
-CLAIM_LEVEL = ["claims:precision", "claims:recall", "claims:f1", "claims:claim_recall",
-               "claims:context_precision", "claims:context_utilization",
-               "claims:noise_sensitivity.relevant", "claims:noise_sensitivity.irrelevant",
-               "claims:hallucination", "claims:self_knowledge", "claims:faithfulness",
-               "nuggets:vital_strict", "nuggets:vital", "nuggets:all_strict", "nuggets:all",
-               "citations:recall", "citations:precision"]
+CLAIM_LEVEL = list(NAMES)
 
 
 def test_claim_level_metrics_against_the_real_model_then_an_exact_replay(
@@ -205,19 +201,7 @@ def test_claim_level_metrics_against_the_real_model_then_an_exact_replay(
         assert {"claims", "nuggets", "citations"} <= set(row.details)
         statements = row.details["citations"]["statements"]
         assert statements is None or all(s["cites"] for s in statements)
-    _assert_same_claims(first, _replay(records, CLAIM_LEVEL, judge))
-
-
-def _assert_same_claims(first: Results, replay: Results) -> None:
-    assert replay.manifest["claims"]["requests"] == 0
-    assert replay.manifest["claims"]["cache"]["misses"] == 0
-    for a, b in zip(first.records, replay.records, strict=True):
-        assert json.dumps(a.scores, sort_keys=True) == json.dumps(b.scores, sort_keys=True)
-        assert a.errors == b.errors
-    for name, item in first.summary.items():
-        again = replay.summary[name]
-        assert (item.value, item.n, item.ci95) == (again.value, again.n, again.ci95), name
-        assert item.signature == again.signature, name
+    _assert_same(first, _replay(records, CLAIM_LEVEL, judge), section="claims")
 
 
 def test_the_command_serves_until_interrupted() -> None:

@@ -77,6 +77,9 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
 
     names = [parse(m) for m in args.metrics]
     judged = any(name.namespace == "judge" for name in names)
+    # claims:, nuggets:, citations: need a model only when records do not bring every verdict
+    # (their checks say so before any work).
+    claim_level = any(name.namespace in ("claims", "nuggets", "citations") for name in names)
     pairwise = any(name.base.lower() == "judge:pairwise" for name in names)
     if args.judge_against is not None and not pairwise:
         raise UsageError("--judge-against gives the other system's answers to judge:pairwise; "
@@ -84,17 +87,17 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     if pairwise and args.judge_against is None:
         raise UsageError("judge:pairwise compares this run's answers with another system's: "
                          "give that system's records with --judge-against FILE")
-    if not judged and args.judgments_from is None:
+    if not judged and not claim_level and args.judgments_from is None:
         return None
     from rageval.judge.options import JudgeOptions
 
-    if not args.judge_model:
+    if not args.judge_model and (judged or args.judgments_from is not None):
         raise UsageError(
             "judge metrics and --judgments-from judge need --judge-model (offline replay too: "
             "the model is part of the cache key)"
         )
     options = JudgeOptions(
-        model=args.judge_model, base_url=args.judge_base_url, cache=args.cache,
+        model=args.judge_model or None, base_url=args.judge_base_url, cache=args.cache,
         offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
         concurrency=args.judge_concurrency, rpm=args.judge_rpm,
         response_format=args.judge_response_format, timeout=args.judge_timeout,
@@ -104,7 +107,8 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
         price_out=args.judge_price_out, against=args.judge_against,
     )
-    options.check()
+    if options.model:  # without one, the claim-level checks say whether a model is needed
+        options.check()
     return options
 
 

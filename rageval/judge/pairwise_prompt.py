@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import InputError
 from rageval.judge.formats import ReplySchema
 from rageval.judge.parsing import conflict, reply_objects
+from rageval.judge.prompt_files import read_table, template_of
 from rageval.judge.rubrics import builtin_prompts, file_hash
 from rageval.judge.slots import PLACEHOLDER, slot_block, slot_nonce
 
@@ -63,27 +63,8 @@ def load_pairwise_prompt(prompts_dir: str | os.PathLike[str] | None = None) -> P
     else:
         entry = builtin_prompts().joinpath(PAIRWISE, f"{PAIRWISE}.toml")
         data, source = entry.read_bytes(), str(entry)
-    try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"not a valid TOML prompt: {error}", path=source) from None
-    unknown = sorted(set(table) - set(_KEYS))
-    if unknown:
-        raise InputError(f"unknown key; expected keys: {', '.join(_KEYS)}", path=source,
-                         field=unknown[0])
-    for key in _KEYS:
-        if not isinstance(table.get(key), str) or not table[key].strip():
-            raise InputError("missing or empty (a string)", path=source, field=key)
-    template = table["template"].strip("\n")
-    seen = [m.group(1) for m in PLACEHOLDER.finditer(template)]
-    for name in PLACEHOLDERS:
-        if seen.count(name) != 1:
-            raise InputError(f"must hold the placeholder {{{name}}} once, found "
-                             f"{seen.count(name)}", path=source, field="template")
-    extra = sorted(set(seen) - set(PLACEHOLDERS))
-    if extra:
-        raise InputError(f"unknown placeholder {{{extra[0]}}}; known: "
-                         f"{', '.join(PLACEHOLDERS)}", path=source, field="template")
+    table = read_table(data, source, _KEYS)
+    template = template_of(table, source, PLACEHOLDERS)
     return PairwisePrompt(table["id"], table["version"], " ".join(table["description"].split()),
                           template, source, file_hash(data))
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.judge.cache import Entry, JudgeCache, cache_keys
 from rageval.judge.formats import ReplySchema
@@ -111,7 +111,14 @@ class Reply:
         return f"judge reply not usable: {why}{cut}"
 
 
-def provenance(replies: list[Reply]) -> dict[str, Any]:
+class Sourced(Protocol):
+    """What :func:`provenance` reads of a reply (a :class:`Reply`, a claim step's outcome)."""
+
+    endpoint: str | None
+    format: str | None
+
+
+def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
     """The endpoint(s) and wire format(s) behind the replies (for details and signatures)."""
     out: dict[str, Any] = {}
     for name, values in (("endpoint", [r.endpoint for r in replies]),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rageval.judge.claims.steps import StepPrompt, load_step, render_step
 from rageval.judge.formats import ReplySchema
 from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit
+from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -117,10 +117,4 @@ def _read(asked: Asked, reply: Reply, parse: Callable[[Asked, str | None], Any])
 def replies_used(used: list[Outcome]) -> dict[str, Any]:
     """How many step replies a record's details rest on, whether all came from the cache, and
     the endpoint(s) and wire format(s) that produced them (for details and signatures)."""
-    out: dict[str, Any] = {"replies": len(used), "cached": all(o.cached for o in used)}
-    for name, values in (("endpoint", [o.endpoint for o in used]),
-                         ("response_format", [o.format for o in used])):
-        seen = sorted({v for v in values if v})
-        if seen:
-            out[name] = seen[0] if len(seen) == 1 else seen
-    return out
+    return {"replies": len(used), "cached": all(o.cached for o in used), **provenance(used)}

@@ -36,7 +36,6 @@ class ClaimLevel(Protocol):
     """What the hooks use of a claim-level metric (:class:`.metrics.ClaimLevelMetric`)."""
 
     kind: str
-    steps: tuple[str, ...]
 
     @property
     def judge(self) -> JudgeOptions: ...
@@ -44,6 +43,8 @@ class ClaimLevel(Protocol):
     def config(self) -> tuple[Any, ...]: ...
 
     def wants(self) -> frozenset[str]: ...
+
+    def used_steps(self) -> tuple[str, ...]: ...
 
     def ready(self) -> None: ...
 
@@ -77,6 +78,27 @@ def analysis(run: Batch, records: Sequence[Record], metrics: Sequence[ClaimLevel
     return details
 
 
+def _verify(records: Sequence[Record], groups: list[list[ClaimLevel]]) -> None:
+    """A dry run of every pipeline over the cache: nothing to ask (every verdict given, or
+    all cached) or a run that may ask (a model, its API key), or an offline replay that
+    stops listing what it lacks."""
+    judge = groups[0][0].judge
+    # Cache keys need a model; without one, any request at all means the model is missing.
+    dry = Asker(judge if judge.model else replace(judge, model="(no model)"), records,
+                RunStats(), dry=True)
+    for group in groups:
+        analysis(_UNCACHED, records, group, dry=dry)
+    if not dry.asked:
+        return  # every claim and verdict comes with the records: no judge needed
+    judge.check()
+    if judge.offline and judge.allow_missing:
+        return
+    wanted: dict[str, tuple[Unit, str, str]] = {}
+    for asked in dry.asked:
+        wanted.setdefault(asked.unit.key, (asked.unit, records[asked.record].id, asked.step))
+    check_cached(replace(judge, samples=1, logprobs=False), wanted)
+
+
 def _groups(metrics: Sequence[Metric]) -> list[list[ClaimLevel]]:
     """The metrics by kind and configuration: each group shares one analysis."""
     groups: dict[Any, list[ClaimLevel]] = {}
@@ -101,26 +123,18 @@ class ClaimHooks(RunHooks):
                 supplied_claims(record)
             if "nuggets" in kinds:
                 supplied_nuggets(record)
-        judge = groups[0][0].judge
         for group in groups:
             for metric in group:
                 metric.ready()
-        dry = Asker(judge, records, RunStats(), dry=True)
-        for group in groups:
-            analysis(_UNCACHED, records, group, dry=dry)
-        if not dry.asked:
-            return  # every claim and verdict comes with the records: no judge needed
-        judge.check()
-        if judge.offline and judge.allow_missing:
-            return
-        wanted: dict[str, tuple[Unit, str, str]] = {}
-        for asked in dry.asked:
-            wanted.setdefault(asked.unit.key,
-                              (asked.unit, records[asked.record].id, asked.step))
-        check_cached(replace(judge, samples=1, logprobs=False), wanted)
+        _verify(records, groups)
 
     def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
-        for group in _groups(metrics):
+        groups = _groups(metrics)
+        # Again: a judgments provider may have filled in judgments since the checks (nuggets
+        # made from the contexts judged relevant), and what the run needs is known only now.
+        # A dry run reads the cache and asks nothing.
+        _verify(run.records, groups)
+        for group in groups:
             analysis(run, run.records, group)
 
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
@@ -130,7 +144,8 @@ class ClaimHooks(RunHooks):
         judge = replace(groups[0][0].judge, samples=1, logprobs=False)
         stats = run_stats(run)
         asker = Asker(judge, run.records, stats)
-        steps = dict.fromkeys(step for group in groups for step in group[0].steps)
+        steps = dict.fromkeys(step for group in groups for metric in group
+                              for step in metric.used_steps())
         prompts = {step: asker.prompt(step).info() for step in steps}
         section = judge_section(judge, stats, prompts)
         section["render_version"] = RENDER_VERSION

@@ -38,9 +38,11 @@ from rageval.judge.options import JudgeOptions
 if TYPE_CHECKING:
     from rageval.core.records import Record
 
-__all__ = ["KINDS", "CitationsMetric", "ClaimLevelMetric", "ClaimsMetric", "NuggetsMetric",
+__all__ = ["KINDS", "NAMES", "CitationsMetric", "ClaimLevelMetric", "ClaimsMetric", "NuggetsMetric",
            "claim_level_metric"]
 
+# The signature fields that describe the judge (meaningless when the records gave everything).
+_JUDGE_KEYS = ("judge", "endpoint", "response_format", "temperature", "max_tokens", "seed")
 _PIECE_FIELDS = {"answer_claims": "answer", "reference_claims": "reference",
                  "reference": "reference", "answer": "answer", "contexts": "contexts"}
 
@@ -102,9 +104,13 @@ class ClaimLevelMetric(Metric):
     def score_range(self) -> tuple[float, float]:
         return 0.0, 1.0
 
+    def used_steps(self) -> tuple[str, ...]:
+        """The steps this metric's values rest on (those its signature names)."""
+        return self.steps
+
     def ready(self) -> None:
         """Raise a usage error, before any scoring, when the metric cannot run."""
-        for step in self.steps:
+        for step in self.used_steps():
             load_step(step, self.judge.prompts_dir)
 
     def signature_extra(self) -> list[Field]:
@@ -115,7 +121,9 @@ class ClaimLevelMetric(Metric):
                   Field("temperature", f"{judge.temperature:g}", "t")]
         if judge.max_tokens:
             fields.append(Field("max_tokens", str(judge.max_tokens), "mt"))
-        for step in self.steps:
+        if judge.seed is not None:
+            fields.append(Field("seed", str(judge.seed), "sd"))
+        for step in self.used_steps():
             prompt = load_step(step, judge.prompts_dir)
             fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))
         fields += [Field("chunk", str(self.chunk)), Field("from", "judge")]
@@ -134,6 +142,8 @@ class ClaimLevelMetric(Metric):
         fields = [replace(f, value="+".join(sorted(used[f.key])) if f.key == "from"
                           else ",".join(sorted(used[f.key])))
                   if used.get(f.key) else f for f in self.signature().fields]
+        if used["from"] == {"record"}:  # no judge behind any value: say so, not a default
+            fields = [replace(f, value="none") if f.key in _JUDGE_KEYS else f for f in fields]
         return Signature(tuple(fields))
 
     def score(self, batch: Batch) -> MetricResult:
@@ -197,6 +207,11 @@ class NuggetsMetric(ClaimLevelMetric):
     def fields_needed(self, target: str) -> set[str]:
         return {"answer"}
 
+    def used_steps(self) -> tuple[str, ...]:
+        if self.target.startswith("vital"):
+            return self.steps
+        return tuple(step for step in self.steps if step != "nuggets_importance")
+
     def wants(self) -> frozenset[str]:
         return frozenset({"importance"} if self.target.startswith("vital") else ())
 
@@ -235,6 +250,9 @@ class CitationsMetric(ClaimLevelMetric):
 
 KINDS: dict[str, type[ClaimLevelMetric]] = {
     cls.kind: cls for cls in (ClaimsMetric, NuggetsMetric, CitationsMetric)}
+#: Every claim-level metric name, kind by kind.
+NAMES: tuple[str, ...] = tuple(f"{kind}:{target}" for kind, cls in KINDS.items()
+                               for target in cls.targets)
 
 
 def claim_level_metric(name: MetricName, options: ScoreOptions) -> Metric:

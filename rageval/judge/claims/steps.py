@@ -16,12 +16,12 @@ invent an item.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.formats import ReplySchema
+from rageval.judge.prompt_files import read_table, template_of
 from rageval.judge.rubrics import builtin_prompts, file_hash
 from rageval.judge.slots import PLACEHOLDER, slot, slot_block, slot_nonce
 
@@ -106,30 +106,11 @@ def load_step(step: str, prompts_dir: str | os.PathLike[str] | None = None) -> S
 
 
 def _parse(step: str, data: bytes, source: str, builtin: bool) -> StepPrompt:
-    try:
-        table = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise InputError(f"not a valid TOML prompt: {error}", path=source) from None
-    unknown = sorted(set(table) - set(_KEYS))
-    if unknown:
-        raise InputError(f"unknown key; expected keys: {', '.join(_KEYS)}", path=source,
-                         field=unknown[0])
-    for key in _KEYS:
-        if not isinstance(table.get(key), str) or not table[key].strip():
-            raise InputError("missing or empty (a string)", path=source, field=key)
+    table = read_table(data, source, _KEYS)
     if table["id"] != step:
         raise InputError(f"the prompt of step {step!r} must have id = {step!r}", path=source,
                          field="id")
-    template = table["template"].strip("\n")
-    seen = [match.group(1) for match in PLACEHOLDER.finditer(template)]
-    for name in STEPS[step].inputs:
-        if seen.count(name) != 1:
-            raise InputError(f"must hold the placeholder {{{name}}} once, found "
-                             f"{seen.count(name)}", path=source, field="template")
-    extra = sorted(set(seen) - set(STEPS[step].inputs))
-    if extra:
-        raise InputError(f"unknown placeholder {{{extra[0]}}}; known: "
-                         f"{', '.join(STEPS[step].inputs)}", path=source, field="template")
+    template = template_of(table, source, STEPS[step].inputs)
     return StepPrompt(step, table["version"], " ".join(table["description"].split()), template,
                       source, file_hash(data), builtin)
 

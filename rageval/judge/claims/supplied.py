@@ -159,12 +159,15 @@ def _verdict(record: Record, where: str, value: Any) -> str:
 
 
 def _context_verdicts(record: Record, where: str, value: Any, ids: list[str]) -> dict[str, str]:
+    # Context ids may be written as numbers in JSON, as in the record's own contexts.
     if isinstance(value, Sequence) and not isinstance(value, str):
+        value = [_id(v) for v in value]
         unknown = [v for v in value if v not in ids]
         if unknown:
             raise _error(record, where, f"names {unknown[0]!r}, not a context id of the record")
         return {cid: "entailment" if cid in value else "neutral" for cid in ids}
     if isinstance(value, Mapping):
+        value = {_id(k): v for k, v in value.items()}
         if set(value) != set(ids):
             stray = sorted(set(value) - set(ids))
             problem = (f"names {stray[0]!r}, not a context id of the record" if stray else
@@ -174,6 +177,10 @@ def _context_verdicts(record: Record, where: str, value: Any, ids: list[str]) ->
         return {cid: _verdict(record, f"{where}.{cid}", value[cid]) for cid in ids}
     raise _error(record, where, "must map every context id to a verdict, or list the ids of "
                  "the contexts that entail the claim")
+
+
+def _id(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _label(record: Record, where: str, value: Any, labels: tuple[str, ...]) -> str | None:
