@@ -36,8 +36,8 @@ RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 FIXTURE = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
 ENDPOINT = "http://127.0.0.1:8011/v1"
 CRITERIA = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
-# Every claim-level metric, so the cache holds every step the demo (or a user trying another
-# claims:, nuggets: or citations: metric on the demo) can replay.
+# Every claim-level metric with its default parameters, so the cache holds every step the demo
+# (or a user trying another claims:, nuggets: or citations: name on the demo) can replay.
 CLAIM_LEVEL = list(NAMES)
 
 

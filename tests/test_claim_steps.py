@@ -208,3 +208,60 @@ def test_the_metrics_table_lists_every_claim_level_metric() -> None:
 
     assert list(_CLAIM_LEVEL) == [f"{kind}:{target}" for kind, cls in KINDS.items()
                                   for target in cls.targets]
+
+
+# ---- edges found in review -------------------------------------------------------------------
+
+
+def test_step_prompts_in_a_prompts_dir_are_not_listed_or_loaded_as_rubrics(tmp_path: Path) -> None:
+    from rageval.core.errors import UsageError
+    from rageval.judge.prompt_files import NOT_RUBRICS
+    from rageval.judge.rubrics import list_rubrics, load_rubric
+
+    assert {"pairwise", *STEPS} == NOT_RUBRICS
+    (tmp_path / "check_claims.toml").write_bytes(
+        (Path(load_step("check_claims").source)).read_bytes())
+    assert "check_claims" not in list_rubrics(tmp_path)
+    with pytest.raises(UsageError, match="step of the claim-level metrics"):
+        load_rubric("check_claims", tmp_path)
+
+
+def test_citations_of_a_record_without_contexts_are_unscored_not_zero() -> None:
+    from rageval.api import evaluate
+
+    records = records_from_dicts([{"id": "q1", "query": "q", "answer": "Paris [1]. Big [2].",
+                                   "contexts": []},
+                                  {"id": "q2", "query": "q", "answer": "Plain.",
+                                   "contexts": [{"id": "d1", "text": "x"}]}])
+    results = evaluate(records, ["citations:recall", "citations:precision"], bootstrap=10)
+    first, second = results.records
+    for name in ("citations:recall", "citations:precision"):
+        assert first.scores[name] is None
+        assert "has no contexts" in first.errors[name]
+    # An uncited statement is a real 0 for recall (no request needed), as in ALCE.
+    assert second.scores["citations:recall"] == 0.0
+
+
+def test_a_later_citation_round_reports_the_failure_that_stopped_it() -> None:
+    from rageval.judge.claims.citation_scores import citation_score
+
+    details = {"statements": [{"text": "s", "cites": ["d1", "d2"], "invalid": [],
+                               "supported": True, "alone": {"d1": False, "d2": True},
+                               "without": None}],
+               "errors": {"alone": "checking statements against each cited passage alone: "
+                                   "judge request failed: HTTP 500"}}
+    value, reason = citation_score(details, "precision")
+    assert value != value and "HTTP 500" in (reason or "")
+
+
+def test_everything_supplied_signs_no_judge_and_no_prompt() -> None:
+    from rageval.api import evaluate
+
+    record = {"id": "q1", "query": "q", "answer": "a", "reference": "r",
+              "contexts": [{"id": "d1", "text": "x"}],
+              "claims": {"answer": [{"text": "A", "reference": True, "contexts": ["d1"]}]}}
+    results = evaluate(records_from_dicts([record]), ["claims:precision"], bootstrap=10)
+    signature = results.summary["claims:precision"].signature
+    assert results.records[0].scores["claims:precision"] == 1.0
+    for field in ("judge:none", "extract_claims:none", "check_claims:none", "from:record"):
+        assert field in signature, signature

@@ -147,7 +147,7 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--components", action="store_true",
                    help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
                    "not only headline values (the files always hold all of them)")
-    j = p.add_argument_group("judge (judge:<rubric> metrics)")
+    j = p.add_argument_group("judge (judge:<rubric> metrics, and claims:, nuggets:, citations:)")
     j.add_argument("--judge-model", metavar="MODEL",
                    help="judge model name (required for judge metrics, offline too: it is part "
                    "of the cache key)")
@@ -182,7 +182,8 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
                    help="ask the judge again even when a reply is cached (and store the new one)")
     j.add_argument("--prompts-dir", metavar="DIR",
                    help="directory of rubric .toml files, looked up by name before the "
-                   "built-ins")
+                   "built-ins (also pairwise.toml and the claim-level steps, "
+                   "e.g. check_claims.toml)")
     j.add_argument("--judge-temperature", type=float, default=0.0, metavar="T",
                    help="sampling temperature (default 0)")
     j.add_argument("--judge-seed", type=int, default=None, metavar="N",

@@ -10,7 +10,12 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.judge.slots import PLACEHOLDER
 
-__all__ = ["read_table", "template_of"]
+__all__ = ["NOT_RUBRICS", "read_table", "template_of"]
+
+#: Prompt files that are not rubrics, in the built-in folder or in --prompts-dir: the pairwise
+#: prompt and the claim-level steps (rageval.judge.claims.steps.STEPS).
+NOT_RUBRICS = frozenset({"pairwise", "extract_claims", "check_claims", "nuggets_create",
+                         "nuggets_importance", "nuggets_assign"})
 
 
 def read_table(data: bytes, source: str, keys: Sequence[str]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.judge.prompt_files import NOT_RUBRICS
 from rageval.judge.slots import PLACEHOLDER
 
 __all__ = [
@@ -151,7 +152,7 @@ def list_rubrics(prompts_dir: str | os.PathLike[str] | None = None) -> list[str]
         directory = Path(prompts_dir)
         if directory.is_dir():
             names.update(p.stem for p in directory.glob("*.toml") if _NAME.fullmatch(p.stem))
-    return sorted(names)
+    return sorted(names - (NOT_RUBRICS - {"pairwise"}))
 
 
 def file_hash(data: bytes) -> str:
@@ -188,6 +189,9 @@ def load_rubric(
             f"invalid rubric name {name!r}: use lowercase letters, digits, '_' and '-', "
             "or give a path to a .toml file"
         )
+    if name in NOT_RUBRICS - {"pairwise"}:
+        raise UsageError(f"{name!r} is a step of the claim-level metrics (claims:, nuggets:, "
+                         "citations:), not a rubric")
     if prompts_dir is not None:
         candidate = Path(prompts_dir) / f"{name}.toml"
         if candidate.is_file():

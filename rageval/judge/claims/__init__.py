@@ -2,8 +2,8 @@
 (``nuggets:*``) and ALCE citation support (``citations:*``).
 
 The judge works in small steps, each a prompt file under ``prompts/claims/`` (hashed, versioned,
-cached like every judge request): claims are extracted from a text once per (text, model,
-prompt) and checked in batches (one request labels a list of claims against one piece of
+cached like every judge request): claims are extracted from a text once per (query, text,
+model, prompt) and checked in batches (one request labels a list of claims against one piece of
 evidence); nuggets are created, rated and assigned. A record may bring its own claims, verdicts,
 nuggets and labels, which then cost no request. Every metric is computed from per-record
 details (the claims and their verdicts, the nuggets and their labels, the statements and their

@@ -64,6 +64,9 @@ def _read(item: _Record, max_citations: int) -> _Record:
     if item.record.answer is None:
         item.errors["statements"] = "no answer (the record has no 'answer')"
         return item
+    if not item.record.contexts:  # nothing it could cite: no evidence of citation quality
+        item.errors["statements"] = "the record has no contexts (ALCE scores such an answer 0)"
+        return item
     ids = [c.id for c in item.record.contexts]
     item.statements = [statement_entry(statement)
                        for statement in read_citations(item.record.answer, ids, max_citations)]

@@ -132,7 +132,9 @@ def _check_metric(metric: str) -> None:
 
 
 def _undecided(errors: Mapping[str, str], piece: str, what: str) -> tuple[float, str]:
-    return math.nan, errors.get(piece) or f"the judge did not decide {what}"
+    # A failed round stops the later ones: its reason is the one that explains the gap.
+    earlier = next((errors[p] for p in PIECES if p in errors), None)
+    return math.nan, errors.get(piece) or earlier or f"the judge did not decide {what}"
 
 
 def citation_score(details: Mapping[str, Any], metric: str) -> tuple[float, str | None]:

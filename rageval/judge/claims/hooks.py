@@ -83,9 +83,11 @@ def _verify(records: Sequence[Record], groups: list[list[ClaimLevel]]) -> None:
     all cached) or a run that may ask (a model, its API key), or an offline replay that
     stops listing what it lacks."""
     judge = groups[0][0].judge
-    # Cache keys need a model; without one, any request at all means the model is missing.
-    dry = Asker(judge if judge.model else replace(judge, model="(no model)"), records,
-                RunStats(), dry=True)
+    # Every option but the model is checked before the cache is read; the model is needed
+    # only when a request is (cache keys need one: a stand-in finds nothing cached).
+    stand_in = judge if judge.model else replace(judge, model="(no model)")
+    stand_in.check()
+    dry = Asker(stand_in, records, RunStats(), dry=True)
     for group in groups:
         analysis(_UNCACHED, records, group, dry=dry)
     if not dry.asked:

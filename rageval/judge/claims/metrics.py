@@ -142,8 +142,9 @@ class ClaimLevelMetric(Metric):
         fields = [replace(f, value="+".join(sorted(used[f.key])) if f.key == "from"
                           else ",".join(sorted(used[f.key])))
                   if used.get(f.key) else f for f in self.signature().fields]
-        if used["from"] == {"record"}:  # no judge behind any value: say so, not a default
-            fields = [replace(f, value="none") if f.key in _JUDGE_KEYS else f for f in fields]
+        if used["from"] == {"record"}:  # no judge or prompt behind any value: say so
+            unused = {*_JUDGE_KEYS, *self.used_steps(), "render", "chunk"}
+            fields = [replace(f, value="none") if f.key in unused else f for f in fields]
         return Signature(tuple(fields))
 
     def score(self, batch: Batch) -> MetricResult:
