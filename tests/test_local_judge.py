@@ -184,10 +184,13 @@ def test_claim_level_metrics_against_the_real_model_then_an_exact_replay(
     """Every claim-level step (extraction, checks, nugget creation, importance, assignment,
     citation checks) through llama.cpp: every value on 0-1 or unscored with the step's
     reason, the step prompts in the manifest, and an offline replay with no request."""
-    answers = {"r1": "It was founded in 1998 [1]. It is in Oslo [1][2].",
-               "r2": "About 4,000 people work there [1]."}
-    records = _write(tmp_path / "r.jsonl", answers)
-    judge = _judge(local_judge, tmp_path / "cache.sqlite", max_tokens=384)
+    # One record keeps the real model's share of the suite to a minute or so: every step
+    # still runs (two claim extractions, checks against the reference, the answer and two
+    # contexts, nugget creation, importance and assignment, the citation checks).
+    record = dict(RECORDS[0], answer="It was founded in 1998 [1]. It is in Oslo [1][2].")
+    records = tmp_path / "r.jsonl"
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    judge = _judge(local_judge, tmp_path / "cache.sqlite", max_tokens=256)
     first = evaluate(str(records), CLAIM_LEVEL, judge=judge, bootstrap=50)
     manifest = first.manifest["claims"]
     assert manifest["requests"] > 0

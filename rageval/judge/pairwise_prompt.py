@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import InputError
 from rageval.judge.formats import ReplySchema
 from rageval.judge.parsing import conflict, reply_objects
-from rageval.judge.prompt_files import read_table, template_of
+from rageval.judge.prompt_files import PromptFile, read_table, template_of
 from rageval.judge.rubrics import builtin_prompts, file_hash
 from rageval.judge.slots import PLACEHOLDER, slot_block, slot_nonce
 
@@ -38,21 +38,8 @@ _NONE_GIVEN = "(none given)"
 _NOT_SHOWN = "(not shown: the two answers were written from different retrieved contexts)"
 
 
-@dataclass(frozen=True, slots=True)
-class PairwisePrompt:
-    """The pairwise prompt file, validated (the judge metric reads ``id``, ``version``,
-    ``hash``, ``short_hash`` and ``source`` as it does a rubric's)."""
-
-    id: str
-    version: str
-    description: str
-    template: str
-    source: str
-    hash: str
-
-    @property
-    def short_hash(self) -> str:
-        return self.hash[:12]
+#: The pairwise prompt file (its fields are those of every prompt file the judge reads).
+PairwisePrompt = PromptFile
 
 
 def load_pairwise_prompt(prompts_dir: str | os.PathLike[str] | None = None) -> PairwisePrompt:

@@ -5,17 +5,40 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rageval.core.errors import InputError
 from rageval.judge.slots import PLACEHOLDER
 
-__all__ = ["NOT_RUBRICS", "read_table", "template_of"]
+__all__ = ["NOT_RUBRICS", "PromptFile", "read_table", "template_of"]
 
 #: Prompt files that are not rubrics, in the built-in folder or in --prompts-dir: the pairwise
 #: prompt and the claim-level steps (rageval.judge.claims.steps.STEPS).
 NOT_RUBRICS = frozenset({"pairwise", "extract_claims", "check_claims", "nuggets_create",
                          "nuggets_importance", "nuggets_assign"})
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFile:
+    """A prompt file, validated: what signatures and the manifest name of it (``id``,
+    ``version``, ``hash``, ``short_hash``, ``source``) and what rendering uses."""
+
+    id: str
+    version: str
+    description: str
+    template: str
+    source: str
+    hash: str
+    builtin: bool = False
+
+    @property
+    def short_hash(self) -> str:
+        return self.hash[:12]
+
+    def info(self) -> dict[str, str]:
+        """What the manifest records of the prompt."""
+        return {"version": self.version, "sha256": self.hash, "source": self.source}
 
 
 def read_table(data: bytes, source: str, keys: Sequence[str]) -> dict[str, Any]:

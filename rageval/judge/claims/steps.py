@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.formats import ReplySchema
-from rageval.judge.prompt_files import read_table, template_of
+from rageval.judge.prompt_files import PromptFile, read_table, template_of
 from rageval.judge.rubrics import builtin_prompts, file_hash
 from rageval.judge.slots import PLACEHOLDER, slot, slot_block, slot_nonce
 
@@ -71,25 +71,8 @@ _KEYS = ("id", "version", "description", "template")
 _NONE_GIVEN = "(none given)"
 
 
-@dataclass(frozen=True, slots=True)
-class StepPrompt:
-    """One step's prompt file, validated."""
-
-    id: str
-    version: str
-    description: str
-    template: str
-    source: str
-    hash: str
-    builtin: bool
-
-    @property
-    def short_hash(self) -> str:
-        return self.hash[:12]
-
-    def info(self) -> dict[str, str]:
-        """What the manifest records of the prompt."""
-        return {"version": self.version, "sha256": self.hash, "source": self.source}
+#: A step's prompt file (the claim-level steps share the judge's prompt-file type).
+StepPrompt = PromptFile
 
 
 def load_step(step: str, prompts_dir: str | os.PathLike[str] | None = None) -> StepPrompt:
