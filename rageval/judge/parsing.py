@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rageval.judge.prompts import Rubric
 
-__all__ = ["ParsedReply", "conflict", "parse_reply", "reply_objects"]
+__all__ = ["ParsedReply", "conflict", "parse_reply", "reply_objects", "shown"]
 
 _INTEGER_STRING = re.compile(r"\s*[+-]?[0-9]{1,9}\s*")
 # Tolerant: control characters (a raw newline) inside strings are read as they are. Strict
@@ -49,7 +49,8 @@ class ParsedReply:
         return self.score is not None
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A value of a reply as an unscored reason quotes it (JSON, cut to a short length)."""
     text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else repr(value)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
@@ -86,17 +87,17 @@ def _score(value: Any, rubric: Rubric) -> tuple[int | None, str | None]:
     """The integer score a ``score`` value stands for, or an error reason."""
     low, high = rubric.scale_min, rubric.scale_max
     if isinstance(value, bool) or value is None:
-        return None, f"score is {_shown(value)}, not an integer"
+        return None, f"score is {shown(value)}, not an integer"
     if isinstance(value, int):
         score = value
     elif isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
-            return None, f"score {_shown(value)} is not an integer"
+            return None, f"score {shown(value)} is not an integer"
         score = int(value)
     elif isinstance(value, str) and _INTEGER_STRING.fullmatch(value):
         score = int(value)
     else:
-        return None, f"score {_shown(value)} is not an integer"
+        return None, f"score {shown(value)} is not an integer"
     if not low <= score <= high:
         return None, f"score {score} is outside the rubric's scale {low}-{high}"
     return score, None
@@ -133,8 +134,8 @@ def reply_objects(text: str | None, key: str) -> list[dict[str, Any]] | str:
 
 def conflict(key: str, first: Any, later: Any) -> str:
     """The reason a reply with two disagreeing verdicts is unscored."""
-    return (f"the reply holds conflicting verdicts: {key} {_shown(first)} first, then "
-            f"{_shown(later)} (a verdict quoted from the judged text?)")
+    return (f"the reply holds conflicting verdicts: {key} {shown(first)} first, then "
+            f"{shown(later)} (a verdict quoted from the judged text?)")
 
 
 def parse_reply(text: str | None, rubric: Rubric) -> ParsedReply:

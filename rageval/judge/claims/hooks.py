@@ -46,6 +46,8 @@ class ClaimLevel(Protocol):
 
     def used_steps(self) -> tuple[str, ...]: ...
 
+    def reads_judgments(self) -> bool: ...
+
     def ready(self) -> None: ...
 
     def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]: ...
@@ -57,15 +59,17 @@ def run_stats(run: Batch) -> RunStats:
     return stats
 
 
-def analysis(run: Batch, records: Sequence[Record], metrics: Sequence[ClaimLevel],
+def analysis(run: Batch | None, records: Sequence[Record], metrics: Sequence[ClaimLevel],
              dry: Asker | None = None) -> list[dict[str, Any]]:
     """The per-record analysis of ``metrics`` (all of one kind and configuration) over
     ``records``, built once per run with the union of what they read and kept in ``run``'s
-    cache; a dry run (given its asker) is built afresh and not kept."""
+    cache; a dry run (given its asker, and no run) is built afresh and not kept."""
     first = metrics[0]
     wants: frozenset[str] = frozenset().union(*(m.wants() for m in metrics))
     if dry is not None:
         return first.analyse(dry, wants)
+    if run is None:
+        raise ValueError("an analysis that asks the judge is kept in its run: give the run")
     store: dict[Any, tuple[frozenset[str], list[dict[str, Any]]]] = run.cached(
         ("claims", "analyses"), dict)
     key = (first.kind, first.config(), first.judge, id(records))
@@ -89,7 +93,7 @@ def _verify(records: Sequence[Record], groups: list[list[ClaimLevel]]) -> None:
     stand_in.check()
     dry = Asker(stand_in, records, RunStats(), dry=True)
     for group in groups:
-        analysis(_UNCACHED, records, group, dry=dry)
+        analysis(None, records, group, dry=dry)
     if not dry.asked:
         return  # every claim and verdict comes with the records: no judge needed
     judge.check()
@@ -132,10 +136,12 @@ class ClaimHooks(RunHooks):
 
     def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
         groups = _groups(metrics)
-        # Again: a judgments provider may have filled in judgments since the checks (nuggets
-        # made from the contexts judged relevant), and what the run needs is known only now.
-        # A dry run reads the cache and asks nothing.
-        _verify(run.records, groups)
+        # A judgments provider may have filled in judgments since the checks: what the
+        # analyses that read them (nuggets from the contexts judged relevant) need is known
+        # only now. A dry run reads the cache and asks nothing.
+        reading = [group for group in groups if group[0].reads_judgments()]
+        if reading:
+            _verify(run.records, reading)
         for group in groups:
             analysis(run, run.records, group)
 
@@ -172,9 +178,4 @@ def _replies_per_record(run: Batch) -> dict[str, float] | None:
     return {"mean": round(sum(per_record) / len(per_record), 3), "max": max(per_record)}
 
 
-class _NoRun:
-    """Stands in for the run in a dry analysis (which keeps nothing)."""
-
-
-_UNCACHED: Any = _NoRun()
 CLAIM_HOOKS = ClaimHooks()

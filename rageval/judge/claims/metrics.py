@@ -15,6 +15,7 @@ came from (``from``: ``judge``, ``record``, or both).
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,9 +26,8 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, Param, ScoreOptions
 from rageval.core.names import MetricName
 from rageval.core.signature import Field, Signature
-from rageval.judge.claims import claim_pipeline, nugget_pipeline
+from rageval.judge.claims import citation_pipeline, claim_pipeline, nugget_pipeline
 from rageval.judge.claims.asking import Asker
-from rageval.judge.claims.citation_pipeline import analyse_citations
 from rageval.judge.claims.citation_scores import CITATION_METRICS, citation_score
 from rageval.judge.claims.claim_scores import CLAIM_METRICS, PIECES, claim_score
 from rageval.judge.claims.hooks import CLAIM_HOOKS, analysis
@@ -71,9 +71,9 @@ class ClaimLevelMetric(Metric):
 
     # -- what subclasses say ----------------------------------------------------------------
 
+    @abstractmethod
     def fields_needed(self, target: str) -> set[str]:
         """The record fields the metric reads (the orchestrator checks some record has each)."""
-        raise NotImplementedError
 
     def config(self) -> tuple[Any, ...]:
         """What the kind's analysis depends on besides the judge (its parameters)."""
@@ -83,11 +83,18 @@ class ClaimLevelMetric(Metric):
         """The parts of the analysis this metric reads (the run builds their union)."""
         return frozenset()
 
+    @abstractmethod
     def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        """The kind's per-record analysis of the run, with the parts in ``wants``."""
 
+    @abstractmethod
     def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
-        raise NotImplementedError
+        """The value (NaN when unscored) and the reason, from one record's details alone."""
+
+    def reads_judgments(self) -> bool:
+        """Whether the analysis depends on the records' judgments (which a judgments
+        provider may fill in after the run's checks)."""
+        return False
 
     # -- the metric -------------------------------------------------------------------------
 
@@ -162,9 +169,13 @@ class ClaimLevelMetric(Metric):
 
     def _analysis(self, batch: Batch) -> Callable[[Record], dict[str, Any]]:
         run = batch.run
-        records = run.records if any(r is batch.records[0] for r in run.records) else batch.records
+        records = run.records
+        position = run.cached(("claims", "positions", id(records)),
+                              lambda: {id(record): i for i, record in enumerate(records)})
+        if id(batch.records[0]) not in position:  # a batch scored apart from its run
+            records = batch.records
+            position = {id(record): i for i, record in enumerate(records)}
         details = analysis(run, records, [self])
-        position = {id(record): i for i, record in enumerate(records)}
         return lambda record: details[position[id(record)]]
 
 
@@ -208,6 +219,9 @@ class NuggetsMetric(ClaimLevelMetric):
     def fields_needed(self, target: str) -> set[str]:
         return {"answer"}
 
+    def reads_judgments(self) -> bool:
+        return self.values["source"] == "contexts"
+
     def used_steps(self) -> tuple[str, ...]:
         if self.target.startswith("vital"):
             return self.steps
@@ -230,7 +244,7 @@ class CitationsMetric(ClaimLevelMetric):
     kind = "citations"
     targets = CITATION_METRICS
     steps = ("check_claims",)
-    chunk = 10
+    chunk = citation_pipeline.CHUNK
     params = (Param("max_citations", int, 3, "citations read per statement (ALCE's "
                     "at_most_citations)", minimum=1),)
     summary = ("ALCE citation support: citations:recall (statements their citations entail), "
@@ -243,7 +257,8 @@ class CitationsMetric(ClaimLevelMetric):
         return frozenset({"precision"} if self.target == "precision" else ())
 
     def analyse(self, asker: Asker, wants: frozenset[str]) -> list[dict[str, Any]]:
-        return analyse_citations(asker, self.values["max_citations"], "precision" in wants)
+        return citation_pipeline.analyse_citations(asker, self.values["max_citations"],
+                                                   "precision" in wants)
 
     def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
         return citation_score(details, self.target)

@@ -13,10 +13,9 @@ with spaces and dashes as underscores, and a few unambiguous spellings (``entail
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from rageval.judge.parsing import conflict, reply_objects
+from rageval.judge.parsing import conflict, reply_objects, shown
 
 __all__ = ["parse_labels", "parse_texts"]
 
@@ -27,7 +26,6 @@ _SYNONYMS = {
     "no_support": "not_support", "not_supported": "not_support", "unsupported": "not_support",
     "supported": "support",
 }
-_SHOWN = 60
 
 
 def parse_texts(text: str | None, key: str) -> list[str] | str:
@@ -48,11 +46,11 @@ def _texts(obj: dict[str, Any], key: str) -> list[str] | str:
         return f"the reply's JSON object has no {key!r}"
     value = obj[key]
     if not isinstance(value, list):
-        return f"{key!r} is {_shown(value)}, not a list"
+        return f"{key!r} is {shown(value)}, not a list"
     out = []
     for n, item in enumerate(value, 1):
         if not isinstance(item, str):
-            return f"{key!r} item {n} is {_shown(item)}, not a text"
+            return f"{key!r} item {n} is {shown(item)}, not a text"
         if item.strip():
             out.append(item.strip())
     return out
@@ -82,7 +80,7 @@ def _labels(obj: dict[str, Any], key: str, count: int,
     elif isinstance(value, dict):
         items = {str(k).strip(): item for k, item in value.items()}
     else:
-        return f"{key!r} is {_shown(value)}, not an object of labels"
+        return f"{key!r} is {shown(value)}, not an object of labels"
     wanted = [str(n) for n in range(1, count + 1)]
     missing = [n for n in wanted if n not in items]
     if missing:
@@ -94,7 +92,7 @@ def _labels(obj: dict[str, Any], key: str, count: int,
     for n in wanted:
         label = _label(items[n], labels)
         if label is None:
-            return (f"{key!r} item {n} is {_shown(items[n])}, not one of "
+            return (f"{key!r} item {n} is {shown(items[n])}, not one of "
                     f"{', '.join(labels)}")
         out.append(label)
     return out
@@ -106,11 +104,3 @@ def _label(value: Any, labels: tuple[str, ...]) -> str | None:
     word = "_".join(value.strip().lower().replace("-", " ").split())
     word = _SYNONYMS.get(word, word)
     return word if word in labels else None
-
-
-def _shown(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
