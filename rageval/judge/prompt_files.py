@@ -11,7 +11,10 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.judge.slots import PLACEHOLDER
 
-__all__ = ["NOT_RUBRICS", "PromptFile", "read_table", "template_of"]
+__all__ = ["NOT_RUBRICS", "SHORT_HASH", "PromptFile", "read_table", "template_of"]
+
+#: Hex digits of a prompt file's SHA-256 shown in signatures.
+SHORT_HASH = 12
 
 #: Prompt files that are not rubrics, in the built-in folder or in --prompts-dir: the pairwise
 #: prompt and the claim-level steps (rageval.judge.claims.steps.STEPS).
@@ -34,11 +37,8 @@ class PromptFile:
 
     @property
     def short_hash(self) -> str:
-        return self.hash[:12]
-
-    def info(self) -> dict[str, str]:
-        """What the manifest records of the prompt."""
-        return {"version": self.version, "sha256": self.hash, "source": self.source}
+        """The first digits of :attr:`hash`, for signatures (as a rubric's)."""
+        return self.hash[:SHORT_HASH]
 
 
 def read_table(data: bytes, source: str, keys: Sequence[str]) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.prompt_files import NOT_RUBRICS
+from rageval.judge.prompt_files import NOT_RUBRICS, SHORT_HASH, PromptFile
 from rageval.judge.slots import PLACEHOLDER
 
 __all__ = [
@@ -65,7 +65,6 @@ INPUTS: tuple[str, ...] = ("query", "contexts", "context", "answer", "reference"
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _KEYS = ("id", "version", "description", "inputs", "template", "scale", "anchors")
 _MAX_SCALE_POINTS = 11  # e.g. 0-10
-_SHORT_HASH = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +92,7 @@ class Rubric:
     @property
     def short_hash(self) -> str:
         """The first 12 hex digits of :attr:`hash`, for signatures."""
-        return self.hash[:_SHORT_HASH]
+        return self.hash[:SHORT_HASH]
 
     @property
     def scores(self) -> range:
@@ -347,6 +346,7 @@ def _validate(
     )
 
 
-def prompt_info(rubric: Rubric) -> dict[str, str]:
-    """What the manifest records of a rubric: its version, content hash and file."""
+def prompt_info(rubric: Rubric | PromptFile) -> dict[str, str]:
+    """What the manifest records of a rubric or prompt file: its version, content hash and
+    file."""
     return {"version": rubric.version, "hash": rubric.hash, "source": rubric.source}

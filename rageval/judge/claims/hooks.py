@@ -23,6 +23,7 @@ from rageval.judge.claims.steps import RENDER_VERSION
 from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
 from rageval.judge.options import JudgeOptions
 from rageval.judge.replies import RunStats, Unit
+from rageval.judge.rubrics import prompt_info
 from rageval.judge.run import check_cached, judge_section
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class ClaimHooks(RunHooks):
         asker = Asker(judge, run.records, stats)
         steps = dict.fromkeys(step for group in groups for metric in group
                               for step in metric.used_steps())
-        prompts = {step: asker.prompt(step).info() for step in steps}
+        prompts = {step: prompt_info(asker.prompt(step)) for step in steps}
         section = judge_section(judge, stats, prompts)
         section["render_version"] = RENDER_VERSION
         replies = _replies_per_record(run)
