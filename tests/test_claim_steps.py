@@ -265,3 +265,7 @@ def test_everything_supplied_signs_no_judge_and_no_prompt() -> None:
     assert results.records[0].scores["claims:precision"] == 1.0
     for field in ("judge:none", "extract_claims:none", "check_claims:none", "from:record"):
         assert field in signature, signature
+    # The manifest names step prompts with the keys it uses for rubrics.
+    recorded = results.manifest["claims"]["prompts"]["check_claims"]
+    assert recorded == {"version": "1", "hash": load_step("check_claims").hash,
+                        "source": load_step("check_claims").source}
