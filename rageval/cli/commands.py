@@ -4,63 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-)
-
 from rageval.api import evaluate
+from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.judge.catalog import claim_level_table, rubrics_table
-from rageval.orchestrator import ProgressHook
 from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
-    from rageval.judge.options import JudgeOptions, JudgeProgress
-
-
-@dataclass
-class _Hooks:
-    scoring: ProgressHook | None = None
-    judge: Callable[[JudgeProgress], object] | None = None
-
-
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[_Hooks]:
-    """A scoring bar (records) and, once the judge starts, a judge bar (requests, failures,
-    tokens) on stderr; transient, so the summary table is what stays on screen."""
-    if not enabled:
-        yield _Hooks()
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[extra]}"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
-        task = bar.add_task("scoring", total=None, extra="")
-        judge_task: list[TaskID] = []
-
-        def scoring(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        def judge(progress: JudgeProgress) -> None:
-            if not judge_task:
-                judge_task.append(bar.add_task("judge", total=None, extra=""))
-            extra = f"{progress.failed} failed · {progress.tokens:,} tokens"
-            bar.update(judge_task[0], completed=progress.done, total=progress.total, extra=extra)
-
-        yield _Hooks(scoring, judge)
+    from rageval.judge.options import JudgeOptions
 
 
 def _check_out_dir(path: str) -> None:
@@ -117,7 +74,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if args.out:
         _check_out_dir(args.out)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
-    with _progress_bars(bool(show)) as hooks:
+    with progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
             judge = replace(judge, progress=hooks.judge)
         results = evaluate(
