@@ -24,6 +24,7 @@ import numpy as np
 
 from rageval.compare.stats import bootstrap_ci
 from rageval.core.errors import UsageError
+from rageval.core.field_hints import field_hint
 from rageval.core.metric import (
     Batch,
     JudgmentsProvider,
@@ -163,9 +164,10 @@ def _check_inputs(records: list[Record], metrics: list[Metric], but: str | None 
     for metric in metrics:
         for needed in sorted(metric.needs - {but}):
             if not any(_FIELD_PRESENT[needed](r) for r in records):
-                hint = " (or give --qrels)" if needed == "judgments" else ""
-                if needed == "contexts":
-                    hint = " (every record's contexts list is empty)"
+                hint = field_hint(needed, {key for r in records for key in r.extra}) or {
+                    "judgments": " (or give --qrels)",
+                    "contexts": " (every record's contexts list is empty)",
+                }.get(needed, "")
                 raise UsageError(
                     f"metric {metric} needs '{needed}', and no record has it{hint}"
                 )

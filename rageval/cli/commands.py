@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,9 @@ from rageval.judge.catalog import claim_level_table, rubrics_table
 from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rageval.core.results import Results
     from rageval.judge.options import JudgeOptions
 
 
@@ -70,6 +74,9 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
 
 
 def run_score(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.metrics:
+        raise UsageError("no metrics requested: -m METRIC (e.g. -m ndcg@10), repeatable, or "
+                         "metrics = [...] in an evaluation file")
     judge = _judge_options(args)
     if args.out:
         _check_out_dir(args.out)
@@ -92,17 +99,28 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             format=args.format,
             max_line_bytes=args.max_line_bytes,
         )
+    if getattr(args, "eval_file", None) is not None:  # rageval run: the file it ran
+        results.manifest["eval_file"] = args.eval_file
     console = console_for(out)
-    print_summary(results, console, components=args.components)
+    print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
-        written = results.write(args.out)
-        console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}",
-                      markup=False)
+        _write_run(results, args.out, console)
     empty = results.scored_nothing()
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _write_run(results: Results, out_dir: str, console: Console) -> None:
+    """Write the run and say how to look at it."""
+    written = results.write(out_dir)
+    console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}",
+                  markup=False)
+    report = written / "report.html"
+    console.print(f"HTML report: rageval report {shlex.quote(str(written))} -o "
+                  f"{shlex.quote(str(report))}, then open {report} in a browser",
+                  markup=False, highlight=False)
 
 
 def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:

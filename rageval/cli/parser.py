@@ -1,6 +1,7 @@
 """The ``rageval`` command.
 
 Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.json and a table),
+``run`` (an evaluation file: the same run written down in TOML),
 ``metrics`` (the catalogue), ``compare`` (paired statistics between scored runs), ``agree``
 (agreement between judges, or with human labels), ``report`` (a self-contained HTML report),
 ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal rank fusion of TREC runs),
@@ -17,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from rageval.cli.score_options import DEFAULTS, add_score_options
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.version import __version__
-from rageval.judge.formats import MODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_score(sub)
+    _add_run(sub)
     metrics = sub.add_parser("metrics", help="list every metric with its parameters and "
                              "definition, and the judge rubrics")
     metrics.add_argument("--prompts-dir", metavar="DIR",
@@ -123,92 +125,20 @@ def _add_cache(sub: argparse._SubParsersAction) -> None:
 def _add_score(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="score records with metrics; write DIR/records.jsonl and "
                        "DIR/summary.json")
-    p.add_argument("records", help="records file (.jsonl, .json, .csv, .parquet)")
-    p.add_argument("-m", "--metric", dest="metrics", action="append", required=True,
-                   metavar="METRIC", help="metric name, repeatable: -m ndcg@10 -m 'p(rel=2)@5'")
-    p.add_argument("--qrels", help="TREC qrels file giving the records' judgments")
-    p.add_argument("--out", help="output directory for records.jsonl and summary.json")
-    p.add_argument("--format", choices=("jsonl", "json", "csv", "parquet"),
-                   help="records format (default: from the file extension)")
-    p.add_argument("--trec-convention", action="store_true",
-                   help="score queries without relevant judgments as 0, as trec_eval does, "
-                   "instead of leaving them unscored")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--bootstrap", type=int, default=1000,
-                   help="bootstrap resamples for the 95%% CI (default 1000)")
-    p.add_argument("--batch-size", type=int, default=1000, help="records per scoring batch")
-    p.add_argument("--max-line-bytes", type=int, default=None, metavar="N",
-                   help="refuse a records line longer than N bytes (default 64 MiB): reading "
-                   "one takes several times its size in memory")
-    p.add_argument("--embedding-cache", metavar="DIR|none",
-                   help="where BERTScore keeps token embeddings between runs (default: "
-                   "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or "
-                   "~/.cache/rageval/bertscore); none: keep none")
-    p.add_argument("--components", action="store_true",
-                   help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
-                   "not only headline values (the files always hold all of them)")
-    j = p.add_argument_group("judge (judge:<rubric> metrics, and claims:, nuggets:, citations:)")
-    j.add_argument("--judge-model", metavar="MODEL",
-                   help="judge model name (required for judge metrics, offline too: it is part "
-                   "of the cache key)")
-    j.add_argument("--judge-base-url", metavar="URL",
-                   help="OpenAI-compatible endpoint (default: OpenAI's)")
-    j.add_argument("--judge-api-key-env", metavar="VAR", default="OPENAI_API_KEY",
-                   help="environment variable holding the API key (default OPENAI_API_KEY)")
-    j.add_argument("--judge-concurrency", type=int, default=16, metavar="N",
-                   help="judge requests in flight at once (default 16)")
-    j.add_argument("--judge-rpm", type=float, default=None, metavar="N",
-                   help="at most N judge requests started per minute")
-    j.add_argument("--judge-response-format", choices=MODES, default="auto",
-                   help="how structured output is asked for: auto (default) steps down "
-                   "json_schema -> json_object -> text as the endpoint refuses them, once per "
-                   "endpoint and model; the others insist on one")
-    j.add_argument("--judge-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for one attempt of a judge request (default 120)")
-    j.add_argument("--judge-max-tokens", type=int, default=None, metavar="N",
-                   help="the longest reply asked for (default: the endpoint's; set it for "
-                   "small local models, which can write until their context is full)")
-    j.add_argument("--judge-max-retries", type=int, default=5, metavar="N",
-                   help="retries of a request after a passing fault: 429, 5xx, timeout, "
-                   "dropped connection (default 5)")
-    j.add_argument("--cache", metavar="PATH", default=None,
-                   help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
-    j.add_argument("--offline", action="store_true",
-                   help="replay judge replies from the cache only; never call the network")
-    j.add_argument("--allow-missing", action="store_true",
-                   help="with --offline: leave records the cache lacks unscored instead of "
-                   "failing")
-    j.add_argument("--refresh", action="store_true",
-                   help="ask the judge again even when a reply is cached (and store the new one)")
-    j.add_argument("--prompts-dir", metavar="DIR",
-                   help="directory of rubric .toml files, looked up by name before the "
-                   "built-ins (also pairwise.toml and the claim-level steps, "
-                   "e.g. check_claims.toml)")
-    j.add_argument("--judge-temperature", type=float, default=0.0, metavar="T",
-                   help="sampling temperature (default 0)")
-    j.add_argument("--judge-seed", type=int, default=None, metavar="N",
-                   help="seed sent with each request (sample i gets N+i)")
-    j.add_argument("--judge-samples", type=int, default=1, metavar="N",
-                   help="replies per item: the value is their mean, the spread goes in the "
-                   "details (use a temperature above 0)")
-    j.add_argument("--judge-logprobs", action="store_true",
-                   help="score by the expected value of the score token's top "
-                   "log-probabilities (G-Eval); an endpoint that returns none is an error")
-    j.add_argument("--judge-price-in", type=float, default=None, metavar="USD",
-                   help="price per million prompt tokens, for the cost in the manifest")
-    j.add_argument("--judge-price-out", type=float, default=None, metavar="USD",
-                   help="price per million completion tokens, for the cost in the manifest")
-    j.add_argument("--judge-against", metavar="FILE",
-                   help="judge:pairwise: the other system's records (paired by id), whose "
-                   "answers this run's answers are compared with")
-    j.add_argument("--judgments-from", choices=("judge",), default=None,
-                   help="judge: grade the contexts of records without judgments "
-                   "(context_relevance, 0-3) and use the grades as their judgments")
-    bar = p.add_mutually_exclusive_group()
-    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
-                     help="always show a progress bar")
-    bar.add_argument("--no-progress", dest="progress", action="store_false",
-                     help="never show a progress bar (default: on a terminal)")
+    p.add_argument("records", nargs="?", default=None,
+                   help="records file (.jsonl, .json, .csv, .parquet, .arrow); none with --run")
+    add_score_options(p)
+    p.set_defaults(**DEFAULTS)
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    # Options left out stay out of the namespace, so that only those given override the file.
+    p = sub.add_parser("run", argument_default=argparse.SUPPRESS,
+                       help="run an evaluation file (TOML): inputs, metrics, judge, output "
+                       "and gate written down once; any score option given overrides the file")
+    p.add_argument("eval_file", metavar="EVAL.toml", help="the evaluation file")
+    p.add_argument("--records", help="score this records file instead of the file's")
+    add_score_options(p)
 
 
 def _add_local_judge(sub: argparse._SubParsersAction) -> None:
@@ -264,6 +194,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.commands import run_score
 
         return run_score(args, out)
+    if args.command == "run":
+        from rageval.cli.eval_command import run_eval_file
+
+        return run_eval_file(args, out)
     if args.command == "metrics":
         from rageval.cli.commands import run_metrics_list
 

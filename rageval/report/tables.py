@@ -17,25 +17,39 @@ def _fmt(value: float | None) -> str:
 
 
 def summary_table(results: Results, *, components: bool = False) -> Table:
-    """The summary: value, 95% CI, scored and unscored counts, and each value's signature.
+    """The summary: value, 95% CI, scored and unscored counts; values first, so that a row fits
+    on one line (the signatures follow once, below: :func:`signatures_table`).
 
-    The table shows the short form of the signature (summary.json holds the long form) and,
-    unless ``components`` is set, only each metric's headline values.
+    Unless ``components`` is set, only each metric's headline values are shown.
     """
     table = Table(title=f"rageval summary ({len(results.records)} records)", title_justify="left")
-    table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table.add_column("metric", style="bold", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
     table.add_column("n", justify="right")
     table.add_column("unscored", justify="right")
-    table.add_column("signature", overflow="fold")
     for name, item in results.summary.items():
         if not (item.in_table or components):
             continue
         ci = "—" if item.ci95 is None else f"[{_fmt(item.ci95[0])}, {_fmt(item.ci95[1])}]"
         label = name + (" (corpus)" if item.aggregate == "corpus" else "")
-        signature = item.short_signature or item.signature
-        table.add_row(label, _fmt(item.value), ci, str(item.n), str(item.unscored), signature)
+        table.add_row(label, _fmt(item.value), ci, str(item.n), str(item.unscored))
+    return table
+
+
+def signatures_table(results: Results) -> Table:
+    """Each configuration's signature once, in its short form (``m:ndcg|k:3|...``; the README
+    explains the keys, summary.json holds the long form): components of one metric share
+    their metric's signature and are not repeated."""
+    table = Table(title="signatures (short form)", title_justify="left")
+    table.add_column("metric", style="bold", no_wrap=True)
+    table.add_column("signature", overflow="fold")
+    seen: set[str] = set()
+    for name, item in results.summary.items():
+        if item.signature in seen:
+            continue
+        seen.add(item.signature)
+        table.add_row(name, item.short_signature or item.signature)
     return table
 
 
@@ -78,7 +92,16 @@ def _params_text(cls: type[Metric]) -> str:
     return "\n".join(parts)
 
 
-def print_summary(results: Results, console: Console, *, components: bool = False) -> None:
+def print_summary(results: Results, console: Console, *, components: bool = False,
+                  signatures: bool = False) -> None:
+    """The summary table, the reasons for unscored values, and the signatures (their table
+    with ``signatures``, else one line saying where they are)."""
     console.print(summary_table(results, components=components))
     for line in unscored_lines(results):
         console.print(line, style="yellow", markup=False, highlight=False)
+    if signatures:
+        console.print(signatures_table(results))
+    else:
+        console.print("each value has a signature (the configuration that produced it): "
+                      "--signatures shows them, summary.json holds them in full", style="dim",
+                      markup=False, highlight=False)

@@ -1,0 +1,59 @@
+"""``rageval run EVAL.toml``: the scoring run an evaluation file writes down, with any option of
+``rageval score`` given on the command line overriding the file's field."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from rageval.config import read_eval_file
+from rageval.core.errors import MissingDependencyError
+
+# Options that name where the records come from: one given on the command line replaces all of
+# the file's (a --records override must not be joined with the file's run, or the reverse).
+_SOURCES = ("records", "run", "beir", "queries", "corpus")
+
+
+def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
+    from rageval.cli.commands import run_score
+    from rageval.cli.parser import build_parser
+
+    given = {k: v for k, v in vars(args).items() if k not in ("command", "eval_file")}
+    loaded = read_eval_file(args.eval_file)
+    from_file = dict(loaded.options)
+    if any(key in given for key in ("records", "run", "beir")):
+        for key in _SOURCES:
+            from_file.pop(key, None)
+    optional = from_file.pop("optional_metrics", [])
+    if "metrics" in given:  # metrics named on the command line are the whole list
+        optional = []
+    settings = vars(build_parser().parse_args(["score"]))  # every option at its default
+    settings.update(from_file)
+    settings.update(given)
+    settings["metrics"] = [*(settings.get("metrics") or []), *_installed(optional)]
+    settings["eval_file"] = _file_entry(loaded.path)
+    return run_score(argparse.Namespace(**settings), out)
+
+
+def _installed(names: list[str]) -> list[str]:
+    """The optional metrics whose dependencies are installed; a note on stderr for the others."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
+
+    kept = []
+    for name in names:
+        try:
+            create(name, ScoreOptions())
+        except MissingDependencyError as missing:
+            print(f"rageval: note: optional metric {name} skipped: {missing}", file=sys.stderr)
+            continue
+        kept.append(name)
+    return kept
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    """What the manifest records of the evaluation file: where it was and what it held."""
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

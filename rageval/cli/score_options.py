@@ -1,0 +1,168 @@
+"""The options of a scoring run, shared by ``rageval score`` and ``rageval run``.
+
+``score`` takes them with their defaults. ``run`` reads an evaluation file and takes the same
+options as overrides: its parser leaves out every option not given (``argparse.SUPPRESS``), so
+:func:`merged` can lay the flags given over the file's fields over :data:`DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rageval.judge.formats import MODES
+
+# Every option whose default is not None/False (argparse's own) is listed here, not in
+# add_argument, so that `run` can tell a flag given from a default.
+DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "bootstrap": 1000,
+    "batch_size": 1000,
+    "judge_api_key_env": "OPENAI_API_KEY",
+    "judge_concurrency": 16,
+    "judge_response_format": "auto",
+    "judge_timeout": 120.0,
+    "judge_max_retries": 5,
+    "judge_temperature": 0.0,
+    "judge_samples": 1,
+    "input_format": "records",
+    "split": "test",
+    "gate_on": "mean",
+}
+
+
+def add_score_options(p: argparse.ArgumentParser) -> None:
+    """Every option of a scoring run (the records file itself is the caller's)."""
+    p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
+                   help="metric name, repeatable: -m ndcg@10 -m 'p(rel=2)@5'")
+    p.add_argument("--qrels", help="TREC qrels file giving the records' judgments")
+    p.add_argument("--out", help="output directory for records.jsonl and summary.json")
+    p.add_argument("--format", choices=("jsonl", "json", "csv", "parquet", "arrow"),
+                   help="records format (default: from the file extension)")
+    p.add_argument("--trec-convention", action="store_true",
+                   help="score queries without relevant judgments as 0, as trec_eval does, "
+                   "instead of leaving them unscored")
+    p.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
+    p.add_argument("--bootstrap", type=int, help="bootstrap resamples for the 95%% CI "
+                   "(default 1000)")
+    p.add_argument("--batch-size", type=int, help="records per scoring batch (default 1000)")
+    p.add_argument("--max-line-bytes", type=int, metavar="N",
+                   help="refuse a records line longer than N bytes (default 64 MiB): reading "
+                   "one takes several times its size in memory")
+    p.add_argument("--embedding-cache", metavar="DIR|none",
+                   help="where BERTScore keeps token embeddings between runs (default: "
+                   "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or "
+                   "~/.cache/rageval/bertscore); none: keep none")
+    p.add_argument("--components", action="store_true",
+                   help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
+                   "not only headline values (the files always hold all of them)")
+    p.add_argument("--signatures", action="store_true",
+                   help="show each value's full signature under the table (default: the short "
+                   "form, once per configuration)")
+    _input_options(p)
+    _judge_options(p)
+    _gate_options(p)
+    bar = p.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
+                     help="always show progress bars")
+    bar.add_argument("--no-progress", dest="progress", action="store_false",
+                     help="never show progress bars (default: on a terminal)")
+
+
+def _input_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("inputs in other formats (see docs/inputs.md)")
+    g.add_argument("--input-format", choices=("records", "ragas", "trec-rag"),
+                   help="how the records file's columns are read: records (rageval's, the "
+                   "default), ragas (question/contexts/answer/ground_truth columns, "
+                   "HF datasets style), trec-rag (a TREC RAG 2024 generation run)")
+    g.add_argument("--map", dest="field_map", action="append", metavar="FIELD=COLUMN",
+                   help="read rageval's FIELD from the file's COLUMN, repeatable: "
+                   "--map query=question")
+    g.add_argument("--run", help="a TREC run file: one record per query, its documents as "
+                   "contexts (instead of a records file)")
+    g.add_argument("--queries", help="query texts for --run (BEIR queries.jsonl or "
+                   "id<TAB>text)")
+    g.add_argument("--corpus", help="document texts for --run (BEIR corpus.jsonl or "
+                   "id<TAB>text)")
+    g.add_argument("--beir", metavar="DIR", help="a BEIR dataset directory for --run: "
+                   "queries, corpus and qrels/<split>.tsv")
+    g.add_argument("--split", help="the BEIR qrels split (default test)")
+    g.add_argument("--depth", type=int, metavar="N", help="keep the top N documents per query "
+                   "of --run")
+
+
+def _judge_options(p: argparse.ArgumentParser) -> None:
+    j = p.add_argument_group("judge (judge:<rubric> metrics, and claims:, nuggets:, citations:)")
+    j.add_argument("--judge-model", metavar="MODEL",
+                   help="judge model name (required for judge metrics, offline too: it is part "
+                   "of the cache key)")
+    j.add_argument("--judge-base-url", metavar="URL",
+                   help="OpenAI-compatible endpoint (default: OpenAI's)")
+    j.add_argument("--judge-api-key-env", metavar="VAR",
+                   help="environment variable holding the API key (default OPENAI_API_KEY)")
+    j.add_argument("--judge-concurrency", type=int, metavar="N",
+                   help="judge requests in flight at once (default 16)")
+    j.add_argument("--judge-rpm", type=float, metavar="N",
+                   help="at most N judge requests started per minute")
+    j.add_argument("--judge-response-format", choices=MODES,
+                   help="how structured output is asked for: auto (default) steps down "
+                   "json_schema -> json_object -> text as the endpoint refuses them, once per "
+                   "endpoint and model; the others insist on one")
+    j.add_argument("--judge-timeout", type=float, metavar="SECONDS",
+                   help="seconds to wait for one attempt of a judge request (default 120)")
+    j.add_argument("--judge-max-tokens", type=int, metavar="N",
+                   help="the longest reply asked for (default: the endpoint's; set it for "
+                   "small local models, which can write until their context is full)")
+    j.add_argument("--judge-max-retries", type=int, metavar="N",
+                   help="retries of a request after a passing fault: 429, 5xx, timeout, "
+                   "dropped connection (default 5)")
+    j.add_argument("--cache", metavar="PATH",
+                   help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
+    j.add_argument("--offline", action="store_true",
+                   help="replay judge replies from the cache only; never call the network")
+    j.add_argument("--allow-missing", action="store_true",
+                   help="with --offline: leave records the cache lacks unscored instead of "
+                   "failing")
+    j.add_argument("--refresh", action="store_true",
+                   help="ask the judge again even when a reply is cached (and store the new one)")
+    j.add_argument("--prompts-dir", metavar="DIR",
+                   help="directory of rubric .toml files, looked up by name before the "
+                   "built-ins (also pairwise.toml and the claim-level steps, "
+                   "e.g. check_claims.toml)")
+    j.add_argument("--judge-temperature", type=float, metavar="T",
+                   help="sampling temperature (default 0)")
+    j.add_argument("--judge-seed", type=int, metavar="N",
+                   help="seed sent with each request (sample i gets N+i)")
+    j.add_argument("--judge-samples", type=int, metavar="N",
+                   help="replies per item: the value is their mean, the spread goes in the "
+                   "details (use a temperature above 0)")
+    j.add_argument("--judge-logprobs", action="store_true",
+                   help="score by the expected value of the score token's top "
+                   "log-probabilities (G-Eval); an endpoint that returns none is an error")
+    j.add_argument("--judge-price-in", type=float, metavar="USD",
+                   help="price per million prompt tokens, for the cost in the manifest")
+    j.add_argument("--judge-price-out", type=float, metavar="USD",
+                   help="price per million completion tokens, for the cost in the manifest")
+    j.add_argument("--judge-against", metavar="FILE",
+                   help="judge:pairwise: the other system's records (paired by id), whose "
+                   "answers this run's answers are compared with")
+    j.add_argument("--judgments-from", choices=("judge",),
+                   help="judge: grade the contexts of records without judgments "
+                   "(context_relevance, 0-3) and use the grades as their judgments")
+
+
+def _gate_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("gate (exit status 3 when a check fails; see docs/gate.md)")
+    g.add_argument("--fail-under", action="append", metavar="METRIC=VALUE",
+                   help="fail when METRIC is under VALUE, repeatable: --fail-under ndcg@10=0.45")
+    g.add_argument("--fail-over", action="append", metavar="METRIC=VALUE",
+                   help="fail when METRIC is over VALUE (hallucination rates, cost_usd, "
+                   "tokens), repeatable")
+    g.add_argument("--gate-on", choices=("mean", "ci"),
+                   help="compare the thresholds with the value (mean, the default) or with "
+                   "the 95%% CI bound on the failing side (ci)")
+    g.add_argument("--baseline", metavar="DIR",
+                   help="a run directory to compare with: fail when a metric drops by more "
+                   "than --max-drop and the paired randomization test says the drop is real")
+    g.add_argument("--max-drop", type=float, metavar="X",
+                   help="largest drop allowed against --baseline (default 0)")
