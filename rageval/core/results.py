@@ -170,14 +170,36 @@ class Results:
             lines.append(f"{name} scored none of the {total} records: {count} x {reason}{more}")
         return lines
 
-    def records_frame(self, backend: str = "polars") -> Any:
+    def records_frame(self, backend: str = "polars", *, details: bool = False) -> Any:
         """Per-record scores as a DataFrame: ``id`` then one float column per output name
-        (null/NaN where unscored). ``backend`` is ``"polars"`` or ``"pandas"``."""
+        (null/NaN where unscored). ``backend`` is ``"polars"`` or ``"pandas"``.
+
+        ``details=True`` adds two columns: ``errors`` (each unscored value's reason, by output
+        name) and ``details`` (what the metrics recorded: judge reasoning, claims, ...). With
+        pandas they hold dicts; with polars JSON text (``pl.col("details").str.json_decode()``
+        turns it into structs), since records' details differ in shape.
+        """
         names = list(dict.fromkeys(n for r in self.records for n in r.scores))
         columns: dict[str, list[Any]] = {"id": [r.id for r in self.records]}
         for name in names:
             columns[name] = [_none_if_nan(r.scores.get(name)) for r in self.records]
+        if details:
+            as_text = backend == "polars"
+            for key in ("errors", "details"):
+                values = [getattr(r, key) for r in self.records]
+                columns[key] = ([json.dumps(v, ensure_ascii=False) for v in values] if as_text
+                                else values)
         return _frame(columns, backend)
+
+    def to_pandas(self, *, details: bool = False) -> Any:
+        """One row per record, one column per metric output (NaN where unscored): the pandas
+        form of :meth:`records_frame` (``pip install 'rageval[pandas]'``)."""
+        return self.records_frame("pandas", details=details)
+
+    def to_polars(self, *, details: bool = False) -> Any:
+        """One row per record, one column per metric output (null where unscored): the polars
+        form of :meth:`records_frame`."""
+        return self.records_frame("polars", details=details)
 
     def summary_frame(self, backend: str = "polars") -> Any:
         """The summary as a DataFrame: one row per output name with value, n, unscored,
@@ -235,7 +257,7 @@ def _frame(columns: dict[str, list[Any]], backend: str) -> Any:
     if backend == "polars":
         import polars as pl
 
-        text = {"id", "metric", "aggregate", "signature"}
+        text = {"id", "metric", "aggregate", "signature", "errors", "details"}
         schema = {k: pl.String if k in text else (pl.Int64 if k in ("n", "unscored")
                                                  else pl.Float64) for k in columns}
         return pl.DataFrame(columns, schema=schema)
