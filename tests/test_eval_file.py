@@ -34,8 +34,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_schema_choices_match_the_code() -> None:
-    from rageval.cli.score_options import DEFAULTS
     from rageval.cli.parser import build_parser
+    from rageval.cli.score_options import DEFAULTS
     from rageval.judge.formats import MODES
 
     assert RESPONSE_FORMATS == MODES

@@ -19,7 +19,7 @@ _SOURCES = ("records", "run", "beir", "queries", "corpus")
 
 def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.cli.commands import run_score
-    from rageval.cli.parser import build_parser
+    from rageval.cli.score_options import score_defaults
 
     given = {k: v for k, v in vars(args).items() if k not in ("command", "eval_file")}
     loaded = read_eval_file(args.eval_file)
@@ -30,7 +30,7 @@ def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     optional = from_file.pop("optional_metrics", [])
     if "metrics" in given:  # metrics named on the command line are the whole list
         optional = []
-    settings = vars(build_parser().parse_args(["score"]))  # every option at its default
+    settings = {"records": None, **score_defaults()}
     settings.update(from_file)
     settings.update(given)
     settings["metrics"] = [*(settings.get("metrics") or []), *_installed(optional)]

@@ -31,6 +31,14 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def score_defaults() -> dict[str, Any]:
+    """Every option of a scoring run at its default (what ``rageval score`` starts from)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_score_options(parser)
+    parser.set_defaults(**DEFAULTS)
+    return vars(parser.parse_args([]))
+
+
 def add_score_options(p: argparse.ArgumentParser) -> None:
     """Every option of a scoring run (the records file itself is the caller's)."""
     p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
