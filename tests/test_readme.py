@@ -20,7 +20,7 @@ def _readme_commands() -> list[str]:
 
 def test_readme_opens_with_demo_and_test_commands() -> None:
     demo, tests = _readme_commands()[:2]
-    assert demo.startswith("pip install . && rageval score fixtures/demo/")
+    assert demo == "pip install . && rageval run fixtures/demo/eval.toml"
     assert "pytest" in tests
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert tests in ci  # CI runs the README's test command verbatim
@@ -29,15 +29,15 @@ def test_readme_opens_with_demo_and_test_commands() -> None:
 def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
     demo = _readme_commands()[0]
     argv = shlex.split(demo.split("&&", 1)[1])
-    assert argv[0] == "rageval"
+    assert argv[:2] == ["rageval", "run"]
     monkeypatch.chdir(ROOT)
-    out_index = argv.index("--out")
-    argv[out_index + 1] = str(tmp_path / "demo")
     out = io.StringIO()
-    assert main([*argv[1:], "--no-progress"], stdout=out) == 0
+    assert main([*argv[1:], "--out", str(tmp_path / "demo"), "--no-progress"], stdout=out) == 0
     assert "rageval summary" in out.getvalue()
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert "ndcg@3" in summary["metrics"] and "bleu" in summary["metrics"]
+    # BERTScore is optional in the file; the test extra installs it, so it is scored here.
+    assert summary["metrics"]["bertscore"]["n"] == 8
     # The judge criteria are replayed from the shipped cache: all scored, nothing asked.
     judge = summary["manifest"]["judge"]
     assert judge["offline"] is True and judge["requests"] == 0 and judge["cache"]["misses"] == 0
@@ -51,7 +51,7 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
         assert summary["metrics"][name]["n"] > 0
         assert "|judge:smollm2-135m-instruct|" in summary["metrics"][name]["signature"]
     assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == [
-        "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside its cache
+        "eval.toml", "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside
 
 
 def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
