@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.progress import LoadProgress
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -48,6 +49,11 @@ _BOM = b"\xef\xbb\xbf"
 _JSON_WS = re.compile(r"[ \t\n\r]*")
 _PARQUET_SLICE_ROWS = 8192
 _CHUNK_BYTES = 1 << 16
+# Progress is told every so often, never per line, so that it costs nothing measurable (a
+# JSON array reports every 4096 items, a Parquet file every slice).
+_LINES_BETWEEN_LOOKS = 256
+_BYTES_BETWEEN_REPORTS = 1 << 20
+_ITEMS_BETWEEN_REPORTS = 4096
 
 PathLike = str | os.PathLike[str]
 
@@ -111,16 +117,24 @@ def _loads(text: str, source: str, line: int, field: str | None = None) -> Any:
         raise InputError(f"malformed JSON: {error}", path=source, line=line, field=field) from None
 
 
-def _binary_lines(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, bytes]]:
+def _binary_lines(path: PathLike, source: str, limit: int,
+                  progress: LoadProgress | None = None) -> Iterator[tuple[int, bytes]]:
     """Physical lines of a file as bytes (1-based numbers), without a leading BOM; a line
     longer than ``limit`` bytes (its newline not counted) is an error, found before more than
-    ``limit`` bytes of it are read."""
+    ``limit`` bytes of it are read. ``progress`` is told the bytes read of the file's size."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
     except OSError as error:
         raise file_error(error, source) from None
     with handle:
+        size = os.fstat(handle.fileno()).st_size
+        reported = 0
         for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
+            if progress is not None and not number % _LINES_BETWEEN_LOOKS:
+                position = handle.tell()
+                if position - reported >= _BYTES_BETWEEN_REPORTS:
+                    reported = position
+                    progress(position, max(size, position))
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
             if len(raw) > limit and not raw.endswith(b"\n"):
@@ -129,10 +143,14 @@ def _binary_lines(path: PathLike, source: str, limit: int) -> Iterator[tuple[int
                     "with --max-line-bytes, or max_line_bytes= in Python)",
                     path=source, line=number)
             yield number, raw
+        if progress is not None:
+            end = handle.tell()
+            progress(end, max(size, end))
 
 
-def _iter_jsonl(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
-    for number, raw in _binary_lines(path, source, limit):
+def _iter_jsonl(path: PathLike, source: str, limit: int,
+                progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
+    for number, raw in _binary_lines(path, source, limit, progress):
         if raw.isspace() or not raw:
             continue
         yield number, _loads(_decode(raw, source, number), source, number)
@@ -153,11 +171,12 @@ def _starts_with_bracket(path: PathLike, source: str) -> bool:
     return head.lstrip().startswith(b"[")
 
 
-def _iter_json(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+def _iter_json(path: PathLike, source: str, limit: int,
+               progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
     if _starts_with_bracket(path, source):
-        yield from _iter_json_array(path, source)  # read whole: a JSON array is one value
+        yield from _iter_json_array(path, source, progress)  # read whole: it is one value
     else:
-        yield from _iter_jsonl(path, source, limit)
+        yield from _iter_jsonl(path, source, limit, progress)
 
 
 def _read_text(path: PathLike, source: str) -> str:
@@ -192,12 +211,14 @@ def _skip_ws(text: str, position: int) -> int:
     return match.end() if match else position
 
 
-def _iter_json_array(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
-    """Elements of a JSON array file, each with the line where it starts."""
+def _iter_json_array(path: PathLike, source: str,
+                     progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
+    """Elements of a JSON array file, each with the line where it starts; ``progress`` is
+    told the characters parsed of the text's length."""
     text = _read_text(path, source)
     decoder = json.JSONDecoder()
     position = _skip_ws(text, _skip_ws(text, 0) + 1)  # just after the opening '['
-    line, counted = 1, 0
+    line, counted, items = 1, 0, 0
     if text.startswith("]", position):
         position += 1
     else:
@@ -211,6 +232,9 @@ def _iter_json_array(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
             except (ValueError, RecursionError) as error:
                 raise InputError(f"malformed JSON: {error}", path=source, line=line) from None
             yield line, item
+            items += 1
+            if progress is not None and not items % _ITEMS_BETWEEN_REPORTS:
+                progress(position, len(text))
             position = _skip_ws(text, position)
             if text.startswith(",", position):
                 position = _skip_ws(text, position + 1)
@@ -221,6 +245,8 @@ def _iter_json_array(path: PathLike, source: str) -> Iterator[tuple[int, Any]]:
                 raise _array_error(text, position, "expected ',' or ']'", source)
     if _skip_ws(text, position) != len(text):
         raise _array_error(text, position, "extra data after the array", source)
+    if progress is not None:
+        progress(len(text), len(text))
 
 
 def _parse_reference_cell(cell: str, source: str, line: int) -> Any:
@@ -277,15 +303,17 @@ def _csv_row(header: list[str], row: list[str], source: str, line: int) -> dict[
     return item
 
 
-def _decoded_lines(path: PathLike, source: str, limit: int) -> Iterator[str]:
-    for number, raw in _binary_lines(path, source, limit):
+def _decoded_lines(path: PathLike, source: str, limit: int,
+                   progress: LoadProgress | None = None) -> Iterator[str]:
+    for number, raw in _binary_lines(path, source, limit, progress):
         yield _decode(raw, source, number)
 
 
-def _iter_csv(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+def _iter_csv(path: PathLike, source: str, limit: int,
+              progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
     if csv.field_size_limit() < 2**30:
         csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
-    reader = csv.reader(_decoded_lines(path, source, limit))
+    reader = csv.reader(_decoded_lines(path, source, limit, progress))
     try:
         header = _csv_header(next(reader, None), source)
         if header is None:
@@ -328,7 +356,8 @@ def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     return item
 
 
-def _iter_parquet(path: PathLike, source: str, limit: int) -> Iterator[tuple[int, Any]]:
+def _iter_parquet(path: PathLike, source: str, limit: int,
+                  progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
     import polars as pl
 
     try:
@@ -346,12 +375,16 @@ def _iter_parquet(path: PathLike, source: str, limit: int) -> Iterator[tuple[int
         for row in chunk.to_dicts():
             line += 1
             yield line, _parquet_row(row, source, line)
+        if progress is not None:
+            progress(line, frame.height)  # rows: the file is decoded whole, then row by row
 
 
-#: The reader of each format: ``(path, source, max_line_bytes)`` -> ``(line, object)`` pairs.
+#: The reader of each format: ``(path, source, max_line_bytes, progress=None)`` ->
+#: ``(line, object)`` pairs (``progress``: a :data:`~rageval.core.progress.LoadProgress`).
 READERS = {
     "jsonl": _iter_jsonl,
     "json": _iter_json,
     "csv": _iter_csv,
     "parquet": _iter_parquet,
 }
+

@@ -68,6 +68,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.progress import LoadProgress
 from rageval.core.record_model import MAX_GRADE as MAX_GRADE  # public here before the split
 from rageval.core.record_model import (
     Context,
@@ -98,7 +99,8 @@ __all__ = [
 
 
 def iter_records(path: PathLike, *, format: str | None = None,
-                 max_line_bytes: int | None = None) -> Iterator[Record]:
+                 max_line_bytes: int | None = None,
+                 progress: LoadProgress | None = None) -> Iterator[Record]:
     """Stream the records of a file, validating each one as it is read.
 
     The format comes from the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``)
@@ -108,6 +110,11 @@ def iter_records(path: PathLike, *, format: str | None = None,
 
     A line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`) in a JSONL,
     CSV or line-delimited JSON file is an error; a JSON array file is read whole.
+
+    ``progress`` (a :data:`~rageval.core.progress.LoadProgress`), when given, is called now and
+    then (every megabyte or few thousand records, never per record) with how much of the file
+    has been read and its size: bytes of a JSONL or CSV file, characters of a JSON array, rows
+    of a Parquet file; the last call, once the file is read to its end, has both equal.
     """
     fmt = resolve_format(path, format)
     limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
@@ -121,7 +128,7 @@ def iter_records(path: PathLike, *, format: str | None = None,
     except OSError as error:
         raise file_error(error, source) from None
     unit = "row" if fmt == "parquet" else "line"
-    return validate_records(READERS[fmt](path, source, limit), source, unit)
+    return validate_records(READERS[fmt](path, source, limit, progress), source, unit)
 
 
 @contextlib.contextmanager
@@ -141,9 +148,12 @@ def _gc_paused() -> Iterator[None]:
 
 
 def load_records(path: PathLike, *, format: str | None = None,
-                 max_line_bytes: int | None = None) -> list[Record]:
-    """Load and validate every record of a file (see :func:`iter_records`)."""
-    records = iter_records(path, format=format, max_line_bytes=max_line_bytes)
+                 max_line_bytes: int | None = None,
+                 progress: LoadProgress | None = None) -> list[Record]:
+    """Load and validate every record of a file (see :func:`iter_records`, also for
+    ``progress``)."""
+    records = iter_records(path, format=format, max_line_bytes=max_line_bytes,
+                           progress=progress)
     with _gc_paused():
         return list(records)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +27,24 @@ TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
 
 @dataclass(frozen=True)
 class JudgeProgress:
-    """A snapshot of the judge's work, handed to ``JudgeOptions.progress`` as replies arrive."""
+    """A snapshot of the judge's work, handed to ``JudgeOptions.progress`` once the cache has
+    been read for a round of requests and then as each reply arrives.
+
+    The counts are those of one *account* so far: a run keeps one for its rubric judge and one
+    for its claim-level judging, each asking in one or more rounds. Within an account no count
+    goes down, and ``total`` grows as a new round adds the requests it sends; the snapshots of
+    one account share ``account``, so a listener that shows the whole run adds up the latest
+    snapshot of each.
+    """
 
     done: int  # requests finished (replies and failures)
-    total: int  # requests this batch sends
+    total: int  # requests sent or to be sent (the cache lacked their reply)
     failed: int  # requests that failed for good
-    tokens: int  # total tokens reported so far in this run
+    tokens: int  # total tokens of the replies received
+    hits: int = 0  # requests answered from the cache (never sent)
+    cached_tokens: int = 0  # total tokens of those cached replies (replayed, not spent)
+    cost_usd: float | None = None  # USD spent on the replies received; None: no prices given
+    account: int = 0  # tells accounts apart (its value means nothing else)
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,15 @@ class JudgeOptions:
         if self.logprobs:
             p.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         return p
+
+    def cost_usd(self, usage: Mapping[str, int]) -> float | None:
+        """USD for ``usage`` (prompt and completion tokens) at ``price_in``/``price_out`` per
+        million tokens (a price left out counts as 0); None when neither price is given."""
+        if self.price_in is None and self.price_out is None:
+            return None
+        cost = (usage.get("prompt_tokens", 0) * (self.price_in or 0.0)
+                + usage.get("completion_tokens", 0) * (self.price_out or 0.0)) / 1e6
+        return round(cost, 6)
 
     def check(self) -> None:
         """Raise a :class:`UsageError` for any invalid option (creates nothing)."""

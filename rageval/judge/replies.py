@@ -6,11 +6,12 @@ an order for pairwise judging) with its cache key under each wire format the run
 the ladder that has a reply wins, so a replay finds replies whatever format produced them) and
 asks the judge only for what is missing, storing each reply under the key of the format it was
 actually produced in, the moment it arrives. What the judge did is counted in :class:`RunStats`
-for the manifest.
+for the manifest, and told to ``JudgeOptions.progress`` as it goes (:meth:`RunStats.tell`).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -35,6 +36,9 @@ def _zero_usage() -> dict[str, int]:
     return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
+_ACCOUNTS = itertools.count(1)  # unlike id(), never reused by a later account
+
+
 @dataclass
 class RunStats:
     """What the judge did during one run (kept in the run's batch cache, for the manifest)."""
@@ -50,11 +54,23 @@ class RunStats:
     formats: Counter[str] = field(default_factory=Counter)  # replies used, by wire format
     endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
     refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
+    # Names this account in progress snapshots (JudgeProgress.account).
+    account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
 
     def add_usage(self, usage: dict[str, int], *, cached: bool) -> None:
         target = self.cached_usage if cached else self.usage
         for key, value in usage.items():
             target[key] = target.get(key, 0) + int(value)
+
+    def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
+        """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
+        sent or to send so far, ``failed`` of them failed for good."""
+        if judge.progress is None:
+            return
+        judge.progress(JudgeProgress(
+            self.requests, total, failed, self.usage.get("total_tokens", 0), hits=self.hits,
+            cached_tokens=self.cached_usage.get("total_tokens", 0),
+            cost_usd=judge.cost_usd(self.usage), account=self.account))
 
 
 @dataclass(frozen=True)
@@ -170,6 +186,8 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             else:
                 stats.misses += 1
                 pending[unit.key] = unit
+        if units:
+            stats.tell(judge, stats.requests + len(pending), stats.failed)
         if pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta))
@@ -208,15 +226,15 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
     requests = [JudgeRequest(unit.messages, unit.schema or schema, unit.sample, tag=unit,
                              seed=None if judge.seed is None else judge.seed + unit.sample)
                 for unit in pending]
-    done = [0, 0]  # finished, failed
+    total = stats.requests + len(requests)  # this account's, this round's included
+    failed = [stats.failed]  # stats.failed counts this round's failures once it is over
 
     def store(result: JudgeResult) -> None:
         unit: Unit = result.request.tag
         stats.requests += 1
         stats.add_usage(result.usage, cached=False)
-        done[0] += 1
         if not result.ok or result.text is None:
-            done[1] += 1
+            failed[0] += 1
         else:
             extra = {**meta(unit), "record": records[unit.record].id,
                      "format": result.format, "finish_reason": result.finish_reason,
@@ -229,9 +247,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
                          client.request_summary(result.request, result.format), result.text,
                          result.usage, extra, replace=judge.refresh):
                 stats.stored += 1
-        if judge.progress is not None:
-            judge.progress(JudgeProgress(done[0], len(requests), done[1],
-                                         stats.usage.get("total_tokens", 0)))
+        stats.tell(judge, total, failed[0])
 
     try:
         results = client.complete_many(requests, concurrency=judge.concurrency,

@@ -160,14 +160,7 @@ def judge_section(judge: JudgeOptions, stats: RunStats,
         out["cost_usd"] = {
             "price_in_per_mtok": judge.price_in,
             "price_out_per_mtok": judge.price_out,
-            "this_run": _cost(stats.usage, judge),
-            "replayed_from_cache": _cost(stats.cached_usage, judge),
+            "this_run": judge.cost_usd(stats.usage),
+            "replayed_from_cache": judge.cost_usd(stats.cached_usage),
         }
     return out
-
-
-def _cost(usage: dict[str, int], judge: JudgeOptions) -> float:
-    """USD for ``usage`` at the given prices (a price left out counts as 0)."""
-    cost = (usage.get("prompt_tokens", 0) * (judge.price_in or 0.0)
-            + usage.get("completion_tokens", 0) * (judge.price_out or 0.0)) / 1e6
-    return round(cost, 6)

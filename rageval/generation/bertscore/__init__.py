@@ -16,7 +16,8 @@ on disk across runs, one content-addressed file per (model, layer, text) under
 - :mod:`~.disk_cache` and :mod:`~.entries`: the cache on disk and its file format;
 - :mod:`~.weights`: plain and idf token weights; :mod:`~.matching`: greedy matching to P, R, F;
 - :mod:`~.rescaling`: bert-score's baselines; :mod:`~.dependencies`: lazy imports, versions,
-  bert-score's hash string; :mod:`~.counters`: counters of the embedding work.
+  bert-score's hash string; :mod:`~.counters`: counters of the embedding work;
+  :mod:`~.progress`: how far the embedding is, for the run's step hook.
 
 Importing this package imports neither torch nor bert-score; they are loaded on first use, and a
 missing one raises :class:`~rageval.core.errors.MissingDependencyError` naming the ``bertscore``

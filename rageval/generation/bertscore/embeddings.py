@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rageval.generation.bertscore.counters import _STATS
@@ -73,8 +73,12 @@ def _embeddings(
     disk: _DiskCache | None,
     device: str,
     batch_size: int,
+    progress: Callable[[Sequence[str], bool], None] | None = None,
 ) -> dict[str, _Entry]:
-    """The entry of every text: from memory, else from disk, else computed (and stored)."""
+    """The entry of every text: from memory, else from disk, else computed (and stored).
+
+    ``progress(texts, cached)`` is told the texts whose entries are ready: those found in a
+    cache at once (``cached``), then those computed, one forward pass at a time."""
     out: dict[str, _Entry] = {}
     missing: list[str] = []
     keys: dict[str, bytes] = {}
@@ -92,11 +96,19 @@ def _embeddings(
             out[text] = entry
         else:
             missing.append(text)
+    if progress is not None and out:
+        progress(list(out), True)
     if not missing:
         return out
     encoded = engine.encode(missing)
     embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
-    vectors = engine.embed([encoded[k][0] for k in embed], device, batch_size) if embed else []
+
+    def passed(chunk: list[int]) -> None:  # a forward pass's indices -> its texts
+        if progress is not None:
+            progress([missing[embed[k]] for k in chunk], False)
+
+    vectors = (engine.embed([encoded[k][0] for k in embed], device, batch_size,
+                            None if progress is None else passed) if embed else [])
     found = dict(zip(embed, vectors, strict=True))
     for k, text in enumerate(missing):
         ids, full = encoded[k]
@@ -105,6 +117,8 @@ def _embeddings(
         _MEMORY.put((engine.namespace, text), entry)
         if disk is not None:
             disk.store(engine, keys[text], entry)
+    if progress is not None and len(embed) < len(missing):  # no tokens: nothing to run
+        progress([text for k, text in enumerate(missing) if k not in found], False)
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,11 +117,13 @@ class _Engine:
             self._models[device] = model
         return self._models[device]
 
-    def embed(self, ids: Sequence[np.ndarray], device: str, batch_size: int) -> list[np.ndarray]:
+    def embed(self, ids: Sequence[np.ndarray], device: str, batch_size: int,
+              progress: Callable[[list[int]], None] | None = None) -> list[np.ndarray]:
         """L2-normalised float32 token embeddings of the chosen layer, one array per text.
 
         Texts are run longest first, ``batch_size`` at a time, padded within each batch (the
-        attention mask hides the padding), as bert-score does.
+        attention mask hides the padding), as bert-score does. ``progress`` is given the
+        indices of the texts of each forward pass once it is done.
         """
         torch = _import("torch")
         model = self.model(device)
@@ -141,6 +143,8 @@ class _Engine:
                 _STATS["texts_embedded"] += len(chunk)
                 for row, k in enumerate(chunk):
                     out[k] = np.ascontiguousarray(array[row, : len(ids[k])])
+                if progress is not None:
+                    progress(chunk)
         return out
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -33,6 +33,7 @@ from rageval.generation.bertscore.models import (
     _check_dependencies,
     _model_spec,
 )
+from rageval.generation.bertscore.progress import embedding_tally
 from rageval.generation.bertscore.rescaling import _baseline
 from rageval.generation.bertscore.weights import (
     TokenWeights,
@@ -259,8 +260,11 @@ class BertScore(Metric):
         texts = list(dict.fromkeys(
             text for i in scored for text in _texts(records[i])
         ))
+        steps = self.options.steps
+        tally = (None if steps is None
+                 else embedding_tally(batch, engine.namespace, self.model, steps, _run_texts))
         entries = _embeddings(engine, texts, _disk_cache(self._cache_setting()),
-                              device, int(self.values["batch_size"]))
+                              device, int(self.values["batch_size"]), tally)
         weigh = self._weights(engine, batch)
         weights = {text: weigh(entries[text].ids) for text in texts}
         baseline = _baseline(self.model, self.layer, self.lang) if self.rescale else None
@@ -324,6 +328,12 @@ def _texts(record: Record) -> Iterable[str]:
     yield record.answer.strip()  # type: ignore[union-attr]
     for reference in record.references:
         yield reference.strip()
+
+
+def _run_texts(records: Sequence[Record]) -> set[str]:
+    """The distinct texts scoring ``records`` embeds (those of the records it can score)."""
+    return {text for record in records if answer_reference_reason(record) is None
+            for text in _texts(record)}
 
 
 def _truncation(record: Record, entries: Mapping[str, _Entry]) -> dict[str, int]:

@@ -71,7 +71,10 @@ class Asker:
     def __post_init__(self) -> None:
         self.judge = replace(self.judge, samples=1, logprobs=False)
         if self.dry:
-            self.judge = replace(self.judge, offline=True, allow_missing=True, refresh=False)
+            # A dry run reads the cache on an account of its own: told, the progress display
+            # would count every cache hit twice.
+            self.judge = replace(self.judge, offline=True, allow_missing=True, refresh=False,
+                                 progress=None)
 
     def prompt(self, step: str) -> StepPrompt:
         if step not in self.prompts:
