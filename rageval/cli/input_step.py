@@ -1,0 +1,64 @@
+"""Where a scoring run's records come from, from its options: a records file (rageval's own
+format, ragas-style columns or a TREC RAG run, with ``--map``) or a TREC run joined with
+queries, documents and judgments (``--run``, ``--beir``). Checked before anything is read."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rageval.core.errors import UsageError
+from rageval.inputs import InputSpec, load_inputs, parse_field_map
+
+if TYPE_CHECKING:
+    from rageval.core.records import Record
+    from rageval.core.results import Results
+
+
+def input_spec(args: argparse.Namespace) -> InputSpec:
+    records, run = args.records, args.run
+    if records is None and run is None:
+        raise UsageError("no records: give a records file, or --run RUN to build them from a "
+                         "TREC run")
+    if records is not None and run is not None:
+        raise UsageError("give a records file or --run, not both")
+    if run is None:
+        for flag, value in (("--queries", args.queries), ("--beir", args.beir),
+                            ("--depth", args.depth)):
+            if value is not None:
+                raise UsageError(f"{flag} goes with --run (a TREC run to build records from)")
+        if args.corpus is not None and args.input_format != "trec-rag":
+            raise UsageError("--corpus goes with --run or --input-format trec-rag")
+    else:
+        if args.field_map or args.input_format != "records":
+            raise UsageError("--map and --input-format read a records file; --run reads a TREC "
+                             "run")
+        if args.beir is not None and (args.queries or args.corpus or args.qrels):
+            raise UsageError("--beir DIR brings the queries, corpus and qrels/<split>.tsv: "
+                             "leave out --queries, --corpus and --qrels")
+    if args.depth is not None and args.depth < 1:
+        raise UsageError(f"--depth must be at least 1, got {args.depth}")
+    return InputSpec(records=records, kind=args.input_format,
+                     field_map=parse_field_map(args.field_map or ()), format=args.format,
+                     run=run, queries=args.queries, corpus=args.corpus, beir=args.beir,
+                     split=args.split, depth=args.depth)
+
+
+def run_records(results: Results) -> list[Record] | None:
+    """The records a scored run read, read again as it read them (for ``rageval report``);
+    None when they were in memory or a file is no longer there."""
+    from rageval.report.html import load_run_records
+
+    info = results.manifest.get("records")
+    inputs = info.get("inputs") if isinstance(info, Mapping) else None
+    if not isinstance(inputs, Mapping):
+        return load_run_records(results)
+    spec = InputSpec.from_manifest(inputs)
+    if spec.is_plain():
+        return load_run_records(results)
+    named = [spec.records, spec.run, spec.queries, spec.corpus, spec.beir]
+    if not all(Path(path).exists() for path in named if path is not None):
+        return None
+    return load_inputs(spec).records

@@ -1,0 +1,156 @@
+"""What to read: :class:`InputSpec`, what was read: :class:`LoadedInputs`, and field maps.
+
+Nothing here imports polars: the command line builds a spec (and parses ``--map`` items) before
+deciding whether anything needs loading.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from rageval.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from rageval.core.record_model import Record
+
+__all__ = [
+    "INPUT_KINDS",
+    "MAP_FIELDS",
+    "InputSpec",
+    "LoadedInputs",
+    "check_field_map",
+    "parse_field_map",
+]
+
+#: How the columns of a records file are read (:attr:`InputSpec.kind`).
+INPUT_KINDS: tuple[str, ...] = ("records", "ragas", "trec-rag")
+
+#: The rageval fields a ``FIELD=COLUMN`` map may name (``claims`` and ``nuggets`` are read
+#: from a record's extra fields by the claim and nugget metrics).
+MAP_FIELDS: tuple[str, ...] = (
+    "id", "query", "contexts", "answer", "reference", "judgments", "claims", "nuggets",
+)
+
+FieldMap = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """The files to build records from: a records file read as ``kind``, or a TREC run joined
+    with query and document texts (see ``docs/inputs.md``)."""
+
+    records: str | None = None
+    kind: str = "records"
+    field_map: FieldMap = ()
+    format: str | None = None
+    run: str | None = None
+    queries: str | None = None
+    corpus: str | None = None
+    beir: str | None = None
+    split: str = "test"
+    depth: int | None = None
+    max_line_bytes: int | None = None
+
+    def is_plain(self) -> bool:
+        """A records file in rageval's own format, read as :func:`load_records` reads it."""
+        return (self.run is None and self.kind == "records" and not self.field_map
+                and self.corpus is None and self.format != "arrow")
+
+    def to_manifest(self) -> dict[str, Any]:
+        """Every field, JSON-able, so that :meth:`from_manifest` reads the records again."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["field_map"] = dict(self.field_map)
+        return out
+
+    @classmethod
+    def from_manifest(cls, data: Mapping[str, Any]) -> InputSpec:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["field_map"] = tuple(dict(values.get("field_map") or {}).items())
+        return cls(**values)
+
+    def beir_paths(self) -> tuple[str, str, str] | None:
+        """The queries, corpus and qrels files of the BEIR directory, when one is given."""
+        if self.beir is None:
+            return None
+        root = os.fspath(self.beir)
+        return (os.path.join(root, "queries.jsonl"), os.path.join(root, "corpus.jsonl"),
+                os.path.join(root, "qrels", f"{self.split}.tsv"))
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able description for the run manifest: the paths read, and for a records
+        file its kind and field map. Nothing else (no contents, no options)."""
+        if self.run is not None:
+            out: dict[str, Any] = {"run": os.fspath(self.run)}
+            for key in ("queries", "corpus", "beir"):
+                value = getattr(self, key)
+                if value is not None:
+                    out[key] = os.fspath(value)
+            paths = self.beir_paths()
+            if paths is not None:
+                out["qrels"] = paths[2]  # the split read, as the path of its qrels file
+            return out
+        out = {"records": None if self.records is None else os.fspath(self.records),
+               "kind": self.kind, "map": dict(self.field_map)}
+        if self.corpus is not None:
+            out["corpus"] = os.fspath(self.corpus)
+        return out
+
+
+@dataclass(frozen=True)
+class LoadedInputs:
+    """Validated records and where they came from."""
+
+    records: list[Record]
+    source: str
+    judgments_source: str | None = None
+
+
+def parse_field_map(items: Iterable[str]) -> FieldMap:
+    """``FIELD=COLUMN`` items (``query=question``) -> ``(field, column)`` pairs.
+
+    The first ``=`` splits an item, so a column name may hold ``=``; the field may be padded
+    with spaces, the column is kept as written. Raises :class:`UsageError` naming the item for
+    a missing ``=``, an empty side, a field that is not one of :data:`MAP_FIELDS`, or a field
+    mapped twice.
+    """
+    pairs: list[tuple[str, str]] = []
+    for item in items:
+        field, sep, column = item.partition("=")
+        field = field.strip()
+        if not sep:
+            raise UsageError(f"--map item {item!r}: expected FIELD=COLUMN (e.g. query=question)")
+        if not field or not column.strip():
+            side = "field" if not field else "column"
+            raise UsageError(f"--map item {item!r}: the {side} is empty; expected FIELD=COLUMN")
+        pairs.append((field, column))
+    check_field_map(pairs, items=True)
+    return tuple(pairs)
+
+
+def check_field_map(pairs: Iterable[tuple[str, str]], *, items: bool = False) -> FieldMap:
+    """The pairs of a field map, checked: known fields, non-empty columns, each field once.
+    ``items`` words the errors for ``--map`` items rather than for a ``map`` table."""
+    seen: dict[str, str] = {}
+    for pair in pairs:
+        if (not isinstance(pair, tuple) or len(pair) != 2
+                or not all(isinstance(part, str) for part in pair)):
+            raise UsageError(f"field map entry {pair!r}: expected a (field, column) pair")
+        field, column = pair
+        shown = f"--map item '{field}={column}'" if items else f"map entry {field} = {column!r}"
+        if field not in MAP_FIELDS:
+            close = difflib.get_close_matches(field, MAP_FIELDS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"{shown}: unknown field {field!r}{hint}; the fields are "
+                             f"{', '.join(MAP_FIELDS)}")
+        if not column.strip():
+            raise UsageError(f"{shown}: the column is empty")
+        if field in seen:
+            raise UsageError(f"{shown}: field {field!r} is mapped twice (also to "
+                             f"{seen[field]!r})")
+        seen[field] = column
+    return tuple(seen.items())
