@@ -34,16 +34,20 @@ _PUBLIC: dict[str, str] = {
     "compare_runs": "rageval.compare.runs",
     "JudgeOptions": "rageval.judge.options",
     "read_eval_file": "rageval.config",
+    "InputSpec": "rageval.inputs",
+    "assert_rag_quality": "rageval.pytest_plugin",
 }
 
 __all__ = [
     "Context",
+    "InputSpec",
     "JudgeOptions",
     "MetricSummary",
     "Record",
     "RecordResult",
     "Results",
     "__version__",
+    "assert_rag_quality",
     "compare_runs",
     "evaluate",
     "load_records",
@@ -56,7 +60,9 @@ if TYPE_CHECKING:
     from rageval.config import read_eval_file
     from rageval.core.records import Context, Record, load_records
     from rageval.core.results import MetricSummary, RecordResult, Results
+    from rageval.inputs import InputSpec
     from rageval.judge.options import JudgeOptions
+    from rageval.pytest_plugin import assert_rag_quality
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,16 +15,18 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.records import Record, apply_judgments, load_records
 from rageval.core.results import Results
+from rageval.inputs import InputSpec, load_inputs
 from rageval.orchestrator import ProgressHook, check_settings, run_metrics
 
 if TYPE_CHECKING:
+    from rageval.core.progress import LoadProgress, StepProgress
     from rageval.judge.options import JudgeOptions
 
 __all__ = ["evaluate"]
 
 
 def evaluate(
-    records: Sequence[Record] | str | os.PathLike[str],
+    records: Sequence[Record] | str | os.PathLike[str] | InputSpec,
     metrics: Iterable[str | Metric],
     *,
     qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None = None,
@@ -32,6 +35,8 @@ def evaluate(
     bootstrap: int = 1000,
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
+    load_progress: LoadProgress | None = None,
+    steps: StepProgress | None = None,
     embedding_cache: str | None = None,
     judge: JudgeOptions | None = None,
     judgments_from: str | None = None,
@@ -40,11 +45,18 @@ def evaluate(
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
-    ``records`` is a list of :class:`Record` or a path (JSONL, CSV, Parquet). ``metrics`` are
-    names (``"ndcg@10"``) or metric objects. ``qrels`` (a TREC qrels path or a mapping
-    ``{record_id: {doc_id: grade}}``) fills the judgments of records. ``trec_convention`` scores
-    queries without relevant judgments as trec_eval does (0) instead of leaving them unscored.
+    ``records`` is a list of :class:`Record`, a path (JSONL, CSV, Parquet), or an
+    :class:`~rageval.inputs.InputSpec` naming files in another format (ragas-style columns, a
+    TREC RAG run, a TREC run joined with BEIR queries, corpus and qrels; see docs/inputs.md).
+    ``metrics`` are names (``"ndcg@10"``) or metric objects. ``qrels`` (a TREC qrels path or a
+    mapping ``{record_id: {doc_id: grade}}``) fills the judgments of records.
+    ``trec_convention`` scores queries without relevant judgments as trec_eval does (0) instead
+    of leaving them unscored.
     ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
+    ``load_progress`` is told how far a records file has been read (``(done, total)``, see
+    :func:`~rageval.core.records.load_records`); ``steps`` (a
+    :class:`~rageval.core.progress.StepProgress`) how far the long steps inside metrics are
+    (BERTScore's embedding). Neither changes a value or a signature.
     ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
     ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
     ``judge`` (a :class:`~rageval.judge.options.JudgeOptions`) configures ``judge:*`` metrics:
@@ -58,17 +70,36 @@ def evaluate(
     if judgments_from == "judge" and judge is None:
         raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
                          "or --judge-model)")
-    from_file = isinstance(records, (str, os.PathLike))
-    source = str(Path(records)) if from_file else "<memory>"
-    loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes)
-              if from_file else list(records))
+    if isinstance(records, InputSpec) and not records.is_plain():
+        inputs = load_inputs(replace(records, max_line_bytes=max_line_bytes,
+                                     format=records.format or format))
+        loaded, source = inputs.records, inputs.source
+    else:
+        if isinstance(records, InputSpec):  # a records file read as rageval's own
+            records, format = records.records or "", records.format or format
+        from_file = isinstance(records, (str, os.PathLike))
+        source = str(Path(records)) if from_file else "<memory>"
+        loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes,
+                               progress=load_progress)
+                  if from_file else list(records))
+        inputs = None
     loaded, judgments_source = _with_qrels(loaded, qrels, source)
+    if inputs is not None and inputs.judgments_source is not None:
+        judgments_source = "qrels"  # a BEIR dataset's qrels file
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
                            embedding_cache=embedding_cache, judge=judge,
-                           max_line_bytes=max_line_bytes)
-    return run_metrics(loaded, metrics, options, source=source, judgments_from=judgments_from,
-                       seed=seed, bootstrap=bootstrap, batch_size=batch_size, progress=progress,
-                       started=started)
+                           max_line_bytes=max_line_bytes, steps=steps)
+    if steps is not None:
+        # A metric object built elsewhere equals itself under these options (steps is not
+        # compared), so the orchestrator would keep it, without the hook: hand it over.
+        metrics = [m.with_options(options) if isinstance(m, Metric) else m
+                   for m in ([metrics] if isinstance(metrics, str) else metrics)]
+    results = run_metrics(loaded, metrics, options, source=source,
+                          judgments_from=judgments_from, seed=seed, bootstrap=bootstrap,
+                          batch_size=batch_size, progress=progress, started=started)
+    if isinstance(records, InputSpec):  # how to read the records again (rageval report)
+        results.manifest["records"]["inputs"] = records.to_manifest()
+    return results
 
 
 def _with_qrels(

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from rageval.api import evaluate
+from rageval.cli.gate_step import plan_gate
+from rageval.cli.input_step import input_spec, run_records
 from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
+from rageval.gate.model import GATE_FAILED_EXIT
 from rageval.judge.catalog import claim_level_table, rubrics_table
 from rageval.report.tables import metrics_table, print_summary
 
@@ -77,7 +80,9 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if not args.metrics:
         raise UsageError("no metrics requested: -m METRIC (e.g. -m ndcg@10), repeatable, or "
                          "metrics = [...] in an evaluation file")
+    inputs = input_spec(args)
     judge = _judge_options(args)
+    gate = plan_gate(args, judge)
     if args.out:
         _check_out_dir(args.out)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
@@ -85,7 +90,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         if judge is not None and hooks.judge is not None:
             judge = replace(judge, progress=hooks.judge)
         results = evaluate(
-            args.records,
+            inputs,
             args.metrics,
             qrels=args.qrels,
             trec_convention=args.trec_convention,
@@ -93,6 +98,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             bootstrap=args.bootstrap,
             batch_size=args.batch_size,
             progress=hooks.scoring,
+            load_progress=hooks.loading,
+            steps=hooks.steps,
             embedding_cache=args.embedding_cache,
             judge=judge,
             judgments_from=args.judgments_from,
@@ -105,11 +112,16 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
         _write_run(results, args.out, console)
+    if show:  # the bars are gone: say on stderr what the run did (stdout stays the table)
+        from rageval.cli.progress import final_line
+
+        print(final_line(results), file=sys.stderr)
+    passed = gate.apply(results, console) if gate is not None else True
     empty = results.scored_nothing()
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
         return 1
-    return 0
+    return 0 if passed else GATE_FAILED_EXIT
 
 
 def _write_run(results: Results, out_dir: str, console: Console) -> None:
@@ -176,7 +188,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
     one self-contained HTML file."""
     from rageval.compare.runs import compare_runs
     from rageval.core.results import Results
-    from rageval.report.html import build_report, load_run_records, write_report
+    from rageval.report.html import build_report, write_report
 
     names = list(args.runs)
     if args.baseline is not None and args.baseline not in names:
@@ -189,7 +201,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
                                   permutations=args.permutations, seed=args.seed)
         rows = comparison.rows
     records = {name: found for name, results in loaded
-               if (found := load_run_records(results)) is not None}
+               if (found := run_records(results)) is not None}
     page = build_report(loaded, rows, records_by_run=records, title=args.title)
     try:
         written = write_report(args.output, page)

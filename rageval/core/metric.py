@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -91,6 +91,10 @@ class ScoreOptions:
     judge: Any = None
     # The longest line read from any records file of the run (None: the loader's default).
     max_line_bytes: int | None = None
+    # Where long steps of a metric report progress: a rageval.core.progress.StepProgress, or
+    # None. It never changes a value, so it is left out of equality and hashing (a metric
+    # built with or without it is the same metric) and of every signature.
+    steps: Any = field(default=None, compare=False, repr=False)
 
 
 class Batch:
@@ -225,6 +229,10 @@ class Metric(ABC):
     def output_names(self) -> list[str]:
         """Names of the values this metric writes; the first is the headline."""
         return [str(self.name)]
+
+    def lower_is_better(self, output: str) -> bool:
+        """Whether lower values of ``output`` (one of :meth:`output_names`) are better."""
+        return False
 
     def details_key(self) -> str:
         """The key of this metric's per-record details in ``records.jsonl``. Metrics that

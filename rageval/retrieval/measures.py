@@ -169,6 +169,9 @@ class MeanRank(RetrievalMetric):
             ranks = np.where(np.isnan(ranks), self.cutoff + 1.0, ranks)
         return ranks
 
+    def lower_is_better(self, output: str) -> bool:
+        return True  # a rank: 1 is the best
+
     def extra_reason(self, ranking: Ranking, i: int, value: float) -> str | None:
         if np.isnan(value):
             where = f"in the top {self.cutoff}" if self.cutoff is not None else ""

@@ -43,6 +43,9 @@ __all__ = ["KINDS", "NAMES", "CitationsMetric", "ClaimLevelMetric", "ClaimsMetri
 
 # The signature fields that describe the judge (meaningless when the records gave everything).
 _JUDGE_KEYS = ("judge", "endpoint", "response_format", "temperature", "max_tokens", "seed")
+# The claim metrics where a lower value is better (the rest are on 0-1, higher better).
+_LOWER_IS_BETTER = frozenset({"hallucination", "noise_sensitivity.relevant",
+                              "noise_sensitivity.irrelevant"})
 _PIECE_FIELDS = {"answer_claims": "answer", "reference_claims": "reference",
                  "reference": "reference", "answer": "answer", "contexts": "contexts"}
 
@@ -201,6 +204,10 @@ class ClaimsMetric(ClaimLevelMetric):
 
     def formula(self, details: Mapping[str, Any]) -> tuple[float, str | None]:
         return claim_score(details, self.target)
+
+    def lower_is_better(self, output: str) -> bool:
+        # Shares of answer claims that are wrong: fewer is better (RAGChecker's direction).
+        return self.target in _LOWER_IS_BETTER
 
 
 class NuggetsMetric(ClaimLevelMetric):

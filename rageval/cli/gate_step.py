@@ -1,0 +1,72 @@
+"""The gate of a scoring run on the command line: thresholds and a baseline checked before any
+scoring (a typo or a missing baseline costs a second, not a judged run), applied after it."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rageval.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rageval.core.results import Results
+    from rageval.gate import Threshold
+    from rageval.judge.options import JudgeOptions
+
+
+@dataclass(frozen=True)
+class GatePlan:
+    thresholds: list[Threshold]
+    on: str
+    baseline: Results | None
+    max_drop: float
+
+    def apply(self, results: Results, console: Console) -> bool:
+        """Check the run, print the table of checks; True when every check passed."""
+        from rageval.gate import GateReport, check_regression, check_thresholds, gate_table
+
+        rows = check_thresholds(results, self.thresholds, on=self.on)
+        if self.baseline is not None:
+            # Seed 0, not the run's: the same pair of runs always gets the same verdict.
+            rows += check_regression(results, self.baseline, max_drop=self.max_drop)
+        report = GateReport(rows)
+        console.print(gate_table(report))
+        return report.passed
+
+
+def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan | None:
+    """The run's gate from its options, checked against the metrics it asks for; None when
+    there is nothing to check."""
+    from rageval.gate import parse_threshold, unknown_threshold_names
+
+    thresholds = [parse_threshold(text, direction)
+                  for direction, texts in (("under", args.fail_under), ("over", args.fail_over))
+                  for text in texts or ()]
+    if args.max_drop is not None and args.baseline is None:
+        raise UsageError("--max-drop is the largest drop against a baseline: give --baseline DIR")
+    if args.max_drop is not None and not args.max_drop >= 0:
+        raise UsageError(f"--max-drop must be 0 or more, got {args.max_drop}")
+    if not thresholds and args.baseline is None:
+        return None
+    unknown = unknown_threshold_names(thresholds, _output_names(args.metrics, judge))
+    if unknown:
+        raise UsageError("; ".join(unknown))
+    baseline = None
+    if args.baseline is not None:
+        from rageval.core.results import Results
+
+        baseline = Results.load(args.baseline)
+    return GatePlan(thresholds, args.gate_on, baseline, args.max_drop or 0.0)
+
+
+def _output_names(metrics: list[str], judge: JudgeOptions | None) -> list[str]:
+    """Every output name the run's metrics write (ndcg@10, rouge2.precision, ...); the judge's
+    options find rubrics in a --prompts-dir."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
+
+    options = ScoreOptions(judge=judge)
+    return [name for metric in metrics for name in create(metric, options).output_names()]
