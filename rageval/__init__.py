@@ -35,7 +35,7 @@ _PUBLIC: dict[str, str] = {
     "JudgeOptions": "rageval.judge.options",
     "read_eval_file": "rageval.config",
     "InputSpec": "rageval.inputs",
-    "assert_rag_quality": "rageval.pytest_plugin",
+    "assert_rag_quality": "rageval.gate.assertion",
 }
 
 __all__ = [
@@ -60,9 +60,9 @@ if TYPE_CHECKING:
     from rageval.config import read_eval_file
     from rageval.core.records import Context, Record, load_records
     from rageval.core.results import MetricSummary, RecordResult, Results
+    from rageval.gate.assertion import assert_rag_quality
     from rageval.inputs import InputSpec
     from rageval.judge.options import JudgeOptions
-    from rageval.pytest_plugin import assert_rag_quality
 
 
 def __getattr__(name: str) -> Any:
@@ -75,4 +75,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted(__all__)

@@ -70,21 +70,16 @@ def evaluate(
     if judgments_from == "judge" and judge is None:
         raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
                          "or --judge-model)")
-    if isinstance(records, InputSpec) and not records.is_plain():
-        inputs = load_inputs(replace(records, max_line_bytes=max_line_bytes,
-                                     format=records.format or format))
-        loaded, source = inputs.records, inputs.source
-    else:
-        if isinstance(records, InputSpec):  # a records file read as rageval's own
-            records, format = records.records or "", records.format or format
-        from_file = isinstance(records, (str, os.PathLike))
-        source = str(Path(records)) if from_file else "<memory>"
-        loaded = (load_records(records, format=format, max_line_bytes=max_line_bytes,
-                               progress=load_progress)
-                  if from_file else list(records))
-        inputs = None
+    spec = records if isinstance(records, InputSpec) else None
+    if spec is not None:  # the spec's own settings win over the keywords', as the more specific
+        spec = replace(spec, format=spec.format or format,
+                       max_line_bytes=(spec.max_line_bytes if spec.max_line_bytes is not None
+                                       else max_line_bytes))
+        max_line_bytes = spec.max_line_bytes
+    loaded, source, from_beir = _read(records if spec is None else spec, format, max_line_bytes,
+                                      load_progress)
     loaded, judgments_source = _with_qrels(loaded, qrels, source)
-    if inputs is not None and inputs.judgments_source is not None:
+    if from_beir:
         judgments_source = "qrels"  # a BEIR dataset's qrels file
     options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
                            embedding_cache=embedding_cache, judge=judge,
@@ -97,9 +92,25 @@ def evaluate(
     results = run_metrics(loaded, metrics, options, source=source,
                           judgments_from=judgments_from, seed=seed, bootstrap=bootstrap,
                           batch_size=batch_size, progress=progress, started=started)
-    if isinstance(records, InputSpec):  # how to read the records again (rageval report)
-        results.manifest["records"]["inputs"] = records.to_manifest()
+    if spec is not None:  # how to read the records again (rageval report)
+        results.manifest["records"]["inputs"] = spec.to_manifest()
     return results
+
+
+def _read(records: Sequence[Record] | str | os.PathLike[str] | InputSpec, format: str | None,
+          max_line_bytes: int | None, load_progress: LoadProgress | None,
+          ) -> tuple[list[Record], str, bool]:
+    """The records, where they came from, and whether a BEIR qrels file judged them."""
+    if isinstance(records, InputSpec) and not records.is_plain():
+        inputs = load_inputs(records)
+        return inputs.records, inputs.source, inputs.judgments_source is not None
+    if isinstance(records, InputSpec):  # a records file read as rageval's own
+        records, format = records.records or "", records.format
+    if not isinstance(records, (str, os.PathLike)):
+        return list(records), "<memory>", False
+    loaded = load_records(records, format=format, max_line_bytes=max_line_bytes,
+                          progress=load_progress)
+    return loaded, str(Path(records)), False
 
 
 def _with_qrels(

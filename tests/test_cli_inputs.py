@@ -109,3 +109,50 @@ def test_eval_file_inputs_table(tmp_path: Path, capsys) -> None:
     code, out, err = run(["run", str(path), "--no-progress"], capsys)
     assert code == 0, err
     assert "(2 records)" in out
+
+
+def test_evaluate_with_a_spec_keeps_its_own_line_limit(tmp_path: Path) -> None:
+    import rageval
+    from rageval.core.errors import InputError
+
+    path = _jsonl(tmp_path / "ragas.jsonl", RAGAS)
+    spec = rageval.InputSpec(records=str(path), kind="ragas", max_line_bytes=100)
+    with pytest.raises(InputError, match="longer than"):
+        rageval.evaluate(spec, ["rouge1"], bootstrap=10)
+    wide = rageval.InputSpec(records=str(path), kind="ragas")
+    results = rageval.evaluate(wide, ["rouge1"], bootstrap=10, max_line_bytes=10_000)
+    assert results.manifest["records"]["inputs"]["max_line_bytes"] == 10_000
+
+
+def test_plain_spec_is_recorded_in_the_manifest(tmp_path: Path) -> None:
+    import rageval
+
+    demo = ROOT / "fixtures" / "demo" / "records.jsonl"
+    results = rageval.evaluate(rageval.InputSpec(records=str(demo)), ["mrr"], bootstrap=10)
+    assert results.manifest["records"]["source"] == str(demo)
+    assert results.manifest["records"]["inputs"]["kind"] == "records"
+
+
+def test_arrow_file_needs_no_format_flag(tmp_path: Path, capsys) -> None:
+    import polars as pl
+
+    frame = pl.DataFrame({"id": ["a", "b"], "answer": ["x y", "z"], "reference": ["x", "z"]})
+    frame.write_ipc_stream(tmp_path / "recs.arrow")
+    code, out, err = run(["score", str(tmp_path / "recs.arrow"), "-m", "rouge1",
+                          "--no-progress"], capsys)
+    assert code == 0, err
+    assert "(2 records)" in out
+
+
+def test_assert_rag_quality_needs_no_pytest() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pytest'] = None\n"
+            "import rageval\n"
+            "from rageval.core.records import records_from_dicts\n"
+            "r = rageval.evaluate(records_from_dicts([{'id': 'a', 'answer': 'x', "
+            "'reference': 'x'}]), ['rouge1'], bootstrap=5)\n"
+            "rageval.assert_rag_quality(r, {'rouge1': 0.5})\nprint('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr

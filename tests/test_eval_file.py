@@ -188,3 +188,58 @@ def test_optional_metric_skipped_with_a_note(tmp_path: Path, capsys, monkeypatch
     monkeypatch.setattr("rageval.core.registry.create", missing)
     assert eval_command._installed(["bertscore"]) == []
     assert "optional metric bertscore skipped" in capsys.readouterr().err
+
+
+def test_records_flag_drops_what_went_with_the_files_source(tmp_path: Path, capsys) -> None:
+    """A new records file is read by its own name, not by the file's format or run options."""
+    shutil.copy(DEMO / "records.jsonl", tmp_path / "records.jsonl")
+    path = write(tmp_path, 'metrics = ["mrr"]\n[inputs]\nrun = "run.trec"\ndepth = 10\n'
+                 'format = "csv"\n')
+    code, out, err = run(["run", str(path), "--records", str(tmp_path / "records.jsonl"),
+                          "--no-progress"], capsys)
+    assert code == 0, err
+    assert "(8 records)" in out
+
+
+def test_run_flag_keeps_the_beir_directory(tmp_path: Path, capsys) -> None:
+    from test_inputs_runs import beir_dir, run_file
+
+    beir = beir_dir(tmp_path / "beir")
+    other = run_file(tmp_path)
+    path = write(tmp_path, 'metrics = ["mrr"]\n[inputs]\nrun = "missing.trec"\nbeir = "beir"\n')
+    code, _, err = run(["run", str(path), "--run", other, "--no-progress",
+                        "--out", str(tmp_path / "o")], capsys)
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "o" / "summary.json").read_text())["manifest"]
+    assert manifest["records"]["inputs"]["beir"] == str(beir)
+
+
+def test_switches_and_the_gate_turn_off(tmp_path: Path, capsys) -> None:
+    path = _small_file(tmp_path, '[gate]\nfail_under = {"mrr" = 0.99}\n')
+    code, out, _ = run(["run", str(path), "--no-progress"], capsys)
+    assert code == 3
+    code, out, err = run(["run", str(path), "--no-progress", "--no-gate", "-m", "map"], capsys)
+    assert code == 0, err
+    assert "gate: " not in out
+    demo = DEMO / "eval.toml"
+    code, _, err = run(["run", str(demo), "-m", "mrr", "--no-progress"], capsys)
+    assert code == 2 and "--no-gate skips it" in err
+
+
+def test_offline_in_the_file_turns_off_on_the_command_line(tmp_path: Path, capsys,
+                                                           monkeypatch) -> None:
+    from rageval.cli import commands
+
+    seen = {}
+
+    def fake_run_score(args, out):  # the merged options, before any work
+        seen.update(vars(args))
+        return 0
+
+    monkeypatch.setattr(commands, "run_score", fake_run_score)
+    demo = DEMO / "eval.toml"
+    assert run(["run", str(demo), "--no-progress"], capsys)[0] == 0
+    assert seen["offline"] is True and seen["components"] is False
+    assert run(["run", str(demo), "--no-offline", "--components"], capsys)[0] == 0
+    assert seen["offline"] is False and seen["components"] is True
+    assert seen["out"] == "out/demo" and seen["cache"] == str(DEMO / "judge_cache.jsonl")

@@ -76,13 +76,14 @@ def test_param(rag_evaluate, k):
     result = pytester.runpytest_subprocess(*PLUGIN, "--rageval-out", "artifacts")
     result.assert_outcomes(passed=3)
     out = pytester.path / "artifacts"
-    assert sorted(p.name for p in out.iterdir()) == [
-        "test_out.py__test_param_1_", "test_out.py__test_param_2_", "test_out.py__test_twice",
-        "test_out.py__test_twice-2"]
-    first = json.loads((out / "test_out.py__test_twice" / "summary.json").read_text())
-    second = json.loads((out / "test_out.py__test_twice-2" / "summary.json").read_text())
+    twice = run_dir_name("test_out.py::test_twice")
+    param_2 = run_dir_name("test_out.py::test_param[2]")
+    assert sorted(p.name for p in out.iterdir()) == sorted([
+        run_dir_name("test_out.py::test_param[1]"), param_2, twice, f"{twice}-2"])
+    first = json.loads((out / twice / "summary.json").read_text())
+    second = json.loads((out / f"{twice}-2" / "summary.json").read_text())
     assert list(first["metrics"]) == ["p@3"] and "rouge1" in second["metrics"]
-    assert Results.load(out / "test_out.py__test_param_2_").summary["p@2"].n == 4
+    assert Results.load(out / param_2).summary["p@2"].n == 4
 
 
 def test_the_option_is_in_the_help(pytester: pytest.Pytester) -> None:
@@ -179,7 +180,12 @@ def test_bad_arguments_are_usage_errors() -> None:
     ("../..", "_"),
 ])
 def test_run_dir_names(nodeid: str, name: str) -> None:
-    assert run_dir_name(nodeid) == name
+    readable, digest = run_dir_name(nodeid).rsplit("-", 1)
+    assert readable == name and len(digest) == 10
+
+
+def test_run_dir_names_that_read_alike_stay_apart() -> None:
+    assert run_dir_name("t.py::test[x/y]") != run_dir_name("t.py::test[x_y]")
 
 
 def test_long_run_dir_names_stay_unique() -> None:

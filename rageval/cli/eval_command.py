@@ -12,9 +12,16 @@ from typing import Any, TextIO
 from rageval.config import read_eval_file
 from rageval.core.errors import MissingDependencyError
 
-# Options that name where the records come from: one given on the command line replaces all of
-# the file's (a --records override must not be joined with the file's run, or the reverse).
-_SOURCES = ("records", "run", "beir", "queries", "corpus")
+# What a source named on the command line replaces among the file's inputs: the other kind of
+# source and what only goes with it. A new records file keeps the file's kind and field map
+# (they describe its columns) but not its format (read from the new name); a new run keeps the
+# texts and judgments it is joined with; a new BEIR directory replaces the texts.
+_REPLACES: dict[str, tuple[str, ...]] = {
+    "records": ("run", "beir", "queries", "depth", "format"),
+    "run": ("records", "input_format", "field_map", "format"),
+    "beir": ("queries", "corpus"),
+}
+_GATE = ("fail_under", "fail_over", "gate_on", "baseline", "max_drop")
 
 
 def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
@@ -24,9 +31,16 @@ def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     given = {k: v for k, v in vars(args).items() if k not in ("command", "eval_file")}
     loaded = read_eval_file(args.eval_file)
     from_file = dict(loaded.options)
-    if any(key in given for key in ("records", "run", "beir")):
-        for key in _SOURCES:
+    for source, replaced in _REPLACES.items():
+        if source in given:
+            for key in (source, *replaced):
+                from_file.pop(key, None)
+    if from_file.get("input_format") != "trec-rag" and "records" in given:
+        from_file.pop("corpus", None)  # a corpus goes with a run or a TREC RAG file only
+    if given.pop("no_gate", False):
+        for key in _GATE:
             from_file.pop(key, None)
+            given.pop(key, None)
     optional = from_file.pop("optional_metrics", [])
     if "metrics" in given:  # metrics named on the command line are the whole list
         optional = []

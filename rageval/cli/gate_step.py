@@ -53,7 +53,9 @@ def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan 
         return None
     unknown = unknown_threshold_names(thresholds, _output_names(args.metrics, judge))
     if unknown:
-        raise UsageError("; ".join(unknown))
+        hint = (" (an evaluation file's [gate] names metrics of its own list: --no-gate skips "
+                "it)" if getattr(args, "eval_file", None) is not None else "")
+        raise UsageError("; ".join(unknown) + hint)
     baseline = None
     if args.baseline is not None:
         from rageval.core.results import Results

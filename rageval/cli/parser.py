@@ -138,6 +138,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                        "and gate written down once; any score option given overrides the file")
     p.add_argument("eval_file", metavar="EVAL.toml", help="the evaluation file")
     p.add_argument("--records", help="score this records file instead of the file's")
+    p.add_argument("--no-gate", action="store_true",
+                   help="skip the file's [gate] (and any gate option given here)")
     add_score_options(p)
 
 

@@ -28,6 +28,14 @@ DEFAULTS: dict[str, Any] = {
     "input_format": "records",
     "split": "test",
     "gate_on": "mean",
+    # Switches are --x/--no-x (so that `run` can turn off what an evaluation file turns on).
+    "trec_convention": False,
+    "components": False,
+    "signatures": False,
+    "offline": False,
+    "allow_missing": False,
+    "refresh": False,
+    "judge_logprobs": False,
 }
 
 
@@ -47,7 +55,7 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="output directory for records.jsonl and summary.json")
     p.add_argument("--format", choices=("jsonl", "json", "csv", "parquet", "arrow"),
                    help="records format (default: from the file extension)")
-    p.add_argument("--trec-convention", action="store_true",
+    p.add_argument("--trec-convention", action=argparse.BooleanOptionalAction,
                    help="score queries without relevant judgments as 0, as trec_eval does, "
                    "instead of leaving them unscored")
     p.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
@@ -61,10 +69,10 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
                    help="where BERTScore keeps token embeddings between runs (default: "
                    "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or "
                    "~/.cache/rageval/bertscore); none: keep none")
-    p.add_argument("--components", action="store_true",
+    p.add_argument("--components", action=argparse.BooleanOptionalAction,
                    help="show every component (rouge2.precision, bleu.p1, ...) in the table, "
                    "not only headline values (the files always hold all of them)")
-    p.add_argument("--signatures", action="store_true",
+    p.add_argument("--signatures", action=argparse.BooleanOptionalAction,
                    help="show each value's full signature under the table (default: the short "
                    "form, once per configuration)")
     _input_options(p)
@@ -126,12 +134,12 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    "dropped connection (default 5)")
     j.add_argument("--cache", metavar="PATH",
                    help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
-    j.add_argument("--offline", action="store_true",
+    j.add_argument("--offline", action=argparse.BooleanOptionalAction,
                    help="replay judge replies from the cache only; never call the network")
-    j.add_argument("--allow-missing", action="store_true",
+    j.add_argument("--allow-missing", action=argparse.BooleanOptionalAction,
                    help="with --offline: leave records the cache lacks unscored instead of "
                    "failing")
-    j.add_argument("--refresh", action="store_true",
+    j.add_argument("--refresh", action=argparse.BooleanOptionalAction,
                    help="ask the judge again even when a reply is cached (and store the new one)")
     j.add_argument("--prompts-dir", metavar="DIR",
                    help="directory of rubric .toml files, looked up by name before the "
@@ -144,7 +152,7 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-samples", type=int, metavar="N",
                    help="replies per item: the value is their mean, the spread goes in the "
                    "details (use a temperature above 0)")
-    j.add_argument("--judge-logprobs", action="store_true",
+    j.add_argument("--judge-logprobs", action=argparse.BooleanOptionalAction,
                    help="score by the expected value of the score token's top "
                    "log-probabilities (G-Eval); an endpoint that returns none is an error")
     j.add_argument("--judge-price-in", type=float, metavar="USD",

@@ -10,8 +10,9 @@ and turned into the option's value:
 ``path``
     a string naming a file or directory, relative to the evaluation file's folder;
 ``out``
-    a string naming the output directory, relative to the directory rageval runs in (where the
-    results of a run go is a property of the invocation, as with ``--out``);
+    a string naming a run directory (the output directory, the gate's baseline), relative to
+    the directory rageval runs in: runs are written and found where the invocation is, as
+    with ``--out`` and ``--baseline``;
 ``choice``
     a string among ``choices``;
 ``metrics``
@@ -113,7 +114,7 @@ FIELDS: list[Field] = [
         ("fail_under", "fail_under", "limits", (), "metric = lowest acceptable value"),
         ("fail_over", "fail_over", "limits", (), "metric = highest acceptable value"),
         ("on", "gate_on", "choice", ("mean", "ci"), "gate on the mean or the CI bound"),
-        ("baseline", "baseline", "path", (), "a run directory to compare with"),
+        ("baseline", "baseline", "out", (), "a run directory to compare with"),
         ("max_drop", "max_drop", "float", (), "largest drop against the baseline"),
     ]),
 ]

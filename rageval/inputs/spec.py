@@ -57,8 +57,12 @@ class InputSpec:
 
     def is_plain(self) -> bool:
         """A records file in rageval's own format, read as :func:`load_records` reads it."""
-        return (self.run is None and self.kind == "records" and not self.field_map
-                and self.corpus is None and self.format != "arrow")
+        if self.run is not None or self.kind != "records" or self.field_map or self.corpus:
+            return False
+        if self.format is not None:
+            return self.format != "arrow"
+        path = os.fspath(self.records or "")
+        return not (path.endswith(".arrow") or os.path.isdir(path))
 
     def to_manifest(self) -> dict[str, Any]:
         """Every field, JSON-able, so that :meth:`from_manifest` reads the records again."""

@@ -23,11 +23,12 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
     Unless ``components`` is set, only each metric's headline values are shown.
     """
     table = Table(title=f"rageval summary ({len(results.records)} records)", title_justify="left")
-    table.add_column("metric", style="bold", no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("95% CI", justify="right", no_wrap=True)
-    table.add_column("n", justify="right")
-    table.add_column("unscored", justify="right")
+    # Numbers never wrap or shrink; on a narrow terminal a long metric name folds instead.
+    table.add_column("metric", style="bold", overflow="fold")
+    table.add_column("value", justify="right", no_wrap=True, min_width=7)
+    table.add_column("95% CI", justify="right", no_wrap=True, min_width=16)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("unscored", justify="right", no_wrap=True)
     for name, item in results.summary.items():
         if not (item.in_table or components):
             continue
