@@ -101,7 +101,12 @@ def test_fuse_needs_two_runs(tmp_path: Path, capsys) -> None:
 
 
 def test_score_bertscore_with_embedding_cache(tmp_path: Path, capsys, monkeypatch) -> None:
+    from rageval.generation import bertscore
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # An earlier test in this process may hold the demo's embeddings in memory, and a memory
+    # hit never reaches the disk cache.
+    bertscore.clear_memory_cache()
     cache = tmp_path / "emb"
     argv = ["score", str(DEMO), "-m", "bertscore", "--embedding-cache", str(cache),
             "--out", str(tmp_path / "out"), "--no-progress"]

@@ -18,12 +18,25 @@ from typing import Any
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.progress import LoadProgress
+from rageval.core.record_lines import (
+    BOM,
+    PathLike,
+    binary_lines,
+    decode_line,
+    file_error,
+    parse_json,
+    text_lines,
+)
+
+# file_error and PathLike were defined here first; they stay importable from here.
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FORMATS",
     "READERS",
     "PathLike",
+    "csv_cells",
+    "csv_header",
     "file_error",
     "resolve_format",
 ]
@@ -45,31 +58,17 @@ _EXTENSIONS: dict[str, str] = {
 #: ``--max-line-bytes``) raises or lowers the limit.
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 
-_BOM = b"\xef\xbb\xbf"
 _JSON_WS = re.compile(r"[ \t\n\r]*")
 _PARQUET_SLICE_ROWS = 8192
 _CHUNK_BYTES = 1 << 16
-# Progress is told every so often, never per line, so that it costs nothing measurable (a
-# JSON array reports every 4096 items, a Parquet file every slice).
-_LINES_BETWEEN_LOOKS = 256
-_BYTES_BETWEEN_REPORTS = 1 << 20
+# Progress is told every so often, never per item (a JSON array reports every 4096 items, a
+# Parquet file every slice, lines every MiB: rageval.core.record_lines).
 _ITEMS_BETWEEN_REPORTS = 4096
 
-PathLike = str | os.PathLike[str]
-
 
 # --------------------------------------------------------------------------------------------
-# Opening: the format of a file, and errors reading it
+# The format of a file
 # --------------------------------------------------------------------------------------------
-
-
-def file_error(error: OSError, source: str) -> InputError:
-    """The :class:`InputError` for a file that cannot be opened or read."""
-    if isinstance(error, FileNotFoundError):
-        return InputError("file not found", path=source)
-    if isinstance(error, IsADirectoryError):
-        return InputError("is a directory, expected a file", path=source)
-    return InputError(f"cannot read file: {error.strerror or error}", path=source)
 
 
 def resolve_format(path: PathLike, format: str | None) -> str:
@@ -93,75 +92,20 @@ def resolve_format(path: PathLike, format: str | None) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _decode(raw: bytes, source: str, line: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"invalid UTF-8 (byte {error.start + 1} of the line: {raw[error.start : error.end]!r})",
-            path=source,
-            line=line,
-        ) from None
-
-
-def _loads(text: str, source: str, line: int, field: str | None = None) -> Any:
-    """``json.loads`` with every failure turned into an :class:`InputError`."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        column = error.colno if error.lineno == 1 else f"{error.colno} of line {error.lineno}"
-        raise InputError(
-            f"malformed JSON: {error.msg} (column {column})", path=source, line=line, field=field
-        ) from None
-    except (ValueError, RecursionError) as error:
-        raise InputError(f"malformed JSON: {error}", path=source, line=line, field=field) from None
-
-
-def _binary_lines(path: PathLike, source: str, limit: int,
-                  progress: LoadProgress | None = None) -> Iterator[tuple[int, bytes]]:
-    """Physical lines of a file as bytes (1-based numbers), without a leading BOM; a line
-    longer than ``limit`` bytes (its newline not counted) is an error, found before more than
-    ``limit`` bytes of it are read. ``progress`` is told the bytes read of the file's size."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as error:
-        raise file_error(error, source) from None
-    with handle:
-        size = os.fstat(handle.fileno()).st_size
-        reported = 0
-        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
-            if progress is not None and not number % _LINES_BETWEEN_LOOKS:
-                position = handle.tell()
-                if position - reported >= _BYTES_BETWEEN_REPORTS:
-                    reported = position
-                    progress(position, max(size, position))
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                raise InputError(
-                    f"line longer than {limit:,} bytes, the limit for one record (raise it "
-                    "with --max-line-bytes, or max_line_bytes= in Python)",
-                    path=source, line=number)
-            yield number, raw
-        if progress is not None:
-            end = handle.tell()
-            progress(end, max(size, end))
-
-
 def _iter_jsonl(path: PathLike, source: str, limit: int,
                 progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
-    for number, raw in _binary_lines(path, source, limit, progress):
+    for number, raw in binary_lines(path, source, limit, progress):
         if raw.isspace() or not raw:
             continue
-        yield number, _loads(_decode(raw, source, number), source, number)
+        yield number, parse_json(decode_line(raw, source, number), source, number)
 
 
 def _starts_with_bracket(path: PathLike, source: str) -> bool:
     """Whether the first non-whitespace character of the file is ``[``."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(len(_BOM))
-            head = head[len(_BOM) :] if head == _BOM else head
+            head = handle.read(len(BOM))
+            head = head[len(BOM) :] if head == BOM else head
             while head.isspace() or not head:
                 head = handle.read(_CHUNK_BYTES)
                 if not head:
@@ -185,8 +129,8 @@ def _read_text(path: PathLike, source: str) -> str:
             data = handle.read()
     except OSError as error:
         raise file_error(error, source) from None
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -262,69 +206,71 @@ def _parse_reference_cell(cell: str, source: str, line: int) -> Any:
     return cell
 
 
-def _csv_header(row: list[str] | None, source: str) -> list[str] | None:
-    if row is None:
-        return None
+def csv_header(row: list[str], source: str, required: tuple[str, ...] = ()) -> list[str]:
+    """The column names of a CSV header row, checked: each named once, ``required`` present."""
     header = [name.strip() for name in row]
     seen: set[str] = set()
     for index, name in enumerate(header):
         if not name:
-            raise InputError(f"CSV header: column {index + 1} has no name", path=source, line=1)
+            hint = " (a pandas index? write the file with index=False)" if index == 0 else ""
+            raise InputError(f"CSV header: column {index + 1} has no name{hint}",
+                             path=source, line=1)
         if name in seen:
             raise InputError(f"CSV header: duplicate column {name!r}", path=source, line=1)
         seen.add(name)
-    if "id" not in seen:
-        raise InputError(
-            f"CSV header has no 'id' column (found columns {header})",
-            path=source,
-            line=1,
-            field="id",
-        )
+    for name in required:
+        if name not in seen:
+            raise InputError(f"CSV header has no {name!r} column (found columns {header})",
+                             path=source, line=1, field=name)
     return header
 
 
-def _csv_row(header: list[str], row: list[str], source: str, line: int) -> dict[str, Any]:
-    if len(row) != len(header):
-        raise InputError(
-            f"expected {len(header)} CSV columns (as in the header), found {len(row)}",
-            path=source,
-            line=line,
-        )
-    item: dict[str, Any] = {}
-    for name, cell in zip(header, row, strict=True):
-        if cell == "":
-            continue
-        if name in ("contexts", "judgments"):
-            item[name] = _loads(cell, source, line, name)
-        elif name == "reference":
-            item[name] = _parse_reference_cell(cell, source, line)
-        else:
-            item[name] = cell
-    return item
+def csv_cells(path: PathLike, source: str, limit: int, progress: LoadProgress | None = None,
+              *, required: tuple[str, ...] = ()) -> tuple[list[str], Iterator[tuple[int, Any]]]:
+    """A CSV file's header, and its rows as ``(line, {column: cell})`` with empty cells left
+    out and blank rows skipped (``line``: the row's first physical line; a quoted cell may span
+    several). The header is read now, the rows as they are iterated."""
+    if csv.field_size_limit() < 2**30:
+        csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
+    reader = csv.reader(text for _, text in text_lines(path, source, limit, progress))
 
+    def malformed(error: csv.Error) -> InputError:
+        return InputError(f"malformed CSV: {error}", path=source, line=reader.line_num)
 
-def _decoded_lines(path: PathLike, source: str, limit: int,
-                   progress: LoadProgress | None = None) -> Iterator[str]:
-    for number, raw in _binary_lines(path, source, limit, progress):
-        yield _decode(raw, source, number)
+    try:
+        first = next(reader, None)
+    except csv.Error as error:
+        raise malformed(error) from None
+    header = [] if first is None else csv_header(first, source, required)
+
+    def rows() -> Iterator[tuple[int, Any]]:
+        previous = reader.line_num
+        try:
+            for row in reader:
+                line, previous = previous + 1, reader.line_num
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise InputError(f"expected {len(header)} CSV columns (as in the header), "
+                                     f"found {len(row)}", path=source, line=line)
+                yield line, {name: cell for name, cell in zip(header, row, strict=True)
+                             if cell != ""}
+        except csv.Error as error:
+            raise malformed(error) from None
+
+    return header, rows()
 
 
 def _iter_csv(path: PathLike, source: str, limit: int,
               progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
-    if csv.field_size_limit() < 2**30:
-        csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
-    reader = csv.reader(_decoded_lines(path, source, limit, progress))
-    try:
-        header = _csv_header(next(reader, None), source)
-        if header is None:
-            return
-        previous = reader.line_num
-        for row in reader:
-            line, previous = previous + 1, reader.line_num
-            if row:
-                yield line, _csv_row(header, row, source, line)
-    except csv.Error as error:
-        raise InputError(f"malformed CSV: {error}", path=source, line=reader.line_num) from None
+    _, rows = csv_cells(path, source, limit, progress, required=("id",))
+    for line, cells in rows:
+        for name in ("contexts", "judgments"):
+            if name in cells:
+                cells[name] = parse_json(cells[name], source, line, name)
+        if "reference" in cells:
+            cells["reference"] = _parse_reference_cell(cells["reference"], source, line)
+        yield line, cells
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -335,7 +281,7 @@ def _drop_nulls(value: Any) -> Any:
 
 def _parquet_judgments(value: Any, source: str, line: int) -> Any:
     if isinstance(value, str):
-        return _loads(value, source, line, "judgments")
+        return parse_json(value, source, line, "judgments")
     if isinstance(value, list) and all(
         isinstance(entry, dict) and entry.keys() == {"key", "value"} for entry in value
     ):
@@ -348,7 +294,7 @@ def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     item = {key: value for key, value in row.items() if value is not None}
     contexts = item.get("contexts")
     if isinstance(contexts, str):
-        item["contexts"] = _loads(contexts, source, line, "contexts")
+        item["contexts"] = parse_json(contexts, source, line, "contexts")
     elif isinstance(contexts, list):
         item["contexts"] = [_drop_nulls(context) for context in contexts]
     if "judgments" in item:

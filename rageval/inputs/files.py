@@ -1,25 +1,22 @@
-"""Opening input files: their format, their raw rows and lines, JSON cells.
+"""Opening input files: their format, their raw rows, JSON cells.
 
 JSON Lines, JSON, CSV and Parquet records files are read by rageval's own readers
-(:data:`~rageval.core.record_readers.READERS`), so their errors read as the native format's
-do; this module adds the Arrow format and the plain line reading the text files need.
+(:data:`~rageval.core.record_readers.READERS`), and text files line by line with
+:func:`~rageval.core.record_lines.text_lines`, so their errors read as the native format's do;
+this module adds the Arrow format and Python list literals in cells.
 """
 
 from __future__ import annotations
 
 import ast
-import json
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.record_readers import (
-    DEFAULT_MAX_LINE_BYTES,
-    READERS,
-    file_error,
-    resolve_format,
-)
+from rageval.core.record_lines import file_error, parse_json
+from rageval.core.record_readers import DEFAULT_MAX_LINE_BYTES, READERS, resolve_format
 
 __all__ = [
     "INPUT_FORMATS",
@@ -28,14 +25,10 @@ __all__ = [
     "iter_raw",
     "json_cell",
     "line_limit",
-    "text_lines",
 ]
 
 #: Formats a records file may have (:attr:`~rageval.inputs.InputSpec.format`).
 INPUT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet", "arrow")
-
-_BOM = b"\xef\xbb\xbf"
-
 
 def line_limit(max_line_bytes: int | None) -> int:
     """The longest line to read, checked as the native readers check it."""
@@ -79,29 +72,6 @@ def iter_raw(path: str, fmt: str, limit: int) -> Iterator[tuple[int, Any]]:
     return READERS[fmt](path, path, limit)
 
 
-def text_lines(path: str, limit: int) -> Iterator[tuple[int, str]]:
-    """Every physical line of a UTF-8 text file (1-based numbers), newline kept, a leading
-    BOM dropped; a line longer than ``limit`` bytes is an error, as in the native readers."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as error:
-        raise file_error(error, path) from None
-    with handle:
-        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), 1):
-            if number == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                raise InputError(f"line longer than {limit:,} bytes, the limit for one record "
-                                 "(raise it with --max-line-bytes, or max_line_bytes= in "
-                                 "Python)", path=path, line=number)
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad = raw[error.start:error.end]
-                raise InputError(f"invalid UTF-8 (byte {error.start + 1} of the line: {bad!r})",
-                                 path=path, line=number) from None
-
-
 def json_cell(text: str, source: str, line: int, field: str | None, *,
               literals: bool = False) -> Any:
     """A cell holding JSON, decoded; an :class:`InputError` naming the field when it is not.
@@ -110,13 +80,9 @@ def json_cell(text: str, source: str, line: int, field: str | None, *,
     pandas' ``to_csv`` writes for a list column (ragas' own CSV exports hold them).
     """
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as error:
+        return parse_json(text, source, line, field)
+    except InputError:
         if literals and text.lstrip()[:1] in ("[", "{"):
-            try:
+            with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
                 return ast.literal_eval(text)  # literals only: no code is run
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                pass
-        detail = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-        raise InputError(f"malformed JSON: {detail}", path=source, line=line,
-                         field=field) from None
+        raise

@@ -13,7 +13,6 @@ its ``data-NNNNN-of-NNNNN.arrow`` shards (Arrow IPC streams) in order, or, for a
 
 from __future__ import annotations
 
-import csv
 import glob
 import json
 import os
@@ -21,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rageval.core.errors import InputError
-from rageval.inputs.files import check_file, iter_raw, text_lines
+from rageval.core.record_readers import csv_cells
+from rageval.inputs.files import check_file, iter_raw
 
 __all__ = ["Table", "arrow_files", "read_table"]
 
@@ -59,43 +59,9 @@ def read_table(path: str, fmt: str, split: str, limit: int) -> Table:
 # --------------------------------------------------------------------------------------------
 
 
-def _csv_header(row: list[str], path: str) -> list[str]:
-    header = [name.strip() for name in row]
-    seen: set[str] = set()
-    for index, name in enumerate(header):
-        if not name:
-            hint = " (a pandas index? write the file with index=False)" if index == 0 else ""
-            raise InputError(f"CSV header: column {index + 1} has no name{hint}",
-                             path=path, line=1)
-        if name in seen:
-            raise InputError(f"CSV header: duplicate column {name!r}", path=path, line=1)
-        seen.add(name)
-    return header
-
-
 def _csv_table(path: str, limit: int) -> Table:
-    if csv.field_size_limit() < 2**30:
-        csv.field_size_limit(2**30)  # cells hold whole JSON arrays of long passages
-    reader = csv.reader(text for _, text in text_lines(path, limit))
-    rows: list[tuple[int, Any]] = []
-    try:
-        first = next(reader, None)
-        if first is None:
-            return Table([], [], "line", "csv")
-        header = _csv_header(first, path)
-        previous = reader.line_num
-        for row in reader:
-            line, previous = previous + 1, reader.line_num  # a quoted cell may span lines
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise InputError(f"expected {len(header)} CSV columns (as in the header), "
-                                 f"found {len(row)}", path=path, line=line)
-            rows.append((line, {name: cell for name, cell in zip(header, row, strict=True)
-                                if cell != ""}))
-    except csv.Error as error:
-        raise InputError(f"malformed CSV: {error}", path=path, line=reader.line_num) from None
-    return Table(rows, header, "line", "csv")
+    header, rows = csv_cells(path, path, limit)
+    return Table(list(rows), header, "line", "csv")
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rageval.core.errors import InputError
+from rageval.core.record_lines import text_lines
 from rageval.core.record_model import MAX_GRADE
-from rageval.inputs.files import check_file, json_cell, text_lines
+from rageval.inputs.files import check_file, json_cell
 
 __all__ = ["read_beir_qrels", "read_corpus", "read_queries"]
 
@@ -148,7 +149,7 @@ def _read_texts(path: str, needed: set[str], limit: int, what: str) -> dict[str,
         found = _entries(parse, path, lines, needed, what)
         if needed <= found.keys():
             return found
-    return _entries(parse, path, text_lines(path, limit), needed, what)
+    return _entries(parse, path, text_lines(path, path, limit), needed, what)
 
 
 def read_queries(path: str, needed: set[str], limit: int) -> dict[str, str]:
@@ -185,7 +186,7 @@ def _qrels_line(text: str, path: str, number: int) -> tuple[str, str, int] | Non
 
 def _exact_qrels(path: str, limit: int) -> list[tuple[str, str, int]]:
     rows: list[tuple[str, str, int]] = []
-    for number, text in text_lines(path, limit):
+    for number, text in text_lines(path, path, limit):
         if number == 1:
             fields = text.rstrip("\r\n").split("\t")
             if len(fields) == 3 and _is_integer(fields[2]):
