@@ -6,23 +6,29 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Metric, ScoreOptions
-from rageval.core.records import Record, apply_judgments, load_records
+from rageval.core.records import Record, apply_judgments, iter_windows
 from rageval.core.results import Results
+from rageval.engine.sink import FileSink
 from rageval.inputs import InputSpec, load_inputs
-from rageval.orchestrator import ProgressHook, check_settings, run_metrics
+from rageval.orchestrator import ProgressHook, check_settings, run_metrics, stream_metrics
 
 if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.judge.options import JudgeOptions
 
-__all__ = ["evaluate"]
+__all__ = ["DEFAULT_WINDOW", "evaluate"]
+
+#: Records read and scored together when a records file is streamed: large enough that the
+#: judge keeps its requests flowing across batches, small enough that a window's records and
+#: their derived data stay a few tens of MB.
+DEFAULT_WINDOW = 10_000
 
 
 def evaluate(
@@ -42,6 +48,8 @@ def evaluate(
     judgments_from: str | None = None,
     format: str | None = None,
     max_line_bytes: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    window: int = DEFAULT_WINDOW,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -64,6 +72,15 @@ def evaluate(
     contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
     their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
+
+    A records file in rageval's own format is read and scored ``window`` records at a time
+    (see docs/scale.md): memory holds one window of records, the summary's compact parts
+    and, unless ``out`` names a run directory, every record's results. With ``out`` the
+    per-record results go to ``out/records.jsonl`` as they finish and ``summary.json`` follows
+    once the run is complete (the returned results read the records back from there when
+    asked). Metrics that need every record at once (BERTScore with ``idf=true``, claim-level
+    judging, ``judgments_from``) are scored over one window holding the whole run. Values
+    never depend on ``window``.
     """
     started = time.perf_counter()
     check_settings(seed, bootstrap, batch_size)  # before anything is read
@@ -76,31 +93,50 @@ def evaluate(
                        max_line_bytes=(spec.max_line_bytes if spec.max_line_bytes is not None
                                        else max_line_bytes))
         max_line_bytes = spec.max_line_bytes
-    loaded, source, from_beir = _read(records if spec is None else spec, format, max_line_bytes,
-                                      load_progress)
-    loaded, judgments_source = _with_qrels(loaded, qrels, source)
-    if from_beir:
-        judgments_source = "qrels"  # a BEIR dataset's qrels file
-    options = ScoreOptions(trec_convention=trec_convention, judgments_source=judgments_source,
+    qrels_in = _Qrels(qrels)
+    windows, source, from_beir = _read(records if spec is None else spec, format,
+                                       max_line_bytes, load_progress, window)
+    if judgments_from is not None and not isinstance(windows, list):
+        # The provider labels its judgments after those already there: read them all first.
+        windows = [record for part in windows for record in part]
+    windows = qrels_in.applied(windows, source)
+    streamed = not isinstance(windows, list)
+    if not streamed:  # held in memory: where the judgments came from is known before scoring
+        judgments_source = "qrels" if from_beir else qrels_in.source()
+    options = ScoreOptions(trec_convention=trec_convention,
+                           judgments_source="qrels" if qrels is not None else "inline",
                            embedding_cache=embedding_cache, judge=judge,
                            max_line_bytes=max_line_bytes, steps=steps)
+    if not streamed:
+        options = replace(options, judgments_source=judgments_source)
     if steps is not None:
         # A metric object built elsewhere equals itself under these options (steps is not
         # compared), so the orchestrator would keep it, without the hook: hand it over.
         metrics = [m.with_options(options) if isinstance(m, Metric) else m
                    for m in ([metrics] if isinstance(metrics, str) else metrics)]
-    results = run_metrics(loaded, metrics, options, source=source,
-                          judgments_from=judgments_from, seed=seed, bootstrap=bootstrap,
-                          batch_size=batch_size, progress=progress, started=started)
+    sink = FileSink(out) if out is not None else None
+    common = dict(source=source, judgments_from=judgments_from, seed=seed,
+                  bootstrap=bootstrap, batch_size=batch_size, progress=progress,
+                  started=started, sink=sink)
+    if streamed:
+        def signing() -> ScoreOptions:
+            return replace(options, judgments_source=qrels_in.source())
+
+        results = stream_metrics(windows, metrics, options, signing=signing, **common)
+    else:
+        results = run_metrics(windows, metrics, options, **common)
     if spec is not None:  # how to read the records again (rageval report)
         results.manifest["records"]["inputs"] = spec.to_manifest()
+        if out is not None:
+            results.write(out)  # the manifest changed after the run was written
     return results
 
 
 def _read(records: Sequence[Record] | str | os.PathLike[str] | InputSpec, format: str | None,
-          max_line_bytes: int | None, load_progress: LoadProgress | None,
-          ) -> tuple[list[Record], str, bool]:
-    """The records, where they came from, and whether a BEIR qrels file judged them."""
+          max_line_bytes: int | None, load_progress: LoadProgress | None, window: int,
+          ) -> tuple[list[Record] | Iterator[list[Record]], str, bool]:
+    """The records (a list, or windows of a records file read as the run goes), where they
+    came from, and whether a BEIR qrels file judged them."""
     if isinstance(records, InputSpec) and not records.is_plain():
         inputs = load_inputs(records)
         return inputs.records, inputs.source, inputs.judgments_source is not None
@@ -108,29 +144,48 @@ def _read(records: Sequence[Record] | str | os.PathLike[str] | InputSpec, format
         records, format = records.records or "", records.format
     if not isinstance(records, (str, os.PathLike)):
         return list(records), "<memory>", False
-    loaded = load_records(records, format=format, max_line_bytes=max_line_bytes,
-                          progress=load_progress)
-    return loaded, str(Path(records)), False
+    windows = iter_windows(records, window, format=format, max_line_bytes=max_line_bytes,
+                           progress=load_progress)
+    return windows, str(Path(records)), False
 
 
-def _with_qrels(
-    records: list[Record],
-    qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
-    records_source: str,
-) -> tuple[list[Record], str]:
-    """Fill judgments from qrels; return the records and where their judgments came from."""
-    if qrels is None:
-        return records, "inline"
-    if isinstance(qrels, Mapping):
-        mapping, source = qrels, "<qrels mapping>"
-    else:
-        from rageval.retrieval.trec import read_qrels
+class _Qrels:
+    """Judgments from qrels (a TREC qrels path or a mapping ``{record_id: {doc_id: grade}}``)
+    filled into records as they are read, counting what they matched."""
 
-        source = str(qrels)
-        mapping = read_qrels(source).to_dict()
-    filled = apply_judgments(records, mapping, source=source, records_source=records_source)
-    from_qrels = sum(1 for r in records if r.id in mapping)
-    if from_qrels == 0:
-        raise InputError("no query id of the qrels matches a record id", path=source)
-    inline = sum(1 for r in records if r.judgments is not None)
-    return filled, "qrels" if inline == 0 else "mixed"
+    def __init__(self, qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
+                 ) -> None:
+        self.mapping: Mapping[str, Mapping[str, int]] | None = None
+        self.path = "<qrels mapping>"
+        if isinstance(qrels, Mapping):
+            self.mapping = qrels
+        elif qrels is not None:
+            from rageval.retrieval.trec import read_qrels
+
+            self.path = str(qrels)
+            self.mapping = read_qrels(self.path).to_dict()
+        self.matched = 0
+        self.inline = 0
+
+    def applied(self, windows: list[Record] | Iterator[list[Record]], records_source: str,
+                ) -> list[Record] | Iterator[list[Record]]:
+        if self.mapping is None:
+            return windows
+        if isinstance(windows, list):
+            return self._fill(windows, records_source)
+        return (self._fill(window, records_source) for window in windows)
+
+    def _fill(self, records: list[Record], records_source: str) -> list[Record]:
+        assert self.mapping is not None
+        self.matched += sum(1 for r in records if r.id in self.mapping)
+        self.inline += sum(1 for r in records if r.judgments is not None)
+        return apply_judgments(records, self.mapping, source=self.path,
+                               records_source=records_source)
+
+    def source(self) -> str:
+        """Where the records' judgments came from, once every record was filled."""
+        if self.mapping is None:
+            return "inline"
+        if self.matched == 0:
+            raise InputError("no query id of the qrels matches a record id", path=self.path)
+        return "qrels" if self.inline == 0 else "mixed"

@@ -1,20 +1,22 @@
 """The orchestrator: records x metrics -> :class:`~rageval.core.results.Results`, through the
 metric lifecycle, naming no family.
 
-:func:`run_metrics` resolves metric names, has each metric's run hooks check that the run can go
-ahead before anything is read from outside, written or sent, lets a judgments provider fill in
-the judgments of records without any, checks that every metric can score at least one record,
-has the hooks prepare over the whole run, scores in batches, aggregates each output (mean or the
-metric's corpus figure, seeded bootstrap CI, unscored counts with reasons), and collects the
-manifest sections of the hooks. The public entry point is :func:`rageval.evaluate`.
+:func:`run_metrics` (a run held in memory) and :func:`stream_metrics` (a run read window by
+window) resolve metric names, have each metric's run hooks check that the run can go ahead
+before anything is read from outside, written or sent, let a judgments provider fill in the
+judgments of records without any, check that every metric can score at least one record, have
+the hooks prepare each window, score in batches, hand each batch's per-record results to a
+sink (:mod:`rageval.engine.sink`) and keep what the summary needs
+(:mod:`rageval.engine.summary`), aggregate each output (mean or the metric's corpus figure,
+seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
+hooks. The public entry point is :func:`rageval.evaluate`.
 """
 
 from __future__ import annotations
 
 import platform
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
@@ -22,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.stats import bootstrap_ci
 from rageval.core.errors import UsageError
 from rageval.core.field_hints import field_hint
 from rageval.core.metric import (
@@ -35,8 +36,10 @@ from rageval.core.metric import (
 )
 from rageval.core.records import Record
 from rageval.core.registry import create, judgments_provider
-from rageval.core.results import MetricSummary, RecordResult, Results
+from rageval.core.results import Results
 from rageval.core.version import __version__
+from rageval.engine.sink import MemorySink, Sink, record_rows
+from rageval.engine.summary import SummaryParts
 
 # Which record field each "needs" entry refers to, and how to tell it is present.
 _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
@@ -47,7 +50,8 @@ _FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
     "query": lambda r: r.query is not None,
 }
 
-ProgressHook = Callable[[int, int], None]  # (records done, records total)
+# (records done, records total): the total is None while a run streamed from a file is read.
+ProgressHook = Callable[[int, int | None], None]
 
 
 def run_metrics(
@@ -62,43 +66,164 @@ def run_metrics(
     batch_size: int = 1000,
     progress: ProgressHook | None = None,
     started: float | None = None,
+    sink: Sink | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` under ``options`` and aggregate (see the module).
 
     ``started`` is the :func:`time.perf_counter` reading the run's wall time counts from (the
-    caller's, when it read the records; default: now).
+    caller's, when it read the records; default: now). ``sink`` receives the per-record
+    results batch by batch (default: kept in memory).
+    """
+    if not records:
+        check_settings(seed, bootstrap, batch_size)
+        raise UsageError("no records to score")
+    return stream_metrics(iter([records]), metrics, options, source=source,
+                          judgments_from=judgments_from, seed=seed, bootstrap=bootstrap,
+                          batch_size=batch_size, progress=progress, started=started, sink=sink)
+
+
+def stream_metrics(
+    windows: Iterator[list[Record]],
+    metrics: Iterable[str | Metric],
+    options: ScoreOptions,
+    *,
+    source: str = "<memory>",
+    judgments_from: str | None = None,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    batch_size: int = 1000,
+    progress: ProgressHook | None = None,
+    started: float | None = None,
+    sink: Sink | None = None,
+    signing: Callable[[], ScoreOptions] | None = None,
+) -> Results:
+    """Score a run read window by window (each window a list of records, prepared and scored
+    on its own) and aggregate as the windows finish: what a run keeps is the summary's parts
+    and, unless ``sink`` writes them elsewhere, the per-record results.
+
+    A run of one window is checked as a whole before anything is scored. A run of several
+    checks each window as it comes, and whether every metric found its inputs in some record
+    at the end (nothing is written then). With ``judgments_from``, or a metric that does not
+    stream (:meth:`~rageval.core.metric.Metric.streams`), the windows are joined into one
+    before anything is scored. ``signing`` gives
+    the options the summary signs with, known only once every record was read (where the
+    judgments came from); values never depend on them.
     """
     started = time.perf_counter() if started is None else started
     check_settings(seed, bootstrap, batch_size)
-    if not records:
-        raise UsageError("no records to score")
+    sink = sink if sink is not None else MemorySink()
+    try:
+        results = _stream(windows, metrics, options, source, judgments_from, seed, bootstrap,
+                          batch_size, progress, sink, signing)
+    except BaseException:
+        sink.abort()
+        raise
+    results.manifest["wall_time_s"] = round(time.perf_counter() - started, 3)
+    sink.commit(results.summary_json())
+    return results
+
+
+def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
+            options: ScoreOptions, source: str, judgments_from: str | None, seed: int,
+            bootstrap: int, batch_size: int, progress: ProgressHook | None, sink: Sink,
+            signing: Callable[[], ScoreOptions] | None) -> Results:
     provider = (judgments_provider(judgments_from, options) if judgments_from is not None
                 else None)
     resolved = _resolve(metrics, options)
-    for hooks, group in _by_hooks(resolved):
-        hooks.check(records, group)
-    run = Batch(records)
+    first = next(windows, None)
+    following = next(windows, None) if first is not None else None
+    if first is None or (not first and following is None):
+        raise UsageError("no records to score")
+    if following is not None and (provider is not None
+                                  or not all(m.streams() for m in resolved)):
+        # A judgments provider, or a metric that needs every record at once: one window.
+        first = [*first, *following, *(r for window in windows for r in window)]
+        following = None
+    single = following is None
+    state = _RunState(resolved)
     extra: dict[str, Any] = {}
-    if provider is not None:
-        _check_inputs(records, resolved, but="judgments")  # before the provider's work
-        records, resolved, options, extra[provider.section] = _fill_judgments(
-            provider, records, resolved, options, run)
-    _check_inputs(records, resolved)
+    for window in _chain(first, following, windows):
+        if not window:
+            continue
+        run = Batch(window, shared=state.shared)
+        for hooks, group in _by_hooks(state.metrics):
+            hooks.check(window, group)
+        if provider is not None:
+            _check_inputs(window, state.metrics, but="judgments")  # before the provider's work
+            window, graded, options, extra[provider.section] = _fill_judgments(
+                provider, window, state.metrics, options, run)
+            state = _RunState(graded)  # a run of one window: nothing was scored yet
+        if single:
+            _check_inputs(window, state.metrics)
+        else:
+            state.note_fields(window)
+        for hooks, group in _by_hooks(state.metrics):
+            hooks.prepare(run, group)
+        _score_window(state, run, batch_size, progress, sink, len(window) if single else None)
+    final = signing() if signing is not None else options  # may find the inputs wanting
+    if not single:
+        state.check_fields()
+    signers = [m if m.options == final else m.with_options(final) for m in state.metrics]
+    summary = state.parts.summarise(signers, seed, bootstrap)
     helpers = provider.metrics() if provider is not None else []
-    for hooks, group in _by_hooks(resolved):
-        hooks.prepare(run, group)
-    per_metric = _score_all(resolved, records, batch_size, progress, run)
-    summary = {
-        name: summary_item
-        for metric, result in per_metric.items()
-        for name, summary_item in _summarise(metric, result, seed, bootstrap).items()
-    }
-    manifest = _manifest(source, records, resolved, helpers, options, seed, bootstrap)
-    for hooks, group in _by_hooks([*resolved, *helpers]):
-        extra[hooks.section] = hooks.manifest(run, group)
+    manifest = _manifest(source, state.count, signers, helpers, final, seed, bootstrap)
+    for hooks, group in _by_hooks([*state.metrics, *helpers]):
+        extra[hooks.section] = hooks.manifest(state.last_run, group)
     _add_sections(manifest, extra)
-    manifest["wall_time_s"] = round(time.perf_counter() - started, 3)
-    return Results(_record_results(records, per_metric), summary, manifest)
+    return Results(sink.records(), summary, manifest)
+
+
+def _chain(first: list[Record], following: list[Record] | None,
+           rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
+    yield first
+    if following is not None:
+        yield following
+        yield from rest
+
+
+class _RunState:
+    """What a run keeps between its windows."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+        self.parts = SummaryParts(metrics)
+        self.shared: dict[Any, Any] = {}
+        self.count = 0
+        self.last_run: Batch = Batch([])
+        self._found: set[str] = set()  # the needed fields some record had
+        self._extra_keys: set[str] = set()
+
+    def note_fields(self, window: list[Record]) -> None:
+        needed = {field for metric in self.metrics for field in metric.needs} - self._found
+        for field in needed:
+            if any(_FIELD_PRESENT[field](r) for r in window):
+                self._found.add(field)
+        self._extra_keys.update(key for r in window for key in r.extra)
+
+    def check_fields(self) -> None:
+        """After a run of several windows: a metric whose inputs no record had is an error."""
+        for metric in self.metrics:
+            for needed in sorted(metric.needs - self._found):
+                raise _missing_field(metric, needed, self._extra_keys)
+
+
+def _score_window(state: _RunState, run: Batch, batch_size: int,
+                  progress: ProgressHook | None, sink: Sink, total: int | None) -> None:
+    """Score a window batch by batch; within a batch every metric shares the batch's cache,
+    so what several metrics derive from the same records (a ranking, a tokenisation) is built
+    once."""
+    records = run.records
+    for start in range(0, len(records), batch_size):
+        batch = Batch(records[start : start + batch_size], run=run, scope=records)
+        per_metric = {metric: _checked(metric, batch, metric.score(batch))
+                      for metric in state.metrics}
+        sink.write(record_rows(batch.records, per_metric))
+        for metric, result in per_metric.items():
+            state.parts.add(metric, result)
+        if progress is not None:
+            progress(state.count + start + len(batch), total)
+    state.count += len(records)
+    state.last_run = run
 
 
 def _add_sections(manifest: dict[str, Any], sections: dict[str, Any]) -> None:
@@ -164,33 +289,15 @@ def _check_inputs(records: list[Record], metrics: list[Metric], but: str | None 
     for metric in metrics:
         for needed in sorted(metric.needs - {but}):
             if not any(_FIELD_PRESENT[needed](r) for r in records):
-                hint = field_hint(needed, {key for r in records for key in r.extra}) or {
-                    "judgments": " (or give --qrels)",
-                    "contexts": " (every record's contexts list is empty)",
-                }.get(needed, "")
-                raise UsageError(
-                    f"metric {metric} needs '{needed}', and no record has it{hint}"
-                )
+                raise _missing_field(metric, needed, {key for r in records for key in r.extra})
 
 
-def _score_all(
-    metrics: list[Metric],
-    records: list[Record],
-    batch_size: int,
-    progress: ProgressHook | None,
-    run: Batch | None = None,
-) -> dict[Metric, MetricResult]:
-    """Score batch by batch; within a batch every metric shares the batch's cache, so what
-    several metrics derive from the same records (a ranking, a tokenisation) is built once."""
-    parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
-    run = run if run is not None else Batch(records)
-    for start in range(0, len(records), batch_size):
-        batch = Batch(records[start : start + batch_size], run=run, scope=records)
-        for metric in metrics:
-            parts[metric].append(_checked(metric, batch, metric.score(batch)))
-        if progress is not None:
-            progress(start + len(batch), len(records))
-    return {metric: _concat(results) for metric, results in parts.items()}
+def _missing_field(metric: Metric, needed: str, extra_keys: set[str]) -> UsageError:
+    hint = field_hint(needed, extra_keys) or {
+        "judgments": " (or give --qrels)",
+        "contexts": " (every record's contexts list is empty)",
+    }.get(needed, "")
+    return UsageError(f"metric {metric} needs '{needed}', and no record has it{hint}")
 
 
 def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult:
@@ -214,71 +321,9 @@ def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult
     return result
 
 
-def _concat(parts: list[MetricResult]) -> MetricResult:
-    names = list(parts[0].values)
-    details: list[dict[str, Any] | None] | None = None
-    if any(p.details is not None for p in parts):
-        details = [d for p in parts for d in (p.details or [None] * len(p.reasons))]
-    return MetricResult(
-        {n: np.concatenate([p.values[n] for p in parts]) for n in names},
-        [r for p in parts for r in p.reasons],
-        details,
-    )
-
-
-def _summarise(
-    metric: Metric, result: MetricResult, seed: int, bootstrap: int
-) -> dict[str, MetricSummary]:
-    signature = metric.result_signature(result)
-    reasons = Counter(r for r in result.reasons if r is not None)
-    out: dict[str, MetricSummary] = {}
-    for name, values in result.values.items():
-        scored = ~np.isnan(values)
-        kept = values[scored]
-        indices = np.flatnonzero(scored)
-        corpus = metric.corpus_value(result, indices) if len(kept) else None
-        if corpus is not None and name == metric.output_names()[0]:
-            value, aggregate = corpus, "corpus"
-            ci = bootstrap_ci(
-                kept, resamples=bootstrap, seed=seed,
-                statistic=lambda idx, m=metric, r=result, ix=indices: m.corpus_value(r, ix[idx]),
-            )
-        else:
-            value = float(kept.mean()) if len(kept) else None
-            aggregate = "mean"
-            ci = bootstrap_ci(kept, resamples=bootstrap, seed=seed)
-        out[name] = MetricSummary(
-            value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
-            dict(reasons), aggregate, signature.format(short=True),
-            in_table=name in metric.table_names(),
-        )
-    return out
-
-
-def _record_results(
-    records: list[Record], per_metric: dict[Metric, MetricResult]
-) -> list[RecordResult]:
-    rows = []
-    for i, record in enumerate(records):
-        scores: dict[str, float | None] = {}
-        errors: dict[str, str] = {}
-        details: dict[str, Any] = {}
-        for metric, result in per_metric.items():
-            for name, values in result.values.items():
-                value = float(values[i])
-                scores[name] = None if np.isnan(value) else value
-            if result.reasons[i] is not None:
-                errors[str(metric)] = result.reasons[i]
-            if result.details is not None and result.details[i] is not None:
-                # Metrics that share one analysis (claim-level judging) share one key.
-                details.setdefault(metric.details_key(), result.details[i])
-        rows.append(RecordResult(record.id, scores, errors, details))
-    return rows
-
-
 def _manifest(
     source: str,
-    records: list[Record],
+    count: int,
     metrics: list[Metric],
     helpers: list[Metric],
     options: ScoreOptions,
@@ -290,7 +335,7 @@ def _manifest(
     return {
         "rageval": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "records": {"source": source, "count": len(records)},
+        "records": {"source": source, "count": count},
         "metrics": [str(m) for m in metrics],
         "judgments": options.judgments_source,
         "trec_convention": options.trec_convention,

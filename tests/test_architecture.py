@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     **{family: {"core"} for family in FAMILIES},
     "compare": {"core"},
     "report": {"core", "compare"},
-    "orchestrator": {"core", "compare"},
+    "orchestrator": {"core", "compare", "engine"},
+    "engine": {"core", "compare"},
     "config": {"core"},
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.
     "inputs": {"core", "retrieval"},

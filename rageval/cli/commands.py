@@ -105,13 +105,17 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             judgments_from=args.judgments_from,
             format=args.format,
             max_line_bytes=args.max_line_bytes,
+            out=args.out,
+            window=args.window,
         )
+    rewrite = False
     if getattr(args, "eval_file", None) is not None:  # rageval run: the file it ran
         results.manifest["eval_file"] = args.eval_file
+        rewrite = True
     console = console_for(out)
     print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
-        _write_run(results, args.out, console)
+        _write_run(results, args.out, console, rewrite)
     if show:  # the bars are gone: say on stderr what the run did (stdout stays the table)
         from rageval.cli.progress import final_line
 
@@ -124,9 +128,10 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if passed else GATE_FAILED_EXIT
 
 
-def _write_run(results: Results, out_dir: str, console: Console) -> None:
-    """Write the run and say how to look at it."""
-    written = results.write(out_dir)
+def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool) -> None:
+    """Say where the run was written and how to look at it (``rewrite``: the manifest
+    changed since, so the summary is written again)."""
+    written = results.write(out_dir) if rewrite else Path(out_dir)
     console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}",
                   markup=False)
     report = written / "report.html"

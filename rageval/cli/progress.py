@@ -52,8 +52,10 @@ class _Bars:
         if done == total:  # read: scoring starts (its first count comes after a batch)
             self.show("scoring", 0, None, "")
 
-    def scoring(self, done: int, total: int) -> None:
-        self.show("scoring", done, total, f"{done:,}/{total:,} records")
+    def scoring(self, done: int, total: int | None) -> None:
+        # A records file scored window by window: the total is the file's, on the loading bar.
+        count = f"{done:,} records" if total is None else f"{done:,}/{total:,} records"
+        self.show("scoring", done, total, count)
 
     def step(self, step: str, done: int, total: int | None, info: str) -> None:
         count = f"{done:,}" if total is None else f"{done:,}/{total:,}"

@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "bootstrap": 1000,
     "batch_size": 1000,
+    "window": 10_000,
     "judge_api_key_env": "OPENAI_API_KEY",
     "judge_concurrency": 16,
     "judge_response_format": "auto",
@@ -62,6 +63,10 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", type=int, help="bootstrap resamples for the 95%% CI "
                    "(default 1000)")
     p.add_argument("--batch-size", type=int, help="records per scoring batch (default 1000)")
+    p.add_argument("--window", type=int, metavar="N",
+                   help="records read and scored together from a records file (default "
+                   "10000): memory holds one window; with --out each record's results are "
+                   "written as they finish")
     p.add_argument("--max-line-bytes", type=int, metavar="N",
                    help="refuse a records line longer than N bytes (default 64 MiB): reading "
                    "one takes several times its size in memory")

@@ -78,6 +78,7 @@ FIELDS: list[Field] = [
         ("seed", "seed", "int", (), "bootstrap seed"),
         ("bootstrap", "bootstrap", "int", (), "bootstrap resamples"),
         ("batch_size", "batch_size", "int", (), "records per scoring batch"),
+        ("window", "window", "int", (), "records read and scored together"),
         ("trec_convention", "trec_convention", "bool", (), "score as trec_eval does"),
         ("embedding_cache", "embedding_cache", "str", (), "BERTScore embedding cache"),
         ("judgments_from", "judgments_from", "choice", ("judge",), "grade contexts by judge"),

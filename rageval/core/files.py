@@ -16,6 +16,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import BinaryIO
 
 __all__ = ["atomic_write", "clean_stale_temporaries", "creatable", "default_mode"]
 
@@ -41,17 +42,10 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     directory removes the temporary files that writers which died left there.
     """
     target = Path(path)
-    with _lock:
-        serial = next(_counter)
-        first = str(target.parent.absolute()) not in _cleaned
-        _cleaned.add(str(target.parent.absolute()))
-    if first:
-        clean_stale_temporaries(target.parent)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}-{serial}.tmp")
+    temporary, handle = open_temporary(target)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_mode())
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with handle:
             handle.write(payload)
         os.replace(temporary, target)
     except BaseException:
@@ -59,6 +53,21 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
             temporary.unlink()
         raise
     return target
+
+
+def open_temporary(target: Path) -> tuple[Path, BinaryIO]:
+    """A new temporary file beside ``target``, open for writing, to be renamed onto it (or
+    removed); the next writer in that directory removes it if its process died first. The
+    first temporary of a process in a directory removes those that dead writers left there."""
+    with _lock:
+        serial = next(_counter)
+        first = str(target.parent.absolute()) not in _cleaned
+        _cleaned.add(str(target.parent.absolute()))
+    if first:
+        clean_stale_temporaries(target.parent)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{serial}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_mode())
+    return temporary, os.fdopen(fd, "wb")
 
 
 def clean_stale_temporaries(directory: str | os.PathLike[str]) -> list[Path]:

@@ -106,21 +106,35 @@ class Batch:
     """
 
     def __init__(self, records: Sequence[Record], run: Batch | None = None,
-                 scope: Sequence[Record] | None = None) -> None:
+                 scope: Sequence[Record] | None = None,
+                 shared: dict[Any, Any] | None = None) -> None:
         self.records = records
         self._cache: dict[Any, Any] = {}
         self.run: Batch = self if run is None else run
         # The records scored batch by batch in the same pass, this batch among them (default:
         # this batch alone): a metric may prepare work for all of them at once (the judge).
         self.scope: Sequence[Record] = records if scope is None else scope
+        # What outlives a window of a streamed run (counters for the manifest): a run read
+        # window by window gives each window's run Batch the same dict; else the run's cache.
+        if shared is None:
+            shared = self._cache if run is None else run._shared
+        self._shared: dict[Any, Any] = shared
 
     def __len__(self) -> int:
         return len(self.records)
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        """Data derived from these records, built once (dropped with the batch)."""
         if key not in self._cache:
             self._cache[key] = build()
         return self._cache[key]
+
+    def run_wide(self, key: Any, build: Callable[[], Any]) -> Any:
+        """An object every window of the run shares (a counter the manifest reports), built
+        once per run. A run held in memory is one window: this is then :meth:`cached`."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
 
 
 NO_ANSWER = "no answer (the record has no 'answer')"
@@ -149,6 +163,9 @@ class MetricResult:
     values: dict[str, np.ndarray]
     reasons: list[str | None]
     details: list[dict[str, Any] | None] | None = None
+    # Per-record sufficient statistics of a corpus figure, one row per record (BLEU's n-gram
+    # counts): what the summary sums, so a streamed run need not keep every record's details.
+    stats: np.ndarray | None = None
 
 
 class Metric(ABC):
@@ -285,6 +302,19 @@ class Metric(ABC):
         ``rageval compare`` can resample corpus figures of finished runs. None: no corpus figure.
         """
         return None
+
+    def summary_part(self, result: MetricResult) -> MetricResult:
+        """What the summary needs of a batch's result, kept while the rest of the run is
+        scored: the values, and whatever :meth:`corpus_value` and :meth:`result_signature`
+        read. Reasons are counted apart. The default drops the details; a metric whose
+        signature reads them keeps the little it reads."""
+        return MetricResult(result.values, [], None, result.stats)
+
+    def streams(self) -> bool:
+        """Whether the metric can score a run read window by window, each window prepared on
+        its own; False for one that needs every record of the run at once (statistics over
+        the whole run, an analysis its manifest reads back)."""
+        return True
 
     def score_range(self) -> tuple[float, float] | None:
         """The lowest and highest value the headline can take, where the metric has a fixed

@@ -304,25 +304,33 @@ def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
 
 def _iter_parquet(path: PathLike, source: str, limit: int,
                   progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
+    """Rows in slices of :data:`_PARQUET_SLICE_ROWS`, each decoded when the stream reaches it
+    (polars reads only the row groups a slice spans), so a long file is never held whole."""
     import polars as pl
 
     try:
-        frame = pl.read_parquet(path)
+        columns = list(pl.read_parquet_schema(path))
+        height = int(pl.scan_parquet(path).select(pl.len()).collect().item())
     except Exception as error:  # polars raises several unrelated types for bad files
         raise InputError(f"cannot read Parquet file: {error}", path=source) from None
-    if frame.height and "id" not in frame.columns:
+    if height and "id" not in columns:
         raise InputError(
-            f"Parquet file has no 'id' column (found columns {frame.columns})",
+            f"Parquet file has no 'id' column (found columns {columns})",
             path=source,
             field="id",
         )
     line = 0
-    for chunk in frame.iter_slices(n_rows=_PARQUET_SLICE_ROWS):
+    for offset in range(0, height, _PARQUET_SLICE_ROWS):
+        try:
+            chunk = pl.scan_parquet(path).slice(offset, _PARQUET_SLICE_ROWS).collect()
+        except Exception as error:
+            raise InputError(f"cannot read Parquet file: {error}", path=source,
+                             line=offset + 1) from None
         for row in chunk.to_dicts():
             line += 1
             yield line, _parquet_row(row, source, line)
         if progress is not None:
-            progress(line, frame.height)  # rows: the file is decoded whole, then row by row
+            progress(line, height)
 
 
 #: The reader of each format: ``(path, source, max_line_bytes, progress=None)`` ->

@@ -63,6 +63,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -93,6 +94,7 @@ __all__ = [
     "Record",
     "apply_judgments",
     "iter_records",
+    "iter_windows",
     "load_records",
     "records_from_dicts",
 ]
@@ -156,6 +158,27 @@ def load_records(path: PathLike, *, format: str | None = None,
                            progress=progress)
     with _gc_paused():
         return list(records)
+
+
+def iter_windows(path: PathLike, size: int, *, format: str | None = None,
+                 max_line_bytes: int | None = None,
+                 progress: LoadProgress | None = None) -> Iterator[list[Record]]:
+    """The records of a file in lists of at most ``size`` (see :func:`iter_records`), read one
+    list at a time: a run scored window by window holds one window of records."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise UsageError(f"the window size must be a positive integer, got {size!r}")
+    records = iter_records(path, format=format, max_line_bytes=max_line_bytes,
+                           progress=progress)
+
+    def windows() -> Iterator[list[Record]]:
+        while True:
+            with _gc_paused():
+                window = list(itertools.islice(records, size))
+            if not window:
+                return
+            yield window
+
+    return windows()
 
 
 def records_from_dicts(

@@ -18,13 +18,13 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from rageval.core.errors import InputError, MissingDependencyError, UsageError
-from rageval.core.files import atomic_write
+from rageval.core.files import atomic_write, open_temporary
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.
@@ -98,11 +98,45 @@ class RecordResult:
                    dict(data.get("errors", {})), dict(data.get("details", {})))
 
 
+class RecordsFile(Sequence[RecordResult]):
+    """The per-record results of a run written as it went (``records.jsonl``), read back only
+    when asked for: iterating streams the file; indexing reads it whole, once."""
+
+    def __init__(self, path: str | os.PathLike[str], count: int) -> None:
+        self.path = Path(path)
+        self._count = count
+        self._loaded: list[RecordResult] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[RecordResult]:
+        if self._loaded is not None:
+            yield from self._loaded
+            return
+        with self.path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    yield _record_result(line, self.path, number)
+
+    @overload
+    def __getitem__(self, index: int) -> RecordResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordResult]: ...
+    def __getitem__(self, index: int | slice) -> RecordResult | list[RecordResult]:
+        if self._loaded is None:
+            self._loaded = list(iter(self))
+        return self._loaded[index]
+
+
 @dataclass(frozen=True)
 class Results:
-    """Everything a run produced: per-record values, the summary and the manifest."""
+    """Everything a run produced: per-record values, the summary and the manifest.
 
-    records: list[RecordResult]
+    ``records`` is a list, or for a run written to its directory as it went a
+    :class:`RecordsFile` that reads them back from there when asked."""
+
+    records: Sequence[RecordResult]
     summary: dict[str, MetricSummary]
     manifest: dict[str, Any]
 
@@ -142,15 +176,8 @@ class Results:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8: {error.reason}", path=str(records_path)) from None
-        records: list[RecordResult] = []
-        for number, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(RecordResult.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError, AttributeError) as error:
-                raise InputError(f"malformed record result: {error!r}",
-                                 path=str(records_path), line=number) from None
+        records = [_record_result(line, records_path, number)
+                   for number, line in enumerate(text.split("\n"), 1) if line.strip()]
         return cls(records, summary, manifest)
 
     def scored_nothing(self) -> list[str]:
@@ -179,14 +206,15 @@ class Results:
         pandas they hold dicts; with polars JSON text (``pl.col("details").str.json_decode()``
         turns it into structs), since records' details differ in shape.
         """
-        names = list(dict.fromkeys(n for r in self.records for n in r.scores))
-        columns: dict[str, list[Any]] = {"id": [r.id for r in self.records]}
+        rows = list(self.records)  # one pass over a run read back from its file
+        names = list(dict.fromkeys(n for r in rows for n in r.scores))
+        columns: dict[str, list[Any]] = {"id": [r.id for r in rows]}
         for name in names:
-            columns[name] = [_none_if_nan(r.scores.get(name)) for r in self.records]
+            columns[name] = [_none_if_nan(r.scores.get(name)) for r in rows]
         if details:
             as_text = backend == "polars"
             for key in ("errors", "details"):
-                values = [getattr(r, key) for r in self.records]
+                values = [getattr(r, key) for r in rows]
                 columns[key] = ([json.dumps(v, ensure_ascii=False) for v in values] if as_text
                                 else values)
         return _frame(columns, backend)
@@ -232,13 +260,49 @@ class Results:
         """
         directory = Path(out_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False) for r in self.records)
-        records = "".join(line + "\n" for line in lines).encode("utf-8")
-        atomic_write(directory / "records.jsonl", records)
-        document = {**self.summary_json(), RECORDS_DIGEST: hashlib.sha256(records).hexdigest()}
+        target = directory / "records.jsonl"
+        if isinstance(self.records, RecordsFile):  # written as the run went
+            digest = _copy_hashed(self.records.path, target)
+        else:
+            lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False)
+                     for r in self.records)
+            records = "".join(line + "\n" for line in lines).encode("utf-8")
+            atomic_write(target, records)
+            digest = hashlib.sha256(records).hexdigest()
+        document = {**self.summary_json(), RECORDS_DIGEST: digest}
         summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(directory / "summary.json", summary + "\n")
         return directory
+
+
+def _record_result(line: str, path: Path, number: int) -> RecordResult:
+    try:
+        return RecordResult.from_json(json.loads(line))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise InputError(f"malformed record result: {error!r}", path=str(path),
+                         line=number) from None
+
+
+def _copy_hashed(source: Path, target: Path) -> str:
+    """Copy ``source`` to ``target`` (atomically; nothing when they are the same file) and
+    return its SHA-256."""
+    digest = hashlib.sha256()
+    same = target.exists() and os.path.samefile(source, target)
+    with source.open("rb") as handle:
+        if same:
+            for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
+                digest.update(block)
+            return digest.hexdigest()
+        temporary, out = open_temporary(target)
+        with out:
+            for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
+                digest.update(block)
+                out.write(block)
+        os.replace(temporary, target)
+    return digest.hexdigest()
+
+
+_COPY_BLOCK = 1 << 20
 
 
 def _float_or_nan(value: Any) -> float:

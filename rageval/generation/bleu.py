@@ -151,6 +151,11 @@ class Bleu(Metric):
     def result_signature(self, result: MetricResult) -> Signature:
         """The signature of scored results: ``nrefs`` is the reference count of the scored
         records, or ``var`` when it varies (as sacrebleu prints it)."""
+        if result.stats is not None:  # the last column: each record's references (0: unscored)
+            counts = {int(n) for n in np.unique(result.stats[:, _STATS_WIDTH]) if n > 0}
+            label = UNKNOWN_NREFS if not counts else (
+                str(counts.pop()) if len(counts) == 1 else "var")
+            return self._signature(label)
         return self._signature(_nrefs_label(result.details or []))
 
     def _signature(self, nrefs: str) -> Signature:
@@ -179,12 +184,15 @@ class Bleu(Metric):
         values = {name: np.full(len(records), np.nan) for name in names}
         details: list[dict[str, Any] | None] = [None] * len(records)
         rows = self._segment_stats([records[i] for i in scored])
+        stats = np.zeros((len(records), _STATS_WIDTH + 1), dtype=np.int32)
         for i, row in zip(scored, rows, strict=True):
             result = self._compute(row, effective_order=True)
             for name, value in zip(names, _outputs(result), strict=True):
                 values[name][i] = value
             details[i] = _details(row, result, len(records[i].references))
-        return MetricResult(values, reasons, details)
+            stats[i, :_STATS_WIDTH] = row
+            stats[i, _STATS_WIDTH] = len(records[i].references)
+        return MetricResult(values, reasons, details, stats)
 
     def _segment_stats(self, records: Sequence[Record]) -> list[Stats]:
         """sacrebleu's per-segment statistics, in one pass over the batch."""
@@ -218,7 +226,7 @@ class Bleu(Metric):
 
     def corpus_value(self, result: MetricResult, indices: np.ndarray) -> float | None:
         """Corpus BLEU of the records ``indices`` from their summed statistics."""
-        summed = _stats_matrix(result)[indices].sum(axis=0)
+        summed = _stats_matrix(result)[indices].sum(axis=0, dtype=np.int64)
         return float(self._compute(summed.tolist(), effective_order=False).score)
 
     def corpus_resampler(
@@ -342,11 +350,16 @@ def _nrefs_label(details: Sequence[Mapping[str, Any] | None]) -> str:
     return str(counts.pop()) if len(counts) == 1 else "var"
 
 
-# The statistics matrix of a result, built once and reused by every bootstrap resample.
+# sys_len, ref_len, then the matches and totals of each n-gram order (sacrebleu's layout).
+_STATS_WIDTH = 2 + 2 * MAX_ORDER
+# The statistics matrix of a result without ``stats`` (one built from details), built once
+# and reused by every bootstrap resample.
 _MATRICES: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
 
 
 def _stats_matrix(result: MetricResult) -> np.ndarray:
+    if result.stats is not None:  # kept by score() (and by a streamed run's summary)
+        return result.stats[:, :_STATS_WIDTH]
     key = id(result)
     cached = _MATRICES.get(key)
     if cached is not None and cached[0]() is result:

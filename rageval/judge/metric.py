@@ -40,7 +40,15 @@ from rageval.judge.prompts import (
     render,
     reply_schema,
 )
-from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
+from rageval.judge.replies import (
+    Reply,
+    RunStats,
+    Unit,
+    gather,
+    make_unit,
+    provenance,
+    provenance_only,
+)
 from rageval.judge.run import JUDGE_HOOKS
 
 if TYPE_CHECKING:
@@ -49,6 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["JudgeMetric", "judge_fields"]
 
 # Rubric input -> the record field it reads (the orchestrator's "needs" names).
+# What the signature reads of a record's details (summary_part keeps these only).
+_PROVENANCE = ("endpoint", "response_format")
+
 _INPUT_FIELD = {
     "query": "query",
     "contexts": "contexts",
@@ -106,7 +117,7 @@ class JudgeMetric(Metric):
         return reply_schema(self.rubric)
 
     def run_stats(self, batch: Batch) -> RunStats:
-        stats: RunStats = batch.run.cached(("judge", "stats"), RunStats)
+        stats: RunStats = batch.run.run_wide(("judge", "stats"), RunStats)
         stats.prompts[self.rubric.id] = prompt_info(self.rubric)
         return stats
 
@@ -123,6 +134,11 @@ class JudgeMetric(Metric):
         if judge.seed is not None:
             fields.append(Field("seed", str(judge.seed), "sd"))
         return fields
+
+    def summary_part(self, result: MetricResult) -> MetricResult:
+        """The values, and of each record's details only what the signature reads (the
+        endpoint and response format of its replies), one shared dict per distinct pair."""
+        return MetricResult(result.values, [], provenance_only(result.details, _PROVENANCE))
 
     def result_signature(self, result: MetricResult) -> Signature:
         """The endpoint and response format are those of the replies that were used (a replay

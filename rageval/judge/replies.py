@@ -12,6 +12,7 @@ for the manifest, and told to ``JudgeOptions.progress`` as it goes (:meth:`RunSt
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -142,6 +143,24 @@ def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
         seen = sorted({v for v in values if v})
         if seen:
             out[name] = seen[0] if len(seen) == 1 else seen
+    return out
+
+
+def provenance_only(details: Sequence[dict[str, Any] | None] | None,
+                    keys: tuple[str, ...]) -> list[dict[str, Any] | None] | None:
+    """Of each record's details only ``keys`` (what a signature reads), one shared dict per
+    distinct content: a long run keeps a pointer per record, not a dict."""
+    if details is None:
+        return None
+    shared: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any] | None] = []
+    for detail in details:
+        kept = {k: detail[k] for k in keys if k in detail} if detail else {}
+        if not kept:
+            out.append(None)
+            continue
+        text = json.dumps(kept, sort_keys=True, default=str)
+        out.append(shared.setdefault(text, kept))
     return out
 
 

@@ -122,7 +122,7 @@ def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any]
     if not judged:
         return None
     judge = judged[0].judge
-    stats: RunStats = run.cached(("judge", "stats"), RunStats)
+    stats: RunStats = run.run_wide(("judge", "stats"), RunStats)
     prompts = dict(stats.prompts)
     for metric in judged:
         prompts.setdefault(metric.rubric.id, prompt_info(metric.rubric))

@@ -296,6 +296,10 @@ class BertScore(Metric):
         values[names[0]] = f1.copy()
         return MetricResult(values, reasons, details)
 
+    def streams(self) -> bool:
+        """Not with idf: its weights count every reference of the run."""
+        return not self.idf
+
     def _cache_setting(self) -> str:
         """The metric's ``cache`` parameter, else the run's ``--embedding-cache``, else auto."""
         setting = str(self.values["cache"])

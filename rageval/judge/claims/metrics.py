@@ -34,6 +34,7 @@ from rageval.judge.claims.hooks import CLAIM_HOOKS, analysis
 from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
 from rageval.judge.claims.steps import RENDER_VERSION, load_step
 from rageval.judge.options import JudgeOptions
+from rageval.judge.replies import provenance_only
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -138,6 +139,15 @@ class ClaimLevelMetric(Metric):
             fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))
         fields += [Field("chunk", str(self.chunk)), Field("from", "judge")]
         return fields
+
+    def summary_part(self, result: MetricResult) -> MetricResult:
+        return MetricResult(result.values, [],
+                            provenance_only(result.details, ("endpoint", "response_format",
+                                                             "sources")))
+
+    def streams(self) -> bool:
+        """No: the claim analyses of the whole run are read back by the manifest."""
+        return False
 
     def result_signature(self, result: MetricResult) -> Signature:
         """Endpoint and response format of the replies used (a replay signs with what recorded

@@ -1,0 +1,141 @@
+"""Where the per-record results of a run go as each batch finishes: a list in memory, or
+``records.jsonl`` in a run directory, written as the run goes.
+
+A run written as it goes stays atomic as a run: the lines go to a hidden temporary file beside
+``records.jsonl`` while their SHA-256 is computed; only a finished run renames it into place
+and then writes ``summary.json`` holding that digest (see
+:meth:`~rageval.core.results.Results.write`). A run that fails removes the temporary file; one
+killed on the way leaves it, which no reader of run directories looks at and the next writer
+there removes, and an earlier run's pair stays intact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from rageval.core.files import atomic_write, open_temporary
+from rageval.core.metric import Metric, MetricResult
+from rageval.core.records import Record
+from rageval.core.results import RECORDS_DIGEST, RecordResult, RecordsFile
+
+# Lines are handed to the file in blocks of about this many bytes.
+_FLUSH_BYTES = 1 << 20
+
+
+def record_rows(records: Sequence[Record],
+                per_metric: dict[Metric, MetricResult]) -> list[RecordResult]:
+    """The per-record results of one batch: scores, reasons and details by metric."""
+    columns = [(name, values.tolist()) for result in per_metric.values()
+               for name, values in result.values.items()]
+    rows = []
+    for i, record in enumerate(records):
+        scores: dict[str, float | None] = {}
+        for name, values in columns:
+            value = values[i]
+            scores[name] = None if value != value else value  # NaN: unscored
+        errors: dict[str, str] = {}
+        details: dict[str, Any] = {}
+        for metric, result in per_metric.items():
+            if result.reasons[i] is not None:
+                errors[str(metric)] = result.reasons[i]
+            if result.details is not None and result.details[i] is not None:
+                # Metrics that share one analysis (claim-level judging) share one key.
+                details.setdefault(metric.details_key(), result.details[i])
+        rows.append(RecordResult(record.id, scores, errors, details))
+    return rows
+
+
+class MemorySink:
+    """Keeps every record's results (a run held in memory)."""
+
+    def __init__(self) -> None:
+        self.rows: list[RecordResult] = []
+
+    def write(self, rows: list[RecordResult]) -> None:
+        self.rows.extend(rows)
+
+    def records(self) -> list[RecordResult]:
+        return self.rows
+
+    def commit(self, summary: dict[str, Any]) -> None:
+        """Nothing to do: the caller writes a run held in memory where it wants."""
+
+    def abort(self) -> None:
+        self.rows.clear()
+
+
+class FileSink:
+    """Writes every record's results to ``out_dir/records.jsonl`` as the batches finish."""
+
+    def __init__(self, out_dir: str | os.PathLike[str]) -> None:
+        self.directory = Path(out_dir)
+        self._final = self.directory / "records.jsonl"
+        self._partial = self._final  # the temporary file, named when it is opened
+        self._handle: BinaryIO | None = None  # opened with the first lines
+        self._created: list[Path] = []  # the directories made for the run, deepest last
+        self._digest = hashlib.sha256()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self.count = 0
+
+    def _open(self) -> BinaryIO:
+        """The partial file, created with its directory when the first results come: a run
+        that fails on its input leaves nothing behind."""
+        if self._handle is None:
+            missing = [p for p in (self.directory, *self.directory.parents) if not p.exists()]
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._created = missing[::-1]
+            self._partial, self._handle = open_temporary(self._final)
+        return self._handle
+
+    def write(self, rows: list[RecordResult]) -> None:
+        for row in rows:
+            line = json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
+            data = line.encode("utf-8")
+            self._pending.append(data)
+            self._pending_bytes += len(data)
+        self.count += len(rows)
+        if self._pending_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        block = b"".join(self._pending)
+        self._digest.update(block)
+        self._open().write(block)
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def records(self) -> RecordsFile:
+        return RecordsFile(self._final, self.count)
+
+    def commit(self, summary: dict[str, Any]) -> None:
+        """Put ``records.jsonl`` in place, then ``summary.json`` with its digest."""
+        self._flush()
+        handle = self._open()
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
+        os.replace(self._partial, self._final)
+        document = {**summary, RECORDS_DIGEST: self._digest.hexdigest()}
+        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+        atomic_write(self.directory / "summary.json", text + "\n")
+
+    def abort(self) -> None:
+        """Drop what was written: the run did not finish."""
+        if self._handle is None:
+            return
+        self._handle.close()
+        self._partial.unlink(missing_ok=True)
+        for directory in reversed(self._created):  # those made for this run, if still empty
+            try:
+                directory.rmdir()
+            except OSError:
+                break
+
+
+Sink = MemorySink | FileSink
