@@ -112,7 +112,18 @@ def records_file(data_dir: Path, count: int, seed: int) -> Path:
     return path
 
 
-def rageval_command() -> list[str]:
+# Runs rageval from a source checkout given as argv[1] (an earlier commit's worktree, say),
+# ahead of the installed copy: an editable install's import hook would otherwise win.
+_FROM_SOURCE = (
+    "import sys; src = sys.argv.pop(1); "
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+    "sys.path.insert(0, src); from rageval.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def rageval_command(source: str | None = None) -> list[str]:
+    if source is not None:
+        return [sys.executable, "-c", _FROM_SOURCE, str(Path(source).resolve())]
     if importlib.util.find_spec("rageval.__main__") is not None:
         return [sys.executable, "-m", "rageval"]
     script = shutil.which("rageval", path=str(Path(sys.executable).parent)) or shutil.which(
@@ -122,10 +133,11 @@ def rageval_command() -> list[str]:
     return [script]
 
 
-def run_once(path: Path, metrics: list[str], engine: str | None) -> tuple[float, int]:
+def run_once(path: Path, metrics: list[str], engine: str | None,
+             source: str | None) -> tuple[float, int]:
     """One ``rageval score`` process: (wall seconds, peak RSS in KiB)."""
     with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "stderr", "w+b") as err:
-        cmd = [*rageval_command(), "score", str(path.resolve())]
+        cmd = [*rageval_command(source), "score", str(path.resolve())]
         cmd += [a for m in metrics for a in ("-m", m)]
         cmd += ["--out", str(Path(tmp) / "out"), "--no-progress"]
         if engine and engine != "local":
@@ -143,7 +155,8 @@ def run_once(path: Path, metrics: list[str], engine: str | None) -> tuple[float,
 
 
 def measure(path: Path, count: int, args: argparse.Namespace) -> dict[str, Any]:
-    runs = [run_once(path, args.metrics, args.engine) for _ in range(args.repeats)]
+    runs = [run_once(path, args.metrics, args.engine, args.source)
+            for _ in range(args.repeats)]
     wall = statistics.median(w for w, _ in runs)
     return {"records": count, "file": str(path), "bytes": path.stat().st_size,
             "runs": [{"wall_s": w, "peak_rss_kib": r} for w, r in runs],
@@ -183,6 +196,9 @@ def main() -> None:
                         help="where the records files are cached (default bench/data)")
     parser.add_argument("--engine", help="passed on as --engine unless it is 'local'")
     parser.add_argument("--json", help="also write every number to this JSON file")
+    parser.add_argument("--source", metavar="DIR",
+                        help="run rageval from this source checkout (an earlier commit's "
+                        "worktree, to measure before and after) instead of the installed one")
     parser.add_argument("--rss-curve", action="store_true", help="print peak RSS as bars")
     args = parser.parse_args()
     sizes = sorted({int(n.replace("_", "")) for n in args.records.split(",") if n.strip()})

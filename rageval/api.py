@@ -4,6 +4,7 @@ work to the orchestrator."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.records import Record, apply_judgments, iter_windows
 from rageval.core.results import Results
+from rageval.engine.local import Engine
 from rageval.engine.sink import FileSink
 from rageval.inputs import InputSpec, load_inputs
 from rageval.orchestrator import ProgressHook, check_settings, run_metrics, stream_metrics
@@ -23,7 +25,10 @@ if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.judge.options import JudgeOptions
 
-__all__ = ["DEFAULT_WINDOW", "evaluate"]
+__all__ = ["DEFAULT_WINDOW", "ENGINES", "evaluate"]
+
+#: What can score a run's batches: this process, or a Ray cluster.
+ENGINES = ("local", "ray")
 
 #: Records read and scored together when a records file is streamed: large enough that the
 #: judge keeps its requests flowing across batches, small enough that a window's records and
@@ -50,6 +55,9 @@ def evaluate(
     max_line_bytes: int | None = None,
     out: str | os.PathLike[str] | None = None,
     window: int = DEFAULT_WINDOW,
+    engine: str = "local",
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -81,9 +89,16 @@ def evaluate(
     asked). Metrics that need every record at once (BERTScore with ``idf=true``, claim-level
     judging, ``judgments_from``) are scored over one window holding the whole run. Values
     never depend on ``window``.
+
+    ``engine="ray"`` scores each window's batches on a Ray cluster (``pip install
+    'rageval[ray]'``): the one at ``ray_address``, else a local one started for the run, with
+    ``ray_workers`` actors (default: its CPUs, at most 8). Values, summaries and signatures
+    are the local engine's.
     """
     started = time.perf_counter()
     check_settings(seed, bootstrap, batch_size)  # before anything is read
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
     if judgments_from == "judge" and judge is None:
         raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
                          "or --judge-model)")
@@ -118,13 +133,15 @@ def evaluate(
     common = dict(source=source, judgments_from=judgments_from, seed=seed,
                   bootstrap=bootstrap, batch_size=batch_size, progress=progress,
                   started=started, sink=sink)
-    if streamed:
-        def signing() -> ScoreOptions:
-            return replace(options, judgments_source=qrels_in.source())
+    with _engine(engine, ray_address, ray_workers) as scorer:
+        if streamed:
+            def signing() -> ScoreOptions:
+                return replace(options, judgments_source=qrels_in.source())
 
-        results = stream_metrics(windows, metrics, options, signing=signing, **common)
-    else:
-        results = run_metrics(windows, metrics, options, **common)
+            results = stream_metrics(windows, metrics, options, signing=signing,
+                                     engine=scorer, **common)
+        else:
+            results = run_metrics(windows, metrics, options, engine=scorer, **common)
     if spec is not None:  # how to read the records again (rageval report)
         results.manifest["records"]["inputs"] = spec.to_manifest()
         if out is not None:
@@ -147,6 +164,21 @@ def _read(records: Sequence[Record] | str | os.PathLike[str] | InputSpec, format
     windows = iter_windows(records, window, format=format, max_line_bytes=max_line_bytes,
                            progress=load_progress)
     return windows, str(Path(records)), False
+
+
+@contextlib.contextmanager
+def _engine(name: str, ray_address: str | None,
+            ray_workers: int | None) -> Iterator[Engine | None]:
+    """The engine that scores the batches (None: the local one)."""
+    if name == "local":
+        if ray_address is not None or ray_workers is not None:
+            raise UsageError("ray_address and ray_workers go with engine='ray'")
+        yield None
+        return
+    from rageval.engine.ray_engine import RayEngine
+
+    with RayEngine(ray_address, ray_workers) as engine:
+        yield engine
 
 
 class _Qrels:

@@ -22,15 +22,12 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
 
-import numpy as np
-
 from rageval.core.errors import UsageError
 from rageval.core.field_hints import field_hint
 from rageval.core.metric import (
     Batch,
     JudgmentsProvider,
     Metric,
-    MetricResult,
     RunHooks,
     ScoreOptions,
 )
@@ -38,7 +35,8 @@ from rageval.core.records import Record
 from rageval.core.registry import create, judgments_provider
 from rageval.core.results import Results
 from rageval.core.version import __version__
-from rageval.engine.sink import MemorySink, Sink, record_rows
+from rageval.engine.local import Engine, LocalEngine, merge_run_wide
+from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.summary import SummaryParts
 
 # Which record field each "needs" entry refers to, and how to tell it is present.
@@ -67,6 +65,7 @@ def run_metrics(
     progress: ProgressHook | None = None,
     started: float | None = None,
     sink: Sink | None = None,
+    engine: Engine | None = None,
 ) -> Results:
     """Score ``records`` with ``metrics`` under ``options`` and aggregate (see the module).
 
@@ -79,7 +78,8 @@ def run_metrics(
         raise UsageError("no records to score")
     return stream_metrics(iter([records]), metrics, options, source=source,
                           judgments_from=judgments_from, seed=seed, bootstrap=bootstrap,
-                          batch_size=batch_size, progress=progress, started=started, sink=sink)
+                          batch_size=batch_size, progress=progress, started=started, sink=sink,
+                          engine=engine)
 
 
 def stream_metrics(
@@ -96,6 +96,7 @@ def stream_metrics(
     started: float | None = None,
     sink: Sink | None = None,
     signing: Callable[[], ScoreOptions] | None = None,
+    engine: Engine | None = None,
 ) -> Results:
     """Score a run read window by window (each window a list of records, prepared and scored
     on its own) and aggregate as the windows finish: what a run keeps is the summary's parts
@@ -114,7 +115,7 @@ def stream_metrics(
     sink = sink if sink is not None else MemorySink()
     try:
         results = _stream(windows, metrics, options, source, judgments_from, seed, bootstrap,
-                          batch_size, progress, sink, signing)
+                          batch_size, progress, sink, signing, engine or LocalEngine())
     except BaseException:
         sink.abort()
         raise
@@ -126,7 +127,7 @@ def stream_metrics(
 def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
             options: ScoreOptions, source: str, judgments_from: str | None, seed: int,
             bootstrap: int, batch_size: int, progress: ProgressHook | None, sink: Sink,
-            signing: Callable[[], ScoreOptions] | None) -> Results:
+            signing: Callable[[], ScoreOptions] | None, engine: Engine) -> Results:
     provider = (judgments_provider(judgments_from, options) if judgments_from is not None
                 else None)
     resolved = _resolve(metrics, options)
@@ -159,7 +160,8 @@ def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
             state.note_fields(window)
         for hooks, group in _by_hooks(state.metrics):
             hooks.prepare(run, group)
-        _score_window(state, run, batch_size, progress, sink, len(window) if single else None)
+        _score_window(state, run, batch_size, progress, sink, len(window) if single else None,
+                      engine)
     final = signing() if signing is not None else options  # may find the inputs wanting
     if not single:
         state.check_fields()
@@ -208,21 +210,20 @@ class _RunState:
 
 
 def _score_window(state: _RunState, run: Batch, batch_size: int,
-                  progress: ProgressHook | None, sink: Sink, total: int | None) -> None:
-    """Score a window batch by batch; within a batch every metric shares the batch's cache,
-    so what several metrics derive from the same records (a ranking, a tokenisation) is built
-    once."""
-    records = run.records
-    for start in range(0, len(records), batch_size):
-        batch = Batch(records[start : start + batch_size], run=run, scope=records)
-        per_metric = {metric: _checked(metric, batch, metric.score(batch))
-                      for metric in state.metrics}
-        sink.write(record_rows(batch.records, per_metric))
-        for metric, result in per_metric.items():
-            state.parts.add(metric, result)
+                  progress: ProgressHook | None, sink: Sink, total: int | None,
+                  engine: Engine) -> None:
+    """Score a window batch by batch on the engine, in order: each batch's per-record
+    results go to the sink and what the summary needs to the run's parts."""
+    done = state.count
+    for scored in engine.score(state.metrics, run, batch_size):
+        sink.write(scored.rows)
+        for metric, (part, reasons) in zip(state.metrics, scored.parts, strict=True):
+            state.parts.add_part(metric, part, reasons)
+        merge_run_wide(state.shared, scored.run_wide)
+        done += len(scored.rows)
         if progress is not None:
-            progress(state.count + start + len(batch), total)
-    state.count += len(records)
+            progress(done, total)
+    state.count += len(run.records)
     state.last_run = run
 
 
@@ -298,27 +299,6 @@ def _missing_field(metric: Metric, needed: str, extra_keys: set[str]) -> UsageEr
         "contexts": " (every record's contexts list is empty)",
     }.get(needed, "")
     return UsageError(f"metric {metric} needs '{needed}', and no record has it{hint}")
-
-
-def _checked(metric: Metric, batch: Batch, result: MetricResult) -> MetricResult:
-    """Check a metric's result and enforce "unscored is not zero" centrally: an infinite value
-    becomes unscored, and every unscored headline value has a reason."""
-    expected = metric.output_names()
-    if list(result.values) != expected:
-        raise RuntimeError(f"{metric} returned outputs {list(result.values)}, expected {expected}")
-    for name, values in result.values.items():
-        if len(values) != len(batch):
-            raise RuntimeError(f"{metric} returned {len(values)} values for {name}, "
-                               f"expected {len(batch)}")
-        overflow = np.isinf(values)
-        if overflow.any():
-            values[overflow] = np.nan
-            for i in np.flatnonzero(overflow):
-                result.reasons[i] = result.reasons[i] or f"{name} is not finite (overflow)"
-    headline = result.values[expected[0]]
-    for i in np.flatnonzero(np.isnan(headline)):
-        result.reasons[i] = result.reasons[i] or "undefined value"
-    return result
 
 
 def _manifest(

@@ -107,6 +107,9 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             max_line_bytes=args.max_line_bytes,
             out=args.out,
             window=args.window,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            ray_workers=args.ray_workers,
         )
     rewrite = False
     if getattr(args, "eval_file", None) is not None:  # rageval run: the file it ran

@@ -19,6 +19,7 @@ DEFAULTS: dict[str, Any] = {
     "bootstrap": 1000,
     "batch_size": 1000,
     "window": 10_000,
+    "engine": "local",
     "judge_api_key_env": "OPENAI_API_KEY",
     "judge_concurrency": 16,
     "judge_response_format": "auto",
@@ -63,6 +64,13 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", type=int, help="bootstrap resamples for the 95%% CI "
                    "(default 1000)")
     p.add_argument("--batch-size", type=int, help="records per scoring batch (default 1000)")
+    p.add_argument("--engine", choices=("local", "ray"),
+                   help="what scores the batches: this process (local, the default) or a Ray "
+                   "cluster (ray; pip install 'rageval[ray]'), with the same values")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="the Ray cluster to use (default: a local one started for the run)")
+    p.add_argument("--ray-workers", type=int, metavar="N",
+                   help="Ray actors scoring batches (default: the cluster's CPUs, at most 8)")
     p.add_argument("--window", type=int, metavar="N",
                    help="records read and scored together from a records file (default "
                    "10000): memory holds one window; with --out each record's results are "

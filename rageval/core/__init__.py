@@ -12,3 +12,20 @@
 - :mod:`~rageval.core.errors`, :mod:`~rageval.core.files` (atomic writes),
   :mod:`~rageval.core.version`.
 """
+
+import copyreg
+from types import MappingProxyType
+
+
+def read_only(mapping: dict) -> MappingProxyType:
+    """A read-only view of ``mapping`` (what an unpickled read-only mapping is rebuilt with)."""
+    return MappingProxyType(mapping)
+
+
+def _reduce_read_only(mapping: MappingProxyType) -> tuple[object, tuple[dict]]:
+    return read_only, (dict(mapping),)
+
+
+# Records and metrics travel to worker processes by pickle (the Ray engine); the read-only
+# mappings they hold travel as the dicts they wrap and come back read-only.
+copyreg.pickle(MappingProxyType, _reduce_read_only)

@@ -25,8 +25,14 @@ class SummaryParts:
 
     def add(self, metric: Metric, result: MetricResult) -> None:
         """Keep what the summary needs of one batch's (checked) result."""
-        self._reasons[metric].update(r for r in result.reasons if r is not None)
-        self._parts[metric].append(metric.summary_part(result))
+        self.add_part(metric, metric.summary_part(result), result.reasons)
+
+    def add_part(self, metric: Metric, part: MetricResult,
+                 reasons: list[str | None]) -> None:
+        """Keep a batch's summary part (:meth:`~rageval.core.metric.Metric.summary_part`)
+        and count its reasons."""
+        self._reasons[metric].update(r for r in reasons if r is not None)
+        self._parts[metric].append(part)
 
     def summarise(self, metrics: list[Metric], seed: int,
                   bootstrap: int) -> dict[str, MetricSummary]:

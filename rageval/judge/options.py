@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rageval.core.errors import UsageError
@@ -99,6 +99,14 @@ class JudgeOptions:
     against: str | None = None
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
+
+    def for_workers(self, workers: int) -> JudgeOptions:
+        """The options one of ``workers`` processes judges with, so that together they stay
+        within this run's limits: each gets its share of the concurrency (at least 1) and of
+        the requests per minute; the progress callback stays behind (it cannot travel)."""
+        share = max(1, self.concurrency // workers)
+        rpm = None if self.rpm is None else self.rpm / workers
+        return replace(self, concurrency=share, rpm=rpm, progress=None)
 
     @property
     def cache_path(self) -> str:

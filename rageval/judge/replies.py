@@ -63,6 +63,19 @@ class RunStats:
         for key, value in usage.items():
             target[key] = target.get(key, 0) + int(value)
 
+    def merge(self, other: RunStats) -> None:
+        """Add the counts of another account of the same run (a worker's) to this one."""
+        for name in ("hits", "misses", "requests", "failed", "stored"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.add_usage(other.usage, cached=False)
+        self.add_usage(other.cached_usage, cached=True)
+        for key, info in other.prompts.items():
+            self.prompts.setdefault(key, info)
+        self.formats.update(other.formats)
+        self.endpoints.update(other.endpoints)
+        for key, words in other.refused.items():
+            self.refused.setdefault(key, words)
+
     def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
         """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
         sent or to send so far, ``failed`` of them failed for good."""

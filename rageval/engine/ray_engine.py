@@ -1,0 +1,125 @@
+"""The Ray engine (``--engine ray``): a window's batches scored on a Ray cluster.
+
+Each window becomes a Ray Data dataset of record blocks (one block per batch) mapped with
+``map_batches`` onto a pool of actors: an actor builds the run's metrics once and keeps what
+they load (a BERTScore model) for every block it scores, and asks for a GPU when the cluster
+has them and a metric can use one. Blocks come back in order, so the per-record results are
+written, and the summary built, exactly as the local engine does: the same
+:func:`~rageval.engine.local.score_batch` scores each block, and values, summaries and
+signatures are the local engine's, number for number.
+
+The workers get the caller's settings that scoring reads from the environment (rageval's, the
+model hubs', and the variable holding the judge's API key: a cluster's workers do not inherit
+the caller's environment), through Ray's runtime environment. Limits that hold for the whole
+run are shared out: each of ``N`` actors judges with 1/N of
+the judge's concurrency and requests per minute (see
+:func:`~rageval.core.metric.options_for_workers`). Every actor reads and writes the run's reply
+cache file (SQLite in WAL mode, safe across processes; on a cluster of several machines it must
+sit on storage they share), so a reply stored once is never asked for again, and a block that
+Ray retries after its actor died replays from the cache what the dead actor had stored. What
+each block counted (requests, cache hits, tokens) comes back with it and is added to the run's
+account.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.metric import Batch, Metric, options_for_workers, worker_environment
+from rageval.engine.local import ScoredBatch, score_apart
+
+# The metric libraries that can use a GPU: an actor asks for one when the cluster has any
+# and a metric of the run names one of them.
+_GPU_LIBRARIES = ("torch",)
+
+
+class RayEngine:
+    """Scores each window's batches on Ray (``address``: an existing cluster, ``"auto"`` for
+    the one this machine belongs to; None: a local one started for the run and stopped after
+    it). ``workers``: actors per window (default: the cluster's CPUs, at most 8)."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        if workers is not None and (isinstance(workers, bool) or workers < 1):
+            raise UsageError(f"the Ray engine needs at least 1 worker, got {workers!r}")
+        self.address = address
+        self.workers = workers
+        self._started = False
+
+    def __enter__(self) -> RayEngine:
+        ray = _ray()
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+            self._started = True
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True  # blocks come back in input order
+        context.enable_progress_bars = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # no plan and timing lines
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            _ray().shutdown()
+            self._started = False
+
+    def pool_size(self) -> int:
+        if self.workers is not None:
+            return self.workers
+        cpus = int(_ray().cluster_resources().get("CPU", 1))
+        return max(1, min(8, cpus))
+
+    def score(self, metrics: list[Metric], run: Batch,
+              batch_size: int) -> Iterator[ScoredBatch]:
+        ray = _ray()
+        records = list(run.records)
+        blocks = [{"block": pickle.dumps(records[start : start + batch_size])}
+                  for start in range(0, len(records), batch_size)]
+        size = min(self.pool_size(), len(blocks))
+        portable = [m.with_options(options_for_workers(m.options, size)) for m in metrics]
+        gpus = _gpus_per_actor(ray, portable)
+        env = {name: value for m in metrics
+               for name, value in worker_environment(m.options).items()}
+        dataset = ray.data.from_items(blocks, override_num_blocks=len(blocks))
+        scored = dataset.map_batches(
+            _BlockScorer, fn_constructor_args=(pickle.dumps(portable),), batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=size), num_gpus=gpus,
+            runtime_env={"env_vars": env},
+        )
+        for row in scored.iter_rows():
+            yield pickle.loads(row["scored"])
+
+
+class _BlockScorer:
+    """A Ray actor: the run's metrics, built once, scoring one block of records at a time."""
+
+    def __init__(self, metrics: bytes) -> None:
+        self.metrics: list[Metric] = pickle.loads(metrics)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
+        out = []
+        for block in batch["block"]:
+            records = pickle.loads(block)
+            out.append(pickle.dumps(score_apart(self.metrics, records)))
+        return {"scored": out}
+
+
+def _gpus_per_actor(ray: Any, metrics: list[Metric]) -> float:
+    wants = any(lib in m.libraries for m in metrics for lib in _GPU_LIBRARIES)
+    if not wants or not ray.cluster_resources().get("GPU"):
+        return 0
+    return 1
+
+
+def _ray() -> Any:
+    try:
+        import ray
+        import ray.data  # the engine runs on Ray Data
+    except ImportError:
+        raise MissingDependencyError("ray[data]", "ray") from None
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    return ray

@@ -1,0 +1,148 @@
+"""The Ray engine on a real local Ray cluster (``ray.init(num_cpus=2)``): the local engine's
+values, summaries and signatures, number for number, on every metric family; the judge through
+the loopback server, faults included, asking each reply once; offline replay from the cache the
+workers filled."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_server import JudgeServer
+
+from rageval.api import evaluate
+from rageval.cli import main
+from rageval.core.errors import UsageError
+from rageval.core.records import load_records
+from rageval.core.registry import ScoreOptions, create
+from rageval.core.results import Results
+from rageval.judge.metric import JudgeMetric
+from rageval.judge.options import JudgeOptions
+from rageval.judge.prompts import render
+
+ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra")
+
+pytestmark = pytest.mark.slow
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
+LEXICAL = ["ndcg@3", "map", "mrr", "p@2", "rouge1", "rougeL", "bleu"]
+KEY = "sk-ray-test-0123456789"
+ENV = "RAGEVAL_TEST_RAY_KEY"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def comparable(results: Results) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    manifest = {k: v for k, v in results.manifest.items() if k not in ("created", "wall_time_s")}
+    return ([r.to_json() for r in results.records],
+            {name: item.to_json() for name, item in results.summary.items()}, manifest)
+
+
+def test_demo_matches_the_local_engine() -> None:
+    local = evaluate(DEMO, LEXICAL, bootstrap=100, seed=2)
+    on_ray = evaluate(DEMO, LEXICAL, bootstrap=100, seed=2, engine="ray", ray_workers=2,
+                      batch_size=3)
+    assert comparable(on_ray) == comparable(local)
+
+
+def write_records(path: Path, count: int) -> Path:
+    lines = []
+    for i in range(count):
+        docs = [f"d{i}-{r}" for r in range(3)]
+        lines.append(json.dumps({
+            "id": f"q{i}",
+            "query": f"What is fact number {i}?",
+            "contexts": [{"id": d, "text": f"Fact {i} is that the sky is blue, part {r}."}
+                         for r, d in enumerate(docs)],
+            "answer": f"Fact {i}: the sky is blue." + " Indeed." * (i % 3),
+            "reference": f"The sky is blue ({i}).",
+            "judgments": {docs[i % 3]: 1 + i % 2},
+        }))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def judge_options(server: JudgeServer, cache: Path, **kw: Any) -> JudgeOptions:
+    return JudgeOptions(model="judge-model", cache=str(cache), api_key_env=ENV,
+                        base_url=server.base_url, timeout=5.0, max_retries=1, **kw)
+
+
+def faulty_server(records_path: Path, runs: int) -> JudgeServer:
+    """A loopback judge that answers one record's request in prose and fails another's once
+    (then answers), in each of ``runs`` runs: per message, so the same records fail whichever
+    engine asks."""
+    server = JudgeServer(expected_key=KEY)
+    metric = create("judge:faithfulness", ScoreOptions(judge=JudgeOptions(model="judge-model")))
+    assert isinstance(metric, JudgeMetric)
+    records = load_records(records_path)
+    server.fail_for(render(metric.rubric, records[1])[-1]["content"], *["prose"] * runs)
+    server.fail_for(render(metric.rubric, records[2])[-1]["content"], *["500", None] * runs)
+    return server
+
+
+EVERY_FAMILY = ["ndcg@3", "map", "rouge2", "bleu", "bertscore", "judge:faithfulness"]
+
+
+def test_every_family_matches_with_the_judge_asked_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, KEY)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = write_records(tmp_path / "r.jsonl", 9)
+    runs: dict[str, Any] = {}
+    with faulty_server(path, runs=2) as server:  # one endpoint: the details name it
+        for engine in ("local", "ray"):
+            before = server.requests
+            judge = judge_options(server, tmp_path / f"{engine}.sqlite")
+            extra = {"engine": "ray", "ray_workers": 2} if engine == "ray" else {}
+            runs[engine] = evaluate(path, EVERY_FAMILY, judge=judge, bootstrap=50,
+                                    batch_size=2, window=4, embedding_cache="none", **extra)
+            runs[engine + "_requests"] = server.requests - before
+    local_rows, local_summary, local_manifest = comparable(runs["local"])
+    rows, summary, manifest = comparable(runs["ray"])
+    assert rows == local_rows
+    assert summary == local_summary
+    for section in (manifest, local_manifest):  # each run had a cache file of its own
+        section["judge"]["cache"].pop("path")
+    assert manifest == local_manifest  # the judge's account merged from the workers
+    assert runs["ray_requests"] == runs["local_requests"] == 9 + 1  # one 500, retried
+    assert runs["ray"].summary["judge:faithfulness"].n == 8  # the prose reply is unscored
+
+    replay = JudgeOptions(model="judge-model", cache=str(tmp_path / "ray.sqlite"),
+                          offline=True)
+    again = evaluate(path, EVERY_FAMILY, judge=replay, bootstrap=50, batch_size=2,
+                     engine="ray", ray_workers=2, embedding_cache="none")
+    assert ([r["scores"] for r in comparable(again)[0]]
+            == [r["scores"] for r in local_rows])
+
+
+def test_cli_engine_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["score", str(DEMO), "-m", "map", "-m", "rouge1", "--no-progress", "--bootstrap",
+            "50"]
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "ray"), "--engine", "ray",
+                 "--ray-workers", "2"]) == 0
+    capsys.readouterr()
+    assert ((tmp_path / "local" / "records.jsonl").read_bytes()
+            == (tmp_path / "ray" / "records.jsonl").read_bytes())
+
+
+def test_bad_engine_settings_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="unknown engine"):
+        evaluate(DEMO, ["map"], engine="spark")
+    with pytest.raises(UsageError, match="go with engine='ray'"):
+        evaluate(DEMO, ["map"], ray_workers=2)
+    with pytest.raises(UsageError, match="at least 1 worker"):
+        evaluate(DEMO, ["map"], engine="ray", ray_workers=0)
