@@ -147,7 +147,7 @@ def test_bad_settings_are_usage_errors(kwargs: dict, name: str) -> None:
 
 def test_non_finite_and_unexplained_values_get_reasons() -> None:
     from rageval.core.registry import Batch, MetricResult, create
-    from rageval.orchestrator import _checked
+    from rageval.engine.local import _checked
 
     batch = Batch(records_from_dicts([{"id": "a"}, {"id": "b"}]))
     result = MetricResult({"mrr": np.array([np.inf, np.nan])}, [None, None])

@@ -6,7 +6,11 @@ workers filled."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,13 +20,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer
+from test_streaming import comparable
 
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import UsageError
 from rageval.core.records import load_records
 from rageval.core.registry import ScoreOptions, create
-from rageval.core.results import Results
 from rageval.judge.metric import JudgeMetric
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import render
@@ -43,12 +47,6 @@ def cluster() -> Iterator[None]:
              configure_logging=False)
     yield
     ray.shutdown()
-
-
-def comparable(results: Results) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
-    manifest = {k: v for k, v in results.manifest.items() if k not in ("created", "wall_time_s")}
-    return ([r.to_json() for r in results.records],
-            {name: item.to_json() for name, item in results.summary.items()}, manifest)
 
 
 def test_demo_matches_the_local_engine() -> None:
@@ -146,3 +144,116 @@ def test_bad_engine_settings_are_usage_errors() -> None:
         evaluate(DEMO, ["map"], ray_workers=2)
     with pytest.raises(UsageError, match="at least 1 worker"):
         evaluate(DEMO, ["map"], engine="ray", ray_workers=0)
+
+
+def _scorer_pids() -> list[int]:
+    """The processes of the Ray actors scoring blocks (by their command line, as ps shows)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"_BlockScorer" in command and b"MapWorker" in command:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_worker_killed_mid_run_is_retried_without_asking_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, KEY)
+    path = write_records(tmp_path / "r.jsonl", 24)
+    metrics = ["map", "judge:faithfulness"]
+    local = evaluate(path, ["map"], bootstrap=50)
+    killed: list[int] = []
+    with JudgeServer(expected_key=KEY, latency_s=0.3) as server:
+        judge = judge_options(server, tmp_path / "ray.sqlite", concurrency=4)
+
+        def kill_one_worker() -> None:
+            deadline = time.monotonic() + 60
+            while server.requests < 6 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            victims = _scorer_pids()
+            if victims:
+                killed.append(victims[0])
+                os.kill(victims[0], signal.SIGKILL)  # no chance to finish anything
+
+        killer = threading.Thread(target=kill_one_worker)
+        killer.start()
+        on_ray = evaluate(path, metrics, judge=judge, bootstrap=50, batch_size=2,
+                          engine="ray", ray_workers=2)
+        killer.join()
+        asked = server.requests
+    assert killed, "no scorer process was found to kill"
+    # Every record scored, and beyond the 24 replies only those in flight on the dead worker
+    # (its share of the concurrency: 4 // 2) can have been asked twice.
+    assert on_ray.summary["judge:faithfulness"].n == 24
+    assert 24 <= asked <= 24 + 2
+    held = evaluate(load_records(path), metrics, bootstrap=50, judge=JudgeOptions(
+        model="judge-model", cache=str(tmp_path / "ray.sqlite"), offline=True))
+    assert [r.scores for r in on_ray.records] == [r.scores for r in held.records]
+    assert on_ray.summary["map"] == local.summary["map"]
+    assert (on_ray.summary["judge:faithfulness"].to_json()
+            == held.summary["judge:faithfulness"].to_json())
+
+
+def test_the_limits_actor_caps_leases_and_spaces_starts() -> None:
+    from rageval.engine.ray_engine import _Limits
+
+    async def scenario() -> None:
+        limits = _Limits(concurrency=2, rpm=None, lease_s=60.0)
+        first, second = await limits.acquire(0.1), await limits.acquire(0.1)
+        assert first is not None and second is not None
+        assert await limits.acquire(0.05) is None  # both leases out
+        limits.release(first)
+        assert await limits.acquire(0.1) is not None
+        paced = _Limits(concurrency=10, rpm=600.0, lease_s=60.0)  # one start per 0.1 s
+        start = time.monotonic()
+        for _ in range(3):
+            assert await paced.acquire(1.0) is not None
+        assert time.monotonic() - start >= 0.19
+        stale = _Limits(concurrency=1, rpm=None, lease_s=0.05)  # a dead worker's lease
+        assert await stale.acquire(0.1) is not None
+        assert await stale.acquire(0.5) is not None  # taken back once it is too old
+
+    import asyncio
+
+    asyncio.run(scenario())
+
+
+def test_every_request_takes_a_lease_from_the_shared_limits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the judge's own pool: leases are taken and given back, never more out than
+    the cap, with the worker's threads free to wait."""
+    monkeypatch.setenv(ENV, KEY)
+
+    class Counting:
+        def __init__(self, cap: int) -> None:
+            self.cap, self.out, self.most, self.taken = cap, 0, 0, 0
+            self.lock = threading.Lock()
+
+        def acquire(self, timeout: float) -> object | None:
+            with self.lock:
+                if self.out >= self.cap:
+                    time.sleep(min(timeout, 0.01))
+                    return None
+                self.out += 1
+                self.taken += 1
+                self.most = max(self.most, self.out)
+                return self.taken
+
+        def release(self, lease: object) -> None:
+            with self.lock:
+                self.out -= 1
+
+    shared = Counting(cap=2)
+    path = write_records(tmp_path / "r.jsonl", 8)
+    with JudgeServer(expected_key=KEY, latency_s=0.05) as server:
+        judge = judge_options(server, tmp_path / "c.sqlite", concurrency=8)
+        judge = judge.for_workers(4, lambda concurrency, rpm, lease_s: shared)
+        results = evaluate(path, ["judge:faithfulness"], judge=judge, bootstrap=10)
+    assert results.summary["judge:faithfulness"].n == 8
+    assert shared.taken == 8 and shared.out == 0
+    assert shared.most <= 2

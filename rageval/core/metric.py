@@ -13,10 +13,9 @@ section) goes through :class:`RunHooks`, so the orchestrator calls every family 
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -98,32 +97,6 @@ class ScoreOptions:
     # None. It never changes a value, so it is left out of equality and hashing (a metric
     # built with or without it is the same metric) and of every signature.
     steps: Any = field(default=None, compare=False, repr=False)
-
-
-def options_for_workers(options: ScoreOptions, workers: int) -> ScoreOptions:
-    """The run options each of ``workers`` processes scores with: no progress callbacks (they
-    stay with the caller), and run-wide limits shared out (the judge's concurrency and rate,
-    through its options' ``for_workers``). Values and signatures are those of ``options``."""
-    judge = options.judge
-    if judge is not None and hasattr(judge, "for_workers"):
-        judge = judge.for_workers(workers)
-    return replace(options, steps=None, judge=judge)
-
-
-# Environment variables a worker process needs as the caller has them: rageval's own settings
-# (caches), the model hubs' (offline mode, their caches).
-_WORKER_ENV_PREFIXES = ("RAGEVAL_", "HF_", "TRANSFORMERS_")
-
-
-def worker_environment(options: ScoreOptions) -> dict[str, str]:
-    """What a worker process must find in its environment to score as this one does:
-    rageval's and the model hubs' settings, and the variable naming the judge's API key (a
-    cluster's workers do not inherit the caller's environment)."""
-    names = {name for name in os.environ if name.startswith(_WORKER_ENV_PREFIXES)}
-    key_variable = getattr(options.judge, "api_key_env", None)
-    if key_variable:
-        names.add(key_variable)
-    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
 
 
 class Batch:

@@ -11,9 +11,10 @@ signatures are the local engine's, number for number.
 The workers get the caller's settings that scoring reads from the environment (rageval's, the
 model hubs', and the variable holding the judge's API key: a cluster's workers do not inherit
 the caller's environment), through Ray's runtime environment. Limits that hold for the whole
-run are shared out: each of ``N`` actors judges with 1/N of
-the judge's concurrency and requests per minute (see
-:func:`~rageval.core.metric.options_for_workers`). Every actor reads and writes the run's reply
+run hold across the cluster: one small actor holds the judge's concurrency cap and request
+rate, and every request of every worker takes a lease from it first (a worker that dies with
+requests in flight has its leases taken back after the judge's timeout; see
+:func:`~rageval.core.workers.options_for_workers`). Every actor reads and writes the run's reply
 cache file (SQLite in WAL mode, safe across processes; on a cluster of several machines it must
 sit on storage they share), so a reply stored once is never asked for again, and a block that
 Ray retries after its actor died replays from the cache what the dead actor had stored. What
@@ -23,14 +24,17 @@ account.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import pickle
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from rageval.core.errors import MissingDependencyError, UsageError
-from rageval.core.metric import Batch, Metric, options_for_workers, worker_environment
+from rageval.core.metric import Batch, Metric
+from rageval.core.workers import options_for_workers, worker_environment
 from rageval.engine.local import ScoredBatch, score_apart
 
 # The metric libraries that can use a GPU: an actor asks for one when the cluster has any
@@ -49,6 +53,7 @@ class RayEngine:
         self.address = address
         self.workers = workers
         self._started = False
+        self._shared: dict[tuple[int, float | None], RayLimits] = {}
 
     def __enter__(self) -> RayEngine:
         ray = _ray()
@@ -67,6 +72,15 @@ class RayEngine:
             _ray().shutdown()
             self._started = False
 
+    def _limits(self, concurrency: int, rpm: float | None, lease_s: float) -> RayLimits:
+        """One limits actor per distinct (concurrency, rpm) of the run, shared by every
+        worker of every window."""
+        key = (concurrency, rpm)
+        if key not in self._shared:
+            actor = _ray().remote(max_concurrency=_WAITERS)(_Limits)
+            self._shared[key] = RayLimits(actor.remote(concurrency, rpm, lease_s))
+        return self._shared[key]
+
     def pool_size(self) -> int:
         if self.workers is not None:
             return self.workers
@@ -80,7 +94,8 @@ class RayEngine:
         blocks = [{"block": pickle.dumps(records[start : start + batch_size])}
                   for start in range(0, len(records), batch_size)]
         size = min(self.pool_size(), len(blocks))
-        portable = [m.with_options(options_for_workers(m.options, size)) for m in metrics]
+        portable = [m.with_options(options_for_workers(m.options, size, self._limits))
+                    for m in metrics]
         gpus = _gpus_per_actor(ray, portable)
         env = {name: value for m in metrics
                for name, value in worker_environment(m.options).items()}
@@ -106,6 +121,63 @@ class _BlockScorer:
             records = pickle.loads(block)
             out.append(pickle.dumps(score_apart(self.metrics, records)))
         return {"scored": out}
+
+
+class RayLimits:
+    """The limits a run's workers share, held by one Ray actor (see :class:`_Limits`)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def acquire(self, timeout: float) -> object | None:
+        return _ray().get(self.actor.acquire.remote(timeout))
+
+    def release(self, lease: object) -> None:
+        self.actor.release.remote(lease)
+
+
+class _Limits:
+    """A Ray actor (async): at most ``concurrency`` leases out at once, and at most ``rpm``
+    granted per minute, evenly spaced. A lease held longer than ``lease_s`` (its worker died
+    with the request in flight) is taken back."""
+
+    def __init__(self, concurrency: int, rpm: float | None, lease_s: float) -> None:
+        self.free = concurrency
+        self.interval = 0.0 if rpm is None else 60.0 / rpm
+        self.next_start = time.monotonic()
+        self.lease_s = lease_s
+        self.leases: dict[int, float] = {}
+        self.serial = 0
+
+    async def acquire(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            self._reclaim(now)
+            if self.free > 0 and now >= self.next_start:
+                self.free -= 1
+                self.next_start = max(self.next_start + self.interval, now)
+                self.serial += 1
+                self.leases[self.serial] = now
+                return self.serial
+            if now >= deadline:
+                return None
+            wait = self.next_start - now if self.free > 0 else _POLL_S
+            await asyncio.sleep(max(0.0, min(wait, _POLL_S, deadline - now)))
+
+    def release(self, lease: int) -> None:
+        if self.leases.pop(lease, None) is not None:
+            self.free += 1
+
+    def _reclaim(self, now: float) -> None:
+        for lease, granted in list(self.leases.items()):
+            if now - granted > self.lease_s:
+                self.release(lease)
+
+
+# Workers waiting on the limits at once (threads of every actor), and how often they look.
+_WAITERS = 10_000
+_POLL_S = 0.005
 
 
 def _gpus_per_actor(ray: Any, metrics: list[Metric]) -> float:

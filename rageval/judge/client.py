@@ -40,6 +40,7 @@ from typing import Any
 import openai
 
 from rageval.core.errors import UsageError
+from rageval.core.workers import SharedLimits
 from rageval.judge.cache import cache_key
 from rageval.judge.endpoint import Endpoint
 from rageval.judge.formats import LADDERS, MODES, is_refusal
@@ -180,14 +181,17 @@ class JudgeClient:
         concurrency: int = 16,
         rpm: float | None = None,
         on_result: Callable[[JudgeResult], object] | None = None,
+        shared: SharedLimits | None = None,
     ) -> list[JudgeResult]:
         """Send every request, ``concurrency`` at a time, and return results in input order.
 
-        ``rpm`` caps request starts per minute. ``on_result`` is called in the calling thread
-        for each result as it arrives (failed ones too: check :attr:`JudgeResult.ok`). Raises
-        :class:`JudgeError` after a permanent failure, or when the first
-        :data:`~rageval.judge.pool.FAIL_FAST_AFTER` results all failed the same way, once the
-        requests in flight finish (see :func:`~rageval.judge.pool.run_pool`).
+        ``rpm`` caps request starts per minute; ``shared``, limits this process shares with
+        others (the workers of a distributed run), gives each request a lease first.
+        ``on_result`` is called in the calling thread for each result as it arrives (failed
+        ones too: check :attr:`JudgeResult.ok`). Raises :class:`JudgeError` after a
+        permanent failure, or when the first :data:`~rageval.judge.pool.FAIL_FAST_AFTER`
+        results all failed the same way, once the requests in flight finish (see
+        :func:`~rageval.judge.pool.run_pool`).
         """
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -198,7 +202,7 @@ class JudgeClient:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
         return run_pool(reqs, self._complete, concurrency=concurrency, rpm=rpm,
-                        on_result=on_result, fail_fast=self._fail_fast_message)
+                        on_result=on_result, fail_fast=self._fail_fast_message, shared=shared)
 
     def _fail_fast_message(self, failures: FirstFailures) -> str:
         return (f"{self._where()}: the first {failures.size} requests all failed the same way, "

@@ -15,6 +15,7 @@ from typing import Any
 
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
+from rageval.core.workers import LimitsFactory, SharedLimits
 from rageval.judge.cache import JudgeCache
 from rageval.judge.endpoint import Endpoint
 from rageval.judge.formats import LADDERS, MODES
@@ -99,11 +100,20 @@ class JudgeOptions:
     against: str | None = None
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
+    # The concurrency cap and rate every worker of a distributed run obeys together
+    # (rageval.core.workers.SharedLimits; set by for_workers, never by hand).
+    shared_limits: SharedLimits | None = field(default=None, compare=False, repr=False)
 
-    def for_workers(self, workers: int) -> JudgeOptions:
+    def for_workers(self, workers: int, limits: LimitsFactory | None = None) -> JudgeOptions:
         """The options one of ``workers`` processes judges with, so that together they stay
-        within this run's limits: each gets its share of the concurrency (at least 1) and of
-        the requests per minute; the progress callback stays behind (it cannot travel)."""
+        within this run's concurrency and requests per minute: with ``limits`` every request
+        of every worker takes a lease from the limits they share; without, each worker gets
+        its share of the concurrency (at least 1) and of the rate. The progress callback stays
+        behind (it cannot travel)."""
+        if limits is not None:
+            lease_s = self.timeout * (self.max_retries + 1) + 60.0  # then its worker is dead
+            shared = limits(self.concurrency, self.rpm, lease_s)
+            return replace(self, rpm=None, progress=None, shared_limits=shared)
         share = max(1, self.concurrency // workers)
         rpm = None if self.rpm is None else self.rpm / workers
         return replace(self, concurrency=share, rpm=rpm, progress=None)

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rageval.core.errors import UsageError
+from rageval.core.workers import SharedLimits
 from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult
 
 __all__ = ["FAIL_FAST_AFTER", "Fatal", "FirstFailures", "Stopped", "run_pool"]
@@ -71,6 +72,16 @@ class TokenBucket:
                 raise Stopped
 
 
+def _lease(shared: SharedLimits, stop: threading.Event) -> object:
+    """A lease from the shared limits, asked for a quarter second at a time so that a stopped
+    run stops waiting."""
+    while not stop.is_set():
+        lease = shared.acquire(0.25)
+        if lease is not None:
+            return lease
+    raise Stopped
+
+
 class FirstFailures:
     """The first results of a run, watched for a run that fails the same way every time."""
 
@@ -102,10 +113,13 @@ class FirstFailures:
 
 def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
              rpm: float | None, on_result: Callable[[JudgeResult], object] | None,
-             fail_fast: Callable[[FirstFailures], str]) -> list[JudgeResult]:
+             fail_fast: Callable[[FirstFailures], str],
+             shared: SharedLimits | None = None) -> list[JudgeResult]:
     """Every request through ``send``, ``concurrency`` at a time; results in input order.
 
     ``fail_fast(failures)`` words the error of a run whose first results all failed alike.
+    ``shared`` (limits shared with other processes) leases each request before it is sent,
+    retries included, and takes the lease back when it is over.
     """
     limiter = TokenBucket(rpm) if rpm is not None else None
     stop = threading.Event()
@@ -125,7 +139,13 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
                 return None
             if limiter is not None:
                 limiter.acquire(stop)
-            return send(index, request, stop)
+            if shared is None:
+                return send(index, request, stop)
+            lease = _lease(shared, stop)
+            try:
+                return send(index, request, stop)
+            finally:
+                shared.release(lease)
         except Stopped:
             return None
         except Fatal as exc:

@@ -283,7 +283,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
 
     try:
         results = client.complete_many(requests, concurrency=judge.concurrency,
-                                       rpm=judge.rpm, on_result=store)
+                                       rpm=judge.rpm, on_result=store,
+                                       shared=judge.shared_limits)
     finally:
         stats.refused.update(client.refused_formats)
     out: dict[str, Reply] = {}
