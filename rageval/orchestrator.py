@@ -141,9 +141,11 @@ def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
         first = [*first, *following, *(r for window in windows for r in window)]
         following = None
     single = following is None
+    ahead = [first] if following is None else [first, following]
+    del first, following  # a window is let go once scored: only `ahead` holds them
     state = _RunState(resolved)
     extra: dict[str, Any] = {}
-    for window in _chain(first, following, windows):
+    for window in _chain(ahead, windows):
         if not window:
             continue
         run = Batch(window, shared=state.shared)
@@ -162,6 +164,9 @@ def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
             hooks.prepare(run, group)
         _score_window(state, run, batch_size, progress, sink, len(window) if single else None,
                       engine)
+        # The manifest hooks read a run of one window whole; of several, what is run-wide.
+        state.last_run = run if single else Batch([], shared=state.shared)
+        window = run = None  # type: ignore[assignment]  # not held while the next is read
     final = signing() if signing is not None else options  # may find the inputs wanting
     if not single:
         state.check_fields()
@@ -175,12 +180,11 @@ def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
     return Results(sink.records(), summary, manifest)
 
 
-def _chain(first: list[Record], following: list[Record] | None,
-           rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
-    yield first
-    if following is not None:
-        yield following
-        yield from rest
+def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
+    """The windows read ahead, then the rest, each let go of here once handed over."""
+    while ahead:
+        yield ahead.pop(0)
+    yield from rest
 
 
 class _RunState:
@@ -224,7 +228,6 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
         if progress is not None:
             progress(done, total)
     state.count += len(run.records)
-    state.last_run = run
 
 
 def _add_sections(manifest: dict[str, Any], sections: dict[str, Any]) -> None:

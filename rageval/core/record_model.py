@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.record_ids import IdCheck
 
 __all__ = ["MAX_GRADE", "Context", "FieldError", "Record", "validate_judgments", "validate_records"]
 
@@ -315,22 +316,31 @@ def _record(item: Any) -> Record:
 
 
 def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str) -> Iterator[Record]:
-    """Validate ``(line, object)`` pairs into records; checks duplicate ids and emptiness."""
-    seen: dict[str, int] = {}
-    for line, item in raw:
+    """Validate ``(line, object)`` pairs into records; checks duplicate ids and emptiness.
+
+    A record is yielded as soon as it is valid. An id used twice within a few thousand records
+    is refused at once; one used long before is refused when its chunk of ids is checked
+    against every earlier id (kept as digests, :class:`~rageval.core.record_ids.SeenIds`),
+    at most a few thousand records later, and always before a later problem of the file."""
+    ids = IdCheck(source, unit)
+    lines = iter(raw)
+    while True:
+        try:
+            pair = next(lines, None)
+        except InputError:
+            ids.flush()  # a duplicate before the unreadable line is the first problem
+            raise
+        if pair is None:
+            break
+        line, item = pair
         try:
             record = _record(item)
         except FieldError as error:
+            ids.flush()
             message = error.message if unit != "row" else f"{error.message} (row {line})"
             raise InputError(message, path=source, line=line, field=error.field) from None
-        first = seen.setdefault(record.id, line)
-        if first != line:
-            raise InputError(
-                f"duplicate record id {record.id!r} (first used at {unit} {first})",
-                path=source,
-                line=line,
-                field="id",
-            )
+        ids.add(record.id, line)
         yield record
-    if not seen:
+    ids.flush()
+    if not ids.count:
         raise InputError("contains no records", path=source)

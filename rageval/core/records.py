@@ -177,6 +177,7 @@ def iter_windows(path: PathLike, size: int, *, format: str | None = None,
             if not window:
                 return
             yield window
+            window = []  # not held here while the next one is read
 
     return windows()
 
