@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.judge.options import JudgeOptions
 
-__all__ = ["DEFAULT_WINDOW", "ENGINES", "evaluate"]
+__all__ = ["DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "evaluate"]
 
 #: What can score a run's batches: this process, or a Ray cluster.
 ENGINES = ("local", "ray")
@@ -34,6 +34,9 @@ ENGINES = ("local", "ray")
 #: judge keeps its requests flowing across batches, small enough that a window's records and
 #: their derived data stay a few tens of MB.
 DEFAULT_WINDOW = 10_000
+#: The window on Ray: each window gets its own pool of actors, which load their models again
+#: (BERTScore's), so a window there holds more blocks.
+DEFAULT_RAY_WINDOW = 100_000
 
 
 def evaluate(
@@ -54,7 +57,7 @@ def evaluate(
     format: str | None = None,
     max_line_bytes: int | None = None,
     out: str | os.PathLike[str] | None = None,
-    window: int = DEFAULT_WINDOW,
+    window: int | None = None,
     engine: str = "local",
     ray_address: str | None = None,
     ray_workers: int | None = None,
@@ -82,8 +85,9 @@ def evaluate(
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
 
     A records file in rageval's own format is read and scored ``window`` records at a time
-    (see docs/scale.md): memory holds one window of records, the summary's compact parts
-    and, unless ``out`` names a run directory, every record's results. With ``out`` the
+    (default :data:`DEFAULT_WINDOW`, or :data:`DEFAULT_RAY_WINDOW` on Ray; see
+    docs/scale.md): memory holds one window of records, the summary's compact parts and,
+    unless ``out`` names a run directory, every record's results. With ``out`` the
     per-record results go to ``out/records.jsonl`` as they finish and ``summary.json`` follows
     once the run is complete (the returned results read the records back from there when
     asked). Metrics that need every record at once (BERTScore with ``idf=true``, claim-level
@@ -109,6 +113,8 @@ def evaluate(
                                        else max_line_bytes))
         max_line_bytes = spec.max_line_bytes
     qrels_in = _Qrels(qrels)
+    if window is None:
+        window = DEFAULT_RAY_WINDOW if engine == "ray" else DEFAULT_WINDOW
     windows, source, from_beir = _read(records if spec is None else spec, format,
                                        max_line_bytes, load_progress, window)
     if judgments_from is not None and not isinstance(windows, list):

@@ -120,7 +120,11 @@ def stream_metrics(
         sink.abort()
         raise
     results.manifest["wall_time_s"] = round(time.perf_counter() - started, 3)
-    sink.commit(results.summary_json())
+    try:
+        sink.commit(results.summary_json())
+    except BaseException:
+        sink.abort()
+        raise
     return results
 
 
@@ -155,7 +159,7 @@ def _stream(windows: Iterator[list[Record]], metrics: Iterable[str | Metric],
             _check_inputs(window, state.metrics, but="judgments")  # before the provider's work
             window, graded, options, extra[provider.section] = _fill_judgments(
                 provider, window, state.metrics, options, run)
-            state = _RunState(graded)  # a run of one window: nothing was scored yet
+            state = _RunState(graded, state.shared)  # one window: nothing scored yet
         if single:
             _check_inputs(window, state.metrics)
         else:
@@ -190,10 +194,10 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
 class _RunState:
     """What a run keeps between its windows."""
 
-    def __init__(self, metrics: list[Metric]) -> None:
+    def __init__(self, metrics: list[Metric], shared: dict[Any, Any] | None = None) -> None:
         self.metrics = metrics
         self.parts = SummaryParts(metrics)
-        self.shared: dict[Any, Any] = {}
+        self.shared: dict[Any, Any] = {} if shared is None else shared
         self.count = 0
         self.last_run: Batch = Batch([])
         self._found: set[str] = set()  # the needed fields some record had

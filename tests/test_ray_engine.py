@@ -248,11 +248,23 @@ def test_every_request_takes_a_lease_from_the_shared_limits(
             with self.lock:
                 self.out -= 1
 
+    class LocalSharing:
+        """What an engine shares, here in this process."""
+
+        def __init__(self, limits: Counting) -> None:
+            self._limits = limits
+
+        def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> Counting:
+            return self._limits
+
+        def service(self, key: object, build: Any, *args: Any) -> Any:
+            return build(*args)
+
     shared = Counting(cap=2)
     path = write_records(tmp_path / "r.jsonl", 8)
     with JudgeServer(expected_key=KEY, latency_s=0.05) as server:
         judge = judge_options(server, tmp_path / "c.sqlite", concurrency=8)
-        judge = judge.for_workers(4, lambda concurrency, rpm, lease_s: shared)
+        judge = judge.for_workers(4, LocalSharing(shared))
         results = evaluate(path, ["judge:faithfulness"], judge=judge, bootstrap=10)
     assert results.summary["judge:faithfulness"].n == 8
     assert shared.taken == 8 and shared.out == 0

@@ -24,7 +24,8 @@ from rageval.cli import main
 from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, RunHooks
 from rageval.core.records import iter_windows, load_records
-from rageval.core.results import RecordsFile, Results
+from rageval.core.results import Results
+from rageval.core.run_records import RecordsFile
 from rageval.judge.options import JudgeOptions
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
@@ -231,3 +232,39 @@ def test_records_file_reads_lazily(tmp_path: Path) -> None:
     frame = results.to_polars()
     assert frame.height == len(load_records(DEMO))
     assert isinstance(results.records[1:3], list)
+
+
+def test_a_later_run_in_the_same_directory_never_passes_for_this_one(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = evaluate(write_records(tmp_path / "a.jsonl", 12), ["map"], bootstrap=10, out=out)
+    evaluate(write_records(tmp_path / "b.jsonl", 7, seed=1), ["map"], bootstrap=10, out=out)
+    with pytest.raises(InputError, match="no longer the one this run wrote"):
+        list(first.records)
+    with pytest.raises(InputError, match="no longer the one this run wrote"):
+        first.write(tmp_path / "copy")
+    assert not (tmp_path / "copy" / "records.jsonl").exists()
+    assert not [p for p in (tmp_path / "copy").iterdir() if p.suffix == ".tmp"]
+
+
+class _Seen(Metric):
+    """Remembers the records it scored."""
+
+    family = "retrieval"
+    base = "seen"
+    summary = "records scored"
+    scored: ClassVar[list[str]] = []
+
+    def score(self, batch: Batch) -> MetricResult:
+        self.scored.extend(r.id for r in batch.records)
+        return MetricResult({"seen": np.ones(len(batch))}, [None] * len(batch))
+
+
+def test_a_duplicate_id_is_refused_before_its_window_is_scored(tmp_path: Path) -> None:
+    path = write_records(tmp_path / "r.jsonl", 10)
+    lines = path.read_text().splitlines()
+    lines[7] = lines[1]  # q1 again, on line 8
+    path.write_text("\n".join(lines) + "\n")
+    _Seen.scored.clear()
+    with pytest.raises(InputError, match=r"duplicate record id 'q1' \(first used at line 2\)"):
+        evaluate(path, [_Seen()], window=3, bootstrap=10)
+    assert _Seen.scored == [f"q{i}" for i in range(6)]  # the windows before line 8's

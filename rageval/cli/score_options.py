@@ -18,7 +18,6 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "bootstrap": 1000,
     "batch_size": 1000,
-    "window": 10_000,
     "engine": "local",
     "judge_api_key_env": "OPENAI_API_KEY",
     "judge_concurrency": 16,
@@ -73,8 +72,8 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
                    help="Ray actors scoring batches (default: the cluster's CPUs, at most 8)")
     p.add_argument("--window", type=int, metavar="N",
                    help="records read and scored together from a records file (default "
-                   "10000): memory holds one window; with --out each record's results are "
-                   "written as they finish")
+                   "10000, on Ray 100000): memory holds one window; with --out each record's "
+                   "results are written as they finish")
     p.add_argument("--max-line-bytes", type=int, metavar="N",
                    help="refuse a records line longer than N bytes (default 64 MiB): reading "
                    "one takes several times its size in memory")

@@ -315,14 +315,17 @@ def _record(item: Any) -> Record:
     )
 
 
-def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str) -> Iterator[Record]:
+def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
+                     ids: IdCheck | None = None) -> Iterator[Record]:
     """Validate ``(line, object)`` pairs into records; checks duplicate ids and emptiness.
 
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
     against every earlier id (kept as digests, :class:`~rageval.core.record_ids.SeenIds`),
-    at most a few thousand records later, and always before a later problem of the file."""
-    ids = IdCheck(source, unit)
+    at most a few thousand records later, and always before a later problem of the file.
+    ``ids`` (default: a new one) is the check, for a reader that flushes it at its own
+    boundaries (a window about to be scored)."""
+    ids = IdCheck(source, unit) if ids is None else ids
     lines = iter(raw)
     while True:
         try:

@@ -70,6 +70,7 @@ from typing import Any
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.progress import LoadProgress
+from rageval.core.record_ids import IdCheck
 from rageval.core.record_model import MAX_GRADE as MAX_GRADE  # public here before the split
 from rageval.core.record_model import (
     Context,
@@ -106,8 +107,10 @@ def iter_records(path: PathLike, *, format: str | None = None,
     """Stream the records of a file, validating each one as it is read.
 
     The format comes from the extension (``.jsonl``, ``.json``, ``.csv``, ``.parquet``)
-    unless ``format`` (one of :data:`FORMATS`) is given. Duplicate record ids are detected
-    as the stream reaches them; an unknown format or a missing file is reported at once, any
+    unless ``format`` (one of :data:`FORMATS`) is given. A duplicate record id is refused at
+    most a few thousand records after the stream reaches it, and before any later problem of
+    the file (:func:`iter_windows` checks each window whole before handing it over); an
+    unknown format or a missing file is reported at once, any
     other problem when the stream reaches it. Raises :class:`InputError`.
 
     A line longer than ``max_line_bytes`` (default :data:`DEFAULT_MAX_LINE_BYTES`) in a JSONL,
@@ -118,6 +121,13 @@ def iter_records(path: PathLike, *, format: str | None = None,
     has been read and its size: bytes of a JSONL or CSV file, characters of a JSON array, rows
     of a Parquet file; the last call, once the file is read to its end, has both equal.
     """
+    return _validated(path, format, max_line_bytes, progress)[0]
+
+
+def _validated(path: PathLike, format: str | None, max_line_bytes: int | None,
+               progress: LoadProgress | None) -> tuple[Iterator[Record], IdCheck]:
+    """The validated records of a file, and their duplicate-id check (the file, its format
+    and the line limit checked at once)."""
     fmt = resolve_format(path, format)
     limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -130,7 +140,8 @@ def iter_records(path: PathLike, *, format: str | None = None,
     except OSError as error:
         raise file_error(error, source) from None
     unit = "row" if fmt == "parquet" else "line"
-    return validate_records(READERS[fmt](path, source, limit, progress), source, unit)
+    ids = IdCheck(source, unit)
+    return validate_records(READERS[fmt](path, source, limit, progress), source, unit, ids), ids
 
 
 @contextlib.contextmanager
@@ -164,11 +175,11 @@ def iter_windows(path: PathLike, size: int, *, format: str | None = None,
                  max_line_bytes: int | None = None,
                  progress: LoadProgress | None = None) -> Iterator[list[Record]]:
     """The records of a file in lists of at most ``size`` (see :func:`iter_records`), read one
-    list at a time: a run scored window by window holds one window of records."""
+    list at a time: a run scored window by window holds one window of records. A window comes
+    out with every id in it checked against every earlier one."""
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise UsageError(f"the window size must be a positive integer, got {size!r}")
-    records = iter_records(path, format=format, max_line_bytes=max_line_bytes,
-                           progress=progress)
+    records, ids = _validated(path, format, max_line_bytes, progress)
 
     def windows() -> Iterator[list[Record]]:
         while True:
@@ -176,6 +187,7 @@ def iter_windows(path: PathLike, size: int, *, format: str | None = None,
                 window = list(itertools.islice(records, size))
             if not window:
                 return
+            ids.flush()  # every id of the window checked before anything of it is scored
             yield window
             window = []  # not held here while the next one is read
 

@@ -21,10 +21,10 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 from rageval.core.errors import InputError, MissingDependencyError, UsageError
-from rageval.core.files import atomic_write, open_temporary
+from rageval.core.files import atomic_write
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.
@@ -98,43 +98,13 @@ class RecordResult:
                    dict(data.get("errors", {})), dict(data.get("details", {})))
 
 
-class RecordsFile(Sequence[RecordResult]):
-    """The per-record results of a run written as it went (``records.jsonl``), read back only
-    when asked for: iterating streams the file; indexing reads it whole, once."""
-
-    def __init__(self, path: str | os.PathLike[str], count: int) -> None:
-        self.path = Path(path)
-        self._count = count
-        self._loaded: list[RecordResult] | None = None
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[RecordResult]:
-        if self._loaded is not None:
-            yield from self._loaded
-            return
-        with self.path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    yield _record_result(line, self.path, number)
-
-    @overload
-    def __getitem__(self, index: int) -> RecordResult: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[RecordResult]: ...
-    def __getitem__(self, index: int | slice) -> RecordResult | list[RecordResult]:
-        if self._loaded is None:
-            self._loaded = list(iter(self))
-        return self._loaded[index]
-
-
 @dataclass(frozen=True)
 class Results:
     """Everything a run produced: per-record values, the summary and the manifest.
 
     ``records`` is a list, or for a run written to its directory as it went a
-    :class:`RecordsFile` that reads them back from there when asked."""
+    :class:`~rageval.core.run_records.RecordsFile` that reads them back from there when
+    asked."""
 
     records: Sequence[RecordResult]
     summary: dict[str, MetricSummary]
@@ -176,7 +146,7 @@ class Results:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8: {error.reason}", path=str(records_path)) from None
-        records = [_record_result(line, records_path, number)
+        records = [record_result(line, records_path, number)
                    for number, line in enumerate(text.split("\n"), 1) if line.strip()]
         return cls(records, summary, manifest)
 
@@ -261,8 +231,9 @@ class Results:
         directory = Path(out_dir)
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / "records.jsonl"
-        if isinstance(self.records, RecordsFile):  # written as the run went
-            digest = _copy_hashed(self.records.path, target)
+        copy_to = getattr(self.records, "copy_to", None)
+        if copy_to is not None:  # written as the run went (rageval.core.run_records)
+            digest = copy_to(target)
         else:
             lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False)
                      for r in self.records)
@@ -275,34 +246,13 @@ class Results:
         return directory
 
 
-def _record_result(line: str, path: Path, number: int) -> RecordResult:
+def record_result(line: str, path: Path, number: int) -> RecordResult:
+    """One line of ``records.jsonl`` (errors name the file and line)."""
     try:
         return RecordResult.from_json(json.loads(line))
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise InputError(f"malformed record result: {error!r}", path=str(path),
                          line=number) from None
-
-
-def _copy_hashed(source: Path, target: Path) -> str:
-    """Copy ``source`` to ``target`` (atomically; nothing when they are the same file) and
-    return its SHA-256."""
-    digest = hashlib.sha256()
-    same = target.exists() and os.path.samefile(source, target)
-    with source.open("rb") as handle:
-        if same:
-            for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
-                digest.update(block)
-            return digest.hexdigest()
-        temporary, out = open_temporary(target)
-        with out:
-            for block in iter(lambda: handle.read(_COPY_BLOCK), b""):
-                digest.update(block)
-                out.write(block)
-        os.replace(temporary, target)
-    return digest.hexdigest()
-
-
-_COPY_BLOCK = 1 << 20
 
 
 def _float_or_nan(value: Any) -> float:

@@ -1,13 +1,14 @@
 """What a metric's work needs to travel to another process (a worker of the Ray engine): its
-run options without the caller's callbacks and with run-wide limits shared out, and the
-environment scoring reads."""
+run options without the caller's callbacks, with absolute paths and with what the run shares
+(limits, a store) reached through the engine's :class:`Sharing`, and the environment scoring
+reads."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from rageval.core.metric import ScoreOptions
 
@@ -24,22 +25,35 @@ class SharedLimits(Protocol):
         """Give a lease back (its request is over)."""
 
 
-#: Makes the limits a run's workers share: ``(concurrency, rpm, lease_s)`` -> the limits,
-#: where a lease not given back within ``lease_s`` seconds (its worker died) is taken back.
-#: Called once per distinct (concurrency, rpm) of the run: the engine keeps one per pair.
-LimitsFactory = Callable[[int, "float | None", float], SharedLimits]
+class Sharing(Protocol):
+    """What an engine running workers in other processes offers them to share: limits every
+    worker obeys together, and services, one object living in one place (the caller's
+    machine) whose methods every worker calls."""
+
+    def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> SharedLimits:
+        """One concurrency cap and request rate for every worker; a lease not given back
+        within ``lease_s`` seconds (its worker died) is taken back. The same limits for the
+        same (concurrency, rpm) throughout a run."""
+
+    def service(self, key: Hashable, build: Callable[..., Any], *args: Any) -> Any:
+        """A proxy of ``build(*args)``, built once per ``key`` in the caller's machine: every
+        method called on the proxy runs there, in turn, and returns its result."""
 
 
 def options_for_workers(options: ScoreOptions, workers: int,
-                        limits: LimitsFactory | None = None) -> ScoreOptions:
+                        sharing: Sharing | None = None) -> ScoreOptions:
     """The run options each of ``workers`` processes scores with: no progress callbacks (they
-    stay with the caller), and the run's limits (the judge's concurrency and rate, through its
-    options' ``for_workers``) either enforced together by ``limits`` or, without it, shared
-    out statically. Values and signatures are those of ``options``."""
+    stay with the caller), paths made absolute (a worker's directory is not the caller's), and
+    the run's limits and stores (the judge's concurrency, rate and reply cache, through its
+    options' ``for_workers``) shared through ``sharing`` or, without it, the limits shared out
+    statically. Values and signatures are those of ``options``."""
     judge = options.judge
     if judge is not None and hasattr(judge, "for_workers"):
-        judge = judge.for_workers(workers, limits)
-    return replace(options, steps=None, judge=judge)
+        judge = judge.for_workers(workers, sharing)
+    cache = options.embedding_cache
+    if cache is not None and cache.lower() not in ("none", "off", "false", "no", "0"):
+        cache = os.path.abspath(cache)
+    return replace(options, steps=None, judge=judge, embedding_cache=cache)
 
 
 # Environment variables a worker process needs as the caller has them: rageval's own settings

@@ -8,18 +8,19 @@ written, and the summary built, exactly as the local engine does: the same
 :func:`~rageval.engine.local.score_batch` scores each block, and values, summaries and
 signatures are the local engine's, number for number.
 
-The workers get the caller's settings that scoring reads from the environment (rageval's, the
-model hubs', and the variable holding the judge's API key: a cluster's workers do not inherit
-the caller's environment), through Ray's runtime environment. Limits that hold for the whole
+The workers get the caller's settings that scoring reads from the environment (rageval's and
+the model hubs': a cluster's workers do not inherit the caller's environment) through Ray's
+runtime environment; secrets among them (the judge's API key, tokens) travel with the actors'
+arguments instead, since Ray logs runtime environments. Limits that hold for the whole
 run hold across the cluster: one small actor holds the judge's concurrency cap and request
 rate, and every request of every worker takes a lease from it first (a worker that dies with
 requests in flight has its leases taken back after the judge's timeout; see
-:func:`~rageval.core.workers.options_for_workers`). Every actor reads and writes the run's reply
-cache file (SQLite in WAL mode, safe across processes; on a cluster of several machines it must
-sit on storage they share), so a reply stored once is never asked for again, and a block that
-Ray retries after its actor died replays from the cache what the dead actor had stored. What
-each block counted (requests, cache hits, tokens) comes back with it and is added to the run's
-account.
+:func:`~rageval.core.workers.options_for_workers`). The run's reply cache
+stays on the caller's machine: one service actor there holds it open, and every worker reads
+and stores replies through it, each reply stored as it arrives, so a reply stored once is never
+asked for again and a block that Ray retries after its actor died replays from the cache what
+the dead actor had stored. What each block counted (requests, cache hits, tokens) comes back
+with it and is added to the run's account.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ import asyncio
 import logging
 import os
 import pickle
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from rageval.core.errors import MissingDependencyError, UsageError
 from rageval.core.metric import Batch, Metric
 from rageval.core.workers import options_for_workers, worker_environment
-from rageval.engine.local import ScoredBatch, score_apart
+from rageval.engine.local import LocalEngine, ScoredBatch, score_apart
 
 # The metric libraries that can use a GPU: an actor asks for one when the cluster has any
 # and a metric of the run names one of them.
@@ -53,32 +55,62 @@ class RayEngine:
         self.address = address
         self.workers = workers
         self._started = False
-        self._shared: dict[tuple[int, float | None], RayLimits] = {}
+        self._shared: dict[Hashable, RayLimits | ServiceProxy] = {}  # what workers share
 
     def __enter__(self) -> RayEngine:
         ray = _ray()
-        if not ray.is_initialized():
+        if ray.is_initialized():
+            if self.address is not None:
+                raise UsageError("this process is already connected to a Ray cluster: leave "
+                                 "ray_address out to use it, or disconnect first")
+        else:
             ray.init(address=self.address, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
             self._started = True
         context = ray.data.DataContext.get_current()
+        self._restore = (context.execution_options.preserve_order,
+                         context.enable_progress_bars,
+                         logging.getLogger("ray.data").level)
         context.execution_options.preserve_order = True  # blocks come back in input order
         context.enable_progress_bars = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # no plan and timing lines
         return self
 
     def __exit__(self, *exc: object) -> None:
+        ray = _ray()
+        for shared in self._shared.values():
+            if isinstance(shared, ServiceProxy):
+                ray.get(shared.actor.close.remote())  # a store closes cleanly
+            ray.kill(shared.actor)
+        self._shared.clear()
+        context = ray.data.DataContext.get_current()
+        order, bars, level = self._restore
+        context.execution_options.preserve_order = order
+        context.enable_progress_bars = bars
+        logging.getLogger("ray.data").setLevel(level)
         if self._started:
-            _ray().shutdown()
+            ray.shutdown()
             self._started = False
 
-    def _limits(self, concurrency: int, rpm: float | None, lease_s: float) -> RayLimits:
+    def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> RayLimits:
         """One limits actor per distinct (concurrency, rpm) of the run, shared by every
-        worker of every window."""
-        key = (concurrency, rpm)
+        worker of every window (:class:`~rageval.core.workers.Sharing`)."""
+        key = ("limits", concurrency, rpm)
         if key not in self._shared:
             actor = _ray().remote(max_concurrency=_WAITERS)(_Limits)
             self._shared[key] = RayLimits(actor.remote(concurrency, rpm, lease_s))
+        return self._shared[key]
+
+    def service(self, key: Hashable, build: Callable[..., Any], *args: Any) -> ServiceProxy:
+        """``build(*args)`` in an actor on this machine (files it opens are this machine's),
+        its methods called by every worker in turn (:class:`~rageval.core.workers.Sharing`)."""
+        key = ("service", key)
+        if key not in self._shared:
+            ray = _ray()
+            here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+                node_id=ray.get_runtime_context().get_node_id(), soft=False)
+            actor = ray.remote(_Service).options(scheduling_strategy=here, max_restarts=-1)
+            self._shared[key] = ServiceProxy(actor.remote(build, *args))
         return self._shared[key]
 
     def pool_size(self) -> int:
@@ -89,19 +121,27 @@ class RayEngine:
 
     def score(self, metrics: list[Metric], run: Batch,
               batch_size: int) -> Iterator[ScoredBatch]:
+        if not all(m.streams() for m in metrics):
+            # A metric that reads the whole run (idf over every reference, claim analyses
+            # prepared over the window) is scored where the run is: here.
+            yield from LocalEngine().score(metrics, run, batch_size)
+            return
         ray = _ray()
         records = list(run.records)
         blocks = [{"block": pickle.dumps(records[start : start + batch_size])}
                   for start in range(0, len(records), batch_size)]
         size = min(self.pool_size(), len(blocks))
-        portable = [m.with_options(options_for_workers(m.options, size, self._limits))
+        portable = [m.with_options(options_for_workers(m.options, size, self))
                     for m in metrics]
         gpus = _gpus_per_actor(ray, portable)
         env = {name: value for m in metrics
                for name, value in worker_environment(m.options).items()}
+        # Secrets travel with the actors' arguments, never in the runtime environment, which
+        # Ray writes to its logs and shows in its state API.
+        secrets = {name: env.pop(name) for name in list(env) if _SECRET.search(name)}
         dataset = ray.data.from_items(blocks, override_num_blocks=len(blocks))
         scored = dataset.map_batches(
-            _BlockScorer, fn_constructor_args=(pickle.dumps(portable),), batch_size=1,
+            _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets), batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=size), num_gpus=gpus,
             runtime_env={"env_vars": env},
         )
@@ -112,7 +152,8 @@ class RayEngine:
 class _BlockScorer:
     """A Ray actor: the run's metrics, built once, scoring one block of records at a time."""
 
-    def __init__(self, metrics: bytes) -> None:
+    def __init__(self, metrics: bytes, secrets: dict[str, str]) -> None:
+        os.environ.update(secrets)  # the judge's API key, read where a request is made
         self.metrics: list[Metric] = pickle.loads(metrics)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
@@ -136,6 +177,37 @@ class RayLimits:
         self.actor.release.remote(lease)
 
 
+class ServiceProxy:
+    """A worker's handle on a service: each method call runs in the service's actor."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return _ray().get(self.actor.call.remote(name, args, kwargs))
+
+        return call
+
+
+class _Service:
+    """A Ray actor holding one object (a store every worker uses), calls served in turn."""
+
+    def __init__(self, build: Callable[..., Any], *args: Any) -> None:
+        self.target = build(*args)
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return getattr(self.target, method)(*args, **kwargs)
+
+    def close(self) -> None:
+        close = getattr(self.target, "close", None)
+        if close is not None:
+            close()
+
+
 class _Limits:
     """A Ray actor (async): at most ``concurrency`` leases out at once, and at most ``rpm``
     granted per minute, evenly spaced. A lease held longer than ``lease_s`` (its worker died
@@ -156,7 +228,7 @@ class _Limits:
             self._reclaim(now)
             if self.free > 0 and now >= self.next_start:
                 self.free -= 1
-                self.next_start = max(self.next_start + self.interval, now)
+                self.next_start = max(self.next_start, now) + self.interval  # no burst
                 self.serial += 1
                 self.leases[self.serial] = now
                 return self.serial
@@ -175,6 +247,8 @@ class _Limits:
                 self.release(lease)
 
 
+# Environment variables whose values are secrets (API keys, tokens, passwords).
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Workers waiting on the limits at once (threads of every actor), and how often they look.
 _WAITERS = 10_000
 _POLL_S = 0.005
@@ -191,6 +265,7 @@ def _ray() -> Any:
     try:
         import ray
         import ray.data  # the engine runs on Ray Data
+        import ray.util.scheduling_strategies  # a shared store lives on this machine
     except ImportError:
         raise MissingDependencyError("ray[data]", "ray") from None
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")

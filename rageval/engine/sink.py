@@ -21,7 +21,8 @@ from typing import Any, BinaryIO
 from rageval.core.files import atomic_write, open_temporary
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
-from rageval.core.results import RECORDS_DIGEST, RecordResult, RecordsFile
+from rageval.core.results import RECORDS_DIGEST, RecordResult
+from rageval.core.run_records import RecordsFile
 
 # Lines are handed to the file in blocks of about this many bytes.
 _FLUSH_BYTES = 1 << 20
@@ -73,7 +74,7 @@ class FileSink:
     """Writes every record's results to ``out_dir/records.jsonl`` as the batches finish."""
 
     def __init__(self, out_dir: str | os.PathLike[str]) -> None:
-        self.directory = Path(out_dir)
+        self.directory = Path(out_dir).absolute()  # the results stay readable after a chdir
         self._final = self.directory / "records.jsonl"
         self._partial = self._final  # the temporary file, named when it is opened
         self._handle: BinaryIO | None = None  # opened with the first lines
@@ -111,7 +112,9 @@ class FileSink:
         self._pending_bytes = 0
 
     def records(self) -> RecordsFile:
-        return RecordsFile(self._final, self.count)
+        """The results written, as they will read once committed (every line is hashed)."""
+        self._flush()
+        return RecordsFile(self._final, self.count, self._digest.hexdigest())
 
     def commit(self, summary: dict[str, Any]) -> None:
         """Put ``records.jsonl`` in place, then ``summary.json`` with its digest."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
-from rageval.core.workers import LimitsFactory, SharedLimits
+from rageval.core.workers import SharedLimits, Sharing
 from rageval.judge.cache import JudgeCache
 from rageval.judge.endpoint import Endpoint
 from rageval.judge.formats import LADDERS, MODES
@@ -100,23 +100,36 @@ class JudgeOptions:
     against: str | None = None
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
-    # The concurrency cap and rate every worker of a distributed run obeys together
-    # (rageval.core.workers.SharedLimits; set by for_workers, never by hand).
+    # What the workers of a distributed run share (set by for_workers, never by hand): the
+    # concurrency cap and rate they obey together (rageval.core.workers.SharedLimits), and
+    # the reply cache, one file on the caller's machine that every worker reads and writes
+    # through the engine (a proxy of a JudgeCache).
     shared_limits: SharedLimits | None = field(default=None, compare=False, repr=False)
+    shared_cache: Any = field(default=None, compare=False, repr=False)
 
-    def for_workers(self, workers: int, limits: LimitsFactory | None = None) -> JudgeOptions:
+    def for_workers(self, workers: int, sharing: Sharing | None = None) -> JudgeOptions:
         """The options one of ``workers`` processes judges with, so that together they stay
-        within this run's concurrency and requests per minute: with ``limits`` every request
-        of every worker takes a lease from the limits they share; without, each worker gets
-        its share of the concurrency (at least 1) and of the rate. The progress callback stays
-        behind (it cannot travel)."""
-        if limits is not None:
-            lease_s = self.timeout * (self.max_retries + 1) + 60.0  # then its worker is dead
-            shared = limits(self.concurrency, self.rpm, lease_s)
-            return replace(self, rpm=None, progress=None, shared_limits=shared)
-        share = max(1, self.concurrency // workers)
-        rpm = None if self.rpm is None else self.rpm / workers
-        return replace(self, concurrency=share, rpm=rpm, progress=None)
+        within this run's concurrency and requests per minute and keep one reply cache: with
+        ``sharing`` every request of every worker takes a lease from the limits they share,
+        and the cache is the caller's, reached through the engine; without, each worker gets
+        its share of the concurrency (at least 1) and of the rate, and opens the cache file
+        itself. Paths become absolute; the progress callback stays behind."""
+        local = replace(self, progress=None, cache=os.path.abspath(self.cache_path),
+                        prompts_dir=(None if self.prompts_dir is None
+                                     else os.path.abspath(self.prompts_dir)))
+        if sharing is None:
+            share = max(1, self.concurrency // workers)
+            rpm = None if self.rpm is None else self.rpm / workers
+            return replace(local, concurrency=share, rpm=rpm)
+        # The longest a live request can hold its lease (every attempt timing out after a
+        # Retry-After of up to a minute, in every wire format): past it, its worker died.
+        lease_s = (self.timeout + 60.0) * (self.max_retries + 1) * len(self.ladder) + 60.0
+        cache = None
+        if not (self.offline and not os.path.exists(local.cache_path)):
+            cache = sharing.service(("judge-cache", local.cache_path), _open_cache,
+                                    local.cache_path)
+        return replace(local, rpm=None, shared_limits=sharing.limits(
+            self.concurrency, self.rpm, lease_s), shared_cache=cache)
 
     @property
     def cache_path(self) -> str:
@@ -204,14 +217,48 @@ class JudgeOptions:
             if problem is not None:
                 raise UsageError(f"--cache {path}: cannot create the cache: {problem}")
 
-    def open_cache(self) -> JudgeCache | None:
-        """The reply cache, or None for an offline run whose cache file does not exist."""
+    def open_cache(self) -> JudgeCache | SharedCache | None:
+        """The reply cache, or None for an offline run whose cache file does not exist (a
+        worker of a distributed run: the caller's, through the engine)."""
+        if self.shared_cache is not None:
+            return SharedCache(self.shared_cache)
         path = self.cache_path
         if self.offline and not os.path.exists(path):
             return None
         if path.endswith(".jsonl"):
             return JudgeCache.from_jsonl(path)
         return JudgeCache(path)
+
+
+def _open_cache(path: str) -> JudgeCache:
+    """The cache a run's workers share, opened once where the caller runs."""
+    return JudgeCache.from_jsonl(path) if path.endswith(".jsonl") else JudgeCache(path)
+
+
+class SharedCache:
+    """The reply cache of a distributed run as a worker sees it: the caller's, each call made
+    there (reads, and writes stored at once, so a worker that dies loses no reply it had)."""
+
+    def __init__(self, proxy: Any) -> None:
+        self._proxy = proxy
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        return self._proxy.get_many(list(keys))
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        return self._proxy.missing(list(keys))
+
+    def put(self, *args: Any, **kwargs: Any) -> bool:
+        return self._proxy.put(*args, **kwargs)
+
+    def close(self) -> None:
+        """Nothing: the cache stays open for the other workers (the caller closes it)."""
+
+    def __enter__(self) -> SharedCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _check_int(name: str, value: object, low: int) -> None:
