@@ -100,8 +100,11 @@ def test_a_temporary_file_of_a_killed_run_is_cleaned_by_the_next(tmp_path: Path)
     stale.write_text("half a file")
     mine = out / f".summary.json.{os.getpid()}-7.tmp"  # a live writer's: left alone
     mine.write_text("being written")
+    # Another machine's writer on a shared volume: its process id means nothing here.
+    elsewhere = out / ".records.jsonl.999999999-0~some_other_host.tmp"
+    elsewhere.write_text("being written over there")
     evaluate(str(DEMO), ["mrr"], bootstrap=10).write(out)
-    assert not stale.exists() and mine.exists()
+    assert not stale.exists() and mine.exists() and elsewhere.exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "records.jsonl", "summary.json"]
 

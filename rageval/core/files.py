@@ -1,7 +1,8 @@
 """Writing files so that a crash never leaves a torn one, with the permissions the user expects.
 
 :func:`atomic_write` writes to a temporary file beside the target and renames it into place.
-The temporary file's name carries the writer's process id (``.NAME.PID.tmp``), so the next
+The temporary file's name carries the writer's machine and process id
+(``.NAME.PID-N~HOST.tmp``), so the next
 write into the same directory removes what a killed writer left behind, and never the file
 of a writer that is still running. Written files get the permissions any other program's new
 file would get (``0o666`` less the umask), not ``mkstemp``'s private ``0o600``.
@@ -14,13 +15,18 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import threading
 from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["atomic_write", "clean_stale_temporaries", "creatable", "default_mode"]
 
-_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)(?:-[0-9]+)?\.tmp$")
+_TEMPORARY = re.compile(
+    r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)(?:-[0-9]+)?(?:~(?P<host>[A-Za-z0-9_]+))?\.tmp$")
+# This machine, in temporary names: a directory shared by several machines (a volume a
+# cluster mounts) holds the temporaries of writers whose process ids mean nothing here.
+_HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname()) or "host"
 _counter = iter(range(1 << 62))
 _lock = threading.Lock()
 _cleaned: set[str] = set()  # directories already cleaned by this process
@@ -65,7 +71,7 @@ def open_temporary(target: Path) -> tuple[Path, BinaryIO]:
         _cleaned.add(str(target.parent.absolute()))
     if first:
         clean_stale_temporaries(target.parent)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}-{serial}.tmp")
+    temporary = target.with_name(f".{target.name}.{os.getpid()}-{serial}~{_HOST}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_mode())
     return temporary, os.fdopen(fd, "wb")
 
@@ -80,7 +86,9 @@ def clean_stale_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
         return removed
     for name in names:
         match = _TEMPORARY.match(name)
-        if match is None or _running(int(match.group("pid"))):
+        if match is None or match.group("host") not in (None, _HOST):
+            continue  # another machine's writer: whether it is alive is not known here
+        if _running(int(match.group("pid"))):
             continue
         stale = Path(directory) / name
         with contextlib.suppress(OSError):

@@ -57,7 +57,8 @@ class RecordsFile(Sequence[RecordResult]):
         """Copy the file to ``target`` (atomically; nothing to do when it is the same file)
         and return its digest, checked against the run's."""
         if target.exists() and os.path.samefile(self.path, target):
-            self._check(_file_digest(self.path))
+            # Not read again: were the file another run's by now, the summary written with
+            # this digest would make Results.load refuse the pair, as it should.
             return self.digest
         temporary, out = open_temporary(target)
         try:
@@ -84,11 +85,3 @@ class RecordsFile(Sequence[RecordResult]):
         if digest != self.digest:
             raise InputError("records.jsonl is no longer the one this run wrote (another run "
                              "was written to the same directory since)", path=str(self.path))
-
-
-def _file_digest(path: Path) -> str:
-    hashed = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_BLOCK), b""):
-            hashed.update(block)
-    return hashed.hexdigest()
