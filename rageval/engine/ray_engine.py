@@ -26,6 +26,7 @@ with it and is added to the run's account.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -80,7 +81,8 @@ class RayEngine:
         ray = _ray()
         for shared in self._shared.values():
             if isinstance(shared, ServiceProxy):
-                ray.get(shared.actor.close.remote())  # a store closes cleanly
+                with contextlib.suppress(Exception):  # a store closes cleanly, if it can
+                    ray.get(shared.actor.close.remote())
             ray.kill(shared.actor)
         self._shared.clear()
         context = ray.data.DataContext.get_current()

@@ -225,8 +225,17 @@ class Bleu(Metric):
     # ---- corpus -------------------------------------------------------------------------
 
     def corpus_value(self, result: MetricResult, indices: np.ndarray) -> float | None:
-        """Corpus BLEU of the records ``indices`` from their summed statistics."""
-        summed = _stats_matrix(result)[indices].sum(axis=0, dtype=np.int64)
+        """Corpus BLEU of the records ``indices`` (repeats allowed: a bootstrap resample)
+        from their summed statistics."""
+        matrix = _stats_matrix(result)
+        if len(indices) * 4 < len(matrix):
+            summed = matrix[indices].sum(axis=0, dtype=np.int64)
+        else:
+            # A resample of a long run: how often each record was drawn, times the
+            # statistics, reads them in order (a gather of random rows misses the caches).
+            # Sums of integers below 2**53 are exact in float64.
+            counts = np.bincount(indices, minlength=len(matrix)).astype(np.float64)
+            summed = np.rint(_columns(result, matrix) @ counts).astype(np.int64)
         return float(self._compute(summed.tolist(), effective_order=False).score)
 
     def corpus_resampler(
@@ -355,6 +364,20 @@ _STATS_WIDTH = 2 + 2 * MAX_ORDER
 # The statistics matrix of a result without ``stats`` (one built from details), built once
 # and reused by every bootstrap resample.
 _MATRICES: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
+
+
+# The statistics of a result by column, as float64, for the resamples of its bootstrap.
+_COLUMNS: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
+
+
+def _columns(result: MetricResult, matrix: np.ndarray) -> np.ndarray:
+    key = id(result)
+    cached = _COLUMNS.get(key)
+    if cached is not None and cached[0]() is result:
+        return cached[1]
+    columns = np.ascontiguousarray(matrix.T, dtype=np.float64)
+    _COLUMNS[key] = (weakref.ref(result, lambda _ref: _COLUMNS.pop(key, None)), columns)
+    return columns
 
 
 def _stats_matrix(result: MetricResult) -> np.ndarray:

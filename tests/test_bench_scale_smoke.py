@@ -1,0 +1,39 @@
+"""Keeps bench/bench_stream.py and bench/sim_scale.py from rotting: tiny runs that must finish
+and print what they promise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(script: str, *args: str) -> str:
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_stream_benchmark_measures_each_size(tmp_path: Path) -> None:
+    out = tmp_path / "stream.json"
+    printed = run("bench_stream.py", "--records", "200,400", "--repeats", "1",
+                  "--metrics", "map", "rouge1", "--data-dir", str(tmp_path / "data"),
+                  "--json", str(out), "--rss-curve")
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["records"] for row in rows] == [200, 400]
+    assert all(row["rss_mib"] > 0 and row["wall_s"] > 0 for row in rows)
+    assert "peak RSS MiB" in printed
+
+
+def test_the_simulation_holds_the_shared_cap(tmp_path: Path) -> None:
+    out = tmp_path / "sim.json"
+    run("sim_scale.py", "--requests", "400", "--workers", "10,40", "--json", str(out))
+    tables = json.loads(out.read_text())["tables"]
+    cap = 16  # the default --concurrency
+    assert all(row["in_flight_cap"] == cap for row in tables["shared"])
+    assert all(0.9 <= row["vs_ideal"] <= 1.0 for row in tables["shared"])
+    assert all(row["in_flight_cap"] == 10 * cap for row in tables["naive"][:1])
