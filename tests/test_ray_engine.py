@@ -199,24 +199,33 @@ def test_a_worker_killed_mid_run_is_retried_without_asking_twice(
             == held.summary["judge:faithfulness"].to_json())
 
 
-def test_the_limits_actor_caps_leases_and_spaces_starts() -> None:
+def test_the_limits_actor_caps_leases_and_spaces_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.engine import ray_engine
     from rageval.engine.ray_engine import _Limits
 
     async def scenario() -> None:
-        limits = _Limits(concurrency=2, rpm=None, lease_s=60.0)
-        first, second = await limits.acquire(0.1), await limits.acquire(0.1)
+        limits = _Limits(concurrency=2, rpm=None)
+        first, second = await limits.acquire(0.1, "a"), await limits.acquire(0.1, "a")
         assert first is not None and second is not None
-        assert await limits.acquire(0.05) is None  # both leases out
+        assert await limits.acquire(0.05, "b") is None  # both leases out
         limits.release(first)
-        assert await limits.acquire(0.1) is not None
-        paced = _Limits(concurrency=10, rpm=600.0, lease_s=60.0)  # one start per 0.1 s
+        assert await limits.acquire(0.1, "b") is not None
+        paced = _Limits(concurrency=10, rpm=600.0)  # one start per 0.1 s, no burst
         start = time.monotonic()
         for _ in range(3):
-            assert await paced.acquire(1.0) is not None
+            assert await paced.acquire(1.0, "a") is not None
         assert time.monotonic() - start >= 0.19
-        stale = _Limits(concurrency=1, rpm=None, lease_s=0.05)  # a dead worker's lease
-        assert await stale.acquire(0.1) is not None
-        assert await stale.acquire(0.5) is not None  # taken back once it is too old
+        monkeypatch.setattr(ray_engine, "_STALE_S", 0.2)
+        dead = _Limits(concurrency=1, rpm=None)
+        assert await dead.acquire(0.1, "gone") is not None  # then its holder stops renewing
+        assert await dead.acquire(1.0, "alive") is not None  # taken back once it is stale
+        held = _Limits(concurrency=1, rpm=None)
+        assert await held.acquire(0.1, "busy") is not None
+        for _ in range(5):  # a live holder renews: its lease stays its own
+            await asyncio.sleep(0.1)
+            held.renew("busy")
+            assert await held.acquire(0.01, "other") is None
 
     import asyncio
 
@@ -254,7 +263,7 @@ def test_every_request_takes_a_lease_from_the_shared_limits(
         def __init__(self, limits: Counting) -> None:
             self._limits = limits
 
-        def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> Counting:
+        def limits(self, concurrency: int, rpm: float | None) -> Counting:
             return self._limits
 
         def service(self, key: object, build: Any, *args: Any) -> Any:

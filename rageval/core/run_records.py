@@ -25,8 +25,15 @@ class RecordsFile(Sequence[RecordResult]):
     def __init__(self, path: str | os.PathLike[str], count: int, digest: str) -> None:
         self.path = Path(path).absolute()
         self.digest = digest
+        # The file as the run left it (device, inode, size, modification time), once it is
+        # in place: a file that differs is refused before a line of it is read.
+        self.stamp: tuple[int, int, int, int] | None = None
         self._count = count
         self._loaded: list[RecordResult] | None = None
+
+    def seal(self) -> None:
+        """Note the file as it is now (the run has just put it in place)."""
+        self.stamp = _stamp(os.stat(self.path))
 
     def __len__(self) -> int:
         return self._count
@@ -39,7 +46,11 @@ class RecordsFile(Sequence[RecordResult]):
         with self._open() as handle:
             for number, raw in enumerate(handle, 1):
                 hashed.update(raw)
-                line = raw.decode("utf-8")
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise InputError(f"not UTF-8: {error.reason}", path=str(self.path),
+                                     line=number) from None
                 if line.strip():
                     yield record_result(line, self.path, number)
         self._check(hashed.hexdigest())
@@ -56,9 +67,13 @@ class RecordsFile(Sequence[RecordResult]):
     def copy_to(self, target: Path) -> str:
         """Copy the file to ``target`` (atomically; nothing to do when it is the same file)
         and return its digest, checked against the run's."""
-        if target.exists() and os.path.samefile(self.path, target):
-            # Not read again: were the file another run's by now, the summary written with
-            # this digest would make Results.load refuse the pair, as it should.
+        if target.exists() and self.path.exists() and os.path.samefile(self.path, target):
+            if self.stamp is None or _stamp(os.stat(target)) != self.stamp:
+                with self._open() as handle:  # not known unchanged: read it
+                    hashed = hashlib.sha256()
+                    for block in iter(lambda: handle.read(_BLOCK), b""):
+                        hashed.update(block)
+                self._check(hashed.hexdigest())
             return self.digest
         temporary, out = open_temporary(target)
         try:
@@ -76,12 +91,20 @@ class RecordsFile(Sequence[RecordResult]):
 
     def _open(self) -> BinaryIO:
         try:
-            return self.path.open("rb")
+            handle = self.path.open("rb")
         except OSError as error:
             raise InputError(f"the run's records are gone: {error.strerror}",
                              path=str(self.path)) from None
+        if self.stamp is not None and _stamp(os.fstat(handle.fileno())) != self.stamp:
+            handle.close()
+            self._check("")  # another run's file: refused before any line is read
+        return handle
 
     def _check(self, digest: str) -> None:
         if digest != self.digest:
             raise InputError("records.jsonl is no longer the one this run wrote (another run "
                              "was written to the same directory since)", path=str(self.path))
+
+
+def _stamp(status: os.stat_result) -> tuple[int, int, int, int]:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)

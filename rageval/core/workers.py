@@ -6,6 +6,7 @@ reads."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any, Protocol
@@ -30,14 +31,18 @@ class Sharing(Protocol):
     worker obeys together, and services, one object living in one place (the caller's
     machine) whose methods every worker calls."""
 
-    def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> SharedLimits:
-        """One concurrency cap and request rate for every worker; a lease not given back
-        within ``lease_s`` seconds (its worker died) is taken back. The same limits for the
-        same (concurrency, rpm) throughout a run."""
+    def limits(self, concurrency: int, rpm: float | None) -> SharedLimits:
+        """One concurrency cap and request rate for every worker; the leases of a worker
+        that died are taken back. The same limits for the same (concurrency, rpm) throughout
+        a run."""
 
     def service(self, key: Hashable, build: Callable[..., Any], *args: Any) -> Any:
         """A proxy of ``build(*args)``, built once per ``key`` in the caller's machine: every
         method called on the proxy runs there, in turn, and returns its result."""
+
+
+# Embedding-cache settings that name no directory (the metric's own default, or none).
+_NOT_A_PATH = ("auto", "none", "off", "false", "no", "0")
 
 
 def options_for_workers(options: ScoreOptions, workers: int,
@@ -51,8 +56,8 @@ def options_for_workers(options: ScoreOptions, workers: int,
     if judge is not None and hasattr(judge, "for_workers"):
         judge = judge.for_workers(workers, sharing)
     cache = options.embedding_cache
-    if cache is not None and cache.lower() not in ("none", "off", "false", "no", "0"):
-        cache = os.path.abspath(cache)
+    if cache is not None and cache.strip().lower() not in _NOT_A_PATH:
+        cache = os.path.abspath(os.path.expanduser(cache))
     return replace(options, steps=None, judge=judge, embedding_cache=cache)
 
 
@@ -61,12 +66,23 @@ def options_for_workers(options: ScoreOptions, workers: int,
 _WORKER_ENV_PREFIXES = ("RAGEVAL_", "HF_", "TRANSFORMERS_")
 
 
-def worker_environment(options: ScoreOptions) -> dict[str, str]:
-    """What a worker process must find in its environment to score as this one does:
-    rageval's and the model hubs' settings, and the variable naming the judge's API key (a
-    cluster's workers do not inherit the caller's environment)."""
+# Variables whose values are secrets by their name (API keys, tokens, passwords).
+_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+
+def worker_environment(options: ScoreOptions) -> tuple[dict[str, str], dict[str, str]]:
+    """What a worker process must find in its environment to score as this one does (a
+    cluster's workers do not inherit the caller's environment): rageval's and the model hubs'
+    settings, and the variable holding the judge's API key. Returned as (plain, secret): the
+    key variable, whatever its name, and any variable named like a secret, are secret."""
     names = {name for name in os.environ if name.startswith(_WORKER_ENV_PREFIXES)}
     key_variable = getattr(options.judge, "api_key_env", None)
     if key_variable:
         names.add(key_variable)
-    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
+    plain: dict[str, str] = {}
+    secret: dict[str, str] = {}
+    for name in sorted(names):
+        if name in os.environ:
+            secret_name = name == key_variable or _SECRET.search(name) is not None
+            (secret if secret_name else plain)[name] = os.environ[name]
+    return plain, secret

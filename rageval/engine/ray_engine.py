@@ -13,8 +13,8 @@ the model hubs': a cluster's workers do not inherit the caller's environment) th
 runtime environment; secrets among them (the judge's API key, tokens) travel with the actors'
 arguments instead, since Ray logs runtime environments. Limits that hold for the whole
 run hold across the cluster: one small actor holds the judge's concurrency cap and request
-rate, and every request of every worker takes a lease from it first (a worker that dies with
-requests in flight has its leases taken back after the judge's timeout; see
+rate, and every request of every worker takes a lease from it first (a worker renews its
+leases every few seconds; those of one that died are taken back half a minute later; see
 :func:`~rageval.core.workers.options_for_workers`). The run's reply cache
 stays on the caller's machine: one service actor there holds it open, and every worker reads
 and stores replies through it, each reply stored as it arrives, so a reply stored once is never
@@ -30,8 +30,9 @@ import contextlib
 import logging
 import os
 import pickle
-import re
+import threading
 import time
+import uuid
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -68,6 +69,11 @@ class RayEngine:
             ray.init(address=self.address, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
             self._started = True
+        if ray.util.client.ray.is_connected():
+            self.__exit__()
+            raise UsageError("a Ray Client connection (ray://) is not supported: the run's "
+                             "files and judge cache must be on a machine of the cluster; run "
+                             "rageval there with --ray-address auto")
         context = ray.data.DataContext.get_current()
         self._restore = (context.execution_options.preserve_order,
                          context.enable_progress_bars,
@@ -79,28 +85,31 @@ class RayEngine:
 
     def __exit__(self, *exc: object) -> None:
         ray = _ray()
-        for shared in self._shared.values():
-            if isinstance(shared, ServiceProxy):
-                with contextlib.suppress(Exception):  # a store closes cleanly, if it can
-                    ray.get(shared.actor.close.remote())
-            ray.kill(shared.actor)
-        self._shared.clear()
-        context = ray.data.DataContext.get_current()
-        order, bars, level = self._restore
-        context.execution_options.preserve_order = order
-        context.enable_progress_bars = bars
-        logging.getLogger("ray.data").setLevel(level)
-        if self._started:
-            ray.shutdown()
-            self._started = False
+        try:
+            for shared in self._shared.values():
+                with contextlib.suppress(Exception):  # each is stopped, whatever the others do
+                    if isinstance(shared, ServiceProxy):  # a store closes cleanly
+                        ray.get(shared.actor.close.remote(), timeout=_CLOSE_S)
+                    ray.kill(shared.actor)
+            self._shared.clear()
+            restore = getattr(self, "_restore", None)
+            if restore is not None:
+                context = ray.data.DataContext.get_current()
+                context.execution_options.preserve_order = restore[0]
+                context.enable_progress_bars = restore[1]
+                logging.getLogger("ray.data").setLevel(restore[2])
+        finally:
+            if self._started:
+                ray.shutdown()
+                self._started = False
 
-    def limits(self, concurrency: int, rpm: float | None, lease_s: float) -> RayLimits:
+    def limits(self, concurrency: int, rpm: float | None) -> RayLimits:
         """One limits actor per distinct (concurrency, rpm) of the run, shared by every
         worker of every window (:class:`~rageval.core.workers.Sharing`)."""
         key = ("limits", concurrency, rpm)
         if key not in self._shared:
-            actor = _ray().remote(max_concurrency=_WAITERS)(_Limits)
-            self._shared[key] = RayLimits(actor.remote(concurrency, rpm, lease_s))
+            actor = _ray().remote(_Limits).options(max_concurrency=_WAITERS, num_cpus=0)
+            self._shared[key] = RayLimits(actor.remote(concurrency, rpm))
         return self._shared[key]
 
     def service(self, key: Hashable, build: Callable[..., Any], *args: Any) -> ServiceProxy:
@@ -111,7 +120,9 @@ class RayEngine:
             ray = _ray()
             here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
                 node_id=ray.get_runtime_context().get_node_id(), soft=False)
-            actor = ray.remote(_Service).options(scheduling_strategy=here, max_restarts=-1)
+            # No CPU asked: a head node that offers none (as KubeRay's often do) takes it.
+            actor = ray.remote(_Service).options(scheduling_strategy=here, num_cpus=0,
+                                                 max_restarts=-1, max_task_retries=-1)
             self._shared[key] = ServiceProxy(actor.remote(build, *args))
         return self._shared[key]
 
@@ -136,11 +147,12 @@ class RayEngine:
         portable = [m.with_options(options_for_workers(m.options, size, self))
                     for m in metrics]
         gpus = _gpus_per_actor(ray, portable)
-        env = {name: value for m in metrics
-               for name, value in worker_environment(m.options).items()}
-        # Secrets travel with the actors' arguments, never in the runtime environment, which
-        # Ray writes to its logs and shows in its state API.
-        secrets = {name: env.pop(name) for name in list(env) if _SECRET.search(name)}
+        env: dict[str, str] = {}
+        secrets: dict[str, str] = {}  # sent with the actors' arguments: Ray logs runtime envs
+        for metric in metrics:
+            plain, secret = worker_environment(metric.options)
+            env.update(plain)
+            secrets.update(secret)
         dataset = ray.data.from_items(blocks, override_num_blocks=len(blocks))
         scored = dataset.map_batches(
             _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets), batch_size=1,
@@ -167,16 +179,39 @@ class _BlockScorer:
 
 
 class RayLimits:
-    """The limits a run's workers share, held by one Ray actor (see :class:`_Limits`)."""
+    """The limits a run's workers share, held by one Ray actor (see :class:`_Limits`). Each
+    worker process that takes a lease renews its leases every :data:`_BEAT_S` seconds from a
+    thread of its own, so those of a worker that died are taken back soon after."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
+        self._holder: str | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"actor": self.actor}  # a copy in another process holds leases of its own
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["actor"])  # type: ignore[misc]
 
     def acquire(self, timeout: float) -> object | None:
-        return _ray().get(self.actor.acquire.remote(timeout))
+        return _ray().get(self.actor.acquire.remote(timeout, self._beating()))
 
     def release(self, lease: object) -> None:
         self.actor.release.remote(lease)
+
+    def _beating(self) -> str:
+        with self._lock:
+            if self._holder is None:
+                self._holder = uuid.uuid4().hex
+                threading.Thread(target=self._beat, args=(self._holder,), daemon=True,
+                                 name="rageval-lease-renewal").start()
+            return self._holder
+
+    def _beat(self, holder: str) -> None:
+        while True:
+            self.actor.renew.remote(holder)
+            time.sleep(_BEAT_S)
 
 
 class ServiceProxy:
@@ -186,7 +221,7 @@ class ServiceProxy:
         self.actor = actor
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_"):
+        if name.startswith("_") or name == "actor":  # not a service method
             raise AttributeError(name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -212,48 +247,60 @@ class _Service:
 
 class _Limits:
     """A Ray actor (async): at most ``concurrency`` leases out at once, and at most ``rpm``
-    granted per minute, evenly spaced. A lease held longer than ``lease_s`` (its worker died
-    with the request in flight) is taken back."""
+    granted per minute, evenly spaced. A holder (a worker process) that has not renewed its
+    leases for :data:`_STALE_S` seconds died: its leases are taken back."""
 
-    def __init__(self, concurrency: int, rpm: float | None, lease_s: float) -> None:
+    def __init__(self, concurrency: int, rpm: float | None) -> None:
         self.free = concurrency
         self.interval = 0.0 if rpm is None else 60.0 / rpm
         self.next_start = time.monotonic()
-        self.lease_s = lease_s
-        self.leases: dict[int, float] = {}
+        self.leases: dict[int, str] = {}  # lease -> holder
+        self.seen: dict[str, float] = {}  # holder -> when it last renewed or asked
         self.serial = 0
 
-    async def acquire(self, timeout: float) -> int | None:
+    async def acquire(self, timeout: float, holder: str) -> int | None:
         deadline = time.monotonic() + timeout
         while True:
             now = time.monotonic()
+            self.seen[holder] = now
             self._reclaim(now)
             if self.free > 0 and now >= self.next_start:
                 self.free -= 1
                 self.next_start = max(self.next_start, now) + self.interval  # no burst
                 self.serial += 1
-                self.leases[self.serial] = now
+                self.leases[self.serial] = holder
                 return self.serial
             if now >= deadline:
                 return None
             wait = self.next_start - now if self.free > 0 else _POLL_S
             await asyncio.sleep(max(0.0, min(wait, _POLL_S, deadline - now)))
 
+    def renew(self, holder: str) -> None:
+        self.seen[holder] = time.monotonic()
+
     def release(self, lease: int) -> None:
         if self.leases.pop(lease, None) is not None:
             self.free += 1
 
     def _reclaim(self, now: float) -> None:
-        for lease, granted in list(self.leases.items()):
-            if now - granted > self.lease_s:
+        dead = {h for h, seen in self.seen.items() if now - seen > _STALE_S}
+        if not dead:
+            return
+        for lease, holder in list(self.leases.items()):
+            if holder in dead:
                 self.release(lease)
+        for holder in dead:
+            del self.seen[holder]
 
 
-# Environment variables whose values are secrets (API keys, tokens, passwords).
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 # Workers waiting on the limits at once (threads of every actor), and how often they look.
 _WAITERS = 10_000
 _POLL_S = 0.005
+# How often a worker renews its leases, and after how long without a renewal it is dead.
+_BEAT_S = 5.0
+_STALE_S = 30.0
+# How long a store may take to close at the end of a run.
+_CLOSE_S = 60.0
 
 
 def _gpus_per_actor(ray: Any, metrics: list[Metric]) -> float:
@@ -267,6 +314,7 @@ def _ray() -> Any:
     try:
         import ray
         import ray.data  # the engine runs on Ray Data
+        import ray.util.client  # a Ray Client connection is refused
         import ray.util.scheduling_strategies  # a shared store lives on this machine
     except ImportError:
         raise MissingDependencyError("ray[data]", "ray") from None

@@ -83,6 +83,7 @@ class FileSink:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self.count = 0
+        self._records: RecordsFile | None = None
 
     def _open(self) -> BinaryIO:
         """The partial file, created with its directory when the first results come: a run
@@ -114,7 +115,9 @@ class FileSink:
     def records(self) -> RecordsFile:
         """The results written, as they will read once committed (every line is hashed)."""
         self._flush()
-        return RecordsFile(self._final, self.count, self._digest.hexdigest())
+        if self._records is None:
+            self._records = RecordsFile(self._final, self.count, self._digest.hexdigest())
+        return self._records
 
     def commit(self, summary: dict[str, Any]) -> None:
         """Put ``records.jsonl`` in place, then ``summary.json`` with its digest."""
@@ -124,6 +127,8 @@ class FileSink:
         os.fsync(handle.fileno())
         handle.close()
         os.replace(self._partial, self._final)
+        if self._records is not None:
+            self._records.seal()
         document = {**summary, RECORDS_DIGEST: self._digest.hexdigest()}
         text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(self.directory / "summary.json", text + "\n")

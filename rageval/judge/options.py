@@ -121,15 +121,12 @@ class JudgeOptions:
             share = max(1, self.concurrency // workers)
             rpm = None if self.rpm is None else self.rpm / workers
             return replace(local, concurrency=share, rpm=rpm)
-        # The longest a live request can hold its lease (every attempt timing out after a
-        # Retry-After of up to a minute, in every wire format): past it, its worker died.
-        lease_s = (self.timeout + 60.0) * (self.max_retries + 1) * len(self.ladder) + 60.0
-        cache = None
+        cache: Any = _NO_CACHE  # an offline run without a cache file: none on any worker
         if not (self.offline and not os.path.exists(local.cache_path)):
             cache = sharing.service(("judge-cache", local.cache_path), _open_cache,
                                     local.cache_path)
-        return replace(local, rpm=None, shared_limits=sharing.limits(
-            self.concurrency, self.rpm, lease_s), shared_cache=cache)
+        return replace(local, rpm=None, shared_limits=sharing.limits(self.concurrency, self.rpm),
+                       shared_cache=cache)
 
     @property
     def cache_path(self) -> str:
@@ -220,6 +217,8 @@ class JudgeOptions:
     def open_cache(self) -> JudgeCache | SharedCache | None:
         """The reply cache, or None for an offline run whose cache file does not exist (a
         worker of a distributed run: the caller's, through the engine)."""
+        if isinstance(self.shared_cache, str) and self.shared_cache == _NO_CACHE:
+            return None
         if self.shared_cache is not None:
             return SharedCache(self.shared_cache)
         path = self.cache_path
@@ -228,6 +227,10 @@ class JudgeOptions:
         if path.endswith(".jsonl"):
             return JudgeCache.from_jsonl(path)
         return JudgeCache(path)
+
+
+# The shared cache of a worker whose run has none (an offline run without a cache file).
+_NO_CACHE = "no cache"
 
 
 def _open_cache(path: str) -> JudgeCache:
