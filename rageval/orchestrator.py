@@ -106,9 +106,9 @@ def stream_metrics(
     checks each window as it comes, and whether every metric found its inputs in some record
     at the end (nothing is written then). With ``judgments_from``, or a metric that does not
     stream (:meth:`~rageval.core.metric.Metric.streams`), the windows are joined into one
-    before anything is scored. ``signing`` gives
-    the options the summary signs with, known only once every record was read (where the
-    judgments came from); values never depend on them.
+    before anything is scored. ``signing`` gives the options the summary signs with, known
+    only once every record was read (where the judgments came from); values never depend on
+    them. ``engine`` scores each window's batches (default: here, one after the other).
     """
     started = time.perf_counter() if started is None else started
     check_settings(seed, bootstrap, batch_size)
