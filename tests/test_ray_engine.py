@@ -188,9 +188,9 @@ def test_a_worker_killed_mid_run_is_retried_without_asking_twice(
         asked = server.requests
     assert killed, "no scorer process was found to kill"
     # Every record scored, and beyond the 24 replies only those in flight on the dead worker
-    # (its share of the concurrency: 4 // 2) can have been asked twice.
+    # can have been asked twice: at most the run's concurrency cap (4) were in flight at all.
     assert on_ray.summary["judge:faithfulness"].n == 24
-    assert 24 <= asked <= 24 + 2
+    assert 24 <= asked <= 24 + 4
     held = evaluate(load_records(path), metrics, bootstrap=50, judge=JudgeOptions(
         model="judge-model", cache=str(tmp_path / "ray.sqlite"), offline=True))
     assert [r.scores for r in on_ray.records] == [r.scores for r in held.records]
