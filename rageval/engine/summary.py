@@ -23,10 +23,6 @@ class SummaryParts:
         self._parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
         self._reasons: dict[Metric, Counter[str]] = {m: Counter() for m in metrics}
 
-    def add(self, metric: Metric, result: MetricResult) -> None:
-        """Keep what the summary needs of one batch's (checked) result."""
-        self.add_part(metric, metric.summary_part(result), result.reasons)
-
     def add_part(self, metric: Metric, part: MetricResult,
                  reasons: list[str | None]) -> None:
         """Keep a batch's summary part (:meth:`~rageval.core.metric.Metric.summary_part`)
