@@ -400,3 +400,21 @@ def test_benchmark_runs_and_agrees(tmp_path: Path, capsys: pytest.CaptureFixture
     assert result["agree"] is True and len(result["median_s"]) == 5
     assert bench.generate(3, 1, 40, 80) == bench.generate(3, 1, 40, 80)
     assert all(40 <= len(a.split()) <= 80 for a, _ in bench.generate(20, 2, 40, 80))
+
+
+@pytest.mark.parametrize("draws", [5, 300])  # a few records, and a bootstrap-sized resample
+def test_corpus_bleu_of_a_resample_is_sacrebleus(draws: int) -> None:
+    """Either way of summing a resample (gathering its rows, or counting draws when the
+    resample is long) gives sacrebleu's corpus BLEU of the resampled segments, exactly."""
+    rng = random.Random(draws)
+    words = [f"w{i}" for i in range(12)]
+    pairs = [(" ".join(rng.choices(words, k=rng.randint(1, 9))),
+              " ".join(rng.choices(words, k=rng.randint(1, 9)))) for _ in range(60)]
+    records = records_from_dicts([{"id": str(i), "answer": a, "reference": r}
+                                  for i, (a, r) in enumerate(pairs)])
+    metric = create("bleu")
+    result = metric.score(Batch(records))
+    picks = np.array([rng.randrange(len(pairs)) for _ in range(draws)])
+    expected = sacrebleu.corpus_bleu([pairs[i][0] for i in picks],
+                                     [[pairs[i][1] for i in picks]]).score
+    assert metric.corpus_value(result, picks) == expected
