@@ -278,3 +278,22 @@ def test_every_request_takes_a_lease_from_the_shared_limits(
     assert results.summary["judge:faithfulness"].n == 8
     assert shared.taken == 8 and shared.out == 0
     assert shared.most <= 2
+
+
+def test_secrets_never_travel_in_the_runtime_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.core.workers import worker_environment
+
+    monkeypatch.setenv("MY_JUDGE_AUTH", "sk-live-123")  # the key, under a name saying nothing
+    monkeypatch.setenv("HF_TOKEN", "hf-secret")
+    monkeypatch.setenv("RAGEVAL_EMBEDDING_CACHE", "/shared/emb")
+    options = ScoreOptions(judge=JudgeOptions(model="m", api_key_env="MY_JUDGE_AUTH"))
+    plain, secret = worker_environment(options)
+    assert secret == {"MY_JUDGE_AUTH": "sk-live-123", "HF_TOKEN": "hf-secret"}
+    assert plain["RAGEVAL_EMBEDDING_CACHE"] == "/shared/emb"
+    assert not set(plain) & set(secret)
+
+
+def test_an_address_beside_an_open_connection_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="already connected to a Ray cluster"):
+        evaluate(DEMO, ["map"], engine="ray", ray_address="auto")
