@@ -65,18 +65,35 @@ def metric_classes() -> dict[str, type[Metric]]:
 
 def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metric:
     """Build the metric a name denotes; unknown names get "did you mean ...?"."""
-    _load_builtin()
     parsed = parse(name) if isinstance(name, str) else name
     opts = options or ScoreOptions()
+    importlib.import_module(_home(parsed))
     if parsed.namespace is not None:
         factory = _NAMESPACES.get(parsed.namespace)
+        if factory is None:
+            _load_builtin()
+            factory = _NAMESPACES.get(parsed.namespace)
         if factory is None:
             raise UsageError(_unknown(parsed.namespace + ":", [f"{n}:" for n in _NAMESPACES]))
         return factory(parsed, opts)
     cls = _lookup(parsed.base)
     if cls is None:
+        _load_builtin()
+        cls = _lookup(parsed.base)
+    if cls is None:
         raise UsageError(_unknown(parsed.base, [*_REGISTRY, *_ALIASES]))
     return cls(cutoff=parsed.cutoff, options=opts, **dict(parsed.params))
+
+
+def _home(parsed: MetricName) -> str:
+    """The built-in module that registers this name, if the name is a built-in one: a run
+    imports only its metrics' families (all of them cost a lexical run more than its scoring
+    of a small file). Names found nowhere there load every family before they are refused."""
+    if parsed.namespace is not None:
+        return _NAMESPACE_HOME
+    base = parsed.base.lower()
+    return next((module for prefix, module in _HOMES if base.startswith(prefix)),
+                _RETRIEVAL_HOME)
 
 
 def _lookup(base: str) -> type[Metric] | None:
@@ -119,6 +136,14 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "rageval.judge.registration",
 )
 _loaded = False
+# Where each built-in name lives, by prefix; anything else is a retrieval measure or unknown.
+_HOMES: tuple[tuple[str, str], ...] = (
+    ("rouge", "rageval.generation.rouge"),
+    ("bleu", "rageval.generation.bleu"),
+    ("bertscore", "rageval.generation.bertscore"),
+)
+_NAMESPACE_HOME = "rageval.judge.registration"
+_RETRIEVAL_HOME = "rageval.retrieval.measures"
 
 
 def _load_builtin() -> None:

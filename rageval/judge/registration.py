@@ -1,21 +1,26 @@
 """How the judge family joins the registry: ``judge:<rubric>`` and ``judge:pairwise`` names,
 the claim-level ``claims:``, ``nuggets:`` and ``citations:`` names, and
-``judgments_from="judge"``. The registry imports this module on first use."""
+``judgments_from="judge"``. The registry imports this module on first use.
+
+The factories import the judge's modules when a judge name is first built: a run of lexical
+or retrieval metrics never pays for openai, the rubric machinery or the claim pipelines."""
 
 from __future__ import annotations
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Metric, ScoreOptions
+from rageval.core.metric import JudgmentsProvider, Metric, ScoreOptions
 from rageval.core.names import MetricName
 from rageval.core.registry import register_judgments, register_namespace
-from rageval.judge.claims.metrics import KINDS, claim_level_metric
-from rageval.judge.judgments import JudgeJudgments
-from rageval.judge.metric import JudgeMetric
-from rageval.judge.pairwise import PAIRWISE, PairwiseMetric
+
+# The claim-level namespaces; a test holds this equal to ``claims.metrics.KINDS``.
+CLAIM_KINDS: tuple[str, ...] = ("claims", "nuggets", "citations")
 
 
 def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
     """The metric a ``judge:<target>`` name denotes."""
+    from rageval.judge.metric import JudgeMetric
+    from rageval.judge.pairwise import PAIRWISE, PairwiseMetric
+
     target = name.base.split(":", 1)[1]
     if name.cutoff is not None:
         raise UsageError(f"{name.base} takes no cutoff '@{name.cutoff}'")
@@ -24,7 +29,21 @@ def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
     return JudgeMetric(target, options=options, **dict(name.params))
 
 
+def claim_metric(name: MetricName, options: ScoreOptions) -> Metric:
+    """The metric a ``claims:``, ``nuggets:`` or ``citations:`` name denotes."""
+    from rageval.judge.claims.metrics import claim_level_metric
+
+    return claim_level_metric(name, options)
+
+
+def judge_judgments(options: ScoreOptions) -> JudgmentsProvider:
+    """``judgments_from="judge"``: relevance judgments asked of the judge."""
+    from rageval.judge.judgments import JudgeJudgments
+
+    return JudgeJudgments(options)
+
+
 register_namespace("judge", judge_metric)
-for kind in KINDS:
-    register_namespace(kind, claim_level_metric)
-register_judgments("judge", JudgeJudgments)
+for kind in CLAIM_KINDS:
+    register_namespace(kind, claim_metric)
+register_judgments("judge", judge_judgments)

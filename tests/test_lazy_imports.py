@@ -1,0 +1,70 @@
+"""A run imports only what its metrics need: lexical and retrieval metrics never load torch,
+transformers, openai, nltk, the judge's client or the HTML report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rageval.core import registry
+from rageval.core.names import parse
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
+HEAVY = ("torch", "transformers", "openai", "nltk", "bert_score", "rageval.report.html",
+         "rageval.judge.client", "rageval.judge.metric", "rageval.generation.bertscore")
+
+
+def _modules_after(code: str, cwd: Path) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_score_with_lexical_and_retrieval_metrics_imports_nothing_heavy(tmp_path: Path) -> None:
+    code = (
+        "from rageval.cli import main\n"
+        f"code = main(['score', {str(DEMO)!r}, '-m', 'rouge1', '-m', 'bleu', '-m', 'ndcg@3',"
+        f" '--out', {str(tmp_path / 'out')!r}, '--no-progress'])\n"
+        "assert code == 0, code\n"
+    )
+    loaded = _modules_after(code, tmp_path)
+    assert (tmp_path / "out" / "summary.json").exists()
+    assert sorted(m for m in HEAVY if m in loaded) == []
+
+
+def test_a_judge_name_loads_the_judge_when_built(tmp_path: Path) -> None:
+    code = ("from rageval.core.registry import create\n"
+            "create('judge:faithfulness')\n")
+    assert "rageval.judge.metric" in _modules_after(code, tmp_path)
+
+
+def test_claim_kinds_match_the_claim_metrics() -> None:
+    from rageval.judge.claims.metrics import KINDS
+    from rageval.judge.registration import CLAIM_KINDS
+
+    assert tuple(KINDS) == CLAIM_KINDS
+
+
+@pytest.mark.parametrize("home", sorted({m for _, m in registry._HOMES} | {
+    registry._RETRIEVAL_HOME}))
+def test_each_builtin_name_is_registered_by_its_home_alone(home: str, tmp_path: Path) -> None:
+    """The registry imports only a name's home module: that module alone must register it."""
+    names = [name for name in registry.metric_classes() if registry._home(parse(name)) == home]
+    assert names
+    code = (f"import importlib; importlib.import_module({home!r})\n"
+            "from rageval.core import registry\n"
+            f"missing = [n for n in {names!r} if registry._lookup(n) is None]\n"
+            "assert not missing, missing\n")
+    _modules_after(code, tmp_path)
+
+
+def test_unknown_names_still_get_hints_from_every_family() -> None:
+    with pytest.raises(Exception, match=r"did you mean .rouge1."):
+        registry.create("rogue1")
