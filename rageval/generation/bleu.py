@@ -1,9 +1,9 @@
 """BLEU through sacrebleu: sentence BLEU per record, corpus BLEU in the summary.
 
-sacrebleu does the work (tokenisers, n-gram matching, smoothing, the BLEU formula); this module
-only keeps each record's sufficient statistics (``sys_len``, ``ref_len``, matched and total
-n-gram counts for n = 1..4) so that the corpus figure and its bootstrap CI are recomputed by
-summing them, never by tokenising again. sacrebleu's significance module does the same.
+sacrebleu supplies the tokenisers, smoothing and formula; each record's sufficient statistics
+(``sys_len``, ``ref_len``, matched and total n-gram counts, n = 1..4) are sacrebleu's own, computed
+faster by :mod:`rageval.generation.bleu_stats`, and kept so that the corpus figure and its
+bootstrap CI are recomputed by summing them, never by tokenising again (as sacrebleu does).
 
 Per record the values are exactly ``BLEU(effective_order=True, ...).sentence_score(answer,
 references)``; over the records scored, the summary's headline is exactly
@@ -31,6 +31,7 @@ from rageval.core.registry import (
 )
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
+from rageval.generation.bleu_stats import corpus_statistics
 
 if TYPE_CHECKING:
     from sacrebleu.metrics.bleu import BLEU as SacreBLEU
@@ -203,9 +204,10 @@ class Bleu(Metric):
                    for j in range(width)]
         answers = [r.answer or "" for r in records]
         bleu = _sacrebleu(self.values, effective_order=True)
-        # The method sentence_score, corpus_score and sacrebleu's significance tests all use;
-        # None pads the reference streams of records with fewer references, as sacrebleu allows.
-        return [list(row) for row in bleu._extract_corpus_statistics(answers, streams)]
+        # What sacrebleu's _extract_corpus_statistics returns (the method sentence_score,
+        # corpus_score and its significance tests all use), computed faster; None pads the
+        # reference streams of records with fewer references, as sacrebleu allows.
+        return corpus_statistics(bleu, answers, streams)
 
     def _compute(self, stats: Stats, *, effective_order: bool) -> BLEUScore:
         """BLEU from statistics, as sacrebleu's ``_compute_score_from_stats`` does."""
