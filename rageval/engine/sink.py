@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from rageval.core.files import atomic_write, open_temporary
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
@@ -26,13 +28,16 @@ from rageval.core.run_records import RecordsFile
 
 # Lines are handed to the file in blocks of about this many bytes.
 _FLUSH_BYTES = 1 << 20
+# json.dumps with options builds a new encoder per call; one encoder serves every line.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def record_rows(records: Sequence[Record],
                 per_metric: dict[Metric, MetricResult]) -> list[RecordResult]:
-    """The per-record results of one batch: scores, reasons and details by metric."""
-    columns = [(name, values.tolist()) for result in per_metric.values()
-               for name, values in result.values.items()]
+    """The per-record results of one batch: scores, reasons and details by metric. Scores
+    are Python floats, or None for unscored (NaN) values: what JSON writes as they are."""
+    columns = [(name, values.astype(np.float64, copy=False).tolist())
+               for result in per_metric.values() for name, values in result.values.items()]
     rows = []
     for i, record in enumerate(records):
         scores: dict[str, float | None] = {}
@@ -96,9 +101,10 @@ class FileSink:
         return self._handle
 
     def write(self, rows: list[RecordResult]) -> None:
-        for row in rows:
-            line = json.dumps(row.to_json(), ensure_ascii=False, allow_nan=False) + "\n"
-            data = line.encode("utf-8")
+        for row in rows:  # rows of record_rows: their scores need no conversion
+            line = {"id": row.id, "scores": row.scores, "details": row.details,
+                    "errors": row.errors}
+            data = (_ENCODE(line) + "\n").encode("utf-8")
             self._pending.append(data)
             self._pending_bytes += len(data)
         self.count += len(rows)
