@@ -1,5 +1,5 @@
-"""Keeps bench/bench_stream.py and bench/sim_scale.py from rotting: tiny runs that must finish
-and print what they promise."""
+"""Keeps bench/bench_stream.py, bench/sim_scale.py and bench/bench_score.py from rotting: tiny
+runs that must finish and print what they promise."""
 
 from __future__ import annotations
 
@@ -37,3 +37,16 @@ def test_the_simulation_holds_the_shared_cap(tmp_path: Path) -> None:
     assert all(row["in_flight_cap"] == cap for row in tables["shared"])
     assert all(0.9 <= row["vs_ideal"] <= 1.0 for row in tables["shared"])
     assert all(row["in_flight_cap"] == 10 * cap for row in tables["naive"][:1])
+
+
+def test_the_end_to_end_score_benchmark_times_both_sides(tmp_path: Path) -> None:
+    """bench/bench_score.py on a few pairs: both tasks run, and every value is identical."""
+    out = tmp_path / "score.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_score.py"), "--pairs", "40", "--repeats", "1",
+         "--data-dir", str(tmp_path), "--json", str(out)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["mismatches"] for row in rows] == [0, 0]
+    assert all(row["anchor_s"] > 0 and row["rageval_s"] > 0 for row in rows)
