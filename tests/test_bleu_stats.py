@@ -19,7 +19,7 @@ _ALPHABET = st.sampled_from([
 _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(_TEXT)
 def test_fast_13a_tokenises_as_sacrebleu(text: str) -> None:
     fast = _fast_13a()

@@ -3,9 +3,9 @@
 sacrebleu's ``_extract_corpus_statistics`` spends most of its time in two places: the 13a
 tokeniser, whose first regular expression pads every space and punctuation mark through a
 replacement template (one Python call per match), and ``extract_all_word_ngrams``, which builds
-every n-gram with a Python loop. Here the first step is one ``str.translate`` (the expression
-matches single characters, each replaced by itself between spaces), the three others run only
-when their characters occur, and n-grams are counted per order by ``Counter(zip(...))`` in C.
+every n-gram with a Python loop. Here the first rule is a split on the marks (spaces need no
+padding: see :func:`_fast_13a`), the three others run only when their characters occur, and
+each text's n-grams are counted by one ``Counter`` in C.
 
 Only sacrebleu's own 13a tokeniser with the four expressions this module knows takes the fast
 path; any other tokeniser, or a sacrebleu whose 13a differs, is run through sacrebleu itself.
@@ -14,7 +14,9 @@ The parity tests compare every statistic with sacrebleu's on generated and adver
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -45,24 +47,37 @@ def _fast_13a() -> Callable[[str], str] | None:
     if tuple((pattern.pattern, repl) for pattern, repl in rules) != _KNOWN_13A:
         return None
     punctuation, period_before, period_after, dash = (pattern for pattern, _ in rules)
-    # The first rule matches one ASCII character at a time: pad each one it matches.
-    pad = str.maketrans({chr(c): f" {chr(c)} " for c in range(128)
-                         if punctuation.fullmatch(chr(c))})
+    # The first rule pads single ASCII characters with spaces; one of them is the space itself,
+    # the most frequent match by far. Padding a space only adds spaces, which neither the later
+    # rules (they look at a character's immediate neighbours, and a space stays a space) nor
+    # the final split can tell apart: pad every other character of the class, and not spaces.
+    # Splitting on a capturing class and joining with spaces pads each mark (C only).
+    marks = "".join(chr(c) for c in range(128) if c != 32 and punctuation.fullmatch(chr(c)))
+    split_marks = re.compile(f"([{re.escape(marks)}])").split
 
     def tokenize(line: str) -> str:
         line = line.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
         if "&" in line:
             for entity, char in _ENTITIES:
                 line = line.replace(entity, char)
-        line = f" {line} ".translate(pad)
+        line = " ".join(split_marks(f" {line} "))
         if "." in line or "," in line:  # the two period/comma rules match nothing otherwise
-            line = period_before.sub(r"\1 \2 ", line)
-            line = period_after.sub(r" \1 \2", line)
+            line = period_before.sub(_space_after_both, line)
+            line = period_after.sub(_space_before_both, line)
         if "-" in line:
-            line = dash.sub(r"\1 \2 ", line)
+            line = dash.sub(_space_after_both, line)
         return " ".join(line.split())
 
     return tokenize
+
+
+# The replacements of the last three rules, as functions: cheaper per match than templates.
+def _space_after_both(match: re.Match[str]) -> str:  # r"\1 \2 "
+    return f"{match[1]} {match[2]} "
+
+
+def _space_before_both(match: re.Match[str]) -> str:  # r" \1 \2"
+    return f" {match[1]} {match[2]}"
 
 
 def _preprocessor(bleu: SacreBLEU) -> Callable[[str], str]:
@@ -77,17 +92,17 @@ def _preprocessor(bleu: SacreBLEU) -> Callable[[str], str]:
     return lambda text: fast(text.rstrip())
 
 
-def _ngrams(tokens: list[str]) -> list[Counter]:
-    """Counts of the n-grams of each order 1..4 (unigrams keyed by the token itself)."""
-    counts = [Counter(tokens)]
-    for n in range(2, MAX_ORDER + 1):
-        counts.append(Counter(zip(*(tokens[i:] for i in range(n)), strict=False)))
-    return counts
+def _ngrams(tokens: list[str]) -> Counter:
+    """Counts of every n-gram of orders 1..4, as tuples (the order is the tuple's length):
+    one Counter per text, built in C."""
+    return Counter(itertools.chain.from_iterable(
+        zip(*(tokens[i:] for i in range(n)), strict=False) for n in range(1, MAX_ORDER + 1)))
 
 
-def _reference_info(lines: list[str]) -> tuple[list[Counter], list[int]]:
-    """Each order's n-gram counts, maximised over the references, and their lengths."""
-    merged: list[Counter] | None = None
+def _reference_info(lines: list[str]) -> tuple[Counter, list[int]]:
+    """The references' n-gram counts, each the most any one reference has, and their
+    lengths."""
+    merged: Counter | None = None
     lengths = []
     for line in lines:
         tokens = line.split()
@@ -96,24 +111,24 @@ def _reference_info(lines: list[str]) -> tuple[list[Counter], list[int]]:
         if merged is None:
             merged = counts
             continue
-        for mine, theirs in zip(merged, counts, strict=True):
-            for gram, count in theirs.items():
-                if count > mine[gram]:
-                    mine[gram] = count
-    return merged or [Counter() for _ in range(MAX_ORDER)], lengths
+        for gram, count in counts.items():
+            if count > merged[gram]:
+                merged[gram] = count
+    return merged if merged is not None else Counter(), lengths
 
 
-def _segment(bleu: SacreBLEU, hypothesis: str, references: tuple[list[Counter], list[int]]
+def _segment(bleu: SacreBLEU, hypothesis: str, references: tuple[Counter, list[int]]
              ) -> list[int]:
     """[sys_len, ref_len, correct_1..4, total_1..4] of one tokenised hypothesis."""
     tokens = hypothesis.split()
     ref_counts, ref_lens = references
-    correct, total = [], []
-    for n, (counts, reference) in enumerate(zip(_ngrams(tokens), ref_counts, strict=True), 1):
-        # Only shared n-grams count; the key intersection runs in C and most are not shared.
-        correct.append(sum(min(counts[gram], reference[gram])
-                           for gram in counts.keys() & reference.keys()))
-        total.append(max(0, len(tokens) - n + 1))
+    counts = _ngrams(tokens)
+    correct = [0] * MAX_ORDER
+    # Only shared n-grams count; the key intersection runs in C and most are not shared.
+    for gram in counts.keys() & ref_counts.keys():
+        mine, theirs = counts[gram], ref_counts[gram]
+        correct[len(gram) - 1] += mine if mine < theirs else theirs
+    total = [max(0, len(tokens) - n) for n in range(MAX_ORDER)]
     ref_len = bleu._get_closest_ref_len(len(tokens), ref_lens)
     return [len(tokens), ref_len, *correct, *total]
 
