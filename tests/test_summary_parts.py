@@ -1,5 +1,5 @@
-"""The summary's compact storage: equal outputs share one array, parts are released as they
-are joined, and every mean's CI comes from one set of draws, exactly as one by one."""
+"""The summary's compact storage: equal outputs share one column, batches are joined into large
+chunks as they come, and every mean's CI comes from one set of draws, exactly as one by one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import MetricResult
 from rageval.core.registry import create
-from rageval.engine.summary import SummaryParts, _shared_outputs, concat, summarise
+from rageval.engine.columns import GrowingColumn
+from rageval.engine.summary import MetricStore, SummaryParts, concat, summarise
 
 _FLOATS = st.floats(0, 1, allow_nan=False, width=64)
 
@@ -35,34 +36,44 @@ def test_shared_draws_check_their_arguments() -> None:
     assert bootstrap_mean_cis([np.empty(0)], resamples=0) == [None]
 
 
-def test_equal_outputs_share_one_array() -> None:
+def test_equal_outputs_share_one_column_until_a_batch_tells_them_apart() -> None:
     nan = np.nan
-    values = {"a": np.array([1.0, nan]), "b": np.array([1.0, nan]), "c": np.array([2.0, nan]),
-              "d": np.array([1, 0])}
-    shared = _shared_outputs(values)
-    assert shared["a"] is shared["b"]
-    assert shared["c"] is values["c"] and shared["d"] is values["d"]
+    store = MetricStore()
+    store.add(MetricResult({"a": np.array([1.0, nan]), "b": np.array([1.0, nan]),
+                            "c": np.array([2.0, nan]), "d": np.array([1.0, nan])}, []))
+    store.add(MetricResult({"a": np.array([3.0]), "b": np.array([3.0]), "c": np.array([4.0]),
+                            "d": np.array([5.0])}, []))
+    result = store.result()
+    assert list(result.values) == ["a", "b", "c", "d"]
+    assert result.values["a"] is result.values["b"]
+    assert result.values["d"] is not result.values["a"]
+    np.testing.assert_array_equal(result.values["d"], [1.0, nan, 5.0])
+    np.testing.assert_array_equal(result.values["a"], [1.0, nan, 3.0])
+    np.testing.assert_array_equal(result.values["c"], [2.0, nan, 4.0])
 
 
-def _parts(batches: int) -> list[MetricResult]:
-    rng = np.random.default_rng(0)
-    out = []
-    for _ in range(batches):
-        head = rng.random(4)
-        values = _shared_outputs({"m": head, "m.f": head.copy(), "m.p": rng.random(4)})
-        out.append(MetricResult(values, [None] * 4))
-    return out
+def test_stats_and_details_are_joined_in_order() -> None:
+    store = MetricStore()
+    shared = {"endpoint": "e"}
+    store.add(MetricResult({"m": np.zeros(2)}, [], None, np.array([[1, 2], [3, 4]], np.int32)))
+    store.add(MetricResult({"m": np.ones(1)}, [], [shared], np.array([[5, 6]], np.int32)))
+    result = store.result()
+    assert result.details == [None, None, shared]
+    assert result.stats is not None and result.stats.tolist() == [[1, 2], [3, 4], [5, 6]]
 
 
-def test_release_empties_the_parts_and_keeps_the_values() -> None:
-    kept, released = _parts(3), _parts(3)
-    whole = concat(kept)
-    joined = concat(released, release=True)
-    assert all(not p.values for p in released)
-    for name in ("m", "m.f", "m.p"):
-        np.testing.assert_array_equal(joined.values[name], whole.values[name])
-    assert joined.values["m"] is joined.values["m.f"]
-    assert list(joined.values) == ["m", "m.f", "m.p"]
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=8), st.integers(1, 64))
+def test_growing_columns_keep_every_row(batches: list[int], chunk_bytes: int) -> None:
+    rng = np.random.default_rng(len(batches))
+    arrays = [rng.random((n, 3)) for n in batches]
+    column = GrowingColumn(np.float64, 3, chunk_bytes=chunk_bytes)
+    for array in arrays:
+        column.append(array)
+    assert column.rows == sum(batches)
+    np.testing.assert_array_equal(column.copy().array(), np.concatenate(arrays))
+    np.testing.assert_array_equal(column.array(), np.concatenate(arrays))
+    assert column.rows == 0
 
 
 def test_the_run_summary_equals_each_metric_summarised_alone() -> None:

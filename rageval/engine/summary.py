@@ -15,13 +15,14 @@ import numpy as np
 from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
+from rageval.engine.columns import GrowingColumn
 
 
 class SummaryParts:
     """Per metric: the summary parts of every batch scored so far, and its reasons counted."""
 
     def __init__(self, metrics: list[Metric]) -> None:
-        self._parts: dict[Metric, list[MetricResult]] = {m: [] for m in metrics}
+        self._stores: dict[Metric, MetricStore] = {m: MetricStore() for m in metrics}
         self._reasons: dict[Metric, Counter[str]] = {m: Counter() for m in metrics}
 
     def add_part(self, metric: Metric, part: MetricResult,
@@ -29,8 +30,7 @@ class SummaryParts:
         """Keep a batch's summary part (:meth:`~rageval.core.metric.Metric.summary_part`)
         and count its reasons."""
         self._reasons[metric].update(r for r in reasons if r is not None)
-        self._parts[metric].append(
-            MetricResult(_shared_outputs(part.values), part.reasons, part.details, part.stats))
+        self._stores[metric].add(part)
 
     def summarise(self, metrics: list[Metric], seed: int,
                   bootstrap: int) -> dict[str, MetricSummary]:
@@ -38,10 +38,8 @@ class SummaryParts:
         the run, which may differ from those that scored it by run options only)."""
         out: dict[str, MetricSummary] = {}
         means: dict[str, np.ndarray] = {}  # outputs whose CI is the mean's, resampled together
-        for scored, signing in zip(self._parts, metrics, strict=True):
-            parts = self._parts[scored]
-            result = concat(parts, release=True)
-            parts.clear()  # the concatenated arrays replace the parts
+        for scored, signing in zip(self._stores, metrics, strict=True):
+            result = self._stores[scored].result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
@@ -50,47 +48,82 @@ class SummaryParts:
         return out
 
 
-def _shared_outputs(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The outputs with outputs of equal values holding one array (a headline and the
-    component it repeats, such as ``rouge1`` and ``rouge1.fmeasure``): a long run keeps
-    each distinct column once."""
-    distinct: list[np.ndarray] = []
-    out: dict[str, np.ndarray] = {}
-    for name, array in values.items():
-        same = next((d for d in distinct if d.shape == array.shape and d.dtype == array.dtype
-                     and np.array_equal(d, array, equal_nan=True)), None)
-        if same is None:
-            distinct.append(array)
-        out[name] = array if same is None else same
+class MetricStore:
+    """A metric's summary parts joined as they come: each distinct output column, the corpus
+    statistics and the details the signature reads, in large chunks (:mod:`.columns`).
+
+    Outputs equal in every batch so far (a headline and the component it repeats, such as
+    ``rouge1`` and ``rouge1.fmeasure``) share one column; a batch where they differ gives
+    each its own copy from there on."""
+
+    def __init__(self) -> None:
+        self._groups: list[tuple[list[str], GrowingColumn]] = []
+        self._names: list[str] = []
+        self._stats: GrowingColumn | None = None
+        self._details: list[dict[str, Any] | None] | None = None
+        self.count = 0
+
+    def add(self, part: MetricResult) -> None:
+        if not self._names:
+            self._names = list(part.values)
+            self._groups = [(names, GrowingColumn(np.float64))
+                            for names in _equal_outputs(part.values, [self._names])]
+        else:
+            self._groups = [(names, column if i == 0 else column.copy())
+                            for group, column in self._groups
+                            for i, names in enumerate(_equal_outputs(part.values, [group]))]
+        for names, column in self._groups:
+            column.append(part.values[names[0]])
+        rows = len(part.values[self._names[0]]) if self._names else len(part.reasons)
+        if part.stats is not None:
+            if self._stats is None:
+                self._stats = GrowingColumn(part.stats.dtype, part.stats.shape[1])
+            self._stats.append(part.stats)
+        if part.details is not None and self._details is None:
+            self._details = [None] * self.count
+        if self._details is not None:
+            self._details.extend(part.details if part.details is not None else [None] * rows)
+        self.count += rows
+
+    def result(self) -> MetricResult:
+        """Everything kept, as one result; the store is emptied on the way, one column at a
+        time, so that a long run never holds two copies of all its values."""
+        values: dict[str, np.ndarray] = {}
+        for names, column in self._groups:
+            values.update(dict.fromkeys(names, column.array()))
+        stats = self._stats.array() if self._stats is not None else None
+        details, self._details, self._groups = self._details, None, []
+        return MetricResult({n: values[n] for n in self._names}, [], details, stats)
+
+
+def _equal_outputs(values: dict[str, np.ndarray], groups: list[list[str]]) -> list[list[str]]:
+    """``groups`` split where this batch's values differ: names whose arrays are equal (NaN
+    equal to NaN) stay together, in their order."""
+    out: list[list[str]] = []
+    for group in groups:
+        split: list[list[str]] = []
+        for name in group:
+            array = values[name]
+            same = next((g for g in split if _same(values[g[0]], array)), None)
+            if same is None:
+                split.append([name])
+            else:
+                same.append(name)
+        out.extend(split)
     return out
 
 
-def concat(parts: list[MetricResult], *, release: bool = False) -> MetricResult:
-    """One result from the results of consecutive batches. With ``release``, each output's
-    part arrays are dropped as soon as they are joined (``parts`` is then spent), so that a
-    long run never holds two copies of all its values at once."""
-    names = list(parts[0].values)
-    details: list[dict[str, Any] | None] | None = None
-    if any(p.details is not None for p in parts):
-        details = [d for p in parts
-                   for d in (p.details or [None] * len(p.values[names[0]]))]
-    stats = None
-    if any(p.stats is not None for p in parts):
-        stats = np.concatenate([p.stats for p in parts if p.stats is not None])
-    reasons = [r for p in parts for r in p.reasons]
-    # Outputs holding the same arrays in every part (see _shared_outputs) share one result.
-    groups: dict[tuple[int, ...], list[str]] = {}
-    for name in names:
-        groups.setdefault(tuple(id(p.values[name]) for p in parts), []).append(name)
-    values: dict[str, np.ndarray] = {}
-    for group in groups.values():
-        joined = np.concatenate([p.values[group[0]] for p in parts])
-        values.update(dict.fromkeys(group, joined))
-        if release:  # at most one output's values held twice at any time
-            for part in parts:
-                for name in group:
-                    del part.values[name]
-    return MetricResult(dict((n, values[n]) for n in names), reasons, details, stats)
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype
+                      and bool(np.array_equal(a, b, equal_nan=True)))
+
+
+def concat(parts: list[MetricResult]) -> MetricResult:
+    """One result from the results of consecutive batches."""
+    store = MetricStore()
+    for part in parts:
+        store.add(part)
+    return replace(store.result(), reasons=[r for p in parts for r in p.reasons])
 
 
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
