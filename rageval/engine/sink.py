@@ -36,24 +36,34 @@ def record_rows(records: Sequence[Record],
                 per_metric: dict[Metric, MetricResult]) -> list[RecordResult]:
     """The per-record results of one batch: scores, reasons and details by metric. Scores
     are Python floats, or None for unscored (NaN) values: what JSON writes as they are."""
-    columns = [(name, values.astype(np.float64, copy=False).tolist())
-               for result in per_metric.values() for name, values in result.values.items()]
+    names = [name for result in per_metric.values() for name in result.values]
+    columns = [_column(values) for result in per_metric.values()
+               for values in result.values.values()]
+    unscored = [(str(metric), result.reasons) for metric, result in per_metric.items()
+                if any(r is not None for r in result.reasons)]
+    detailed = [(metric.details_key(), result.details) for metric, result in per_metric.items()
+                if result.details is not None]
+    per_record = list(zip(*columns, strict=True)) if columns else [()] * len(records)
     rows = []
-    for i, record in enumerate(records):
-        scores: dict[str, float | None] = {}
-        for name, values in columns:
-            value = values[i]
-            scores[name] = None if value != value else value  # NaN: unscored
-        errors: dict[str, str] = {}
+    for i, (record, values) in enumerate(zip(records, per_record, strict=True)):
+        errors = {name: reasons[i] for name, reasons in unscored if reasons[i] is not None}
         details: dict[str, Any] = {}
-        for metric, result in per_metric.items():
-            if result.reasons[i] is not None:
-                errors[str(metric)] = result.reasons[i]
-            if result.details is not None and result.details[i] is not None:
+        for key, per_record in detailed:
+            if per_record[i] is not None:
                 # Metrics that share one analysis (claim-level judging) share one key.
-                details.setdefault(metric.details_key(), result.details[i])
-        rows.append(RecordResult(record.id, scores, errors, details))
+                details.setdefault(key, per_record[i])
+        rows.append(RecordResult(record.id, dict(zip(names, values, strict=True)), errors,
+                                 details))
     return rows
+
+
+def _column(values: np.ndarray) -> list[float | None]:
+    """An output's values as Python floats, None where unscored (NaN)."""
+    floats = values.astype(np.float64, copy=False)
+    column: list[float | None] = floats.tolist()
+    if np.isnan(floats).any():
+        column = [None if v != v else v for v in column]
+    return column
 
 
 class MemorySink:
