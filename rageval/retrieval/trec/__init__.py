@@ -5,6 +5,8 @@
 - :mod:`.read`: :func:`read_qrels` and :func:`read_run`, which try the fast path first, and
   :func:`read_qrels_jg` (trec_eval's judgment groups);
 - :mod:`.fast_read`: the columnar fast path (polars' CSV reader);
+- :mod:`.chunked_read`: a run read a slice of whole topics at a time (bounded memory), which
+  trec-eval evaluates slice by slice;
 - :mod:`.exact_read`: the exact line-by-line parser, source of every error's line number;
 - :mod:`.write`: :func:`write_run`.
 """

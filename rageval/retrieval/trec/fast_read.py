@@ -20,7 +20,7 @@ from rageval.retrieval.trec.syntax import FLOAT_RE, QRELS_COLUMNS, RUN_COLUMNS, 
 
 
 def _scan(
-    path: str,
+    path: str | bytes,
     separator: str,
     columns: Sequence[str],
     types: Mapping[str, pl.DataType],
@@ -29,8 +29,8 @@ def _scan(
     ragged: bool,
     comments: bool,
 ) -> pl.DataFrame | None:
-    """polars CSV scan with a one-byte separator, keeping only ``keep``; None when polars
-    rejects the file."""
+    """polars CSV scan (of a file, or of whole lines in memory) with a one-byte separator,
+    keeping only ``keep``; None when polars rejects the input."""
     schema = {c: types.get(c, pl.String) for c in columns}
     try:
         return (
@@ -68,40 +68,72 @@ def _has_nulls(frame: pl.DataFrame, columns: Iterable[str]) -> bool:
     return any(counts)
 
 
+def _run_types(sep: str) -> dict[str, pl.DataType]:
+    types: dict[str, pl.DataType] = {"qid": pl.Categorical(), "runid": pl.Categorical()}
+    if sep == " ":
+        types["score"] = pl.Float64()
+    return types
+
+
+_RUN_KEEP = ("qid", "docno", "score", "runid")
+
+
 def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFrame, str] | None:
     """Columnar read for single-space or single-tab separated runs; None if unsure.
 
     ``cache`` receives the qid blocks when they were computed on the way (see Run)."""
     if cache is None:
         cache = {}
-    sep = _guess_separator(path)
+    sep = guess_separator(path)
     if sep is None:
         return None
-    types: dict[str, pl.DataType] = {"qid": pl.Categorical(), "runid": pl.Categorical()}
-    if sep == " ":
-        types["score"] = pl.Float64()
-    keep = ("qid", "docno", "score", "runid")
+    types = _run_types(sep)
     # The byte scan for stray whitespace runs in a thread while polars parses (polars
     # releases the GIL), so on a multi-core machine it costs little wall time.
     with ThreadPoolExecutor(max_workers=1) as pool:
         odd = pool.submit(_has_odd_whitespace, path, sep)
         # Comment lines are rare: read without comment handling first (faster), and again
         # with it when a line starting with '#' shows up (as a query id or a parse failure).
-        frame = _scan(path, sep, RUN_COLUMNS, types, keep, ragged=True, comments=False)
+        frame = _scan(path, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=False)
         if odd.result():
             return None
     if frame is None or _has_comment_rows(frame, cache):
         cache.clear()
-        frame = _scan(path, sep, RUN_COLUMNS, types, keep, ragged=True, comments=True)
+        frame = _scan(path, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=True)
     if frame is None:
         return None
     height = frame.height
     frame = _drop_blank(frame)
-    blank = frame.height != height
+    if frame.height != height or sep == "\t":
+        cache.clear()
+    return _checked_run(frame, sep)
+
+
+def run_slice(data: bytes, sep: str) -> tuple[pl.DataFrame, str] | None:
+    """Whole lines of a run file (a slice starting at a line start), read as :func:`fast_run`
+    reads a file, except that a comment line is refused too; None if unsure. The runid is that
+    of the slice's last line ("" for a slice of blank lines)."""
+    if _odd_bytes_in(data, sep):
+        return None
+    # Only the last runid is kept: a String column costs less to parse than a Categorical.
+    types = {**_run_types(sep), "runid": pl.String()}
+    frame = _scan(data, sep, RUN_COLUMNS, types, RUN_COLUMNS, ragged=True, comments=False)
+    if frame is None:
+        return None
+    frame = _drop_blank(frame)
+    # A doubled separator, or one opening a line, makes an empty field, which polars reads
+    # as null: checking every column for nulls replaces the byte scan for such pairs (the
+    # slowest part of that scan), and only costs materialising two short columns.
+    if _has_nulls(frame, ("iter", "rank")):
+        return None
+    return _checked_run(frame.drop("iter", "rank"), sep)
+
+
+def _checked_run(frame: pl.DataFrame, sep: str) -> tuple[pl.DataFrame, str] | None:
+    """The (qid, docno, score) columns and runid of a parsed run without blank rows, or None
+    when a field is missing or not a number."""
     if frame.height == 0:
         return frame.select("qid", "docno", "score"), ""
-    if sep == "\t" or blank:
-        cache.clear()
     if sep == "\t":
         frame = _strip_tab_fields(frame)
         if frame is None:
@@ -149,15 +181,36 @@ def _empty_or_split(stripped: pl.DataFrame) -> bool:
     ).item())
 
 
+_STRAY_CR = re.compile(rb"\r(?!\n)")
+
+
+def _odd_bytes(sep: str) -> tuple[list[bytes], list[bytes]]:
+    """Bytes that make a file odd (see :func:`_has_odd_whitespace`): single ones, and pairs."""
+    others = [b"\x0b", b"\x0c"] + ([b"\t"] if sep == " " else [])
+    return others, [(sep + sep).encode(), ("\n" + sep).encode()]
+
+
+def _odd_bytes_in(data: bytes, sep: str) -> bool:
+    """The single bytes of :func:`_has_odd_whitespace` in whole lines in memory (a slice of a
+    file from a line start to a line end, or to the file's end). Pairs of separators are left
+    to the caller (see :func:`run_slice`)."""
+    others, _ = _odd_bytes(sep)
+    if any(data.find(ch) >= 0 for ch in others):
+        return True
+    if data.find(b"\r") < 0:
+        return False
+    hit = _STRAY_CR.search(data)
+    return hit is not None and hit.start() < len(data) - 1  # a final "\r" ends the file
+
+
 def _has_odd_whitespace(path: str, sep: str) -> bool:
     """Whitespace the columnar read would get wrong: other whitespace than the separator and
     line ends (trec_eval splits on it, polars would keep it inside a field), and a separator
     doubled or opening a line (trec_eval takes any run of whitespace as one separator, polars
     an empty field that shifts the columns after it). A raw byte scan through one reused
     buffer: fast, and no memory growth on big files."""
-    others = [b"\x0b", b"\x0c"] + ([b"\t"] if sep == " " else [])
-    pairs = [(sep + sep).encode(), ("\n" + sep).encode()]
-    stray_cr = re.compile(rb"\r(?!\n)")
+    others, pairs = _odd_bytes(sep)
+    stray_cr = _STRAY_CR
     buf = bytearray(1 << 23)
     view = memoryview(buf)
     pending_cr = False  # the previous buffer ended with "\r"
@@ -191,7 +244,7 @@ def _all_floats(values: pl.Series) -> bool:
 def fast_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame | None:
     """Columnar read of a qrels file; None if unsure. ``like_trec_eval`` leaves files with
     comment or blank lines to the exact parser, which follows trec_eval's rules for them."""
-    sep = _guess_separator(path)
+    sep = guess_separator(path)
     if sep is None or _has_odd_whitespace(path, sep):
         return None
     types: dict[str, pl.DataType] = {"rel": pl.Int64()} if sep == " " else {}
@@ -219,7 +272,7 @@ def fast_qrels(path: str, like_trec_eval: bool = False) -> pl.DataFrame | None:
     return frame
 
 
-def _guess_separator(path: str) -> str | None:
+def guess_separator(path: str) -> str | None:
     """Look at the first data lines: a single space or a single tab between fields."""
     with open(path, "rb") as fh:
         head = fh.read(1 << 16)

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from rageval.core.errors import InputError
+from rageval.core.errors import InputError, RagevalError
 from rageval.retrieval.ranking import Ranking, fast_allocation
 from rageval.retrieval.ranking.trec_grades import DuplicateDocument
-from rageval.retrieval.trec import Qrels, Run, read_qrels, read_qrels_jg, read_run
+from rageval.retrieval.trec import QidLayout, Qrels, Run, read_qrels, read_qrels_jg, read_run
+from rageval.retrieval.trec.chunked_read import DEFAULT_CHUNK_BYTES, NotStreamable, RunSlices
 from rageval.retrieval.trec_eval import judgment_groups as groups
 from rageval.retrieval.trec_eval import stops
 from rageval.retrieval.trec_eval.catalogue import MeasureContext
@@ -31,6 +32,7 @@ from rageval.retrieval.trec_eval.per_topic import (
 )
 from rageval.retrieval.trec_eval.selection import SelectedMeasure, select_measures
 from rageval.retrieval.trec_eval.stops import NoTopicEvaluated, TopicStop
+from rageval.retrieval.trec_eval.streaming import streamed_values
 from rageval.retrieval.trec_eval.zscores import ZScores, read_zscores, to_zscores
 
 __all__ = ["MeasureResult", "Options", "TopicStop", "evaluate_files", "run_evaluation"]
@@ -58,6 +60,9 @@ class Options:
     # twice, a first topic judged all below 0). False reads strictly and skips topics without
     # results, as trec_eval 9 and pytrec_eval do.
     like_trec_eval_10: bool = True
+    # Size of the slices a run written topic by topic is read in (see _streamed); 0 reads the
+    # whole file at once.
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
 
 
 def run_evaluation(
@@ -73,6 +78,9 @@ def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Optio
         qrels = read_qrels_jg(qrels_path)
     else:
         qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
+    streamed = _streamed(qrels, run_path, specs, opts)
+    if streamed is not None:
+        return streamed
     run = read_run(run_path, like_trec_eval=opts.like_trec_eval_10)
     zscores = read_zscores(opts.zscores_path) if opts.zscores_path is not None else None
     selected = select_measures(specs)  # parameters are checked after reading, as trec_eval
@@ -95,6 +103,32 @@ def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Optio
     if opts.query_flag and opts.only_qid is None:
         stop.partial = _topics_before(stop.qid, qrels, run, selected, opts, zscores)
     raise stop
+
+
+def _streamed(qrels: Qrels, run_path: str, specs: Sequence[str],
+              opts: Options) -> Evaluated | None:
+    """The run read and evaluated a slice of topics at a time, so that a big run is never
+    resident as a whole; None where that cannot give the whole-file result (the caller then
+    reads the whole file: any error, stop or warning comes from there, in trec_eval's order)."""
+    if opts.rel_format != "qrels" or opts.only_qid is not None or opts.chunk_bytes <= 0:
+        return None
+    try:
+        zscores = read_zscores(opts.zscores_path) if opts.zscores_path is not None else None
+        selected = select_measures(specs)
+        slices = RunSlices(run_path, opts.chunk_bytes)
+        ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs)
+        qids, results = streamed_values(
+            qrels, slices, selected, ctx, max_retrieved=opts.max_retrieved,
+            all_queries=opts.all_queries, judged=opts.judged_only)
+        if opts.like_trec_eval_10:
+            names = Run(pl.DataFrame(), slices.runid, run_path,
+                        _cache={"qids": QidLayout(sorted(slices.names))})
+            if _first_stop(qrels, names, selected, opts) is not None:
+                return None
+    except (NotStreamable, RagevalError, OSError):
+        return None
+    missing = set(qrels.qids()) - slices.names if opts.all_queries else set()
+    return _finish(qids, results, missing, qrels, slices.runid, opts, zscores)
 
 
 def _first_stop(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure],
@@ -147,6 +181,13 @@ def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure], 
     ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs)
     results = topic_values(ranking, selected, ctx)
     qids = groups.average_over_groups(results, ranking.qids) if grouped else ranking.qids
+    return _finish(qids, results, missing_names, every_topic, ranking.runid, opts, zscores)
+
+
+def _finish(qids: tuple[str, ...], results: list[MeasureResult], missing_names: set[str],
+            every_topic: Qrels, runid: str, opts: Options,
+            zscores: ZScores | None) -> Evaluated:
+    """Per-topic values cleaned up (-c stand-ins), as z-scores (-Z), and summarised."""
     missing = np.array([q in missing_names for q in qids], dtype=bool)
     if missing.any():
         clear_stand_ins(results, missing)
@@ -154,7 +195,7 @@ def _evaluate_pair(qrels: Qrels, run: Run, selected: Sequence[SelectedMeasure], 
         to_zscores(results, qids, zscores)
     # With -c trec_eval averages over every topic of the qrels, even those -D leaves out.
     divisor = len(every_topic.qids()) if opts.all_queries else len(qids)
-    summarize(results, len(qids), divisor, ranking.runid)
+    summarize(results, len(qids), divisor, runid)
     if opts.all_queries:
         _count_every_relevant(results, every_topic)
     return qids, results
