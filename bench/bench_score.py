@@ -36,8 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_rouge import generate_pairs
-from bench_stream import rageval_command
+from bench_proc import rageval_command
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -76,18 +75,26 @@ with open(sys.argv[2], "w") as out:
 
 
 def records_file(data_dir: Path, pairs: int, seed: int) -> Path:
-    """The JSONL records of ``pairs`` seeded pairs, written once and reused."""
+    """The JSONL records of ``pairs`` seeded pairs, written once (by a child process, so that
+    this one imports nothing heavy: see bench_proc) and reused."""
     path = data_dir / f"score_{pairs}_{seed}.jsonl"
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
-            for i, (reference, answer) in enumerate(generate_pairs(pairs, seed)):
-                record = {"id": f"r{i}", "query": f"question {i}", "answer": answer,
-                          "reference": reference}
-                out.write(json.dumps(record) + "\n")
-        tmp.replace(path)
+        subprocess.run([sys.executable, __file__, "--write-records", str(path),
+                        "--pairs", str(pairs), "--seed", str(seed)], check=True)
     return path
+
+
+def write_records(path: Path, pairs: int, seed: int) -> None:
+    from bench_rouge import generate_pairs
+
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for i, (reference, answer) in enumerate(generate_pairs(pairs, seed)):
+            record = {"id": f"r{i}", "query": f"question {i}", "answer": answer,
+                      "reference": reference}
+            out.write(json.dumps(record) + "\n")
+    tmp.replace(path)
 
 
 def run_process(cmd: list[str], cwd: str) -> tuple[float, int]:
@@ -129,17 +136,18 @@ def mismatches(anchor: dict[str, dict[str, float]], ours: dict[str, dict[str, fl
 
 
 def measure(name: str, anchor_code: str, metrics: list[str], data: Path,
-            args: argparse.Namespace) -> dict[str, Any]:
+            args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Time both sides (interleaved, so that drift in load hits both alike); the outputs stay
+    in ``tmp`` for :func:`check`, done after every task is timed so that this process stays
+    small while children run."""
     anchor_runs, ours_runs = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        anchor_out, ours_out = Path(tmp) / "anchor.jsonl", Path(tmp) / "out"
-        anchor_cmd = [sys.executable, "-c", anchor_code, str(data), str(anchor_out)]
-        ours_cmd = [*rageval_command(args.source), "score", str(data), "--out", str(ours_out),
-                    "--no-progress", *[a for m in metrics for a in ("-m", m)]]
-        for _ in range(args.repeats):  # interleaved, so drift in load hits both sides alike
-            anchor_runs.append(run_process(anchor_cmd, tmp))
-            ours_runs.append(run_process(ours_cmd, tmp))
-        bad = mismatches(anchor_values(anchor_out), rageval_values(ours_out))
+    anchor_out, ours_out = tmp / f"{name}.anchor.jsonl", tmp / f"{name}.out"
+    anchor_cmd = [sys.executable, "-c", anchor_code, str(data), str(anchor_out)]
+    ours_cmd = [*rageval_command(args.source), "score", str(data), "--out", str(ours_out),
+                "--no-progress", *[a for m in metrics for a in ("-m", m)]]
+    for _ in range(args.repeats):
+        anchor_runs.append(run_process(anchor_cmd, str(tmp)))
+        ours_runs.append(run_process(ours_cmd, str(tmp)))
     anchor_s = statistics.median(w for w, _ in anchor_runs)
     ours_s = statistics.median(w for w, _ in ours_runs)
     return {
@@ -147,8 +155,14 @@ def measure(name: str, anchor_code: str, metrics: list[str], data: Path,
         "anchor_rss_mib": statistics.median(r for _, r in anchor_runs) / 1024,
         "rageval_rss_mib": statistics.median(r for _, r in ours_runs) / 1024,
         "anchor_runs_s": [w for w, _ in anchor_runs], "rageval_runs_s": [w for w, _ in ours_runs],
-        "mismatches": bad,
+        "outputs": (str(anchor_out), str(ours_out)),
     }
+
+
+def check(row: dict[str, Any]) -> None:
+    """How many of the anchor's values rageval did not write identically."""
+    anchor_out, ours_out = row.pop("outputs")
+    row["mismatches"] = mismatches(anchor_values(Path(anchor_out)), rageval_values(Path(ours_out)))
 
 
 def main() -> None:
@@ -160,14 +174,21 @@ def main() -> None:
     parser.add_argument("--source", help="run rageval from this checkout instead")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "bench" / "data")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--write-records", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_records:
+        write_records(args.write_records, args.pairs, args.seed)
+        return
     data = records_file(args.data_dir, args.pairs, args.seed)
     tasks = {
         "rouge1+rouge2+rougeL vs rouge-score": ("rouge", _ROUGE_ANCHOR, list(ROUGE_TYPES)),
         "bleu (sentence + corpus) vs sacrebleu": ("bleu", _BLEU_ANCHOR, ["bleu"]),
     }
-    rows = [measure(name, code, metrics, data, args)
-            for name, (key, code, metrics) in tasks.items() if args.only in (None, key)]
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [measure(name, code, metrics, data, args, Path(tmp))
+                for name, (key, code, metrics) in tasks.items() if args.only in (None, key)]
+        for row in rows:
+            check(row)
     print(f"{args.pairs:,} pairs, median of {args.repeats}, whole processes "
           f"(python {platform.python_version()}, {os.cpu_count()} CPUs)")
     print(f"{'task':<40}{'anchor s':>10}{'rageval s':>11}{'ratio':>8}"

@@ -19,10 +19,8 @@ BLEU are neither 0 nor 1. Each size is written once to ``--data-dir`` (git-ignor
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_proc import rageval_command
 
 METRICS = ["ndcg@10", "map", "mrr", "p@5", "recall@5", "rouge1", "rouge2", "rougeL", "bleu"]
 _VOCABULARY = """
@@ -110,27 +109,6 @@ def records_file(data_dir: Path, count: int, seed: int) -> Path:
     print(f"wrote {path} ({path.stat().st_size / 2**20:.0f} MiB) "
           f"in {time.perf_counter() - start:.1f} s")
     return path
-
-
-# Runs rageval from a source checkout given as argv[1] (an earlier commit's worktree, say),
-# ahead of the installed copy: an editable install's import hook would otherwise win.
-_FROM_SOURCE = (
-    "import sys; src = sys.argv.pop(1); "
-    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
-    "sys.path.insert(0, src); from rageval.cli import main; sys.exit(main(sys.argv[1:]))"
-)
-
-
-def rageval_command(source: str | None = None) -> list[str]:
-    if source is not None:
-        return [sys.executable, "-c", _FROM_SOURCE, str(Path(source).resolve())]
-    if importlib.util.find_spec("rageval.__main__") is not None:
-        return [sys.executable, "-m", "rageval"]
-    script = shutil.which("rageval", path=str(Path(sys.executable).parent)) or shutil.which(
-        "rageval")
-    if script is None:
-        sys.exit("bench_stream: neither `python -m rageval` nor a `rageval` script is available")
-    return [script]
 
 
 def run_once(path: Path, metrics: list[str], engine: str | None,

@@ -1,0 +1,30 @@
+"""What the benchmarks share: the command that runs rageval in a fresh process (this checkout's
+installed copy, or another checkout's source). Kept free of heavy imports: a child's peak RSS as
+the kernel reports it includes what the parent held when it started the child."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+# Runs rageval from a source checkout given as argv[1] (an earlier commit's worktree, say),
+# ahead of the installed copy: an editable install's import hook would otherwise win.
+_FROM_SOURCE = (
+    "import sys; src = sys.argv.pop(1); "
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+    "sys.path.insert(0, src); from rageval.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def rageval_command(source: str | None = None) -> list[str]:
+    if source is not None:
+        return [sys.executable, "-c", _FROM_SOURCE, str(Path(source).resolve())]
+    if importlib.util.find_spec("rageval.__main__") is not None:
+        return [sys.executable, "-m", "rageval"]
+    script = shutil.which("rageval", path=str(Path(sys.executable).parent)) or shutil.which(
+        "rageval")
+    if script is None:
+        sys.exit("bench: neither `python -m rageval` nor a `rageval` script is available")
+    return [script]
