@@ -16,8 +16,6 @@ from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
-from rageval.gate.model import GATE_FAILED_EXIT
-from rageval.judge.catalog import claim_level_table, rubrics_table
 from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
@@ -128,6 +126,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
         return 1
+    from rageval.gate.model import GATE_FAILED_EXIT  # the gate's code, loaded when it runs
+
     return 0 if passed else GATE_FAILED_EXIT
 
 
@@ -146,6 +146,8 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool) 
 def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:
     console = console_for(out)
     console.print(metrics_table())
+    from rageval.judge.catalog import claim_level_table, rubrics_table
+
     console.print(rubrics_table(args.prompts_dir))
     console.print(claim_level_table())
     return 0

@@ -10,12 +10,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
 from rageval.orchestrator import ProgressHook
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.core.results import Results
     from rageval.judge.options import JudgeProgress
@@ -87,6 +86,9 @@ def progress_bars(enabled: bool) -> Iterator[Hooks]:
     if not enabled:
         yield Hooks()
         return
+    from rich.console import Console  # only for bars: a run without them never loads them
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
                TextColumn("{task.fields[extra]}"), TimeRemainingColumn())
     with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
