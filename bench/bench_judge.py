@@ -10,7 +10,8 @@ Throughput, at each concurrency (default 1, 8, 32, 64):
 * anchor: bare ``openai`` SDK calls on a thread pool of that size, sending the same requests
   (rendered beforehand, untimed; no parsing, no cache): the floor any SDK-based judge pays;
 * rageval: ``rageval.evaluate(records, ["judge:fluency"], judge=...)`` end to end: rendering,
-  cache keys, requests, parsing, every reply committed to the SQLite cache as it arrives.
+  cache keys, requests, parsing, every reply committed to the SQLite cache as it arrives (those
+  that arrive together in one transaction).
 
 Each is run on fresh records (and an empty cache), so every judgment is a request. The target is
 at least 90% of ideal up to 64 in flight.
@@ -18,12 +19,16 @@ at least 90% of ideal up to 64 in flight.
 Offline replay: ``--replay`` judgments (default 10,000) are put in a cache, then
 ``evaluate(..., offline=True)`` replays them with no network, end to end (target: under 2 s).
 
+Anchor and rageval runs are taken in turns at each level, so that both meet the same machine.
+
     python bench/bench_judge.py [--latency-ms 100] [--concurrency 1 8 32 64] [--repeats 3]
+                                [--skip-throughput] [--skip-replay] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -31,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -110,11 +114,8 @@ def rageval_rate(base_url: str, concurrency: int, n: int, tag: str, cache_dir: s
     return n / elapsed
 
 
-def median_of(repeats: int, run: Callable[[int], float]) -> float:
-    return statistics.median(run(r) for r in range(repeats))
-
-
-def throughput(args: argparse.Namespace, base_url: str, cache_dir: str) -> None:
+def throughput(args: argparse.Namespace, base_url: str, cache_dir: str) -> list[dict]:
+    """Every level's figures (each repeat's rate, and the medians), printed as they come."""
     latency = args.latency_ms / 1000
     print(f"\nThroughput, {args.latency_ms:g} ms per reply, median of {args.repeats} "
           "(judgments/s):")
@@ -123,15 +124,24 @@ def throughput(args: argparse.Namespace, base_url: str, cache_dir: str) -> None:
     # Warm-up, untimed: imports, the SDK's first-use model building, the first connection.
     anchor_rate(base_url, 2, 4, "warm")
     rageval_rate(base_url, 2, 4, "warm", cache_dir)
+    levels = []
     for c in args.concurrency:
         n = max(args.min_judgments, c * args.rounds)
         ideal = c / latency
-        anchor = median_of(args.repeats, lambda r, c=c, n=n: anchor_rate(
-            base_url, c, n, f"a{c}r{r}"))
-        ours = median_of(args.repeats, lambda r, c=c, n=n: rageval_rate(
-            base_url, c, n, f"c{c}r{r}", cache_dir))
-        print(f"{c:>11} {n:>9} {ideal:>8.1f} {anchor:>8.1f} {ours:>8.1f}"
-              f" {ours / ideal:>12.1%} {ours / anchor:>13.2f}x")
+        anchors: list[float] = []
+        ours: list[float] = []
+        # Taken in turns, so that both meet the same machine (others' load comes and goes).
+        for r in range(args.repeats):
+            anchors.append(anchor_rate(base_url, c, n, f"a{c}r{r}"))
+            ours.append(rageval_rate(base_url, c, n, f"c{c}r{r}", cache_dir))
+        anchor, rageval = statistics.median(anchors), statistics.median(ours)
+        print(f"{c:>11} {n:>9} {ideal:>8.1f} {anchor:>8.1f} {rageval:>8.1f}"
+              f" {rageval / ideal:>12.1%} {rageval / anchor:>13.2f}x", flush=True)
+        levels.append({"concurrency": c, "judgments": n, "ideal": ideal, "anchor": anchor,
+                       "rageval": rageval, "rageval_over_ideal": rageval / ideal,
+                       "rageval_over_anchor": rageval / anchor, "anchor_runs": anchors,
+                       "rageval_runs": ours})
+    return levels
 
 
 def fill_cache(path: str, records: list[Record]) -> JudgeOptions:
@@ -146,7 +156,7 @@ def fill_cache(path: str, records: list[Record]) -> JudgeOptions:
     return options
 
 
-def replay(args: argparse.Namespace, cache_dir: str) -> None:
+def replay(args: argparse.Namespace, cache_dir: str) -> dict:
     records = make_records(args.replay, "replay")
     options = fill_cache(os.path.join(cache_dir, "replay.sqlite"), records)
     times = []
@@ -159,6 +169,7 @@ def replay(args: argparse.Namespace, cache_dir: str) -> None:
     print(f"\nOffline replay of {args.replay:,} judgments (evaluate end to end, 1000-resample CI),"
           f" median of {args.repeats}: {statistics.median(times):.3f} s "
           f"(min {min(times):.3f}, max {max(times):.3f}; target < 2 s)")
+    return {"judgments": args.replay, "seconds": statistics.median(times), "runs": times}
 
 
 def main() -> int:
@@ -171,19 +182,28 @@ def main() -> int:
     parser.add_argument("--replay", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every figure (each repeat's too) to PATH as JSON")
     args = parser.parse_args()
-    print(f"rageval {rageval.__version__}, openai {openai.__version__}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} CPUs")
+    about = {"rageval": rageval.__version__, "openai": openai.__version__,
+             "python": platform.python_version(), "cpus": os.cpu_count()}
+    print(f"rageval {about['rageval']}, openai {about['openai']}, Python {about['python']}, "
+          f"{about['cpus']} CPUs")
+    figures: dict = {**about, "latency_ms": args.latency_ms, "repeats": args.repeats}
     with tempfile.TemporaryDirectory(prefix="rageval-bench-judge-") as cache_dir:
         if not args.skip_throughput:
             server, base_url = start_server(args.latency_ms / 1000)
             try:
-                throughput(args, base_url, cache_dir)
+                figures["throughput"] = throughput(args, base_url, cache_dir)
             finally:
                 assert server.stdin is not None
                 server.stdin.close()
                 server.wait(timeout=10)
-        replay(args, cache_dir)
+        if not args.skip_replay:
+            figures["replay"] = replay(args, cache_dir)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -119,6 +119,29 @@ def _writer(path: str, worker: int, n: int) -> None:
                       f"reply {worker}/{i}", {"total_tokens": 1})
 
 
+def test_put_many_stores_a_lot_in_one_transaction(tmp_path: Path) -> None:
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        assert cache.put(_key(0), _summary(0), "first", {"total_tokens": 1})
+        lot = [(_key(i), _summary(i), f"reply {i}", {"total_tokens": 2}, {"record": f"r{i}"})
+               for i in range(3)]
+        assert cache.put_many(lot) == 2  # the stored reply of key 0 is kept
+        assert cache.get(_key(0)).reply_text == "first"  # type: ignore[union-attr]
+        assert cache.get(_key(2)).meta == {"record": "r2"}  # type: ignore[union-attr]
+        again = [(_key(1), _summary(1), "one", None, None), (_key(1), _summary(1), "two", None,
+                                                              None)]
+        assert cache.put_many(again, replace=True) == 2
+        assert cache.get(_key(1)).reply_text == "two"  # type: ignore[union-attr]
+        assert cache.put_many([]) == 0
+        # Validated before anything is written: a bad reply stores none of its lot.
+        bad = [(_key(5), _summary(5), "fine", None, None), ("not-a-key", {}, "x", None, None)]
+        with pytest.raises(UsageError):
+            cache.put_many(bad)
+        assert _key(5) not in cache
+        with pytest.raises(UsageError, match="usage"):
+            cache.put_many([(_key(6), _summary(6), "x", {"total_tokens": -1}, None)])
+        assert len(cache) == 3
+
+
 def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite")
     JudgeCache(path).close()

@@ -383,6 +383,47 @@ def test_callback_error_propagates(server: JudgeServer, make_client: Callable) -
     assert server.requests <= 4
 
 
+def test_results_arriving_together_are_handed_over_in_one_lot(server: JudgeServer,
+                                                             make_client: Callable) -> None:
+    server.latency_s = 0.1
+    events: list[str] = []
+    out = make_client().complete_many(reqs(24), concurrency=8,
+                                      on_result=lambda r: events.append("result"),
+                                      on_drained=lambda: events.append("drained"))
+    assert all(r.ok for r in out)
+    assert events.count("result") == 24
+    assert events[0] == "result" and events[-1] == "drained"  # every lot is followed by one
+    lots = events.count("drained")
+    assert lots < 24  # results that came in one wave were handed over together
+    assert "drained" not in [events[i] for i in range(1, len(events))
+                             if events[i - 1] == "drained"]  # never an empty lot
+
+
+def test_drained_callback_error_stops_the_run(server: JudgeServer,
+                                              make_client: Callable) -> None:
+    def boom() -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        make_client().complete_many(reqs(20), concurrency=2, on_drained=boom)
+    assert server.requests <= 4
+
+
+def test_messages_with_content_parts_are_sent_as_given(server: JudgeServer,
+                                                       make_client: Callable) -> None:
+    """Plain-text messages go out as they are; others go through the SDK's typed parameters,
+    and arrive the same."""
+    parts = [{"role": "system", "content": "Grade it."},
+             {"role": "user", "content": [{"type": "text", "text": "q7"}]}]
+    plain = reqs(1)[0]
+    out = make_client().complete_many([JudgeRequest(parts, SCHEMA), plain])
+    assert all(r.ok for r in out)
+    assert server.bodies[0]["messages"] == parts or server.bodies[1]["messages"] == parts
+    assert [dict(m) for m in plain.messages] in [b["messages"] for b in server.bodies]
+    assert all(b["response_format"]["type"] == "json_schema"
+               for b in server.bodies if b["messages"] == parts)
+
+
 def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV, raising=False)
     with pytest.raises(JudgeError, match=ENV):

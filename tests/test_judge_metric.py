@@ -153,6 +153,41 @@ def test_restart_asks_only_for_missing(tmp_path: Path, server: JudgeServer) -> N
     assert res.manifest["judge"]["cache"]["hits"] == kept
 
 
+def test_replies_are_committed_in_lots_and_none_is_lost(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At high concurrency the replies that arrive together are committed together; every
+    reply is in the cache when the run ends, and when it stops on a permanent failure."""
+    monkeypatch.setenv(ENV, KEY)
+    lots: list[int] = []
+    put_many = JudgeCache.put_many
+
+    def counted(self: JudgeCache, replies: list, **kw: object) -> int:
+        lots.append(len(replies))
+        return put_many(self, replies, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(JudgeCache, "put_many", counted)
+    records = load_records(write_records(tmp_path / "r.jsonl", n=32))
+    with JudgeServer(expected_key=KEY, latency_s=0.05) as server:
+        res = evaluate(records, ["judge:fluency"], bootstrap=10,
+                       judge=options(server, tmp_path / "c.sqlite", concurrency=8))
+        assert res.manifest["judge"]["cache"]["stored"] == sum(lots) == 32
+        assert len(lots) < 32
+        with JudgeCache(tmp_path / "c.sqlite") as c:
+            assert len(c) == 32
+        # A permanent failure mid-run: what arrived, the replies in flight included, is kept.
+        metric = create("judge:coherence", ScoreOptions(judge=JudgeOptions(model="judge-model")))
+        assert isinstance(metric, JudgeMetric)
+        server.fail_for(render(metric.rubric, records[12])[-1]["content"], "401")
+        before = server.requests
+        with pytest.raises(RagevalError, match="HTTP 401"):
+            evaluate(records, ["judge:coherence"],
+                     judge=options(server, tmp_path / "d.sqlite", concurrency=8))
+        answered = server.requests - before - 1
+        assert 12 <= answered < 31
+        with JudgeCache(tmp_path / "d.sqlite") as c:
+            assert len(c) == answered
+
+
 def test_unusable_replies_are_unscored_with_raw(tmp_path: Path, server: JudgeServer) -> None:
     records = load_records(write_records(tmp_path / "r.jsonl", n=3))
     metric = create("judge:fluency", ScoreOptions(judge=JudgeOptions(model="judge-model")))

@@ -2,9 +2,10 @@
 
 Durability and sharing:
 
-* each :meth:`JudgeCache.put` is its own short transaction, committed before it returns, so a run
-  killed at any point (even with SIGKILL) keeps every reply stored before it died (the WAL is
-  synced at checkpoints, not per reply: an OS crash or power loss may lose the last few);
+* each :meth:`JudgeCache.put` (and each :meth:`JudgeCache.put_many`, for the replies that
+  arrived together) is one short transaction, committed before it returns, so a run killed at
+  any point (even with SIGKILL) keeps every reply stored before it died (the WAL is synced at
+  checkpoints, not per reply: an OS crash or power loss may lose the last few);
 * the database runs in WAL mode with a busy timeout, so two processes can share one file (one
   writer at a time, readers never blocked);
 * only successful replies are stored; errors are never cached;
@@ -38,9 +39,14 @@ from rageval.judge.cache_entries import (
 )
 from rageval.judge.cache_jsonl import read_entries, write_entries
 
-__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "cache_key", "cache_keys"]
+__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "NewReply", "cache_key", "cache_keys",
+           "new_entry"]
 
 _MEMORY = ":memory:"
+
+#: One reply as :meth:`JudgeCache.put_many` takes it: (key, request summary, reply text, usage,
+#: meta), the arguments of :meth:`JudgeCache.put`.
+NewReply = tuple[str, Mapping[str, Any], str, Mapping[str, Any] | None, Mapping[str, Any] | None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -239,20 +245,22 @@ class JudgeCache:
         overwrites a stored reply instead (asking the judge again on purpose, ``--refresh``).
         Credential-looking fields in ``request_summary``/``meta`` are dropped.
         """
-        if not is_cache_key(key):
-            raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
-        if not isinstance(reply_text, str):
-            raise UsageError("reply_text must be a string (errors are never cached)")
-        entry = Entry(
-            key=key,
-            model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
-            request=scrub_credentials(dict(request_summary)),
-            reply_text=reply_text,
-            usage=_clean_usage(usage),
-            meta=scrub_credentials(dict(meta or {})),
-            created=time.time(),
-        )
+        entry = new_entry(key, request_summary, reply_text, usage, meta)
         return self._insert([entry], replace=replace) == 1
+
+    def put_many(self, replies: Iterable[NewReply], *, replace: bool = False) -> int:
+        """Store several successful replies (each ``(key, request_summary, reply_text, usage,
+        meta)``, as :meth:`put` takes them) in one transaction, committed before returning;
+        returns how many were stored.
+
+        One commit for the lot: a judge storing its replies as they arrive commits whatever
+        arrived since its last commit at once, instead of paying a transaction per reply.
+        Stored in order, so the same rules hold as for puts one by one (the first stored reply
+        of a key wins, or with ``replace=True`` the last one). Every reply is validated before
+        anything is written: a bad one raises and then none is stored.
+        """
+        entries = [new_entry(*reply) for reply in replies]
+        return self._insert(entries, replace=replace) if entries else 0
 
     def _insert(self, entries: list[Entry], *, replace: bool = False) -> int:
         rows = [
@@ -304,6 +312,26 @@ class JudgeCache:
         entries = read_entries(path)
         added = self._insert(entries) if entries else 0
         return {"read": len(entries), "added": added}
+
+
+def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
+              usage: Mapping[str, Any] | None = None,
+              meta: Mapping[str, Any] | None = None) -> Entry:
+    """The entry :meth:`JudgeCache.put` stores for one reply: validated, credentials dropped,
+    stamped with the time."""
+    if not is_cache_key(key):
+        raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
+    if not isinstance(reply_text, str):
+        raise UsageError("reply_text must be a string (errors are never cached)")
+    return Entry(
+        key=key,
+        model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
+        request=scrub_credentials(dict(request_summary)),
+        reply_text=reply_text,
+        usage=_clean_usage(usage),
+        meta=scrub_credentials(dict(meta or {})),
+        created=time.time(),
+    )
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:

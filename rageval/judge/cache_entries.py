@@ -9,6 +9,7 @@ stored: they are not part of the key (a ``params`` field that looks like one is 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -19,7 +20,7 @@ from typing import Any
 from rageval.core.errors import UsageError
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
-           "is_cache_key", "scrub_credentials"]
+           "encode_format", "encoded_cache_keys", "is_cache_key", "scrub_credentials"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -34,17 +35,37 @@ def is_cache_key(value: object) -> bool:
     return isinstance(value, str) and bool(_KEY_RE.match(value))
 
 
+# One encoder for every call: json.dumps with these options would build a new one each time,
+# and the judge encodes a dozen documents per request.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+# Values that hold no field names (checked by exact type: far cheaper than an ABC check).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def canonical_json(obj: Any) -> str:
     """Canonical JSON: sorted keys, no whitespace, UTF-8 kept, NaN refused."""
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL.encode(obj)
+
+
+_VERSION_JSON = canonical_json(CACHE_KEY_VERSION)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_secret_field(name: str) -> bool:
+    # The same few field names come back in every request: match each once.
+    return bool(_SECRET_FIELD.search(name)) and name not in _USAGE_FIELDS
+
+
+def _secret(key: object) -> bool:
+    return isinstance(key, str) and _is_secret_field(key)
 
 
 def _check_no_secret(obj: Any, where: str) -> None:
     if isinstance(obj, Mapping):
         for k, v in obj.items():
-            if isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS:
+            if _secret(k):
                 raise UsageError(f"{where} must not contain credentials (field '{k}')")
             _check_no_secret(v, where)
     elif isinstance(obj, list | tuple):
@@ -54,13 +75,15 @@ def _check_no_secret(obj: Any, where: str) -> None:
 
 def scrub_credentials(obj: Any) -> Any:
     """Drop credential-looking fields (api_key, authorization, ...) at any depth."""
-    if isinstance(obj, Mapping):
-        return {
-            k: scrub_credentials(v)
-            for k, v in obj.items()
-            if not (isinstance(k, str) and _SECRET_FIELD.search(k) and k not in _USAGE_FIELDS)
-        }
-    if isinstance(obj, list | tuple):
+    # Exact types first: every reply stored goes through here (its request, its log-probs),
+    # and the abstract-class checks cost more than the copy.
+    kind = type(obj)
+    if kind in _SCALARS:
+        return obj
+    if kind is dict or isinstance(obj, Mapping):
+        return {k: scrub_credentials(v) for k, v in obj.items()
+                if not (isinstance(k, str) and _is_secret_field(k))}
+    if kind is list or kind is tuple or isinstance(obj, list | tuple):
         return [scrub_credentials(v) for v in obj]
     return obj
 
@@ -92,6 +115,28 @@ def cache_keys(
     """The keys of one request sent under each of several response formats (name -> key),
     each equal to :func:`cache_key` of that format; the shared part is encoded and hashed once.
     """
+    try:
+        encoded = {name: encode_format(fmt) for name, fmt in response_formats.items()}
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
+    return encoded_cache_keys(model, messages, params, encoded, sample_index)
+
+
+def encode_format(response_format: Mapping[str, Any] | None) -> str:
+    """A response format as it enters a cache key (its canonical JSON; ``null`` for none)."""
+    return canonical_json(dict(response_format) if response_format is not None else None)
+
+
+def encoded_cache_keys(
+    model: str,
+    messages: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None,
+    encoded_formats: Mapping[str, str],
+    sample_index: int = 0,
+) -> dict[str, str]:
+    """:func:`cache_keys`, the response formats given already encoded by
+    :func:`encode_format` (a run sends the same few formats with every request: encoding them
+    once saves half the work of a key)."""
     if not isinstance(model, str) or not model:
         raise UsageError("cache_key: model must be a non-empty string")
     if isinstance(sample_index, bool) or not isinstance(sample_index, int) or sample_index < 0:
@@ -104,16 +149,15 @@ def cache_keys(
         head = (f'{{"messages":{canonical_json([dict(m) for m in messages])},'
                 f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
                 '"response_format":')
-        tail = f',"sample_index":{sample_index},"v":{canonical_json(CACHE_KEY_VERSION)}}}'
-        shared = hashlib.sha256(head.encode("utf-8"))
-        keys = {}
-        for name, fmt in response_formats.items():
-            digest = shared.copy()
-            digest.update((canonical_json(dict(fmt) if fmt is not None else None) + tail)
-                          .encode("utf-8"))
-            keys[name] = digest.hexdigest()
     except (TypeError, ValueError) as exc:
         raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
+    tail = f',"sample_index":{sample_index},"v":{_VERSION_JSON}}}'
+    shared = hashlib.sha256(head.encode("utf-8"))
+    keys = {}
+    for name, fmt in encoded_formats.items():
+        digest = shared.copy()
+        digest.update((fmt + tail).encode("utf-8"))
+        keys[name] = digest.hexdigest()
     return keys
 
 

@@ -16,7 +16,8 @@ inside it (no asyncio, so it also works inside Jupyter).
   way (a dead endpoint, a server that rejects every request): the run stops with the
   endpoint's words instead of retrying every request.
 * ``on_result`` is called, in the calling thread, as each result arrives, so the caller can store
-  every reply in the cache the moment it exists.
+  every reply in the cache the moment it exists; ``on_drained`` after each run of results that
+  arrived together, so that the caller can commit them in one transaction.
 * Structured output is negotiated (see :mod:`rageval.judge.formats`): the first request to an
   (endpoint, model) probes the most constrained wire format of the mode's ladder, sent once and
   without retries; a refusal (400, 422 or 500 naming the response format) steps down to the
@@ -47,7 +48,15 @@ from rageval.judge.formats import LADDERS, MODES, is_refusal
 from rageval.judge.negotiation import negotiation
 from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool
 from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
-from rageval.judge.sdk import compact_logprobs, error_text, is_permanent, is_transient
+from rageval.judge.sdk import (
+    compact_logprobs,
+    error_text,
+    is_permanent,
+    is_transient,
+    plain_messages,
+    read_reply,
+    send_chat,
+)
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "api_key_problem",
            "total_usage"]
@@ -182,13 +191,16 @@ class JudgeClient:
         rpm: float | None = None,
         on_result: Callable[[JudgeResult], object] | None = None,
         shared: SharedLimits | None = None,
+        on_drained: Callable[[], object] | None = None,
     ) -> list[JudgeResult]:
         """Send every request, ``concurrency`` at a time, and return results in input order.
 
         ``rpm`` caps request starts per minute; ``shared``, limits this process shares with
         others (the workers of a distributed run), gives each request a lease first.
         ``on_result`` is called in the calling thread for each result as it arrives (failed
-        ones too: check :attr:`JudgeResult.ok`). Raises :class:`JudgeError` after a
+        ones too: check :attr:`JudgeResult.ok`); ``on_drained``, in the same thread, each time
+        the results that had arrived were all handed to ``on_result`` (to store them in one
+        transaction rather than one each). Raises :class:`JudgeError` after a
         permanent failure, or when the first :data:`~rageval.judge.pool.FAIL_FAST_AFTER`
         results all failed the same way, once the requests in flight finish (see
         :func:`~rageval.judge.pool.run_pool`).
@@ -202,7 +214,8 @@ class JudgeClient:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
         return run_pool(reqs, self._complete, concurrency=concurrency, rpm=rpm,
-                        on_result=on_result, fail_fast=self._fail_fast_message, shared=shared)
+                        on_result=on_result, fail_fast=self._fail_fast_message, shared=shared,
+                        on_drained=on_drained)
 
     def _fail_fast_message(self, failures: FirstFailures) -> str:
         return (f"{self._where()}: the first {failures.size} requests all failed the same way, "
@@ -219,7 +232,8 @@ class JudgeClient:
         while True:
             fmt, probe = self._choose(request, stop)
             try:
-                resp = self._attempt(request, fmt, probe)
+                reply = self._attempt(request, fmt, probe)
+                return self._result(index, request, reply, started, fmt)
             except _Refused:
                 continue  # the next format of the ladder (the refusal is recorded)
             except openai.APIStatusError as exc:
@@ -241,7 +255,6 @@ class JudgeClient:
                                     f"malformed response from the endpoint: "
                                     f"{self._redact(type(exc).__name__ + ': ' + str(exc))}",
                                     started, fmt)
-            return self._result(index, request, resp, started, fmt)
 
     def _choose(self, request: JudgeRequest, stop: threading.Event) -> tuple[str, bool]:
         """The wire format to send ``request`` in, and whether it is the probe deciding it."""
@@ -257,7 +270,7 @@ class JudgeClient:
                         "accepts")
         return fmt, probe
 
-    def _attempt(self, request: JudgeRequest, fmt: str, probe: bool) -> Any:
+    def _attempt(self, request: JudgeRequest, fmt: str, probe: bool) -> dict[str, Any]:
         """Send ``request`` in ``fmt``. A probe goes once, without retries: a refusal raises
         :class:`_Refused` after one request; a probe that meets a passing fault is sent again
         with the retries it has left (the same attempts in all as any request), still as the
@@ -291,10 +304,9 @@ class JudgeClient:
     def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
         return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
-    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI) -> Any:
-        kwargs: dict[str, Any] = {"model": self.model,
-                                  "messages": [dict(m) for m in request.messages],
-                                  "temperature": self.temperature}
+    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI) -> dict[str, Any]:
+        """Send ``request`` in ``fmt``; the reply's JSON object."""
+        kwargs: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
         seed = self.seed if request.seed is None else request.seed
         if seed is not None:
             kwargs["seed"] = seed
@@ -304,39 +316,31 @@ class JudgeClient:
             kwargs["max_tokens"] = self.max_tokens
         if self.top_p is not None:
             kwargs["top_p"] = self.top_p
+        messages = [dict(m) for m in request.messages]
+        body: dict[str, Any] = {}
+        if plain_messages(messages):
+            kwargs["messages"] = []  # sent in the body, as they are (see send_chat)
+            body["messages"] = messages
+        else:
+            kwargs["messages"] = messages
         wire = request.schema.wire(fmt) if request.schema is not None else None
         if wire is not None:
-            kwargs["response_format"] = wire
-        if self.extra_params:
-            kwargs["extra_body"] = dict(self.extra_params)
-        return sdk.chat.completions.create(**kwargs)
+            body["response_format"] = wire
+        body.update(self.extra_params)
+        return send_chat(sdk, kwargs, body)
 
-    def _result(self, index: int, request: JudgeRequest, resp: Any, started: float,
-                fmt: str) -> JudgeResult:
-        usage: dict[str, int] = {}
-        u = getattr(resp, "usage", None)
-        if u is not None:
-            for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-                v = getattr(u, k, None)
-                if isinstance(v, int):
-                    usage[k] = v
+    def _result(self, index: int, request: JudgeRequest, body: dict[str, Any],
+                started: float, fmt: str) -> JudgeResult:
+        """The result of a reply (its JSON object); ValueError when it is not a chat reply."""
+        reply = read_reply(body)
         with self._usage_lock:
-            for k, v in usage.items():
+            for k, v in reply.usage.items():
                 self._usage[k] = self._usage.get(k, 0) + v
-        choices = getattr(resp, "choices", None) or []
-        if not choices:
-            return self._failed(index, request, "the endpoint returned no choices", started,
-                                fmt, usage=usage)
-        choice = choices[0]
-        text = getattr(choice.message, "content", None)
-        finish = getattr(choice, "finish_reason", None)
-        if text is None:
-            refusal = getattr(choice.message, "refusal", None)
-            why = f"refused: {refusal}" if refusal else f"empty reply (finish_reason={finish})"
-            return self._failed(index, request, why, started, fmt, usage=usage)
+        if reply.failure is not None:
+            return self._failed(index, request, reply.failure, started, fmt, usage=reply.usage)
         logprobs = None
         if self.top_logprobs is not None:
-            logprobs = compact_logprobs(getattr(choice, "logprobs", None))
+            logprobs = compact_logprobs(reply.logprobs)
             if logprobs is None:
                 # Asked for and not given: an endpoint limitation, not a passing fault. Falling
                 # back to the reply's score would silently change what the numbers mean.
@@ -345,10 +349,9 @@ class JudgeClient:
                     "cannot score with --judge-logprobs (drop the flag to use the replies' "
                     "scores)"
                 )
-        return JudgeResult(index=index, request=request, text=text, usage=usage,
-                           model=getattr(resp, "model", None), finish_reason=finish,
-                           format=fmt, latency_s=time.monotonic() - started,
-                           logprobs=logprobs)
+        return JudgeResult(index=index, request=request, text=reply.text, usage=reply.usage,
+                           model=reply.model, finish_reason=reply.finish_reason, format=fmt,
+                           latency_s=time.monotonic() - started, logprobs=logprobs)
 
     def _failed(self, index: int, request: JudgeRequest, error: str, started: float,
                 fmt: str, usage: dict[str, int] | None = None) -> JudgeResult:

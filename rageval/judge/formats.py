@@ -21,8 +21,10 @@ the format that produced it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from rageval.judge.cache_entries import encode_format
 
 __all__ = ["LADDERS", "MODES", "WIRE_FORMATS", "ReplySchema", "is_refusal"]
 
@@ -49,6 +51,10 @@ class ReplySchema:
 
     name: str
     schema: dict[str, Any]
+    # Wire format -> its encoding for cache keys, filled as asked (the schema is not changed
+    # after construction, so neither is its encoding).
+    _encoded: dict[str, str] = field(default_factory=dict, init=False, repr=False,
+                                     compare=False)
 
     def wire(self, fmt: str) -> dict[str, Any] | None:
         """The ``response_format`` sent in wire format ``fmt`` (None: none is sent)."""
@@ -65,6 +71,17 @@ class ReplySchema:
 
     def wires(self, formats: tuple[str, ...]) -> dict[str, dict[str, Any] | None]:
         return {fmt: self.wire(fmt) for fmt in formats}
+
+    def encoded_wires(self, formats: tuple[str, ...]) -> dict[str, str]:
+        """:meth:`wires` as they enter cache keys (see
+        :func:`~rageval.judge.cache_entries.encode_format`), each encoded once per schema."""
+        out = {}
+        for fmt in formats:
+            text = self._encoded.get(fmt)
+            if text is None:
+                text = self._encoded[fmt] = encode_format(self.wire(fmt))
+            out[fmt] = text
+        return out
 
 
 def is_refusal(status: int, message: str) -> bool:

@@ -96,6 +96,8 @@ class JudgeMetric(Metric):
         self.rubric: Rubric = load_rubric(target, judge.prompts_dir)
         self.per_context = "context" in self.rubric.inputs
         self.needs = frozenset(_INPUT_FIELD[name] for name in self.rubric.inputs)  # type: ignore[misc]
+        # One schema for every request: it remembers its encodings for the cache keys.
+        self._schema = reply_schema(self.rubric)
         super().__init__(cutoff=cutoff, options=opts, **params)
 
     @property
@@ -114,7 +116,7 @@ class JudgeMetric(Metric):
 
     def reply_schema(self) -> ReplySchema:
         """The structured output this metric asks the judge for."""
-        return reply_schema(self.rubric)
+        return self._schema
 
     def run_stats(self, batch: Batch) -> RunStats:
         stats: RunStats = batch.run.run_wide(("judge", "stats"), RunStats)

@@ -254,6 +254,9 @@ class SharedCache:
     def put(self, *args: Any, **kwargs: Any) -> bool:
         return self._proxy.put(*args, **kwargs)
 
+    def put_many(self, *args: Any, **kwargs: Any) -> int:
+        return self._proxy.put_many(*args, **kwargs)
+
     def close(self) -> None:
         """Nothing: the cache stays open for the other workers (the caller closes it)."""
 

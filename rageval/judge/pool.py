@@ -4,7 +4,9 @@ that stop a run.
 :func:`run_pool` hands each request to ``send`` (one request, start to end, in a worker thread)
 with at most ``concurrency`` in flight. Each worker takes its next request itself, so a slow
 consumer (the caller storing replies) never holds back the requests in flight; finished ones
-come back through a queue, read in the calling thread, which is where ``on_result`` runs. A
+come back through a queue, read in the calling thread, which is where ``on_result`` runs (results
+that arrive close together are handed over in one lot, then ``on_drained`` is called, so that the
+caller can store them in one transaction). A
 permanent failure (``send`` raising :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER`
 results all failing the same way, stops the run: nothing new is started, those in flight finish
 and are handed to ``on_result``, then :class:`~rageval.judge.requests.JudgeError` is raised.
@@ -12,6 +14,7 @@ and are handed to ``on_result``, then :class:`~rageval.judge.requests.JudgeError
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -23,10 +26,14 @@ from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult
 
-__all__ = ["FAIL_FAST_AFTER", "Fatal", "FirstFailures", "Stopped", "run_pool"]
+__all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "Stopped", "run_pool"]
 
 #: The first results of a run that, failing all the same way, stop the run (fail fast).
 FAIL_FAST_AFTER = 3
+
+#: The least time between two lots of results handled by the calling thread (handed to
+#: ``on_result``, then ``on_drained``), in seconds: the longest a result waits to be handled.
+LINGER_S = 0.02
 
 Send = Callable[[int, JudgeRequest, threading.Event], JudgeResult]
 
@@ -40,6 +47,11 @@ class _Done:
     """A worker has no more requests to send (``error``: the exception that ended it)."""
 
     error: BaseException | None
+
+
+# What a worker hands back: a result, a message stopping the run (a permanent failure, or the
+# first results failing alike), None for a request never sent, or the news that it is done.
+_Out = JudgeResult | str | _Done | None
 
 
 class Stopped(Exception):
@@ -114,15 +126,21 @@ class FirstFailures:
 def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
              rpm: float | None, on_result: Callable[[JudgeResult], object] | None,
              fail_fast: Callable[[FirstFailures], str],
-             shared: SharedLimits | None = None) -> list[JudgeResult]:
+             shared: SharedLimits | None = None,
+             on_drained: Callable[[], object] | None = None) -> list[JudgeResult]:
     """Every request through ``send``, ``concurrency`` at a time; results in input order.
 
     ``fail_fast(failures)`` words the error of a run whose first results all failed alike.
     ``shared`` (limits shared with other processes) leases each request before it is sent,
-    retries included, and takes the lease back when it is over.
+    retries included, and takes the lease back when it is over. ``on_drained`` is called
+    after the results that were waiting have all been handed to ``on_result``, before waiting
+    for more: the moment to store together what arrived together.
     """
     limiter = TokenBucket(rpm) if rpm is not None else None
     stop = threading.Event()
+    # Every worker is started before any sends: a thread start waits for the new thread to run,
+    # and while the first workers are busy sending, the last ones would start late.
+    gate = threading.Event()
     results: list[JudgeResult | None] = [None] * len(requests)
     fatal: list[str] = []
     callback_error: list[BaseException] = []
@@ -130,7 +148,7 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
     first_failures = FirstFailures(FAIL_FAST_AFTER if len(requests) > FAIL_FAST_AFTER else 0)
     todo = iter(enumerate(requests))
     taken = threading.Lock()
-    finished: queue.SimpleQueue[JudgeResult | str | _Done | None] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[_Out] = queue.SimpleQueue()
 
     def one(index: int, request: JudgeRequest) -> JudgeResult | str | None:
         """A result, a permanent-failure message (str), or None when stopped before sending."""
@@ -155,6 +173,7 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
     def worker() -> None:
         error: BaseException | None = None
         try:
+            gate.wait()
             while not stop.is_set():
                 with taken:
                     nxt = next(todo, None)
@@ -178,28 +197,32 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
     workers = min(concurrency, len(requests))
     with ThreadPoolExecutor(max_workers=max(1, workers),
                             thread_name_prefix="rageval-judge") as pool:
-        for _ in range(workers):
-            pool.submit(worker)
+        try:
+            for _ in range(workers):
+                pool.submit(worker)
+        finally:
+            gate.set()
         running = workers
+        last = -math.inf  # when the previous lot of results was handled
         try:
             while running:
-                out = finished.get()
-                if isinstance(out, _Done):
-                    running -= 1
-                    if out.error is not None:
-                        stop.set()
-                        callback_error.append(out.error)
-                elif isinstance(out, str):  # a permanent failure, or the first ones alike
-                    stop.set()
-                    fatal.append(out)
-                elif isinstance(out, JudgeResult):
-                    results[out.index] = out
-                    if on_result is not None and not callback_error:
-                        try:
-                            on_result(out)
-                        except BaseException as exc:
+                handed = False
+                for out in _waiting(finished, last):
+                    if isinstance(out, _Done):
+                        running -= 1
+                        if out.error is not None:
                             stop.set()
-                            callback_error.append(exc)
+                            callback_error.append(out.error)
+                    elif isinstance(out, str):  # a permanent failure, or the first ones alike
+                        stop.set()
+                        fatal.append(out)
+                    elif isinstance(out, JudgeResult):
+                        results[out.index] = out
+                        _call(on_result, out, stop, callback_error)
+                        handed = True
+                if handed:
+                    _call(on_drained, None, stop, callback_error)
+                last = time.monotonic()
         except BaseException:
             stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
             raise
@@ -210,3 +233,38 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
         raise JudgeError(f"{fatal[0]}; the run stopped after {got} of {len(requests)} replies",
                          results=results)
     return [r for r in results if r is not None]
+
+
+def _waiting(finished: queue.SimpleQueue[_Out], last: float) -> list[_Out]:
+    """What the workers have handed back: at least one item (waiting for it), and every other
+    one there by then; when the previous lot was handled (at monotonic time ``last``) less
+    than :data:`LINGER_S` ago, by that much after it."""
+    out = [finished.get()]
+    # Waking up, and storing, once per result would make the calling thread take the
+    # interpreter lock back from the sending threads hundreds of times a second at high
+    # concurrency: a result that follows the previous lot closely waits a moment, and the
+    # results that come meanwhile join it. A result alone (the first one) is never held back.
+    pause = last + LINGER_S - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+    try:
+        while True:
+            out.append(finished.get_nowait())
+    except queue.Empty:
+        return out
+
+
+def _call(callback: Callable[..., object] | None, arg: JudgeResult | None,
+          stop: threading.Event, errors: list[BaseException]) -> None:
+    """``callback(arg)`` (no argument when ``arg`` is None) unless an earlier callback failed;
+    a failure stops the run and is kept to be raised once the requests in flight are over."""
+    if callback is None or errors:
+        return
+    try:
+        if arg is None:
+            callback()
+        else:
+            callback(arg)
+    except BaseException as exc:
+        stop.set()
+        errors.append(exc)

@@ -12,6 +12,7 @@ and that instructions inside them must be ignored.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,14 @@ def render(
     nonce = slot_nonce(rubric.hash, texts)
     blocks = {name: slot_block(name, values, nonce) for name, values in texts.items()}
     body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rubric.template)
+    system, tail = _fixed_text(rubric)
+    return [{"role": "system", "content": system}, {"role": "user", "content": body + tail}]
+
+
+@functools.lru_cache(maxsize=256)
+def _fixed_text(rubric: Rubric) -> tuple[str, str]:
+    """The system message and the end of the user message, which depend on the rubric alone
+    (formatted once per rubric, not once per request)."""
     anchors = "\n".join(f"{score} = {text}" for score, text in rubric.anchors)
     low, high = rubric.scale_min, rubric.scale_max
     example = "answer" if "answer" in rubric.inputs else rubric.inputs[-1]
@@ -120,8 +129,7 @@ def render(
         low=low,
         high=high,
     )
-    user = body + "\n\n" + _USER_TAIL.format(low=low, high=high)
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return system, "\n\n" + _USER_TAIL.format(low=low, high=high)
 
 
 def reply_schema(rubric: Rubric) -> ReplySchema:

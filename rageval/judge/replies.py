@@ -5,8 +5,10 @@ an order for pairwise judging) with its cache key under each wire format the run
 :func:`gather` looks every unit up in the cache under each of those keys (the first format of
 the ladder that has a reply wins, so a replay finds replies whatever format produced them) and
 asks the judge only for what is missing, storing each reply under the key of the format it was
-actually produced in, the moment it arrives. What the judge did is counted in :class:`RunStats`
-for the manifest, and told to ``JudgeOptions.progress`` as it goes (:meth:`RunStats.tell`).
+actually produced in as soon as it arrives (the replies that arrive together are committed in one
+transaction, and what arrived before a failure is committed before the failure is raised). What
+the judge did is counted in :class:`RunStats` for the manifest, and told to
+``JudgeOptions.progress`` as it goes (:meth:`RunStats.tell`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.judge.cache import Entry, JudgeCache, cache_keys
+from rageval.judge.cache import Entry, JudgeCache, NewReply
+from rageval.judge.cache_entries import encoded_cache_keys
 from rageval.judge.formats import ReplySchema
-from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress
+from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -116,8 +119,8 @@ def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: in
               own_schema: bool = False) -> Unit:
     """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
     whatever schema ``gather`` is given)."""
-    keys = cache_keys(judge.model or "", messages, judge.params(sample),
-                      schema.wires(judge.ladder), sample)
+    keys = encoded_cache_keys(judge.model or "", messages, judge.params(sample),
+                              schema.encoded_wires(judge.ladder), sample)
     return Unit(record, context, sample, messages, keys, order,
                 schema if own_schema else None)
 
@@ -243,9 +246,9 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
                  finish_reason=entry.meta.get("finish_reason"))
 
 
-def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: list[Record],
-         schema: ReplySchema, stats: RunStats, meta: Callable[[Unit], dict[str, Any]]
-         ) -> dict[str, Reply]:
+def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
+         records: list[Record], schema: ReplySchema, stats: RunStats,
+         meta: Callable[[Unit], dict[str, Any]]) -> dict[str, Reply]:
     from rageval.judge.client import JudgeClient, JudgeRequest
 
     client = JudgeClient(
@@ -260,6 +263,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
                 for unit in pending]
     total = stats.requests + len(requests)  # this account's, this round's included
     failed = [stats.failed]  # stats.failed counts this round's failures once it is over
+    arrived = _Arrived(cache, stats, replace=judge.refresh)
 
     def store(result: JudgeResult) -> None:
         unit: Unit = result.request.tag
@@ -275,18 +279,18 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
                 extra["context"] = records[unit.record].contexts[unit.context].id
             if result.logprobs is not None:
                 extra["logprobs"] = result.logprobs
-            if cache.put(unit.keys[result.format],
+            arrived.add((unit.keys[result.format],
                          client.request_summary(result.request, result.format), result.text,
-                         result.usage, extra, replace=judge.refresh):
-                stats.stored += 1
+                         result.usage, extra))
         stats.tell(judge, total, failed[0])
 
     try:
         results = client.complete_many(requests, concurrency=judge.concurrency,
                                        rpm=judge.rpm, on_result=store,
-                                       shared=judge.shared_limits)
+                                       shared=judge.shared_limits, on_drained=arrived.commit)
     finally:
         stats.refused.update(client.refused_formats)
+        arrived.commit()  # whatever arrived before a failure is kept
     out: dict[str, Reply] = {}
     for result in results:
         unit = result.request.tag
@@ -298,3 +302,31 @@ def _ask(judge: JudgeOptions, cache: JudgeCache, pending: list[Unit], records: l
             stats.failed += 1
             out[unit.key] = Reply(error=f"judge request failed: {result.error}")
     return out
+
+
+class _Arrived:
+    """New replies on their way into the cache: those the client hands over in one lot (see
+    :func:`~rageval.judge.pool.run_pool`) are committed in one transaction, right after.
+
+    One transaction per reply would cost the calling thread three round trips into SQLite per
+    reply, each giving up the interpreter lock and waiting to get it back from the threads
+    sending requests: at high concurrency that thread would fall behind the replies.
+    """
+
+    def __init__(self, cache: JudgeCache | SharedCache, stats: RunStats, *,
+                 replace: bool) -> None:
+        self.cache = cache
+        self.stats = stats
+        self.replace = replace
+        self.waiting: list[NewReply] = []
+
+    def add(self, reply: NewReply) -> None:
+        self.waiting.append(reply)
+
+    def commit(self) -> None:
+        """Store every reply waiting, in one transaction. A lot whose write fails is not
+        tried again: the error stops the run."""
+        if not self.waiting:
+            return
+        batch, self.waiting = self.waiting, []
+        self.stats.stored += self.cache.put_many(batch, replace=self.replace)

@@ -82,6 +82,10 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
         metric.ready()
     if judge.offline and judge.allow_missing:
         return
+    if not judge.offline and api_key_problem(judge.api_key_env, judge.base_url) is None:
+        # Whatever the cache lacks can be asked for: rendering every request and looking it
+        # up here would only delay the first request (scoring looks them up anyway).
+        return
     wanted: dict[str, tuple[Unit, str, str]] = {}  # identity key -> (unit, record id, rubric)
     for metric in judged:
         for record in records:

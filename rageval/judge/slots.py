@@ -31,6 +31,8 @@ def escape(text: str) -> str:
     ``&lt;`` or ``&amp;``, so ordinary text (``AT&T``) is left as written and
     :func:`unescape` restores the original exactly.
     """
+    if "<" not in text and "&" not in text:  # most texts: nothing to escape
+        return text
     return _ESCAPE.sub(lambda match: "&lt;" if match.group() == "<" else "&amp;", text)
 
 
