@@ -12,6 +12,7 @@ on disk across runs, one content-addressed file per (model, layer, text) under
 - :mod:`~.metric`: the registered ``bertscore`` metric: parameters, name, signature, scoring;
 - :mod:`~.models`: the default model and layer, model specs, dependency checks;
 - :mod:`~.engine`: tokenisation (truncation, special tokens) and forward passes of a model;
+- :mod:`~.cpu_layers`: on a CPU, the model's linear layers run on oneDNN (same values, faster);
 - :mod:`~.embeddings`: each text's embeddings from memory, disk or the model;
 - :mod:`~.disk_cache` and :mod:`~.entries`: the cache on disk and its file format;
 - :mod:`~.weights`: plain and idf token weights; :mod:`~.matching`: greedy matching to P, R, F;

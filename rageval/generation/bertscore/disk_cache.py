@@ -12,9 +12,9 @@ recomputed (see :mod:`~rageval.generation.bertscore.entries` for what an entry h
 is ever evicted from the disk cache: delete the directory to reclaim space. The cache key covers
 the model (the bundled package and its version, a Hugging Face name and the revision in the
 local hub cache, or a directory's file listing), the layer, the tokenizer's truncation length,
-the transformers and torch versions, and the text. The device is not part of the key:
-embeddings computed on a GPU are reused on a CPU (they differ at the level of float32 rounding
-only).
+the transformers and torch versions, and the text. The device is not part of the key, nor
+which kernels ran the linear layers (:mod:`~.cpu_layers`): embeddings computed on a GPU are
+reused on a CPU (they differ at the level of float32 rounding only).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import numpy as np
 
 from rageval.core.errors import UsageError
 from rageval.generation.bertscore.counters import _STATS
+from rageval.generation.bertscore.cpu_layers import accelerate
 from rageval.generation.bertscore.dependencies import _bert_score_utils, _import, _version
 from rageval.generation.bertscore.entries import _FORMAT_VERSION
 from rageval.generation.bertscore.models import (
@@ -79,6 +80,7 @@ class _Engine:
             json.dumps(key, sort_keys=True).encode()
         ).hexdigest()[:32]
         self._models: dict[str, Any] = {}
+        self.accelerated: set[str] = set()  # devices whose model runs oneDNN linear layers
 
     def encode(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
         """Token ids as bert-score's ``sent_encode`` gives them (stripped texts), and each
@@ -114,6 +116,8 @@ class _Engine:
             except (RuntimeError, AssertionError) as exc:
                 raise UsageError(f"bertscore: device={device} is not usable: {exc}") from exc
             _STATS["model_loads"] += 1
+            if accelerate(model):  # CPU, float32 models only
+                self.accelerated.add(device)
             self._models[device] = model
         return self._models[device]
 
