@@ -251,3 +251,18 @@ def test_streamed_equals_whole_hypothesis(tmp_path: Path, files: tuple[str, str]
     specs = ["official", "ndcg_cut.3", "P.2", "relstring.4"]
     whole = render(qrels, run, specs, replace(opts, chunk_bytes=0))
     assert render(qrels, run, specs, replace(opts, chunk_bytes=chunk)) == whole
+
+
+@pytest.mark.parametrize("flags", [[], ["-c"]])
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_a_run_without_results_is_refused_as_trec_eval_refuses_an_empty_one(
+        tmp_path: Path, flags: list[str], content: str) -> None:
+    """An empty run is an error (exit 2) with -c too; one of blank lines only, which trec_eval
+    10.0 misreads, is the same clear error rather than a traceback."""
+    from rageval.cli import main
+
+    qrels = write(tmp_path, "qrels", "q1 0 d1 1\nq2 0 d2 1\n")
+    run = write(tmp_path, "run", content)
+    out = io.StringIO()
+    assert main(["trec-eval", *flags, "-m", "map", qrels, run], stdout=out) == 2
+    assert out.getvalue() == ""

@@ -97,15 +97,16 @@ def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFra
         frame = _scan(path, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=False)
         if odd.result():
             return None
+    if frame is not None:  # blank lines read as rows of nulls: gone before qids are looked at
+        frame = _drop_blank(frame)
     if frame is None or _has_comment_rows(frame, cache):
         cache.clear()
         frame = _scan(path, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=True)
-    if frame is None:
-        return None
-    height = frame.height
-    frame = _drop_blank(frame)
-    if frame.height != height or sep == "\t":
-        cache.clear()
+        if frame is None:
+            return None
+        frame = _drop_blank(frame)
+    if sep == "\t":
+        cache.clear()  # the tab path rebuilds its columns: blocks found before do not carry
     return _checked_run(frame, sep)
 
 

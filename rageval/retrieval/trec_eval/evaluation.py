@@ -120,6 +120,8 @@ def _streamed(qrels: Qrels, run_path: str, specs: Sequence[str],
         qids, results = streamed_values(
             qrels, slices, selected, ctx, max_retrieved=opts.max_retrieved,
             all_queries=opts.all_queries, judged=opts.judged_only)
+        if not slices.names:  # a run without results: the whole-file reader refuses it
+            return None
         if opts.like_trec_eval_10:
             names = Run(pl.DataFrame(), slices.runid, run_path,
                         _cache={"qids": QidLayout(sorted(slices.names))})
