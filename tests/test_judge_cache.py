@@ -272,3 +272,22 @@ def test_export_is_json_lines(tmp_path: Path) -> None:
         a.export_jsonl(buf)
     (obj,) = [json.loads(x) for x in buf.getvalue().splitlines()]
     assert obj["key"] == _key(1) and obj["reply"] == "one" and obj["usage"] == {"total_tokens": 5}
+
+
+def test_a_lone_surrogate_in_a_request_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="not JSON-serialisable"):
+        cache_key("judge-model", [{"role": "user", "content": "a\ud800b"}])
+
+
+def test_a_lot_that_cannot_be_stored_keeps_its_good_replies(tmp_path: Path) -> None:
+    from rageval.judge.replies import RunStats, _Arrived
+
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        arrived = _Arrived(cache, RunStats(), replace=False)
+        arrived.add((_key(1), _summary(1), "good", None, None))
+        arrived.add(("not-a-key", {}, "bad", None, None))
+        arrived.add((_key(2), _summary(2), "also good", None, None))
+        with pytest.raises(UsageError):
+            arrived.commit()
+        assert _key(1) in cache and _key(2) in cache
+        assert arrived.stats.stored == 2

@@ -14,7 +14,7 @@ from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import MetricResult
 from rageval.core.registry import create
 from rageval.engine.columns import GrowingColumn
-from rageval.engine.summary import MetricStore, SummaryParts, concat, summarise
+from rageval.engine.summary import MetricStore, SummaryParts, summarise
 
 _FLOATS = st.floats(0, 1, allow_nan=False, width=64)
 
@@ -70,10 +70,9 @@ def test_growing_columns_keep_every_row(batches: list[int], chunk_bytes: int) ->
     column = GrowingColumn(np.float64, 3, chunk_bytes=chunk_bytes)
     for array in arrays:
         column.append(array)
-    assert column.rows == sum(batches)
     np.testing.assert_array_equal(column.copy().array(), np.concatenate(arrays))
     np.testing.assert_array_equal(column.array(), np.concatenate(arrays))
-    assert column.rows == 0
+    assert len(column.array()) == 0
 
 
 def test_the_run_summary_equals_each_metric_summarised_alone() -> None:
@@ -91,5 +90,15 @@ def test_the_run_summary_equals_each_metric_summarised_alone() -> None:
         batches.append(MetricResult({n: v.copy() for n, v in values.items()}, batch.reasons))
         parts.add_part(metric, batch, batch.reasons)
     together = parts.summarise([metric], seed=3, bootstrap=200)
-    alone = summarise(metric, concat(batches), Counter({"empty answer": 3}), 3, 200)
+    store = MetricStore()
+    for batch in batches:
+        store.add(batch)
+    alone = summarise(metric, store.result(), Counter({"empty answer": 3}), 3, 200)
     assert together == alone
+
+
+def test_arrays_of_other_dtypes_keep_their_own_cis() -> None:
+    values = np.random.default_rng(2).random(50)
+    arrays = [values.astype(np.float32), values]
+    expected = [bootstrap_ci(a, resamples=100, seed=1) for a in arrays]
+    assert bootstrap_mean_cis(arrays, resamples=100, seed=1) == expected

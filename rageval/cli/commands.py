@@ -126,9 +126,11 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
         return 1
-    from rageval.gate.model import GATE_FAILED_EXIT  # the gate's code, loaded when it runs
+    if passed:
+        return 0
+    from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
-    return 0 if passed else GATE_FAILED_EXIT
+    return GATE_FAILED_EXIT
 
 
 def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool) -> None:

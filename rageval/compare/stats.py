@@ -70,10 +70,10 @@ def bootstrap_mean_cis(
     if any(len(values) for values in arrays):
         _check_bootstrap(resamples, level)
     out: list[tuple[float, float] | None] = [None] * len(arrays)
-    by_length: dict[int, dict[bytes, list[int]]] = {}
+    by_length: dict[int, dict[tuple[str, bytes], list[int]]] = {}
     for i, values in enumerate(arrays):
         if len(values):
-            key = np.ascontiguousarray(values, dtype=np.float64).tobytes()
+            key = (values.dtype.str, np.ascontiguousarray(values).tobytes())
             by_length.setdefault(len(values), {}).setdefault(key, []).append(i)
     for n, groups in by_length.items():
         firsts = [positions[0] for positions in groups.values()]

@@ -1,10 +1,10 @@
 """Columns that grow batch by batch, stored in large chunks.
 
-A long run keeps every record's values for the summary's bootstrap. Kept as one small array per
-batch, they end up scattered through the heap among the memory each window reads and frees, and
-pin it: the process grows by several times what it keeps. Chunks of a megabyte or more are
-mapped and unmapped by the allocator on their own, outside that heap, and hold the values
-contiguously (a view of the first chunk serves a run that fits in one).
+A long run keeps every record's values for the summary's bootstrap. Kept as one small array
+per batch (and per output), they are thousands of small heap blocks and Python objects living
+among the memory each window reads and frees; in chunks of a couple of megabytes they are a few
+blocks the allocator maps on their own, and they are contiguous (a view of the first chunk
+serves a run that fits in one).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ class GrowingColumn:
         self._chunk_rows = max(1, chunk_bytes // row_bytes)
         self._chunks: list[np.ndarray] = []
         self._used = 0  # rows filled in the last chunk
-        self.rows = 0
 
     def _new_chunk(self) -> np.ndarray:
         shape = (self._chunk_rows,) if self.width is None else (self._chunk_rows, self.width)
@@ -44,21 +43,20 @@ class GrowingColumn:
             self._chunks[-1][self._used : self._used + take] = rows[start : start + take]
             self._used += take
             start += take
-        self.rows += len(rows)
 
     def copy(self) -> GrowingColumn:
         """An independent column holding the same rows."""
         twin = GrowingColumn(self.dtype, self.width, self._chunk_rows * self.dtype.itemsize
                              * (self.width or 1))
         twin._chunks = [chunk.copy() for chunk in self._chunks]
-        twin._used, twin.rows = self._used, self.rows
+        twin._used = self._used
         return twin
 
     def array(self) -> np.ndarray:
-        """Every row, as one array; the column is emptied (its chunks are handed over or
-        joined, never held twice)."""
+        """Every row, as one array; the column is emptied (a single chunk is handed over as
+        it is; several are joined, held twice only while they are)."""
         filled = [*self._chunks[:-1], self._chunks[-1][: self._used]] if self._chunks else []
-        self._chunks, self._used, self.rows = [], 0, 0
+        self._chunks, self._used = [], 0
         if len(filled) == 1:
             return filled[0]
         if not filled:

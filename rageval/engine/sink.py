@@ -48,10 +48,10 @@ def record_rows(records: Sequence[Record],
     for i, (record, values) in enumerate(zip(records, per_record, strict=True)):
         errors = {name: reasons[i] for name, reasons in unscored if reasons[i] is not None}
         details: dict[str, Any] = {}
-        for key, per_record in detailed:
-            if per_record[i] is not None:
+        for key, metric_details in detailed:
+            if metric_details[i] is not None:
                 # Metrics that share one analysis (claim-level judging) share one key.
-                details.setdefault(key, per_record[i])
+                details.setdefault(key, metric_details[i])
         rows.append(RecordResult(record.id, dict(zip(names, values, strict=True)), errors,
                                  details))
     return rows

@@ -118,14 +118,6 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
                       and bool(np.array_equal(a, b, equal_nan=True)))
 
 
-def concat(parts: list[MetricResult]) -> MetricResult:
-    """One result from the results of consecutive batches."""
-    store = MetricStore()
-    for part in parts:
-        store.add(part)
-    return replace(store.result(), reasons=[r for p in parts for r in p.reasons])
-
-
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
               bootstrap: int, means: dict[str, np.ndarray] | None = None
               ) -> dict[str, MetricSummary]:

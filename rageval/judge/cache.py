@@ -5,7 +5,9 @@ Durability and sharing:
 * each :meth:`JudgeCache.put` (and each :meth:`JudgeCache.put_many`, for the replies that
   arrived together) is one short transaction, committed before it returns, so a run killed at
   any point (even with SIGKILL) keeps every reply stored before it died (the WAL is synced at
-  checkpoints, not per reply: an OS crash or power loss may lose the last few);
+  checkpoints, not per reply: an OS crash or power loss may lose the last few). A judge run
+  stores what arrived together at most about 20 ms after it arrived (longer while the
+  previous lot is handled): a run killed meanwhile loses that lot's replies;
 * the database runs in WAL mode with a busy timeout, so two processes can share one file (one
   writer at a time, readers never blocked);
 * only successful replies are stored; errors are never cached;

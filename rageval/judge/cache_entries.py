@@ -149,10 +149,10 @@ def encoded_cache_keys(
         head = (f'{{"messages":{canonical_json([dict(m) for m in messages])},'
                 f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
                 '"response_format":')
-    except (TypeError, ValueError) as exc:
+        shared = hashlib.sha256(head.encode("utf-8"))  # a lone surrogate fails here
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
     tail = f',"sample_index":{sample_index},"v":{_VERSION_JSON}}}'
-    shared = hashlib.sha256(head.encode("utf-8"))
     keys = {}
     for name, fmt in encoded_formats.items():
         digest = shared.copy()

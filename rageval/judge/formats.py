@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rageval.core.errors import UsageError
 from rageval.judge.cache_entries import encode_format
 
 __all__ = ["LADDERS", "MODES", "WIRE_FORMATS", "ReplySchema", "is_refusal"]
@@ -79,7 +80,11 @@ class ReplySchema:
         for fmt in formats:
             text = self._encoded.get(fmt)
             if text is None:
-                text = self._encoded[fmt] = encode_format(self.wire(fmt))
+                try:
+                    text = self._encoded[fmt] = encode_format(self.wire(fmt))
+                except (TypeError, ValueError) as exc:  # as cache keys report it
+                    raise UsageError(f"response format is not JSON-serialisable: {exc}") \
+                        from None
             out[fmt] = text
         return out
 

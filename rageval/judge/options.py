@@ -240,7 +240,8 @@ def _open_cache(path: str) -> JudgeCache:
 
 class SharedCache:
     """The reply cache of a distributed run as a worker sees it: the caller's, each call made
-    there (reads, and writes stored at once, so a worker that dies loses no reply it had)."""
+    there (reads, and writes stored when they are made: a worker that dies loses only the lot
+    of replies it had not handed over yet)."""
 
     def __init__(self, proxy: Any) -> None:
         self._proxy = proxy
@@ -250,9 +251,6 @@ class SharedCache:
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         return self._proxy.missing(list(keys))
-
-    def put(self, *args: Any, **kwargs: Any) -> bool:
-        return self._proxy.put(*args, **kwargs)
 
     def put_many(self, *args: Any, **kwargs: Any) -> int:
         return self._proxy.put_many(*args, **kwargs)

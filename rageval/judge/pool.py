@@ -32,7 +32,8 @@ __all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "Stopped", "
 FAIL_FAST_AFTER = 3
 
 #: The least time between two lots of results handled by the calling thread (handed to
-#: ``on_result``, then ``on_drained``), in seconds: the longest a result waits to be handled.
+#: ``on_result``, then ``on_drained``), in seconds: how long a result waits to be handled,
+#: beyond the time the calling thread spends on the lot before it.
 LINGER_S = 0.02
 
 Send = Callable[[int, JudgeRequest, threading.Event], JudgeResult]
@@ -202,27 +203,9 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
                 pool.submit(worker)
         finally:
             gate.set()
-        running = workers
-        last = -math.inf  # when the previous lot of results was handled
         try:
-            while running:
-                handed = False
-                for out in _waiting(finished, last):
-                    if isinstance(out, _Done):
-                        running -= 1
-                        if out.error is not None:
-                            stop.set()
-                            callback_error.append(out.error)
-                    elif isinstance(out, str):  # a permanent failure, or the first ones alike
-                        stop.set()
-                        fatal.append(out)
-                    elif isinstance(out, JudgeResult):
-                        results[out.index] = out
-                        _call(on_result, out, stop, callback_error)
-                        handed = True
-                if handed:
-                    _call(on_drained, None, stop, callback_error)
-                last = time.monotonic()
+            _collect(finished, workers, results, stop, fatal=fatal, errors=callback_error,
+                     on_result=on_result, on_drained=on_drained)
         except BaseException:
             stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
             raise
@@ -233,6 +216,34 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
         raise JudgeError(f"{fatal[0]}; the run stopped after {got} of {len(requests)} replies",
                          results=results)
     return [r for r in results if r is not None]
+
+
+def _collect(finished: queue.SimpleQueue[_Out], running: int,
+             results: list[JudgeResult | None], stop: threading.Event, *, fatal: list[str],
+             errors: list[BaseException], on_result: Callable[[JudgeResult], object] | None,
+             on_drained: Callable[[], object] | None) -> None:
+    """In the calling thread, until the ``running`` workers are done: each lot of what they
+    handed back, results to ``on_result`` (then ``on_drained``), permanent failures to
+    ``fatal`` and the workers' and callbacks' errors to ``errors`` (both stop the run)."""
+    last = -math.inf  # when the previous lot of results was handled
+    while running:
+        handed = False
+        for out in _waiting(finished, last):
+            if isinstance(out, _Done):
+                running -= 1
+                if out.error is not None:
+                    stop.set()
+                    errors.append(out.error)
+            elif isinstance(out, str):  # a permanent failure, or the first ones alike
+                stop.set()
+                fatal.append(out)
+            elif isinstance(out, JudgeResult):
+                results[out.index] = out
+                _call(on_result, out, stop, errors)
+                handed = True
+        if handed:
+            _call(on_drained, None, stop, errors)
+        last = time.monotonic()
 
 
 def _waiting(finished: queue.SimpleQueue[_Out], last: float) -> list[_Out]:

@@ -324,9 +324,19 @@ class _Arrived:
         self.waiting.append(reply)
 
     def commit(self) -> None:
-        """Store every reply waiting, in one transaction. A lot whose write fails is not
-        tried again: the error stops the run."""
+        """Store every reply waiting, in one transaction. When the lot cannot be written,
+        its replies are stored one by one, so that one that cannot be stored (the error then
+        stops the run) does not take the others with it."""
         if not self.waiting:
             return
         batch, self.waiting = self.waiting, []
-        self.stats.stored += self.cache.put_many(batch, replace=self.replace)
+        try:
+            self.stats.stored += self.cache.put_many(batch, replace=self.replace)
+        except Exception as lot_error:
+            failed: Exception | None = None
+            for reply in batch:
+                try:
+                    self.stats.stored += self.cache.put_many([reply], replace=self.replace)
+                except Exception as error:
+                    failed = failed or error
+            raise (failed or lot_error) from None
