@@ -2,7 +2,7 @@
 
     python bench/bench_trec.py --json out/trec.json
     python bench/bench_score.py --json out/score.json
-    python bench/bench_bertscore.py --json out/bertscore.json
+    python bench/bench_bertscore.py --pairs 500 --json out/bertscore.json
     python bench/bench_judge.py --json out/judge.json
     python bench/readme_table.py out/            # rewrite the table in README.md
     python bench/readme_table.py out/ --print    # only print it
