@@ -1,12 +1,16 @@
 """What the benchmarks share: the command that runs rageval in a fresh process (this checkout's
-installed copy, or another checkout's source). Kept free of heavy imports: a child's peak RSS as
-the kernel reports it includes what the parent held when it started the child."""
+installed copy, or another checkout's source), and timing such a process. Kept free of heavy
+imports: a child's peak RSS as the kernel reports it includes what the parent held when it
+started the child."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 # Runs rageval from a source checkout given as argv[1] (an earlier commit's worktree, say),
@@ -28,3 +32,19 @@ def rageval_command(source: str | None = None) -> list[str]:
     if script is None:
         sys.exit("bench: neither `python -m rageval` nor a `rageval` script is available")
     return [script]
+
+
+def run_process(cmd: list[str], cwd: str) -> tuple[float, int]:
+    """Run ``cmd`` in ``cwd`` to completion: (wall seconds, peak RSS in KiB, from
+    ``os.wait4``). A failure prints the child's stderr and ends the benchmark."""
+    with open(Path(cwd) / "stderr", "w+b") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            err.seek(0)
+            sys.stderr.write(err.read().decode(errors="replace"))
+            sys.exit(f"bench: `{' '.join(cmd)}` exited with {code}")
+    return wall, usage.ru_maxrss

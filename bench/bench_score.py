@@ -32,11 +32,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench_proc import rageval_command
+from bench_proc import rageval_command, run_process
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
@@ -95,21 +94,6 @@ def write_records(path: Path, pairs: int, seed: int) -> None:
                       "reference": reference}
             out.write(json.dumps(record) + "\n")
     tmp.replace(path)
-
-
-def run_process(cmd: list[str], cwd: str) -> tuple[float, int]:
-    """Run ``cmd`` to completion: (wall seconds, peak RSS in KiB)."""
-    with open(Path(cwd) / "stderr", "w+b") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            err.seek(0)
-            sys.stderr.write(err.read().decode(errors="replace"))
-            sys.exit(f"bench_score: `{' '.join(cmd)}` exited with {code}")
-    return wall, usage.ru_maxrss
 
 
 def anchor_values(path: Path) -> dict[str, dict[str, float]]:

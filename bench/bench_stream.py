@@ -20,17 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_proc import rageval_command
+from bench_proc import rageval_command, run_process
 
 METRICS = ["ndcg@10", "map", "mrr", "p@5", "recall@5", "rouge1", "rouge2", "rougeL", "bleu"]
 _VOCABULARY = """
@@ -114,22 +111,13 @@ def records_file(data_dir: Path, count: int, seed: int) -> Path:
 def run_once(path: Path, metrics: list[str], engine: str | None,
              source: str | None) -> tuple[float, int]:
     """One ``rageval score`` process: (wall seconds, peak RSS in KiB)."""
-    with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "stderr", "w+b") as err:
+    with tempfile.TemporaryDirectory() as tmp:
         cmd = [*rageval_command(source), "score", str(path.resolve())]
         cmd += [a for m in metrics for a in ("-m", m)]
         cmd += ["--out", str(Path(tmp) / "out"), "--no-progress"]
         if engine and engine != "local":
             cmd += ["--engine", engine]
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=tmp)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            err.seek(0)
-            sys.stderr.write(err.read().decode(errors="replace"))
-            sys.exit(f"bench_stream: `{' '.join(cmd)}` exited with {code}")
-    return wall, usage.ru_maxrss
+        return run_process(cmd, tmp)
 
 
 def measure(path: Path, count: int, args: argparse.Namespace) -> dict[str, Any]:
