@@ -136,6 +136,23 @@ def test_layers_that_disagree_are_put_back(monkeypatch: pytest.MonkeyPatch) -> N
     assert {name: type(m).__name__ for name, m in model.named_modules()} == before
 
 
+def test_layers_whose_kernel_fails_are_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = cpu_layers._module_class
+
+    def failing(torch_module):
+        class Failing(real(torch_module)):  # type: ignore[misc, valid-type]
+            def forward(self, x):
+                raise RuntimeError("no kernel for this input")
+
+        return Failing
+
+    monkeypatch.setattr(cpu_layers, "_module_class", failing)
+    model = _stock_model()
+    before = {name: type(m).__name__ for name, m in model.named_modules()}
+    assert not cpu_layers.accelerate(model)
+    assert {name: type(m).__name__ for name, m in model.named_modules()} == before
+
+
 def test_the_environment_can_keep_torchs_layers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cpu_layers.ONEDNN_ENV, "0")
     engine = _engine(bs.DEFAULT_MODEL, bs.DEFAULT_LAYER)
