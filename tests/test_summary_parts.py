@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rageval.compare import stats
 from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import MetricResult
 from rageval.core.registry import create
@@ -102,3 +103,22 @@ def test_arrays_of_other_dtypes_keep_their_own_cis() -> None:
     arrays = [values.astype(np.float32), values]
     expected = [bootstrap_ci(a, resamples=100, seed=1) for a in arrays]
     assert bootstrap_mean_cis(arrays, resamples=100, seed=1) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5), st.integers(1, 120), st.integers(0, 2**16),
+       st.integers(1, 64), st.integers(1, 500))
+def test_resampled_means_in_pieces_and_threads_are_those_of_one_gather(
+        n: int, columns: int, resamples: int, seed: int, gather: int, block: int) -> None:
+    """Means are gathered a few rows at a time, split between threads and drawn in blocks:
+    each value equals the mean of the row from one whole gather of the draws."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.random(n) for _ in range(columns)]
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    expected = np.stack([a[draws].mean(axis=1) for a in arrays])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stats, "_GATHER_CELLS", gather)
+        patch.setattr(stats, "_THREADED_CELLS", 0)
+        patch.setattr(stats, "_BLOCK_CELLS", max(n, block))
+        got = stats._resampled_means(arrays, n, resamples, seed)
+    assert np.array_equal(got, expected)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 # Resampling matrices are built in blocks so that 100k records x 10k resamples stays in memory.
 _BLOCK_CELLS = 4_000_000
+# Resampled values are gathered a few rows at a time: a gather of about 2 MB stays in the
+# processor's cache while it is summed, which halves the time of one gathered whole.
+_GATHER_CELLS = 1 << 18
+# Below this many resampled values in all, a second thread costs more than it saves.
+_THREADED_CELLS = 20_000_000
 
 
 def _index_blocks(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
@@ -76,18 +84,47 @@ def bootstrap_mean_cis(
             key = (values.dtype.str, np.ascontiguousarray(values).tobytes())
             by_length.setdefault(len(values), {}).setdefault(key, []).append(i)
     for n, groups in by_length.items():
-        firsts = [positions[0] for positions in groups.values()]
-        stats = np.empty((len(firsts), resamples), dtype=np.float64)
-        start = 0
-        for idx in _index_blocks(n, resamples, seed):
-            for row, i in enumerate(firsts):
-                stats[row, start : start + len(idx)] = arrays[i][idx].mean(axis=1)
-            start += len(idx)
+        distinct = [arrays[positions[0]] for positions in groups.values()]
+        stats = _resampled_means(distinct, n, resamples, seed)
         for row, positions in enumerate(groups.values()):
             ci = _percentiles(stats[row], level)
             for i in positions:
                 out[i] = ci
     return out
+
+
+def _resampled_means(arrays: list[np.ndarray], n: int, resamples: int,
+                     seed: int) -> np.ndarray:
+    """The mean of each array (all of length ``n``) in each resample: ``(arrays, resamples)``.
+
+    Columns are split between two threads when there is enough work (numpy's gathers and sums
+    run without the GIL); each row's mean is computed alone, whatever the split, so the values
+    are those of one ``array[idx].mean(axis=1)``."""
+    stats = np.empty((len(arrays), resamples), dtype=np.float64)
+    rows = max(1, _GATHER_CELLS // n)
+
+    def fill(which: range, idx: np.ndarray, start: int) -> None:
+        for first in range(0, len(idx), rows):
+            part = idx[first : first + rows]
+            at = slice(start + first, start + first + len(part))
+            for k in which:
+                stats[k, at] = arrays[k][part].mean(axis=1)
+
+    threads = min(2, len(arrays), os.cpu_count() or 1)
+    if len(arrays) * n * resamples < _THREADED_CELLS:
+        threads = 1
+    shares = [range(t, len(arrays), threads) for t in range(threads)]
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(ThreadPoolExecutor(threads)) if threads > 1 else None
+        start = 0
+        for idx in _index_blocks(n, resamples, seed):
+            if pool is None:
+                fill(shares[0], idx, start)
+            else:
+                for done in [pool.submit(fill, share, idx, start) for share in shares]:
+                    done.result()
+            start += len(idx)
+    return stats
 
 
 # ---- paired comparisons of two systems on the same records ----------------------------------
