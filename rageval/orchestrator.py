@@ -224,11 +224,11 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
     results go to the sink and what the summary needs to the run's parts."""
     done = state.count
     for scored in engine.score(state.metrics, run, batch_size):
-        sink.write(scored.rows)
+        sink.write(scored.block)
         for metric, (part, reasons) in zip(state.metrics, scored.parts, strict=True):
             state.parts.add_part(metric, part, reasons)
         merge_run_wide(state.shared, scored.run_wide)
-        done += len(scored.rows)
+        done += len(scored.block)
         if progress is not None:
             progress(done, total)
     state.count += len(run.records)

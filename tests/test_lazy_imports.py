@@ -1,5 +1,6 @@
 """A run imports only what its metrics need: lexical and retrieval metrics never load torch,
-transformers, openai, nltk, the judge's client or the HTML report."""
+transformers, openai, nltk, the judge's client or the HTML report, nor the gate when no
+threshold or baseline is given."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from rageval.core.names import parse
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
 HEAVY = ("torch", "transformers", "openai", "nltk", "bert_score", "rageval.report.html",
-         "rageval.judge.client", "rageval.judge.metric", "rageval.generation.bertscore")
+         "rageval.judge.client", "rageval.judge.metric", "rageval.generation.bertscore",
+         "rageval.gate")
 
 
 def _modules_after(code: str, cwd: Path) -> set[str]:

@@ -40,17 +40,18 @@ class GatePlan:
 def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan | None:
     """The run's gate from its options, checked against the metrics it asks for; None when
     there is nothing to check."""
-    from rageval.gate import parse_threshold, unknown_threshold_names
-
-    thresholds = [parse_threshold(text, direction)
-                  for direction, texts in (("under", args.fail_under), ("over", args.fail_over))
-                  for text in texts or ()]
     if args.max_drop is not None and args.baseline is None:
         raise UsageError("--max-drop is the largest drop against a baseline: give --baseline DIR")
     if args.max_drop is not None and not args.max_drop >= 0:
         raise UsageError(f"--max-drop must be 0 or more, got {args.max_drop}")
-    if not thresholds and args.baseline is None:
-        return None
+    texts = [(direction, text)
+             for direction, given in (("under", args.fail_under), ("over", args.fail_over))
+             for text in given or ()]
+    if not texts and args.baseline is None:
+        return None  # nothing to check: the gate's code is not even loaded
+    from rageval.gate import parse_threshold, unknown_threshold_names
+
+    thresholds = [parse_threshold(text, direction) for direction, text in texts]
     unknown = unknown_threshold_names(thresholds, _output_names(args.metrics, judge))
     if unknown:
         hint = (" (an evaluation file's [gate] names metrics of its own list: --no-gate skips "

@@ -18,16 +18,16 @@ import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult
 from rageval.core.records import Record
-from rageval.core.results import RecordResult
-from rageval.engine.sink import record_rows
+from rageval.engine.result_block import ResultBlock, result_block
 
 
 @dataclass
 class ScoredBatch:
-    """One scored batch: its rows, each metric's (summary part, reasons) in the run's metric
-    order, and the run-wide objects its scoring made (empty when it shared the run's)."""
+    """One scored batch: its per-record results, each metric's (summary part, reasons) in the
+    run's metric order, and the run-wide objects its scoring made (empty when it shared the
+    run's)."""
 
-    rows: list[RecordResult]
+    block: ResultBlock
     parts: list[tuple[MetricResult, list[str | None]]]
     run_wide: dict[Any, Any] = field(default_factory=dict)
 
@@ -57,7 +57,7 @@ def score_batch(metrics: Sequence[Metric], batch: Batch) -> ScoredBatch:
     per_metric = {metric: _checked(metric, batch, metric.score(batch)) for metric in metrics}
     parts = [(metric.summary_part(result), result.reasons)
              for metric, result in per_metric.items()]
-    return ScoredBatch(record_rows(batch.records, per_metric), parts)
+    return ScoredBatch(result_block(batch.records, per_metric), parts)
 
 
 def score_apart(metrics: Sequence[Metric], records: Sequence[Record]) -> ScoredBatch:

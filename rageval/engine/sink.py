@@ -14,56 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numpy as np
-
 from rageval.core.files import atomic_write, open_temporary
-from rageval.core.metric import Metric, MetricResult
-from rageval.core.records import Record
 from rageval.core.results import RECORDS_DIGEST, RecordResult
 from rageval.core.run_records import RecordsFile
+from rageval.engine.result_block import ResultBlock
 
 # Lines are handed to the file in blocks of about this many bytes.
 _FLUSH_BYTES = 1 << 20
-# json.dumps with options builds a new encoder per call; one encoder serves every line.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-
-def record_rows(records: Sequence[Record],
-                per_metric: dict[Metric, MetricResult]) -> list[RecordResult]:
-    """The per-record results of one batch: scores, reasons and details by metric. Scores
-    are Python floats, or None for unscored (NaN) values: what JSON writes as they are."""
-    names = [name for result in per_metric.values() for name in result.values]
-    columns = [_column(values) for result in per_metric.values()
-               for values in result.values.values()]
-    unscored = [(str(metric), result.reasons) for metric, result in per_metric.items()
-                if any(r is not None for r in result.reasons)]
-    detailed = [(metric.details_key(), result.details) for metric, result in per_metric.items()
-                if result.details is not None]
-    per_record = list(zip(*columns, strict=True)) if columns else [()] * len(records)
-    rows = []
-    for i, (record, values) in enumerate(zip(records, per_record, strict=True)):
-        errors = {name: reasons[i] for name, reasons in unscored if reasons[i] is not None}
-        details: dict[str, Any] = {}
-        for key, metric_details in detailed:
-            if metric_details[i] is not None:
-                # Metrics that share one analysis (claim-level judging) share one key.
-                details.setdefault(key, metric_details[i])
-        rows.append(RecordResult(record.id, dict(zip(names, values, strict=True)), errors,
-                                 details))
-    return rows
-
-
-def _column(values: np.ndarray) -> list[float | None]:
-    """An output's values as Python floats, None where unscored (NaN)."""
-    floats = values.astype(np.float64, copy=False)
-    column: list[float | None] = floats.tolist()
-    if np.isnan(floats).any():
-        column = [None if v != v else v for v in column]
-    return column
 
 
 class MemorySink:
@@ -72,8 +32,8 @@ class MemorySink:
     def __init__(self) -> None:
         self.rows: list[RecordResult] = []
 
-    def write(self, rows: list[RecordResult]) -> None:
-        self.rows.extend(rows)
+    def write(self, block: ResultBlock) -> None:
+        self.rows.extend(block.rows())
 
     def records(self) -> list[RecordResult]:
         return self.rows
@@ -110,14 +70,11 @@ class FileSink:
             self._partial, self._handle = open_temporary(self._final)
         return self._handle
 
-    def write(self, rows: list[RecordResult]) -> None:
-        for row in rows:  # rows of record_rows: their scores need no conversion
-            line = {"id": row.id, "scores": row.scores, "details": row.details,
-                    "errors": row.errors}
-            data = (_ENCODE(line) + "\n").encode("utf-8")
-            self._pending.append(data)
-            self._pending_bytes += len(data)
-        self.count += len(rows)
+    def write(self, block: ResultBlock) -> None:
+        data = block.json_lines().encode("utf-8")
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        self.count += len(block)
         if self._pending_bytes >= _FLUSH_BYTES:
             self._flush()
 

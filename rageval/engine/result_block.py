@@ -1,0 +1,106 @@
+"""One batch's per-record results, kept by column: what the sinks write or hold.
+
+A batch's scores come out of the metrics as one array per output; a block keeps them that way
+and builds what a sink needs from the columns: :class:`~rageval.core.results.RecordResult`
+rows for a run held in memory, or the lines of ``records.jsonl`` for one written as it goes.
+The lines are exactly those of ``json`` encoding each row on its own (one encoder, no ASCII
+escaping, no NaN), built faster: each output's values are encoded as one JSON list and split,
+and every line is one format of a template made from the output names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rageval.core.metric import Metric, MetricResult
+from rageval.core.records import Record
+from rageval.core.results import RecordResult
+
+__all__ = ["ENCODE", "ResultBlock", "result_block"]
+
+# json.dumps with options builds a new encoder per call; one encoder serves every line.
+ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_EMPTY = "{}"
+
+
+@dataclass(frozen=True)
+class ResultBlock:
+    """Per-record results of one batch: ids, the outputs' values by column (Python floats, None
+    for unscored), and each record's errors and details (None when it has none)."""
+
+    ids: list[str]
+    names: list[str]
+    columns: list[list[float | None]]
+    errors: list[dict[str, str] | None]
+    details: list[dict[str, Any] | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self) -> list[RecordResult]:
+        names = self.names
+        values = zip(*self.columns, strict=True) if self.columns else [()] * len(self.ids)
+        return [RecordResult(rid, dict(zip(names, row, strict=True)), errors or {}, details or {})
+                for rid, row, errors, details in zip(self.ids, values, self.errors,
+                                                     self.details, strict=True)]
+
+    def json_lines(self) -> str:
+        """The block's lines of ``records.jsonl``: ``{"id", "scores", "details", "errors"}``
+        per record, each ended by a newline."""
+        if not self.ids:
+            return ""
+        keys = [ENCODE(name).replace("%", "%%") for name in self.names]
+        template = ('{"id": %s, "scores": {' + ", ".join(f"{k}: %s" for k in keys)
+                    + '}, "details": %s, "errors": %s}\n')
+        # A column of floats and None encodes as "[v, v, ...]": no value holds ", ".
+        encoded = [ENCODE(column)[1:-1].split(", ") for column in self.columns]
+        ids = [ENCODE(rid) for rid in self.ids]
+        details = [_EMPTY if not d else ENCODE(d) for d in self.details]
+        errors = [_EMPTY if not e else ENCODE(e) for e in self.errors]
+        return "".join([template % values
+                        for values in zip(ids, *encoded, details, errors, strict=True)])
+
+
+def result_block(records: Sequence[Record],
+                 per_metric: dict[Metric, MetricResult]) -> ResultBlock:
+    """The per-record results of one batch scored by ``per_metric``."""
+    names = [name for result in per_metric.values() for name in result.values]
+    columns = [_column(values) for result in per_metric.values()
+               for values in result.values.values()]
+    count = len(records)
+    errors: list[dict[str, str] | None] = [None] * count
+    details: list[dict[str, Any] | None] = [None] * count
+    for metric, result in per_metric.items():
+        for i, reason in enumerate(result.reasons):
+            if reason is not None:
+                _entry(errors, i)[str(metric)] = reason
+    for metric, result in per_metric.items():
+        if result.details is None:
+            continue
+        key = metric.details_key()
+        for i, detail in enumerate(result.details):
+            if detail is not None:
+                # Metrics that share one analysis (claim-level judging) share one key.
+                _entry(details, i).setdefault(key, detail)
+    return ResultBlock([r.id for r in records], names, columns, errors, details)
+
+
+def _entry(per_record: list[dict[str, Any] | None], i: int) -> dict[str, Any]:
+    found = per_record[i]
+    if found is None:
+        found = per_record[i] = {}
+    return found
+
+
+def _column(values: np.ndarray) -> list[float | None]:
+    """An output's values as Python floats, None where unscored (NaN)."""
+    floats = values.astype(np.float64, copy=False)
+    column: list[float | None] = floats.tolist()
+    if np.isnan(floats).any():
+        column = [None if v != v else v for v in column]
+    return column
