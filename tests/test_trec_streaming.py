@@ -121,6 +121,8 @@ def test_last_topic_also_earlier_in_the_slice(tmp_path: Path) -> None:
         "1 Q0 a 1 3\n",  # a missing field
         "1 Q0 a 1 nan r\n",
         "1 Q0 a 1 x r\n",
+        "1 Q0 a 1.5 3 r\n",  # a rank that is not an integer (trec_eval ignores ranks)
+        "1 Q0 a - 3 r\n",
     ],
 )
 def test_files_left_to_the_whole_file_readers(tmp_path: Path, text: str) -> None:
@@ -198,6 +200,7 @@ def test_whitespace_only_lines_and_doubled_separators_after_the_runid(tmp_path: 
         RUN + "q4 Q0 d1 1 nan s\n",
         "q9 Q0 d1 1 1.0 s\n",  # no topic in common
         RUN + "q1 Q0 d5 9 0.1 s\nq4 Q0 d1 1 1.0 s\n",  # q1 met again after other topics
+        RUN + "q4 Q0 d1 first 1.0 s\nq4 Q0 d2 2.5 0.5 s\n",  # ranks that are not integers
     ],
 )
 @pytest.mark.parametrize("query_flag", [False, True])
