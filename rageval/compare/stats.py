@@ -97,9 +97,9 @@ def _resampled_means(arrays: list[np.ndarray], n: int, resamples: int,
                      seed: int) -> np.ndarray:
     """The mean of each array (all of length ``n``) in each resample: ``(arrays, resamples)``.
 
-    Columns are split between two threads when there is enough work (numpy's gathers and sums
-    run without the GIL); each row's mean is computed alone, whatever the split, so the values
-    are those of one ``array[idx].mean(axis=1)``."""
+    The arrays are shared out between two threads when there is enough work (numpy's gathers
+    and sums run without the GIL); each resample's mean is computed alone, whatever the split,
+    so the values are those of one ``array[idx].mean(axis=1)``."""
     stats = np.empty((len(arrays), resamples), dtype=np.float64)
     rows = max(1, _GATHER_CELLS // n)
 
@@ -110,7 +110,7 @@ def _resampled_means(arrays: list[np.ndarray], n: int, resamples: int,
             for k in which:
                 stats[k, at] = arrays[k][part].mean(axis=1)
 
-    threads = min(2, len(arrays), os.cpu_count() or 1)
+    threads = min(2, len(arrays), _usable_cpus())
     if len(arrays) * n * resamples < _THREADED_CELLS:
         threads = 1
     shares = [range(t, len(arrays), threads) for t in range(threads)]
@@ -125,6 +125,14 @@ def _resampled_means(arrays: list[np.ndarray], n: int, resamples: int,
                     done.result()
             start += len(idx)
     return stats
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system reports one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every system
+        return os.cpu_count() or 1
 
 
 # ---- paired comparisons of two systems on the same records ----------------------------------

@@ -21,10 +21,10 @@ from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
 
-__all__ = ["ENCODE", "ResultBlock", "result_block"]
+__all__ = ["ResultBlock", "result_block"]
 
 # json.dumps with options builds a new encoder per call; one encoder serves every line.
-ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 _EMPTY = "{}"
 
 
@@ -43,6 +43,7 @@ class ResultBlock:
         return len(self.ids)
 
     def rows(self) -> list[RecordResult]:
+        """One :class:`~rageval.core.results.RecordResult` per record (a run held in memory)."""
         names = self.names
         values = zip(*self.columns, strict=True) if self.columns else [()] * len(self.ids)
         return [RecordResult(rid, dict(zip(names, row, strict=True)), errors or {}, details or {})
@@ -52,16 +53,22 @@ class ResultBlock:
     def json_lines(self) -> str:
         """The block's lines of ``records.jsonl``: ``{"id", "scores", "details", "errors"}``
         per record, each ended by a newline."""
+        if any(len(column) != len(self.ids) for column in self.columns):
+            raise ValueError("every column of a result block holds one value per record")
         if not self.ids:
             return ""
-        keys = [ENCODE(name).replace("%", "%%") for name in self.names]
+        if len(set(self.names)) != len(self.names):
+            # Two outputs of one name (plugin metrics may clash): a row keeps the last value
+            # at the first one's place, as a dict does.
+            return "".join(_line(row) for row in self.rows())
+        keys = [_ENCODE(name).replace("%", "%%") for name in self.names]
         template = ('{"id": %s, "scores": {' + ", ".join(f"{k}: %s" for k in keys)
                     + '}, "details": %s, "errors": %s}\n')
         # A column of floats and None encodes as "[v, v, ...]": no value holds ", ".
-        encoded = [ENCODE(column)[1:-1].split(", ") for column in self.columns]
-        ids = [ENCODE(rid) for rid in self.ids]
-        details = [_EMPTY if not d else ENCODE(d) for d in self.details]
-        errors = [_EMPTY if not e else ENCODE(e) for e in self.errors]
+        encoded = [_ENCODE(column)[1:-1].split(", ") for column in self.columns]
+        ids = [_ENCODE(rid) for rid in self.ids]
+        details = [_EMPTY if not d else _ENCODE(d) for d in self.details]
+        errors = [_EMPTY if not e else _ENCODE(e) for e in self.errors]
         return "".join([template % values
                         for values in zip(ids, *encoded, details, errors, strict=True)])
 
@@ -88,6 +95,12 @@ def result_block(records: Sequence[Record],
                 # Metrics that share one analysis (claim-level judging) share one key.
                 _entry(details, i).setdefault(key, detail)
     return ResultBlock([r.id for r in records], names, columns, errors, details)
+
+
+def _line(row: RecordResult) -> str:
+    """One row encoded on its own: what the template builds, for any block."""
+    return _ENCODE({"id": row.id, "scores": row.scores, "details": row.details,
+                    "errors": row.errors}) + "\n"
 
 
 def _entry(per_record: list[dict[str, Any] | None], i: int) -> dict[str, Any]:

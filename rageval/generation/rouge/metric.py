@@ -78,7 +78,8 @@ def best_reference(fmeasure: np.ndarray, record: np.ndarray, n_records: int) -> 
     rouge-score's ``score_multi``: ``np.argmax`` over the references' F-measures.
     """
     best = np.full(n_records, -1, dtype=np.int64)
-    if np.bincount(record, minlength=1).max() <= 1:  # one reference each: nothing to choose
+    # One reference each: nothing to choose (bincount: np.unique would load numpy.ma).
+    if np.bincount(np.asarray(record, dtype=np.int64), minlength=1).max() <= 1:
         best[record] = np.arange(len(record))
         return best
     best_f = [-1.0] * n_records
