@@ -129,17 +129,12 @@ def test_files_left_to_the_whole_file_readers(tmp_path: Path, text: str) -> None
 
 
 @pytest.mark.parametrize("chunk", [3, 1 << 20])
-def test_blank_lines_crlf_and_no_final_newline(tmp_path: Path, chunk: int) -> None:
-    text = "1 Q0 a 1 3 r\r\n\n1 Q0 b 2 1 r\r\n\n2 Q0 c 1 1 s"
-    frames, slices = slices_of(write(tmp_path, "run", text), chunk)
-    assert rows(frames) == [("1", "a", 3.0), ("1", "b", 1.0), ("2", "c", 1.0)]
-    assert slices.runid == "s"
-
-
-@pytest.mark.parametrize("chunk", [3, 1 << 20])
-def test_ranks_that_are_not_integers_are_still_streamed(tmp_path: Path, chunk: int) -> None:
-    """trec_eval ignores the rank field: any word there is read, as the whole file reads it."""
-    text = "1 Q0 a 1.5 3 r\n1 Q0 b - 1 r\n2 Q0 c 99999999999999999999 1 s\n"
+@pytest.mark.parametrize("text", [
+    "1 Q0 a 1 3 r\r\n\n1 Q0 b 2 1 r\r\n\n2 Q0 c 1 1 s",  # blank lines, CRLF, no final newline
+    # trec_eval ignores the rank field: any word there is read, as the whole file reads it.
+    "1 Q0 a 1.5 3 r\n1 Q0 b - 1 r\n2 Q0 c 99999999999999999999 1 s\n",
+])
+def test_slices_read_what_the_whole_file_reads(tmp_path: Path, chunk: int, text: str) -> None:
     frames, slices = slices_of(write(tmp_path, "run", text), chunk)
     assert rows(frames) == [("1", "a", 3.0), ("1", "b", 1.0), ("2", "c", 1.0)]
     assert slices.runid == "s"
