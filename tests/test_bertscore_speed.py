@@ -117,36 +117,28 @@ def test_cpu_model_runs_onednn_layers_with_torchs_values() -> None:
     assert max(float(np.abs(a - b).max()) for a, b in zip(fast, stock, strict=True)) < 1e-5
 
 
-def test_layers_that_disagree_are_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def _off_by_a_percent(layer, x):
+    return type(layer).__mro__[1].forward(layer, x) * 1.01
+
+
+def _no_kernel(layer, x):
+    raise RuntimeError("no kernel for this input")
+
+
+@pytest.mark.parametrize("forward", [_off_by_a_percent, _no_kernel],
+                         ids=["values disagree", "kernel fails"])
+def test_layers_that_fail_the_probe_are_put_back(monkeypatch: pytest.MonkeyPatch,
+                                                 forward) -> None:
     real = cpu_layers._module_class
 
-    def off_by_a_percent(torch_module):
-        base = real(torch_module)
-
-        class Wrong(base):  # type: ignore[misc, valid-type]
+    def broken(torch_module):
+        class Broken(real(torch_module)):  # type: ignore[misc, valid-type]
             def forward(self, x):
-                return super().forward(x) * 1.01
+                return forward(self, x)
 
-        return Wrong
+        return Broken
 
-    monkeypatch.setattr(cpu_layers, "_module_class", off_by_a_percent)
-    model = _stock_model()
-    before = {name: type(m).__name__ for name, m in model.named_modules()}
-    assert not cpu_layers.accelerate(model)
-    assert {name: type(m).__name__ for name, m in model.named_modules()} == before
-
-
-def test_layers_whose_kernel_fails_are_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = cpu_layers._module_class
-
-    def failing(torch_module):
-        class Failing(real(torch_module)):  # type: ignore[misc, valid-type]
-            def forward(self, x):
-                raise RuntimeError("no kernel for this input")
-
-        return Failing
-
-    monkeypatch.setattr(cpu_layers, "_module_class", failing)
+    monkeypatch.setattr(cpu_layers, "_module_class", broken)
     model = _stock_model()
     before = {name: type(m).__name__ for name, m in model.named_modules()}
     assert not cpu_layers.accelerate(model)
