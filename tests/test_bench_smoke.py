@@ -3,7 +3,6 @@ find that their values agree."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from bench_scripts import load_bench
 
 pytest.importorskip("pytrec_eval")
 
@@ -20,11 +20,7 @@ BENCH = ROOT / "bench" / "bench_trec.py"
 
 
 def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_trec", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("bench_trec")
 
 
 def test_tiny_benchmark_runs_both_sides_and_agrees(tmp_path: Path) -> None:

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
+
+from bench_scripts import load_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _module():
-    path = ROOT / "bench" / "readme_table.py"
-    spec = importlib.util.spec_from_file_location("readme_table", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _module() -> ModuleType:
+    return load_bench("readme_table")
 
 
 def _write(directory: Path) -> None:
