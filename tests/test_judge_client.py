@@ -374,12 +374,14 @@ def test_results_go_to_the_cache_as_they_arrive(tmp_path: Path, server: JudgeSer
     assert KEY.encode() not in dump
 
 
-def test_callback_error_propagates(server: JudgeServer, make_client: Callable) -> None:
-    def boom(r: JudgeResult) -> None:
+@pytest.mark.parametrize("hook", ["on_result", "on_drained"])
+def test_a_callback_error_stops_the_run(server: JudgeServer, make_client: Callable,
+                                        hook: str) -> None:
+    def boom(*_: object) -> None:
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        make_client().complete_many(reqs(20), concurrency=2, on_result=boom)
+        make_client().complete_many(reqs(20), concurrency=2, **{hook: boom})
     assert server.requests <= 4
 
 
@@ -397,16 +399,6 @@ def test_results_arriving_together_are_handed_over_in_one_lot(server: JudgeServe
     assert lots < 24  # results that came in one wave were handed over together
     assert "drained" not in [events[i] for i in range(1, len(events))
                              if events[i - 1] == "drained"]  # never an empty lot
-
-
-def test_drained_callback_error_stops_the_run(server: JudgeServer,
-                                              make_client: Callable) -> None:
-    def boom() -> None:
-        raise RuntimeError("disk full")
-
-    with pytest.raises(RuntimeError, match="disk full"):
-        make_client().complete_many(reqs(20), concurrency=2, on_drained=boom)
-    assert server.requests <= 4
 
 
 def test_messages_with_content_parts_are_sent_as_given(server: JudgeServer,
