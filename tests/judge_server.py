@@ -52,7 +52,11 @@ Faults come on demand, by name:
                                  from the judged text (a reply no structured output forbids)
 ``"wrong_count"``                200, a claim step's labels lack the last key (other replies
                                  are normal)
-``"too_long"``                   400 saying the prompt exceeds the model's context length
+``"too_long"``                   400 saying the prompt exceeds the model's context length, in
+                                 OpenAI's words; ``"too_long:<server>"`` in the words and body of
+                                 ``llama-server``, ``llama-server-old``, ``vllm``, ``vllm-flat``
+                                 (older vLLM's unwrapped body), ``vllm-input``, ``ollama``,
+                                 ``ollama-shift`` or ``llama-cpp-python`` (see ``_TOO_LONG``)
 ``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
                                  real endpoints echo a prefix of it: clients must redact it)
 
@@ -83,6 +87,47 @@ from typing import Any
 
 __all__ = ["JudgeServer", "claim_step", "claim_step_reply", "judge_score", "wire_format"]
 
+
+def _wrapped(message: str, etype: str, code: object = None, **more: object) -> dict[str, Any]:
+    return {"error": {"message": message, "type": etype, "param": None, "code": code, **more}}
+
+
+# How servers say that a prompt does not fit the model's context (their own words and bodies).
+_TOO_LONG: dict[str, dict[str, Any]] = {
+    "openai": _wrapped("This model's maximum context length is 2048 tokens. However, your "
+                       "messages resulted in 3100 tokens.", "invalid_request_error",
+                       "context_length_exceeded"),
+    "llama-server": _wrapped("request (7739 tokens) exceeds the available context size (4096 "
+                             "tokens), try increasing it", "exceed_context_size_error", 400,
+                             n_prompt_tokens=7739, n_ctx=4096),
+    "llama-server-old": _wrapped("the request exceeds the available context size. try "
+                                 "increasing the context size or enable context shift",
+                                 "invalid_request_error", 400),
+    "vllm": _wrapped("This model's maximum context length is 4096 tokens. However, you "
+                     "requested 5000 output tokens and your prompt contains at least 3000 "
+                     "input tokens, for a total of at least 8000 tokens. Please reduce the "
+                     "length of the input prompt or the number of requested output tokens. "
+                     "(parameter=input_tokens, value=3000)", "BadRequestError", 400),
+    "vllm-flat": {"object": "error", "message": "This model's maximum context length is 4096 "
+                  "tokens. However, you requested 5100 tokens (4100 in the messages, 1000 in "
+                  "the completion). Please reduce the length of the messages or completion.",
+                  "type": "BadRequestError", "param": None, "code": 400},
+    "vllm-input": _wrapped("You passed 5000 input tokens and requested 100 output tokens. "
+                           "However, the model's context length is only 4096 tokens, resulting "
+                           "in a maximum input length of 3996 tokens. Please reduce the length "
+                           "of the input prompt.", "BadRequestError", 400),
+    "ollama": _wrapped("the input length exceeds the context length", "api_error"),
+    "ollama-shift": _wrapped("the prompt is longer than the context length currently available "
+                             "to the model; shorten the prompt, adjust the context length in "
+                             "settings, or use a model with a longer context length",
+                             "api_error"),
+    "llama-cpp-python": _wrapped("This model's maximum context length is 2048 tokens. However, "
+                                 "you requested 3100 tokens (3000 in the messages, 100 in the "
+                                 "completion). Please reduce the length of the messages or "
+                                 "completion.", "invalid_request_error",
+                                 "context_length_exceeded"),
+}
+TOO_LONG_SERVERS = tuple(_TOO_LONG)
 
 _SCALE = re.compile(r"integer from (-?\d+) to (-?\d+)")
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
@@ -406,10 +451,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "response_format of type 'json_schema' is not supported by this "
                              "model", "invalid_request_error", "invalid_request_error")
             return
-        if fault == "too_long":
-            self._error(400, "This model's maximum context length is 2048 tokens. However, "
-                             "your messages resulted in 3100 tokens.", "invalid_request_error",
-                        "context_length_exceeded")
+        if fault is not None and fault.startswith("too_long"):
+            self._send_json(400, _TOO_LONG[fault.partition(":")[2] or "openai"])
             return
         if fault == "400":
             self._error(400, "Invalid value for 'messages'.", "invalid_request_error")

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from judge_server import JudgeServer, judge_score, wire_format
+from judge_server import TOO_LONG_SERVERS, JudgeServer, judge_score, wire_format
 
 from rageval.core.errors import RagevalError
 from rageval.judge.cache import JudgeCache
@@ -312,12 +312,23 @@ def test_mixed_failures_do_not_stop_the_run(server: JudgeServer, make_client: Ca
     assert [r.ok for r in out] == [False, False, False, True, True, True]
 
 
-def test_an_over_long_prompt_fails_that_request_only(server: JudgeServer,
-                                                     make_client: Callable) -> None:
-    server.fail_for("q1", "too_long")
+@pytest.mark.parametrize("wording", TOO_LONG_SERVERS)
+def test_an_over_long_prompt_fails_that_request_only(server: JudgeServer, make_client: Callable,
+                                                     wording: str) -> None:
+    """Each server's own words (and body) for a prompt over the context: that request fails
+    with them, the run goes on."""
+    server.fail_for("q1", f"too_long:{wording}")
     out = make_client().complete_many(reqs(4), concurrency=1)
     assert [r.ok for r in out] == [True, False, True, True]
-    assert "maximum context length" in (out[1].error or "")
+    assert (out[1].error or "").startswith("HTTP 400: ")
+    assert "context" in (out[1].error or "")
+
+
+def test_a_400_that_is_not_about_length_still_stops_the_run(server: JudgeServer,
+                                                            make_client: Callable) -> None:
+    server.fail_for("q1", "400")
+    with pytest.raises(JudgeError, match="HTTP 400, the endpoint rejected the request"):
+        make_client().complete_many(reqs(4), concurrency=1)
 
 
 def test_credentials_in_the_base_url_never_show(server: JudgeServer,

@@ -11,13 +11,27 @@ from typing import Any
 
 import openai
 
-__all__ = ["ChatReply", "compact_logprobs", "error_text", "is_permanent", "is_transient",
-           "plain_messages", "read_reply", "send_chat"]
+__all__ = ["ChatReply", "compact_logprobs", "error_text", "is_permanent", "is_too_long",
+           "is_transient", "plain_messages", "read_reply", "send_chat"]
 
 # A 400 that is about one request's length, not about the endpoint: that request fails (and
-# its record is unscored), the others go on.
-_TOO_LONG = re.compile(r"context (?:length|window)|maximum context|too many tokens|"
-                       r"exceeds? (?:the )?(?:context|maximum)|prompt is too long", re.IGNORECASE)
+# its record is unscored), the others go on. Each server words it its own way:
+#   OpenAI, llama-cpp-python  "This model's maximum context length is 2048 tokens. However, ..."
+#                             (code context_length_exceeded)
+#   llama-server              "request (7739 tokens) exceeds the available context size (4096
+#                             tokens), try increasing it" (type exceed_context_size_error);
+#                             older: "the request exceeds the available context size. ..."
+#   vLLM                      "This model's maximum context length is ..."; "... resulting in a
+#                             maximum input length of N tokens"; "The decoder prompt (length N)
+#                             is longer than the maximum model length of M"
+#   Ollama (truncate off)     "the input length exceeds the context length"; "the prompt is
+#                             longer than the context length currently available to the model"
+_TOO_LONG = re.compile(
+    r"context (?:length|window|size)|maximum context|max context size|too many tokens"
+    r"|exceeds? (?:the )?(?:available |maximum )?(?:context|maximum)|prompt is too long"
+    r"|maximum (?:model|input) length|longer than the (?:maximum|context)"
+    r"|input length exceeds", re.IGNORECASE)
+_TOO_LONG_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
 
 
 def send_chat(sdk: openai.OpenAI, kwargs: dict[str, Any], body: dict[str, Any]
@@ -132,9 +146,20 @@ def is_permanent(exc: openai.APIStatusError) -> bool:
         return exc.code == "insufficient_quota" or exc.type == "insufficient_quota"
     if status in (408, 409):
         return False
-    if status == 400 and _TOO_LONG.search(error_text(exc)):
+    if status == 400 and is_too_long(exc):
         return False
     return 400 <= status < 500
+
+
+def is_too_long(exc: openai.APIStatusError) -> bool:
+    """Whether an error says that one request's prompt does not fit the model's context."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error", body)
+    codes = {exc.code, exc.type}
+    if isinstance(inner, dict):
+        codes |= {inner.get("code"), inner.get("type")}
+    return bool(_TOO_LONG_CODES & {c for c in codes if isinstance(c, str)}) or \
+        _TOO_LONG.search(error_text(exc)) is not None
 
 
 def is_transient(exc: openai.APIStatusError) -> bool:
