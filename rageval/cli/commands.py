@@ -51,7 +51,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
                          "give that system's records with --judge-against FILE")
     if not judged and not claim_level and args.judgments_from is None:
         return None
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.options import JudgeOptions, parse_extra
 
     if not args.judge_model and (judged or args.judgments_from is not None):
         raise UsageError(
@@ -68,6 +68,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
         price_out=args.judge_price_out, against=args.judge_against,
+        extra=parse_extra(args.judge_extra or ()),
     )
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()

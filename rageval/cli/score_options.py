@@ -141,6 +141,11 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-max-tokens", type=int, metavar="N",
                    help="the longest reply asked for (default: the endpoint's; set it for "
                    "small local models, which can write until their context is full)")
+    j.add_argument("--judge-extra", action="append", metavar="KEY=VALUE",
+                   help="a request field of the server's own, sent as it is (repeatable; VALUE "
+                   "read as JSON where it is, else text): e.g. repeat_penalty=1.1 or "
+                   "cache_prompt=false for llama.cpp, top_k=1 for vLLM; part of the cache key "
+                   "and the signature")
     j.add_argument("--judge-max-retries", type=int, metavar="N",
                    help="retries of a request after a passing fault: 429, 5xx, timeout, "
                    "dropped connection (default 5)")

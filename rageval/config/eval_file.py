@@ -144,6 +144,17 @@ class _Reader:
             return self._metrics(value, path)
         return self._pairs(spec, value, path)
 
+    def _json(self, value: Any, path: tuple[str, ...]) -> str:
+        import datetime
+        import json
+
+        if isinstance(value, datetime.date | datetime.time):
+            raise self.error(f"expected a JSON value, got a date or time ({value})", path)
+        try:
+            return json.dumps(value, allow_nan=False)
+        except ValueError:
+            raise self.error(f"expected a finite number, got {value}", path) from None
+
     def _number(self, value: Any, path: tuple[str, ...]) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(f"expected a number, got {_kind(value)}", path)
@@ -175,7 +186,8 @@ class _Reader:
 
     def _pairs(self, spec: Field, value: Any, path: tuple[str, ...]) -> list[str]:
         if not isinstance(value, dict):
-            example = '{query = "question"}' if spec.kind == "columns" else '{"ndcg@10" = 0.45}'
+            example = {"columns": '{query = "question"}', "params": "{repeat_penalty = 1.1}"
+                       }.get(spec.kind, '{"ndcg@10" = 0.45}')
             raise self.error(f"expected an inline table such as {example}, got "
                              f"{_kind(value)}", path)
         items = []
@@ -185,6 +197,8 @@ class _Reader:
                 if not isinstance(item, str) or not item:
                     raise self.error(f"expected a column name, got {_kind(item)}", inner)
                 items.append(f"{key}={item}")
+            elif spec.kind == "params":
+                items.append(f"{key}={self._json(item, inner)}")
             else:
                 items.append(f"{key}={self._number(item, inner)!r}")
         return items

@@ -20,7 +20,10 @@ and turned into the option's value:
 ``columns``
     a table of strings (``{query = "question"}``), given to the option as ``KEY=VALUE`` items;
 ``limits``
-    a table of numbers (``{"ndcg@10" = 0.45}``), given as ``KEY=VALUE`` items.
+    a table of numbers (``{"ndcg@10" = 0.45}``), given as ``KEY=VALUE`` items;
+``params``
+    a table of JSON values (``{repeat_penalty = 1.1, cache_prompt = false}``), given as
+    ``KEY=JSON`` items.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ FIELDS: list[Field] = [
         ("response_format", "judge_response_format", "choice", RESPONSE_FORMATS, ""),
         ("timeout", "judge_timeout", "float", (), ""),
         ("max_tokens", "judge_max_tokens", "int", (), ""),
+        ("extra", "judge_extra", "params", (), "request fields of the server's own"),
         ("max_retries", "judge_max_retries", "int", (), ""),
         ("cache", "cache", "path", (), ""),
         ("offline", "offline", "bool", (), ""),

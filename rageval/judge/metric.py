@@ -336,6 +336,7 @@ def judge_fields(judge: JudgeOptions) -> list[Field]:
         Field("temperature", f"{judge.temperature:g}", "t"),
         Field("samples", str(judge.samples), "n"),
         *([Field("max_tokens", str(judge.max_tokens), "mt")] if judge.max_tokens else []),
+        *([Field("extra", judge.extra_text, "x")] if judge.extra else []),
     ]
 
 

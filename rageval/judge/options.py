@@ -7,6 +7,7 @@ sent, so a bad option never leaves a cache file or an output directory behind.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -73,7 +74,9 @@ class JudgeOptions:
     endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
     top log-probabilities (G-Eval) instead of the reply's integer. ``price_in``/``price_out``:
     USD per million prompt/completion tokens, for the cost in the manifest. ``against``: the
-    records file of the other system, for ``judge:pairwise``. ``progress`` is
+    records file of the other system, for ``judge:pairwise``. ``extra``: request fields sent
+    as they are, for a server's own sampling parameters (``{"repeat_penalty": 1.1}`` for
+    llama.cpp); they are part of the cache key and the signature. ``progress`` is
     called as replies arrive (not part of the configuration: it never changes a value).
     """
 
@@ -98,6 +101,9 @@ class JudgeOptions:
     price_in: float | None = None
     price_out: float | None = None
     against: str | None = None
+    # Server-specific request fields sent as they are (llama.cpp's repeat_penalty, vLLM's
+    # top_k, ...): part of every cache key and signature, like the sampling parameters.
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the
@@ -152,7 +158,14 @@ class JudgeOptions:
             p["seed"] = self.seed + sample_index
         if self.logprobs:
             p.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        p.update(self.extra)
         return p
+
+    @property
+    def extra_text(self) -> str:
+        """The extra request fields as signatures show them (``key=json``, sorted)."""
+        return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                        for k, v in sorted(self.extra.items()))
 
     def cost_usd(self, usage: Mapping[str, int]) -> float | None:
         """USD for ``usage`` (prompt and completion tokens) at ``price_in``/``price_out`` per
@@ -197,6 +210,7 @@ class JudgeOptions:
                             ("--judge-price-out", self.price_out)):
             if price is not None and not (price >= 0 and math.isfinite(price)):
                 raise UsageError(f"{name} must be a non-negative price, got {price}")
+        check_extra(self.extra)
         Endpoint.of(self.base_url)  # a malformed URL is a usage error, shown redacted
         self._check_cache_path()
 
@@ -263,6 +277,56 @@ class SharedCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Request fields rageval sets itself (each has its own option), or that would change what a
+# reply is (several choices, a stream): never taken from --judge-extra.
+_OWN_FIELDS = {
+    "model": "--judge-model", "messages": "the rubric", "temperature": "--judge-temperature",
+    "seed": "--judge-seed", "max_tokens": "--judge-max-tokens",
+    "max_completion_tokens": "--judge-max-tokens", "logprobs": "--judge-logprobs",
+    "top_logprobs": "--judge-logprobs", "response_format": "--judge-response-format",
+    "n": "--judge-samples", "stream": "nothing: replies are read whole",
+    "stream_options": "nothing: replies are read whole",
+}
+
+
+def parse_extra(items: Iterable[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items (``--judge-extra``) as request fields: a VALUE that reads as JSON
+    is that value (``1.1``, ``false``, ``["\\n"]``), any other is a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--judge-extra {item!r}: expected KEY=VALUE "
+                             "(e.g. repeat_penalty=1.1)")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        if key in out:
+            raise UsageError(f"--judge-extra {key} is given twice")
+        out[key] = value
+    return out
+
+
+def check_extra(extra: Mapping[str, Any]) -> None:
+    """Refuse extra request fields rageval sets itself, or that are not plain JSON."""
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"judge extra must be a mapping of request fields, got "
+                         f"{type(extra).__name__}")
+    for key, value in extra.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise UsageError(f"judge extra field {key!r} is not a request field name")
+        if key in _OWN_FIELDS:
+            raise UsageError(f"judge extra field {key!r} is set by rageval itself (use "
+                             f"{_OWN_FIELDS[key]})")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise UsageError(f"judge extra field {key!r} must be a JSON value (a string, "
+                             f"number, boolean, list or table), got {value!r}") from None
 
 
 def _check_int(name: str, value: object, low: int) -> None:

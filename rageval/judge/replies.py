@@ -254,7 +254,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
     client = JudgeClient(
         judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
         temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
-        max_tokens=judge.max_tokens,
+        max_tokens=judge.max_tokens, extra_params=judge.extra,
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,
     )

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.errors import RagevalError
 from rageval.core.metric import RunHooks
-from rageval.judge.client import JudgeError, api_key_problem
+from rageval.judge.client import JudgeError
+from rageval.judge.endpoint import api_key_problem
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import RENDER_VERSION, prompt_info
 from rageval.judge.replies import RunStats, Unit, uncached
@@ -149,6 +150,7 @@ def judge_section(judge: JudgeOptions, stats: RunStats,
         "max_tokens": judge.max_tokens,
         "temperature": judge.temperature,
         "seed": judge.seed,
+        "extra": dict(judge.extra),
         "samples": judge.samples,
         "score": "logprobs" if judge.logprobs else "reply",
         "render_version": RENDER_VERSION,

@@ -134,6 +134,8 @@ class ClaimLevelMetric(Metric):
             fields.append(Field("max_tokens", str(judge.max_tokens), "mt"))
         if judge.seed is not None:
             fields.append(Field("seed", str(judge.seed), "sd"))
+        if judge.extra:
+            fields.append(Field("extra", judge.extra_text, "x"))
         for step in self.used_steps():
             prompt = load_step(step, judge.prompts_dir)
             fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))
