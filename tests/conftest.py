@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,3 +17,13 @@ def _fresh_structured_output_verdicts() -> Iterator[None]:
     negotiation.forget()
     yield
     negotiation.forget()
+
+
+@pytest.fixture(autouse=True)
+def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notes of local judge servers (rageval.judge.local_state) go to a folder of the test
+    session's, not the user's runtime or cache folder."""
+    folder: Path = tmp_path_factory.getbasetemp() / "xdg-runtime"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))

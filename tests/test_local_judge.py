@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -119,8 +120,9 @@ def test_rubrics_context_grades_and_pairwise_then_an_exact_replay(local_judge: o
     metrics = ["judge:faithfulness", "judge:pairwise", "ndcg@2", "p@2"]
     first = evaluate(str(records), metrics, judge=judge, judgments_from="judge", bootstrap=50)
     manifest = first.manifest["judge"]
-    # llama.cpp refuses json_schema (HTTP 500 naming the response format): one probe, then
-    # every request in its json_object + schema form.
+    # llama-cpp-python's server refuses json_schema (HTTP 500 naming the response format;
+    # llama.cpp's own llama-server takes it): one probe, then every request in its
+    # json_object + schema form.
     assert set(manifest["response_format"]["refused"]) == {"json_schema"}
     assert "HTTP 500" in manifest["response_format"]["refused"]["json_schema"]
     assert manifest["response_format"]["used"] == {"json_object+schema": manifest["requests"]}
@@ -238,3 +240,25 @@ def test_the_command_serves_until_interrupted() -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -> None:
+    """The real server, ready after a real completion, then killed with SIGILL (what a build
+    for instructions the machine refuses meets): the judge run says so, with the rebuild
+    command, instead of a connection error."""
+    _need_local_extra()
+    from rageval.judge.client import JudgeError
+    from rageval.judge.local import LocalJudge
+
+    records = _write(tmp_path / "r.jsonl")
+    with LocalJudge(port=0) as judge:
+        assert judge.pid is not None
+        os.kill(judge.pid, signal.SIGILL)
+        while judge.exit_status() is None:
+            time.sleep(0.05)
+        options = _judge(judge, tmp_path / "cache.sqlite", max_retries=0)
+        with pytest.raises(JudgeError) as info:
+            evaluate(str(records), ["judge:faithfulness"], judge=options, bootstrap=10)
+    message = str(info.value)
+    assert f"the local judge on port {judge.port} was killed by SIGILL" in message
+    assert "python -m rageval.judge.local_build --install --force" in message

@@ -251,7 +251,8 @@ def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
                   f"--judge-model {judge.name}", file=out)
             print(f"(server log: {judge.log_path}; Ctrl-C stops it)", file=out, flush=True)
             status = judge.wait()
-        print(f"the local judge exited with status {status}", file=sys.stderr)
+            # Said in words (the signal's name and likely cause), with the log's last lines.
+            print(f"rageval: error: {judge.ended(status)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("local judge stopped", file=out, flush=True)

@@ -32,7 +32,6 @@ inside it (no asyncio, so it also works inside Jupyter).
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -43,7 +42,7 @@ import openai
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.cache import cache_key
-from rageval.judge.endpoint import Endpoint
+from rageval.judge.endpoint import Endpoint, api_key_problem
 from rageval.judge.formats import LADDERS, MODES, is_refusal
 from rageval.judge.negotiation import negotiation
 from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool
@@ -59,7 +58,7 @@ from rageval.judge.sdk import (
 )
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "api_key_problem",
-           "total_usage"]
+           "total_usage"]  # api_key_problem: re-exported
 
 
 class JudgeClient:
@@ -247,6 +246,11 @@ class JudgeClient:
                                     f"timed out after {self.max_retries + 1} attempts "
                                     f"({self.timeout:g} s each)", started, fmt)
             except openai.APIConnectionError as exc:
+                from rageval.judge.local_state import diagnose  # a local judge that died?
+
+                ended = diagnose(self.endpoint.base_url)
+                if ended is not None:  # no use asking a server that is gone
+                    raise Fatal(f"{self._where()}: {self._redact(ended)}") from None
                 return self._failed(index, request,
                                     f"connection failed after {self.max_retries + 1} attempts: "
                                     f"{self._redact(str(exc))}", started, fmt)
@@ -381,18 +385,3 @@ class JudgeClient:
 
 class _Refused(Exception):
     """The endpoint refused the wire format a request was sent in (already recorded)."""
-
-
-def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:
-    """Why a judge at ``base_url`` cannot be asked with the key in ``$api_key_env``, or None.
-
-    OpenAI's own endpoint needs a key; another endpoint (vLLM, Ollama, llama.cpp) may not.
-    """
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env or ""):
-        return f"not an environment variable name: {api_key_env!r}"
-    if base_url is None and not os.environ.get(api_key_env):
-        return (f"no API key: set the environment variable {api_key_env} "
-                "(or point --judge-base-url at an endpoint that needs none)")
-    return None
-
-

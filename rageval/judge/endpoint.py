@@ -10,12 +10,14 @@ messages). :meth:`Endpoint.redact` masks the secrets wherever an error text echo
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from rageval.core.errors import UsageError
 
-__all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "public_url"]
+__all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "api_key_problem", "public_url"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MASK = "***"
@@ -97,3 +99,18 @@ def public_url(url: str) -> str:
 
 def _host_port(netloc: str) -> str:
     return netloc.rpartition("@")[2]
+
+
+def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:
+    """Why a judge at ``base_url`` cannot be asked with the key in ``$api_key_env``, or None.
+
+    OpenAI's own endpoint needs a key; another endpoint (vLLM, Ollama, llama.cpp) may not.
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env or ""):
+        return f"not an environment variable name: {api_key_env!r}"
+    if base_url is None and not os.environ.get(api_key_env):
+        return (f"no API key: set the environment variable {api_key_env} "
+                "(or point --judge-base-url at an endpoint that needs none)")
+    return None
+
+

