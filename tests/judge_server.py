@@ -490,6 +490,9 @@ class JudgeServer:
         self.expected_key = expected_key
         self.always: str | None = None
         self.pairwise_rule = "longer"  # see pairwise_verdict
+        # The model each reply names as served (None: the name asked for, echoed), as
+        # llama-server names the GGUF it loaded whatever name it is asked for.
+        self.served_as: str | None = None
         self._lock = threading.Lock()
         self._next: deque[str | None] = deque()
         self._per_message: dict[str, deque[str | None]] = {}
@@ -629,7 +632,7 @@ class JudgeServer:
             "id": f"chatcmpl-{hashlib.sha256(msg.encode()).hexdigest()[:12]}",
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", "judge"),
+            "model": self.served_as or body.get("model", "judge"),
             "choices": [choice],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion},

@@ -68,7 +68,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
         price_out=args.judge_price_out, against=args.judge_against,
-        extra=parse_extra(args.judge_extra or ()),
+        extra=parse_extra(args.judge_extra or ()), any_served_model=args.judge_any_served_model,
     )
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()

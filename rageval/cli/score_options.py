@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "allow_missing": False,
     "refresh": False,
     "judge_logprobs": False,
+    "judge_any_served_model": False,
 }
 
 
@@ -146,6 +147,9 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    "read as JSON where it is, else text): e.g. repeat_penalty=1.1 or "
                    "cache_prompt=false for llama.cpp, top_k=1 for vLLM; part of the cache key "
                    "and the signature")
+    j.add_argument("--judge-any-served-model", action=argparse.BooleanOptionalAction,
+                   help="reuse cached replies even when the endpoint now names another served "
+                   "model for --judge-model than they came from (by default the run stops)")
     j.add_argument("--judge-max-retries", type=int, metavar="N",
                    help="retries of a request after a passing fault: 429, 5xx, timeout, "
                    "dropped connection (default 5)")

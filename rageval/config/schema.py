@@ -99,6 +99,7 @@ FIELDS: list[Field] = [
         ("timeout", "judge_timeout", "float", (), ""),
         ("max_tokens", "judge_max_tokens", "int", (), ""),
         ("extra", "judge_extra", "params", (), "request fields of the server's own"),
+        ("any_served_model", "judge_any_served_model", "bool", (), ""),
         ("max_retries", "judge_max_retries", "int", (), ""),
         ("cache", "cache", "path", (), ""),
         ("offline", "offline", "bool", (), ""),

@@ -181,6 +181,17 @@ class JudgeClient:
                 "messages": [dict(m) for m in request.messages], "params": self.params(request),
                 "response_format": wire, "sample_index": request.sample_index}
 
+    def served_model(self) -> str | None:
+        """The model the endpoint says serves :attr:`model` now (a one-token request)."""
+        kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
+        try:
+            body = send_chat(self._sdk, kwargs, {"messages": [{"role": "user",
+                                                               "content": "Say OK."}]})
+            return read_reply(body).model
+        except (openai.OpenAIError, ValueError) as exc:
+            raise JudgeError(f"{self._where()}: asking which model it serves failed: "
+                             f"{self._redact(str(exc))}") from None
+
     # -- the run ---------------------------------------------------------------------------
 
     def complete_many(

@@ -1,10 +1,17 @@
 """Reply formats: how the judge is asked for structured output, and how a refusal looks.
 
-Servers disagree on structured output. OpenAI, vLLM and Ollama take
-``response_format: {"type": "json_schema", ...}``; llama.cpp's OpenAI-compatible server takes
-only ``json_object``, with the schema in its own ``schema`` field (turned into a grammar), and
-answers ``json_schema`` with an HTTP 500; some proxies take nothing. The judge therefore
-speaks four *wire formats*, most constrained first:
+Servers disagree on structured output:
+
+- OpenAI, vLLM and Ollama (0.5 and later) take ``response_format: {"type": "json_schema",
+  ...}``; Ollama's older releases take only ``json_object``, and ignore a type they do not know;
+- llama.cpp's own ``llama-server`` takes ``json_schema`` and ``json_object`` with the schema in
+  its own ``schema`` field (both turned into a grammar), and answers an unknown type with a 400
+  ``invalid_request_error``;
+- llama-cpp-python's server takes only ``json_object`` (with or without ``schema``) and answers
+  ``json_schema`` with an HTTP 500 (its request model refuses the type);
+- some proxies take nothing.
+
+The judge therefore speaks four *wire formats*, most constrained first:
 
 ``json_schema``         OpenAI's strict JSON schema
 ``json_object+schema``  ``{"type": "json_object", "schema": ...}`` (llama.cpp's form)

@@ -104,6 +104,8 @@ class JudgeOptions:
     # Server-specific request fields sent as they are (llama.cpp's repeat_penalty, vLLM's
     # top_k, ...): part of every cache key and signature, like the sampling parameters.
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # Reuse cached replies even when the endpoint now serves another model under the name.
+    any_served_model: bool = False
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the

@@ -25,10 +25,11 @@ from rageval.judge.cache import Entry, JudgeCache, NewReply
 from rageval.judge.cache_entries import encoded_cache_keys
 from rageval.judge.formats import ReplySchema
 from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
+from rageval.judge.served import ServedCheck
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
-    from rageval.judge.client import JudgeResult
+    from rageval.judge.client import JudgeClient, JudgeResult
 
 __all__ = ["NOT_CACHED", "Reply", "RunStats", "Unit", "gather", "make_unit", "provenance",
            "uncached"]
@@ -57,6 +58,7 @@ class RunStats:
     prompts: dict[str, dict[str, str]] = field(default_factory=dict)
     formats: Counter[str] = field(default_factory=Counter)  # replies used, by wire format
     endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
+    served: Counter[str] = field(default_factory=Counter)  # replies used, by served model
     refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
     # Names this account in progress snapshots (JudgeProgress.account).
     account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
@@ -76,6 +78,7 @@ class RunStats:
             self.prompts.setdefault(key, info)
         self.formats.update(other.formats)
         self.endpoints.update(other.endpoints)
+        self.served.update(other.served)
         for key, words in other.refused.items():
             self.refused.setdefault(key, words)
 
@@ -137,6 +140,7 @@ class Reply:
     format: str | None = None
     endpoint: str | None = None
     finish_reason: str | None = None
+    served_model: str | None = None  # the model the endpoint said answered
 
     def unusable(self, why: str) -> str:
         """The reason a reply without a usable verdict leaves its item unscored."""
@@ -223,9 +227,13 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
                 pending[unit.key] = unit
         if units:
             stats.tell(judge, stats.requests + len(pending), stats.failed)
+        served = ServedCheck(judge.model or "", (r.served_model for r in replies.values()),
+                             enabled=not (judge.offline or judge.any_served_model))
         if pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
-                                meta))
+                                meta, served))
+        elif served.needed:
+            served.probe(_client(judge))
     finally:
         if cache is not None:
             cache.close()
@@ -233,6 +241,7 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
         if reply.text is not None:
             stats.formats[reply.format or "?"] += 1
             stats.endpoints[reply.endpoint or "?"] += 1
+            stats.served[reply.served_model or "?"] += 1
     return replies
 
 
@@ -241,23 +250,31 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
     # the endpoint had refused it; their meta says so.
     if entry.meta.get("format") is None and entry.meta.get("structured") is False:
         fmt = "text"
+    served = entry.meta.get("served_model")
     return Reply(entry.reply_text, entry.meta.get("logprobs"), cached=True, format=fmt,
                  endpoint=entry.request.get("endpoint"),
-                 finish_reason=entry.meta.get("finish_reason"))
+                 finish_reason=entry.meta.get("finish_reason"),
+                 served_model=served if isinstance(served, str) else None)
 
 
-def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
-         records: list[Record], schema: ReplySchema, stats: RunStats,
-         meta: Callable[[Unit], dict[str, Any]]) -> dict[str, Reply]:
-    from rageval.judge.client import JudgeClient, JudgeRequest
+def _client(judge: JudgeOptions) -> JudgeClient:
+    from rageval.judge.client import JudgeClient
 
-    client = JudgeClient(
+    return JudgeClient(
         judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
         temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
         max_tokens=judge.max_tokens, extra_params=judge.extra,
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,
     )
+
+
+def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
+         records: list[Record], schema: ReplySchema, stats: RunStats,
+         meta: Callable[[Unit], dict[str, Any]], served: ServedCheck) -> dict[str, Reply]:
+    from rageval.judge.client import JudgeRequest
+
+    client = _client(judge)
     requests = [JudgeRequest(unit.messages, unit.schema or schema, unit.sample, tag=unit,
                              seed=None if judge.seed is None else judge.seed + unit.sample)
                 for unit in pending]
@@ -272,6 +289,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         if not result.ok or result.text is None:
             failed[0] += 1
         else:
+            served.check(result.model)  # before this reply joins cached ones of another
             extra = {**meta(unit), "record": records[unit.record].id,
                      "format": result.format, "finish_reason": result.finish_reason,
                      "served_model": result.model}
@@ -297,7 +315,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         if result.ok and result.text is not None:
             out[unit.key] = Reply(result.text, result.logprobs, format=result.format,
                                   endpoint=client.public_endpoint,
-                                  finish_reason=result.finish_reason)
+                                  finish_reason=result.finish_reason,
+                                  served_model=result.model)
         else:
             stats.failed += 1
             out[unit.key] = Reply(error=f"judge request failed: {result.error}")

@@ -1,0 +1,72 @@
+"""Which model answered: the served model a reply names, checked against the cached replies.
+
+An endpoint answers for a model *name*, and rageval keys its cache by that name. What serves the
+name can change under it: llama.cpp's ``llama-server`` answers any name with whatever GGUF it
+loaded (and names that file in each reply's ``model``), and OpenAI moves an alias to a new
+snapshot. Every reply's ``model`` is kept in the cache beside it (``served_model``), so an online
+run can tell when the endpoint now serves something else than the cached replies came from, and
+stop before it mixes the two (``--refresh`` asks again; ``JudgeOptions.any_served_model``
+reuses them knowingly).
+
+A served model equal to the requested name says nothing (an endpoint that echoes the name would
+say the same after a swap), so only served models that differ from the name are compared; when
+such cached replies would answer a whole online run, a one-token request asks what is served
+now.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from rageval.judge.requests import JudgeError
+
+__all__ = ["ServedCheck"]
+
+_FRESH_S = 60.0
+_LOCK = threading.Lock()
+_ASKED: dict[tuple[str, str], tuple[float, str | None]] = {}
+
+class ServedCheck:
+    """The served models of the cached replies a run reuses, and the check of what the
+    endpoint serves now against them."""
+
+    def __init__(self, name: str, cached: Iterable[str | None], *, enabled: bool) -> None:
+        self.name = name
+        self.enabled = enabled
+        self.cached = Counter(m for m in cached if m and m != name)
+        self.now: str | None = None
+
+    @property
+    def needed(self) -> bool:
+        """Whether the cached replies name a served model worth comparing."""
+        return self.enabled and bool(self.cached)
+
+    def probe(self, client: Any) -> None:
+        """Ask the endpoint what it serves now (``JudgeClient.served_model``); check it. One
+        answer serves the rounds of a run that follow within a minute."""
+        key = (client.public_endpoint, self.name)
+        with _LOCK:
+            asked = _ASKED.get(key)
+        if asked is None or time.monotonic() - asked[0] > _FRESH_S:
+            asked = (time.monotonic(), client.served_model())
+            with _LOCK:
+                _ASKED[key] = asked
+        self.check(asked[1])
+
+    def check(self, served: str | None) -> None:
+        """Raise :class:`JudgeError` when the endpoint serves another model than the cached
+        replies came from (the first fresh reply's ``model``, or the probe's)."""
+        if not self.needed or served is None or self.now is not None:
+            return
+        self.now = served
+        others = {m: n for m, n in self.cached.items() if m != served}
+        if others:
+            before = ", ".join(f"{m!r} ({n} replies)" for m, n in sorted(others.items()))
+            raise JudgeError(
+                f"the judge endpoint now serves {served!r} under the name {self.name!r}, but "
+                f"cached replies this run would reuse came from {before}: ask again with "
+                "--refresh, or reuse them knowingly with --judge-any-served-model")
