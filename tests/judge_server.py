@@ -128,6 +128,7 @@ _TOO_LONG: dict[str, dict[str, Any]] = {
                                  "context_length_exceeded"),
 }
 TOO_LONG_SERVERS = tuple(_TOO_LONG)
+TOO_LONG_MESSAGES = {name: body.get("error", body)["message"] for name, body in _TOO_LONG.items()}
 
 _SCALE = re.compile(r"integer from (-?\d+) to (-?\d+)")
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]")

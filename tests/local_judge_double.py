@@ -33,7 +33,10 @@ def main() -> None:
         sys.stdout.flush()
         if args.die.isdigit():
             os._exit(int(args.die))
-        os.kill(os.getpid(), getattr(signal, f"SIG{args.die}"))
+        # To this thread (a process-wide signal could land in another one, which would go on
+        # answering), then wait for it to end the process.
+        signal.raise_signal(getattr(signal, f"SIG{args.die}"))
+        threading.Event().wait()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt: str, *a: object) -> None:

@@ -85,6 +85,7 @@ def test_the_evaluation_file_takes_a_judge_extra_table(server: JudgeServer,
     ("=1", "expected KEY=VALUE"),
     ("bad-name=1", "is not a request field name"),
     ("top_k=NaN", "must be a JSON value"),
+    ("top_k=null", "is null: leave it out"),
 ])
 def test_fields_rageval_sets_itself_or_malformed_ones_are_refused(
         tmp_path: Path, flag: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,3 +110,14 @@ def test_extra_fields_change_the_cache_key() -> None:
     extra = JudgeOptions(model="m", extra={"repeat_penalty": 1.1})
     assert plain.params() != extra.params()
     assert extra.params()["repeat_penalty"] == 1.1
+
+
+def test_a_bar_in_a_value_cannot_split_the_signature_and_the_fields_are_read_only() -> None:
+    """Signatures are fields joined by "|": a grammar or stop string holding one is escaped
+    as JSON allows; and the fields a signature was made from cannot change after."""
+    judge = JudgeOptions(model="m", extra={"grammar": 'root ::= "a" | "b"', "stop": ["|"]})
+    assert "|" not in judge.extra_text
+    assert judge.extra_text == ('grammar="root ::= \\"a\\" \\u007c \\"b\\"",'
+                                'stop=["\\u007c"]')
+    with pytest.raises(TypeError):
+        judge.extra["stop"] = []  # type: ignore[index]

@@ -122,3 +122,14 @@ def test_the_command_line_reuses_knowingly(server: JudgeServer, tmp_path: Path,
     assert "--judge-any-served-model" in capsys.readouterr().err
     assert main([*args, "--out", str(tmp_path / "c"), "--judge-any-served-model"],
                 stdout=io.StringIO()) == 0
+
+
+def test_an_endpoint_that_now_echoes_the_name_tells_nothing(server: JudgeServer,
+                                                            tmp_path: Path) -> None:
+    """The same GGUF moved behind a server that echoes the name: nothing to compare."""
+    judge = _options(server, tmp_path, concurrency=1)
+    server.served_as = "/models/first.gguf"
+    evaluate(_records(tmp_path / "r.jsonl", 2), METRICS, judge=judge, bootstrap=10)
+    server.served_as = None
+    more = evaluate(_records(tmp_path / "more.jsonl", 4), METRICS, judge=judge, bootstrap=10)
+    assert more.manifest["judge"]["served_models"] == {"/models/first.gguf": 2, "smollm2": 2}

@@ -49,10 +49,9 @@ def test_every_instruction_set_is_named_so_nothing_falls_to_a_default(
     haswell = _options(cmake_args("AMD64", HASWELL))
     assert haswell["GGML_AVX2"] == haswell["GGML_FMA"] == "ON"
     assert haswell["GGML_AVX512"] == "OFF"
-    # Flags that cannot be read (not Linux): the plain x86-64 baseline.
+    # Flags that cannot be read (not Linux): llama.cpp's own detection.
     monkeypatch.setattr(local_build, "cpu_flags", lambda: None)
-    unknown = _options(cmake_args("x86_64"))
-    assert all(v == "OFF" for k, v in unknown.items())
+    assert cmake_args("x86_64") == []
 
 
 def test_other_architectures_keep_llama_cpps_own_detection() -> None:
@@ -87,8 +86,10 @@ def test_the_requirement_is_the_local_extras() -> None:
 def test_the_command_reports_and_builds_only_when_needed(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[list[str]] = []
+    envs: list[dict[str, str]] = []
     monkeypatch.setattr(local_build.subprocess, "call",
-                        lambda argv, env: calls.append(argv) or 0)
+                        lambda argv, env: calls.append(argv) or envs.append(env) or 0)
+    monkeypatch.setenv("CMAKE_ARGS", "-DGGML_CUDA=ON")
     fine = local_build.BuildCheck("0.3.36", frozenset({"AVX2"}), ())
     broken = local_build.BuildCheck("0.3.36", frozenset({"AMX_INT8"}), ("AMX_INT8",))
     monkeypatch.setattr(local_build, "check_installed", lambda: fine)
@@ -99,11 +100,14 @@ def test_the_command_reports_and_builds_only_when_needed(
     assert local_build.main(["--install"]) == 0
     assert "would die with SIGILL" in capsys.readouterr().out
     # The broken build is replaced without pip's cache, then its dependencies installed.
+    # Always from source: never a wheel from an index, which would ignore CMAKE_ARGS.
+    source = ["install", "--no-binary", "llama-cpp-python", "--no-cache-dir"]
     assert [c[c.index("install"):] for c in calls] == [
-        ["install", "--no-cache-dir", "--force-reinstall", "--no-deps",
-         REQUIREMENT.replace("[server]", "")],
-        ["install", "--no-cache-dir", REQUIREMENT]]
+        [*source, "--force-reinstall", "--no-deps", REQUIREMENT.replace("[server]", "")],
+        [*source, REQUIREMENT]]
     assert all(c[:3] == [sys.executable, "-m", "pip"] for c in calls)
+    # The user's own CMAKE_ARGS are kept, last, so that they win.
+    assert all(e["CMAKE_ARGS"].endswith("-DGGML_CUDA=ON") for e in envs)
 
 
 def test_it_runs_from_a_fresh_clone_with_the_standard_library_only() -> None:

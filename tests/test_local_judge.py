@@ -254,7 +254,9 @@ def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -
     with LocalJudge(port=0) as judge:
         assert judge.pid is not None
         os.kill(judge.pid, signal.SIGILL)
+        deadline = time.monotonic() + 30
         while judge.exit_status() is None:
+            assert time.monotonic() < deadline, "the server outlived SIGILL"
             time.sleep(0.05)
         options = _judge(judge, tmp_path / "cache.sqlite", max_retries=0)
         with pytest.raises(JudgeError) as info:

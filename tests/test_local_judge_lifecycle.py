@@ -131,7 +131,7 @@ def test_the_command_tells_how_the_server_ended(gguf: Path, monkeypatch: pytest.
     monkeypatch.setattr(LocalJudge, "ENGINE_MODULE", "json")
     monkeypatch.setattr(LocalJudge, "command", lambda self: [
         sys.executable, DOUBLE, "--port", str(self.port), "--name", self.name,
-        *_double("ILL", "ready:0.5")])
+        *_double("ILL", "ready:3")])
     out = io.StringIO()
     code = main(["local-judge", "--model", str(gguf), "--port", "0"], stdout=out)
     err = capsys.readouterr().err
@@ -153,26 +153,21 @@ def test_a_taken_port_is_refused_before_anything_starts(gguf: Path) -> None:
     assert judge.pid is None
 
 
-def test_the_log_is_a_new_private_file_and_a_planted_link_is_left_alone(
-        gguf: Path, tmp_path: Path) -> None:
-    judge = DoubleJudge(gguf)
-    victim = tmp_path / "victim.txt"
-    victim.write_text("keep me", encoding="utf-8")
-    planted = Path(tempfile.gettempdir()) / f"rageval-local-judge-{judge.port}.log"
-    made_link = False
-    if not planted.exists() and not planted.is_symlink():
-        planted.symlink_to(victim)
-        made_link = True
-    try:
-        with judge:
-            log = judge.log_path
-            assert log != planted and log.name.startswith("rageval-local-judge-")
-            assert stat.S_IMODE(log.stat().st_mode) == 0o600
-        assert victim.read_text(encoding="utf-8") == "keep me"
+def test_the_log_is_a_new_private_file_under_a_name_no_one_can_guess(gguf: Path) -> None:
+    """Not the predictable /tmp/rageval-local-judge-<port>.log a planted link could redirect:
+    a file created anew (O_EXCL), 0600, under a random name; removed when the server is
+    stopped on purpose, kept when it died (see the tests above, which read it)."""
+    first, second = DoubleJudge(gguf), DoubleJudge(gguf)
+    second.port = first.port  # the same port: still another file
+    with first:
+        log = first.log_path
+        assert log.parent == Path(tempfile.gettempdir())
+        assert log.name.startswith("rageval-local-judge-") and str(first.port) not in log.name
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
         assert "loaded meta data" in log.read_text(encoding="utf-8")
-    finally:
-        if made_link:
-            planted.unlink()
+    assert not log.exists()
+    with second:
+        assert second.log_path != log
 
 
 def test_exit_statuses_in_words() -> None:
@@ -188,3 +183,17 @@ def _wait_until_dead(judge: LocalJudge) -> None:
     while judge.exit_status() is None:
         assert time.monotonic() < deadline, "the server did not die"
         time.sleep(0.05)
+
+
+def test_an_old_note_of_a_server_long_gone_is_not_believed(gguf: Path) -> None:
+    judge = DoubleJudge(gguf)
+    judge.start(timeout=60)
+    judge.stop()
+    local_state.note_start(judge, 2**22 + 12345)  # a pid no process has
+    judge.ended(-signal.SIGILL)
+    local_state._IN_PROCESS.clear()
+    assert local_state.diagnose(judge.base_url) is not None  # fresh: believed
+    note = local_state.state_dir() / f"port-{judge.port}.json"
+    old = time.time() - local_state.NOTE_LIFETIME_S - 60
+    os.utime(note, (old, old))
+    assert local_state.diagnose(judge.base_url) is None

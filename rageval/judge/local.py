@@ -20,6 +20,7 @@ way, on a free port.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import json
 import os
@@ -129,21 +130,31 @@ class LocalJudge:
         """Start the server and wait until a one-token completion succeeds."""
         _check_port_free(self.host, self.port)
         self._log = self._open_log()
-        # Its own session: a Ctrl-C at the terminal reaches rageval, which stops the server.
-        self._process = subprocess.Popen(self.command(), stdout=self._log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+        try:
+            self._process = self._spawn()
+        except OSError:
+            self.stop()
+            raise
         local_state.note_start(self, self._process.pid)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise self._died()
-            if self._ready(deadline):
-                return self
-            time.sleep(0.2)
+        try:
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    raise self._died()
+                if self._ready(deadline):
+                    return self
+                time.sleep(0.2)
+        except BaseException:  # Ctrl-C while waiting, among others: leave no server behind
+            self.stop()
+            raise
         self.stop()
         raise LocalJudgeError(f"the local judge server did not answer within {timeout:g} s; "
                               f"{local_state.log_tail(self.log_path)}")
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        # Its own session: a Ctrl-C at the terminal reaches rageval, which stops the server.
+        return subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
 
     def exit_status(self) -> int | None:
         """The server's exit status once it has ended (negative: killed by that signal)."""
@@ -174,6 +185,10 @@ class LocalJudge:
         if self._log is not None:
             self._log.close()
             self._log = None
+            if self._chosen_log is None and self._status is None:
+                # Stopped on purpose: the log of a server that ended well is not kept.
+                with contextlib.suppress(OSError):
+                    self.log_path.unlink()
 
     def wait(self) -> int:
         """Block until the server exits on its own; its exit status."""
@@ -216,7 +231,8 @@ class LocalJudge:
             wait = max(1.0, deadline - time.monotonic())
             with urllib.request.urlopen(request, timeout=wait) as reply:
                 return bool(json.load(reply).get("choices"))
-        except (OSError, urllib.error.URLError, ValueError, AttributeError):
+        except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError,
+                AttributeError):
             return False
 
 
@@ -224,6 +240,8 @@ def _check_port_free(host: str, port: int) -> None:
     """Refuse a port another program listens on (the new server could not bind it, and the
     readiness check would meet the other one)."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        # As the server binds: a port whose last connections linger in TIME_WAIT is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:

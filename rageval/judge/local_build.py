@@ -93,6 +93,8 @@ def cmake_args(machine: str | None = None, flags: frozenset[str] | None = None) 
         return []
     if flags is None:
         flags = cpu_flags()
+    if flags is None:  # not Linux: llama.cpp's own detection (no VM listing AMX seen there)
+        return []
     args = ["-DGGML_NATIVE=OFF"]
     for option, needs in X86_OPTIONS.items():
         on = flags is not None and all(f in flags for f in needs)
@@ -116,6 +118,8 @@ class BuildCheck:
     def describe(self) -> str:
         if self.version is None:
             return "llama-cpp-python is not installed"
+        if any(r.startswith("cannot load it") for r in self.refused):
+            return f"llama-cpp-python {self.version} {self.refused[0]}"
         built = " ".join(sorted(self.features)) or "no optional instruction sets"
         if not self.refused:
             return f"llama-cpp-python {self.version} suits this machine (built with {built})"
@@ -152,8 +156,11 @@ def check_installed() -> BuildCheck:
         return BuildCheck(None, frozenset(), ())
     probe = ("import llama_cpp; print(llama_cpp.llama_print_system_info().decode("
              "'utf-8', 'replace'))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=False)
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return BuildCheck(version, frozenset(), ("cannot load it: no answer within 120 s",))
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return BuildCheck(version, frozenset(), (f"cannot load it: {why}",))
@@ -170,10 +177,12 @@ def install(force: bool = False) -> int:
     """Build and install llama-cpp-python for this machine (no pip cache: a cached wheel
     ignores CMAKE_ARGS). Returns pip's exit status."""
     env = dict(os.environ)
-    args = cmake_args()
+    # The user's own CMAKE_ARGS (a GPU backend, BLAS) come last, so that they win.
+    args = [*cmake_args(), *env.get("CMAKE_ARGS", "").split()]
     if args:
         env["CMAKE_ARGS"] = " ".join(args)
-    pip = [sys.executable, "-m", "pip", "install"]
+    # Built from source, never a wheel from an index (it would ignore CMAKE_ARGS).
+    pip = [sys.executable, "-m", "pip", "install", "--no-binary", _DISTRIBUTION]
     print(f"building llama-cpp-python with CMAKE_ARGS={env.get('CMAKE_ARGS', '')!r} "
           "(several minutes on two cores)", flush=True)
     if force:

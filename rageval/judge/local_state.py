@@ -7,10 +7,13 @@ into words (the signal's name and its likely cause, SIGILL above all: a llama.cp
 instructions this machine refuses), and :func:`log_tail` adds the server's last lines.
 
 While a local judge serves, a small note (pid, log, port) lies in a private directory of the
-user's (``$XDG_RUNTIME_DIR/rageval`` or ``~/.cache/rageval``, mode 0700), and its end is written
-into it. A judge run whose connection to a loopback endpoint fails asks :func:`diagnose` about
-that port, so it reports "the local judge ... was killed by SIGILL" rather than "Connection
-error". Local judges of this process answer from memory, without a note.
+user's (``$XDG_RUNTIME_DIR/rageval/local-judge`` or ``~/.cache/rageval/local-judge``, mode
+0700), and its end is written into it. A note is believed only while nothing listens on its port
+again and, once its server is gone, for :data:`NOTE_LIFETIME_S`: a port refused later is
+another server's business. A judge run whose connection to a loopback endpoint fails asks
+:func:`diagnose` about that port, so it reports "the local judge ... was killed by SIGILL"
+rather than "Connection error". Local judges of this process answer from memory, without a
+note.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -28,6 +32,7 @@ __all__ = ["describe_exit", "diagnose", "forget", "log_tail", "note_end", "note_
            "state_dir"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+NOTE_LIFETIME_S = 15 * 60
 _TAIL_LINES = 12
 _TAIL_CHARS = 2000
 REBUILD = "python -m rageval.judge.local_build --install --force"
@@ -169,10 +174,12 @@ def _listening(host: str, port: int) -> bool:
 
 def _from_note(port: int) -> str | None:
     try:
-        note = json.loads(_note_path(port, create=False).read_text(encoding="utf-8"))
+        path = _note_path(port, create=False)
+        note = json.loads(path.read_text(encoding="utf-8"))
+        age = time.time() - path.stat().st_mtime
     except (OSError, ValueError):
         return None
-    if not isinstance(note, dict):
+    if not isinstance(note, dict) or (age > NOTE_LIFETIME_S and not _alive(note.get("pid"))):
         return None
     log = Path(str(note["log"])) if note.get("log") else None
     if note.get("end"):

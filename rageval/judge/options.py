@@ -12,8 +12,10 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
+from rageval.core import read_only
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
@@ -115,6 +117,11 @@ class JudgeOptions:
     shared_limits: SharedLimits | None = field(default=None, compare=False, repr=False)
     shared_cache: Any = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # Read-only: what a signature and the cache keys were made from cannot change after.
+        if isinstance(self.extra, Mapping) and not isinstance(self.extra, MappingProxyType):
+            object.__setattr__(self, "extra", read_only(dict(self.extra)))
+
     def for_workers(self, workers: int, sharing: Sharing | None = None) -> JudgeOptions:
         """The options one of ``workers`` processes judges with, so that together they stay
         within this run's concurrency and requests per minute and keep one reply cache: with
@@ -166,7 +173,8 @@ class JudgeOptions:
     @property
     def extra_text(self) -> str:
         """The extra request fields as signatures show them (``key=json``, sorted)."""
-        return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+        # "|" separates a signature's fields: escaped as JSON may (still the same value).
+        return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}".replace("|", "\\u007c")
                         for k, v in sorted(self.extra.items()))
 
     def cost_usd(self, usage: Mapping[str, int]) -> float | None:
@@ -285,8 +293,7 @@ class SharedCache:
 # reply is (several choices, a stream): never taken from --judge-extra.
 _OWN_FIELDS = {
     "model": "--judge-model", "messages": "the rubric", "temperature": "--judge-temperature",
-    "seed": "--judge-seed", "max_tokens": "--judge-max-tokens",
-    "max_completion_tokens": "--judge-max-tokens", "logprobs": "--judge-logprobs",
+    "seed": "--judge-seed", "max_tokens": "--judge-max-tokens", "logprobs": "--judge-logprobs",
     "top_logprobs": "--judge-logprobs", "response_format": "--judge-response-format",
     "n": "--judge-samples", "stream": "nothing: replies are read whole",
     "stream_options": "nothing: replies are read whole",
@@ -324,6 +331,8 @@ def check_extra(extra: Mapping[str, Any]) -> None:
         if key in _OWN_FIELDS:
             raise UsageError(f"judge extra field {key!r} is set by rageval itself (use "
                              f"{_OWN_FIELDS[key]})")
+        if value is None:
+            raise UsageError(f"judge extra field {key!r} is null: leave it out instead")
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):

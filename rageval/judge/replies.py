@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.judge.cache import Entry, JudgeCache, NewReply
 from rageval.judge.cache_entries import encoded_cache_keys
+from rageval.judge.endpoint import api_key_problem
 from rageval.judge.formats import ReplySchema
 from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
 from rageval.judge.served import ServedCheck
@@ -232,7 +233,7 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
         if pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta, served))
-        elif served.needed:
+        elif served.needed and api_key_problem(judge.api_key_env, judge.base_url) is None:
             served.probe(_client(judge))
     finally:
         if cache is not None:

@@ -52,7 +52,10 @@ class ServedCheck:
         with _LOCK:
             asked = _ASKED.get(key)
         if asked is None or time.monotonic() - asked[0] > _FRESH_S:
-            asked = (time.monotonic(), client.served_model())
+            try:
+                asked = (time.monotonic(), client.served_model())
+            except JudgeError:
+                return  # unknown: the endpoint could not say (a run needing no request goes on)
             with _LOCK:
                 _ASKED[key] = asked
         self.check(asked[1])
@@ -60,8 +63,8 @@ class ServedCheck:
     def check(self, served: str | None) -> None:
         """Raise :class:`JudgeError` when the endpoint serves another model than the cached
         replies came from (the first fresh reply's ``model``, or the probe's)."""
-        if not self.needed or served is None or self.now is not None:
-            return
+        if not self.needed or served is None or served == self.name or self.now is not None:
+            return  # an echo of the name tells nothing a swap would change
         self.now = served
         others = {m: n for m, n in self.cached.items() if m != served}
         if others:
