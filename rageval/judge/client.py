@@ -57,8 +57,7 @@ from rageval.judge.sdk import (
     send_chat,
 )
 
-__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "api_key_problem",
-           "total_usage"]  # api_key_problem: re-exported
+__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
 
 
 class JudgeClient:

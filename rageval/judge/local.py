@@ -107,7 +107,7 @@ class LocalJudge:
         self.context = context
         self.threads = threads or os.cpu_count() or 1
         self._chosen_log = Path(log) if log is not None else None
-        self.log_path: Path = self._chosen_log or Path(tempfile.gettempdir())
+        self.log_path: Path | None = self._chosen_log  # a new private file once started
         self._process: subprocess.Popen[bytes] | None = None
         self._status: int | None = None  # how it ended on its own, once it has
         self._log: IO[bytes] | None = None
@@ -185,7 +185,7 @@ class LocalJudge:
         if self._log is not None:
             self._log.close()
             self._log = None
-            if self._chosen_log is None and self._status is None:
+            if self._chosen_log is None and self._status is None and self.log_path:
                 # Stopped on purpose: the log of a server that ended well is not kept.
                 with contextlib.suppress(OSError):
                     self.log_path.unlink()

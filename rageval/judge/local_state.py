@@ -58,7 +58,7 @@ _CAUSES = {
 class _Server(Protocol):
     host: str
     port: int
-    log_path: Path
+    log_path: Path | None
 
     def exit_status(self) -> int | None: ...
 
