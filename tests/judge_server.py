@@ -387,10 +387,17 @@ class _Handler(BaseHTTPRequestHandler):
         fault = judge._record(body)
         with judge._lock:
             judge.paths.append(self.path)
-        if judge.latency_s:
-            time.sleep(judge.latency_s)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
-            self._respond(judge, body, key, fault)
+        with judge._lock:
+            judge.in_flight += 1
+            judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
+        try:
+            if judge.latency_s:
+                time.sleep(judge.latency_s)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # client gave up
+                self._respond(judge, body, key, fault)
+        finally:
+            with judge._lock:
+                judge.in_flight -= 1
 
     # -- responses ---------------------------------------------------------------------
 
@@ -501,6 +508,8 @@ class JudgeServer:
         self.paths: list[str] = []  # request paths, query strings included
         self.faults_served: list[str | None] = []
         self.arrivals: list[float] = []  # time.monotonic() of each request, in arrival order
+        self.in_flight = 0  # requests being answered now, and the most there ever were
+        self.max_in_flight = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 

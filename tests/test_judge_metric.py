@@ -303,3 +303,23 @@ def test_cli_requires_judge_model(tmp_path: Path, capsys) -> None:
                  "--cache", str(tmp_path / "c.sqlite")], stdout=io.StringIO())
     assert code == 2
     assert "--judge-model" in capsys.readouterr().err
+
+
+def test_the_rubrics_of_a_run_ask_in_one_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 ) -> None:
+    """Two rubrics over several batches: one stream of requests, not a round per rubric (or
+    per batch) whose requests in flight drain to zero before the next starts. Each rubric has
+    4 requests here, so more than 4 in flight at once means both were asked together; each
+    reply is stored with its own rubric, and the prompts of both are in the manifest."""
+    monkeypatch.setenv(ENV, KEY)
+    records = load_records(write_records(tmp_path / "r.jsonl", n=4))
+    with JudgeServer(expected_key=KEY, latency_s=0.3) as server:
+        res = evaluate(records, ["judge:fluency", "judge:coherence"], bootstrap=10,
+                       batch_size=2, judge=options(server, tmp_path / "c.sqlite",
+                                                   concurrency=16))
+        assert server.requests == 8 and server.max_in_flight > 4
+    assert res.summary["judge:fluency"].n == res.summary["judge:coherence"].n == 4
+    assert set(res.manifest["judge"]["prompts"]) == {"fluency", "coherence"}
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        rubrics = sorted(entry.meta["rubric"] for entry in cache.entries())
+    assert rubrics == ["coherence"] * 4 + ["fluency"] * 4

@@ -21,6 +21,7 @@ Run-wide judge configuration travels in :class:`~rageval.judge.options.JudgeOpti
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ from rageval.judge.replies import (
     provenance,
     provenance_only,
 )
-from rageval.judge.run import JUDGE_HOOKS
+from rageval.judge.run import GROUP, JUDGE_HOOKS
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -218,27 +219,50 @@ class JudgeMetric(Metric):
         """The batch's units and a reply (or error) for each.
 
         The replies for every record of the batch's scope (all the batches of one scoring
-        pass) are gathered when its first batch is scored, in one stream of requests: batches
-        only bound the memory of the other metrics, and a judge that stopped at each batch
-        boundary would let its requests in flight drain to zero every time (and open new
-        connections), a stall that costs throughput at high concurrency.
+        pass) are gathered when its first batch is scored, in one stream of requests, and so
+        are those of every other judge metric of the run (:data:`~rageval.judge.run.GROUP`,
+        set by the run hooks): batches and rubrics only bound the memory and the order of
+        the scoring, and a judge that stopped at each batch or rubric boundary would let its
+        requests in flight drain to zero every time, a stall that costs throughput at high
+        concurrency.
         """
         scope = batch.scope
-        if scope is batch.records:
-            units = [u for i, record in enumerate(batch.records) for u in self.units(record, i)]
-            return units, self._gather(batch, list(batch.records), units)
-
-        def gather_scope() -> tuple[dict[int, list[Unit]], dict[str, Reply]]:
-            # Unit indices are the scope's here (the cache's metadata reads record ids there).
-            by_record = {id(r): self.units(r, i) for i, r in enumerate(scope)}
-            everything = [u for units in by_record.values() for u in units]
-            return by_record, self._gather(batch, list(scope), everything)
-
-        by_record, replies = batch.run.cached(("judge", "replies", str(self), id(scope)),
-                                              gather_scope)
+        holder = batch if scope is batch.records else batch.run  # dropped with what it covers
+        by_record, replies = holder.cached(self._replies_key(scope),
+                                           lambda: self._gather_scope(batch, holder))
         units = [replace(u, record=i) for i, record in enumerate(batch.records)
                  for u in by_record[id(record)]]
         return units, replies
+
+    def _replies_key(self, scope: Sequence[Record]) -> tuple[str, str, str, int]:
+        return ("judge", "replies", str(self), id(scope))
+
+    def _gather_scope(self, batch: Batch, holder: Batch
+                      ) -> tuple[dict[int, list[Unit]], dict[str, Reply]]:
+        """This metric's units by record (indices are the scope's: the cache's metadata
+        reads record ids there) and the replies, gathered with those of the run's other judge
+        metrics asking the same judge, whose share is left in ``holder`` for them."""
+        scope = batch.scope
+        others = {str(m): m for m in batch.run.cached(GROUP, lambda: [self])
+                  if isinstance(m, JudgeMetric) and m.judge == self.judge}
+        others.pop(str(self), None)
+        plans: list[tuple[JudgeMetric, dict[int, list[Unit]]]] = []
+        sent: list[Unit] = []
+        owner: dict[str, JudgeMetric] = {}
+        for metric in [self, *others.values()]:
+            by_record = {id(r): metric.units(r, i) for i, r in enumerate(scope)}
+            plans.append((metric, by_record))
+            metric.run_stats(batch)  # its prompt in the manifest
+            schema = metric.reply_schema()
+            for units in by_record.values():
+                for unit in units:
+                    owner.setdefault(unit.key, metric)
+                    sent.append(unit if unit.schema is not None else replace(unit, schema=schema))
+        replies = gather(self.judge, sent, list(scope), self.reply_schema(),
+                         self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit))
+        for metric, by_record in plans[1:]:
+            holder.cached(metric._replies_key(scope), lambda b=by_record: (b, replies))
+        return plans[0][1], replies
 
     def _gather(self, batch: Batch, records: list[Record], units: list[Unit]
                 ) -> dict[str, Reply]:

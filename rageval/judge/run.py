@@ -59,11 +59,17 @@ class JudgeHooks(RunHooks):
     def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
         check_judge(records, _judged(metrics))
 
+    def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
+        # Every judge metric of the run asks in one stream (JudgeMetric.batch_replies).
+        run.cached(GROUP, lambda: list(metrics))
+
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         return judge_manifest(run, _judged(metrics))
 
 
 JUDGE_HOOKS = JudgeHooks()
+# The run's judge metrics, in a window's run Batch cache (set by JudgeHooks.prepare).
+GROUP = ("judge", "metrics")
 
 
 def _judged(metrics: Sequence[Metric]) -> list[JudgedMetric]:
