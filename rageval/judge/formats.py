@@ -14,7 +14,8 @@ Servers disagree on structured output:
 The judge therefore speaks four *wire formats*, most constrained first:
 
 ``json_schema``         OpenAI's strict JSON schema
-``json_object+schema``  ``{"type": "json_object", "schema": ...}`` (llama.cpp's form)
+``json_object+schema``  ``{"type": "json_object", "schema": ...}`` (llama.cpp's form; the
+                        schema carries length bounds, see :func:`bounded`)
 ``json_object``         plain JSON mode, no schema
 ``text``                no ``response_format`` at all; the tolerant parser reads the reply
 
@@ -70,7 +71,7 @@ class ReplySchema:
             return {"type": "json_schema",
                     "json_schema": {"name": self.name, "strict": True, "schema": self.schema}}
         if fmt == "json_object+schema":
-            return {"type": "json_object", "schema": self.schema}
+            return {"type": "json_object", "schema": bounded(self.schema)}
         if fmt == "json_object":
             return {"type": "json_object"}
         if fmt == "text":
@@ -94,6 +95,31 @@ class ReplySchema:
                         from None
             out[fmt] = text
         return out
+
+
+# Bounds a grammar-enforcing server (llama.cpp) writes into its grammar, so that a small model
+# looping inside a string or a list must close its JSON before the token limit cuts it. Sent
+# only in llama.cpp's own form: OpenAI's strict json_schema does not take maxLength.
+TEXT_MAX_CHARS = 500  # free text (the reasoning): two or three sentences
+ITEM_MAX_CHARS = 300  # one item of a list (a claim, a nugget)
+LIST_MAX_ITEMS = 30  # AutoNuggetizer keeps 30 nuggets at most
+
+
+def bounded(schema: dict[str, Any], *, in_list: bool = False) -> dict[str, Any]:
+    """``schema`` with a ``maxLength`` on every free-text string and a ``maxItems`` on every
+    list (strings with an ``enum`` are bounded already)."""
+    out = dict(schema)
+    kind = out.get("type")
+    if kind == "string" and "enum" not in out:
+        out.setdefault("maxLength", ITEM_MAX_CHARS if in_list else TEXT_MAX_CHARS)
+    elif kind == "array":
+        out.setdefault("maxItems", LIST_MAX_ITEMS)
+        if isinstance(out.get("items"), dict):
+            out["items"] = bounded(out["items"], in_list=True)
+    elif kind == "object" and isinstance(out.get("properties"), dict):
+        out["properties"] = {k: bounded(v) if isinstance(v, dict) else v
+                             for k, v in out["properties"].items()}
+    return out
 
 
 def is_refusal(status: int, message: str) -> bool:
