@@ -197,3 +197,31 @@ def test_an_old_note_of_a_server_long_gone_is_not_believed(gguf: Path) -> None:
     old = time.time() - local_state.NOTE_LIFETIME_S - 60
     os.utime(note, (old, old))
     assert local_state.diagnose(judge.base_url) is None
+
+
+def test_llama_server_is_found_and_started_with_what_a_judge_needs(
+        gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.core.errors import UsageError
+    from rageval.judge import llama_server_build
+
+    monkeypatch.delenv("RAGEVAL_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(llama_server_build, "installed_path", lambda: tmp_path / "none")
+    with pytest.raises(UsageError, match=r"python -m rageval\.judge\.llama_server_build"):
+        LocalJudge(gguf, engine="llama-server")
+    with pytest.raises(UsageError, match="not an executable file"):
+        LocalJudge(gguf, engine="llama-server", llama_server=gguf)
+    with pytest.raises(UsageError, match="--engine must be one of"):
+        LocalJudge(gguf, engine="vllm")
+    built = tmp_path / "llama-server"
+    built.write_text("#!/bin/sh\n", encoding="utf-8")
+    built.chmod(0o755)
+    monkeypatch.setattr(llama_server_build, "installed_path", lambda: built)
+    judge = LocalJudge(gguf, engine="llama-server", port=0, context=4096, threads=2)
+    argv = judge.command()
+    assert argv[0] == str(built) and argv[argv.index("--alias") + 1] == judge.name
+    assert argv[argv.index("--repeat-penalty") + 1] == "1.1"
+    assert argv[argv.index("--parallel") + 1] == "1"
+    assert argv[argv.index("--ctx-size") + 1] == "4096"
+    monkeypatch.setenv("RAGEVAL_LLAMA_SERVER", str(built))
+    assert LocalJudge(gguf, engine="llama-server").llama_server == built

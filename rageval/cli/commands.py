@@ -237,14 +237,16 @@ def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.judge.local import LocalJudge
 
     judge = LocalJudge(args.model, name=args.name, host=args.host, port=args.port,
-                       context=args.ctx_size, threads=args.threads, log=args.log)
+                       context=args.ctx_size, threads=args.threads, log=args.log,
+                       engine=args.engine, llama_server=args.llama_server)
 
     def terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        print(f"starting the local judge: {judge.gguf.name} ({judge.threads} threads, "
+        print(f"starting the local judge: {judge.gguf.name} on {judge.engine} "
+              f"({judge.threads} threads, "
               f"context {judge.context})", file=out, flush=True)
         with judge:
             print(f"local judge ready: --judge-base-url {judge.base_url} "

@@ -159,6 +159,14 @@ def _add_local_judge(sub: argparse._SubParsersAction) -> None:
                    help="context size (default 8192, SmolLM2's)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads (default: every core)")
+    p.add_argument("--engine", choices=("llama-cpp-python", "llama-server"),
+                   default="llama-cpp-python",
+                   help="what serves the model: llama-cpp-python's server (the local extra; "
+                   "default) or llama.cpp's own llama-server (started with --repeat-penalty "
+                   "1.1 and one slot)")
+    p.add_argument("--llama-server", metavar="PATH", default=None,
+                   help="with --engine llama-server: its executable (default: "
+                   "$RAGEVAL_LLAMA_SERVER, else llama-server on the PATH)")
     p.add_argument("--log", metavar="FILE", default=None,
                    help="where the server's own output goes (default: a file in the temporary "
                    "directory)")

