@@ -22,7 +22,7 @@ def _fresh_structured_output_verdicts() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """Notes of local judge servers (rageval.judge.local_state) go to a folder of the test
+    """Notes of local judge servers (rageval.judge.local.state) go to a folder of the test
     session's, not the user's runtime or cache folder."""
     folder: Path = tmp_path_factory.getbasetemp() / "xdg-runtime"
     folder.mkdir(mode=0o700, exist_ok=True)

@@ -3,7 +3,7 @@ llama-server``), serving the same SmolLM2 GGUF as the llama-cpp-python tests: it
 ``json_schema`` (llama-cpp-python's server refuses it), an over-long prompt fails that request
 only in llama-server's own words, and an offline replay reproduces every number with no request.
 Skipped, with the reason, where no llama-server is built (``python -m
-rageval.judge.llama_server_build``); CI builds it, and with ``CI=true`` a missing one fails."""
+rageval.judge.local.llama_server``); CI builds it, and with ``CI=true`` a missing one fails."""
 
 from __future__ import annotations
 

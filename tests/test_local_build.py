@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rageval.judge import local_build
-from rageval.judge.local_build import (
+from rageval.judge.local import build as local_build
+from rageval.judge.local.build import (
     REQUIREMENT,
     cmake_args,
     cpu_flags,
@@ -116,7 +116,7 @@ def test_it_runs_from_a_fresh_clone_with_the_standard_library_only() -> None:
 
     code = ("import sys; sys.modules['numpy'] = None; sys.modules['polars'] = None; "
             "sys.modules['openai'] = None; import runpy; sys.argv = ['x', '--cmake-args']; "
-            "runpy.run_module('rageval.judge.local_build', run_name='__main__')")
+            "runpy.run_module('rageval.judge.local.build', run_name='__main__')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr

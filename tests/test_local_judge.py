@@ -263,4 +263,4 @@ def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -
             evaluate(str(records), ["judge:faithfulness"], judge=options, bootstrap=10)
     message = str(info.value)
     assert f"the local judge on port {judge.port} was killed by SIGILL" in message
-    assert "python -m rageval.judge.local_build --install --force" in message
+    assert "python -m rageval.judge.local.build --install --force" in message

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from rageval.cli import main
-from rageval.judge import local_state
 from rageval.judge.local import LocalJudge, LocalJudgeError
+from rageval.judge.local import state as local_state
 
 DOUBLE = str(Path(__file__).with_name("local_judge_double.py"))
 
@@ -57,7 +57,7 @@ def gguf(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(("die", "words"), [
     ("ILL", ["was killed by SIGILL", "instructions this machine refuses",
-             "python -m rageval.judge.local_build --install --force"]),
+             "python -m rageval.judge.local.build --install --force"]),
     ("KILL", ["was killed by SIGKILL", "out-of-memory killer"]),
     ("SEGV", ["was killed by SIGSEGV", "memory fault"]),
     ("3", ["exited with status 3"]),
@@ -202,12 +202,12 @@ def test_an_old_note_of_a_server_long_gone_is_not_believed(gguf: Path) -> None:
 def test_llama_server_is_found_and_started_with_what_a_judge_needs(
         gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rageval.core.errors import UsageError
-    from rageval.judge import llama_server_build
+    from rageval.judge.local import llama_server as llama_server_build
 
     monkeypatch.delenv("RAGEVAL_LLAMA_SERVER", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(llama_server_build, "installed_path", lambda: tmp_path / "none")
-    with pytest.raises(UsageError, match=r"python -m rageval\.judge\.llama_server_build"):
+    with pytest.raises(UsageError, match=r"python -m rageval\.judge\.local\.llama_server"):
         LocalJudge(gguf, engine="llama-server")
     with pytest.raises(UsageError, match="not an executable file"):
         LocalJudge(gguf, engine="llama-server", llama_server=gguf)

@@ -256,7 +256,7 @@ class JudgeClient:
                                     f"timed out after {self.max_retries + 1} attempts "
                                     f"({self.timeout:g} s each)", started, fmt)
             except openai.APIConnectionError as exc:
-                from rageval.judge.local_state import diagnose  # a local judge that died?
+                from rageval.judge.local.state import diagnose  # a local judge that died?
 
                 ended = diagnose(self.endpoint.base_url)
                 if ended is not None:  # no use asking a server that is gone

@@ -12,7 +12,7 @@ once a real one-token completion succeeds (a server that lists its model can sti
 first completion: a llama.cpp build for instructions the machine refuses). A port already taken
 is refused before anything starts. The server's output goes to a private file (created anew,
 mode 0600, under a random name); a server that ends on its own is reported in words (see
-:mod:`rageval.judge.local_state`). Leaving the ``with`` block (or Ctrl-C in the command) stops
+:mod:`rageval.judge.local.state`). Leaving the ``with`` block (or Ctrl-C in the command) stops
 it: SIGTERM, then SIGKILL if it does not stop within a few seconds. The tests start it the same
 way, on a free port.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
-from rageval.judge import local_state
+from rageval.judge.local import state as local_state
 
 __all__ = ["DEFAULT_CONTEXT", "DEFAULT_MODEL_NAME", "ENGINES", "LocalJudge", "default_gguf",
            "find_llama_server", "free_port"]
@@ -257,15 +257,15 @@ class LocalJudge:
 
 def find_llama_server(given: str | os.PathLike[str] | None) -> Path:
     """llama.cpp's ``llama-server``: the path given, else ``$RAGEVAL_LLAMA_SERVER``, else the
-    one on the PATH, else the one ``python -m rageval.judge.llama_server_build`` built."""
-    from rageval.judge.llama_server_build import installed_path
+    one on the PATH, else the one ``python -m rageval.judge.local.llama_server`` built."""
+    from rageval.judge.local.llama_server import installed_path
 
     built = installed_path()
     found = (given or os.environ.get("RAGEVAL_LLAMA_SERVER") or shutil.which("llama-server")
              or (built if built.is_file() else None))
     if not found:
         raise UsageError("--engine llama-server: no llama-server found; build one with "
-                         "python -m rageval.judge.llama_server_build, or give its path with "
+                         "python -m rageval.judge.local.llama_server, or give its path with "
                          "--llama-server PATH (or $RAGEVAL_LLAMA_SERVER)")
     path = Path(found)
     if not (path.is_file() and os.access(path, os.X_OK)):

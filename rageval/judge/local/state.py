@@ -35,7 +35,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 NOTE_LIFETIME_S = 15 * 60
 _TAIL_LINES = 12
 _TAIL_CHARS = 2000
-REBUILD = "python -m rageval.judge.local_build --install --force"
+REBUILD = "python -m rageval.judge.local.build --install --force"
 
 # Likely causes, by signal: what a user can do about each.
 _CAUSES = {

@@ -2,13 +2,13 @@
 
 ``rageval local-judge --engine llama-server`` serves the judge with the server most local-model
 users run. It is not on PyPI as a program, but its source is: the llama.cpp tree vendored in
-llama-cpp-python's source distribution. ``python -m rageval.judge.llama_server_build`` downloads
+llama-cpp-python's source distribution. ``python -m rageval.judge.local.llama_server`` downloads
 that distribution (the installed llama-cpp-python's version, else the newest), builds the
 ``llama-server`` target alone, statically linked, with the instruction sets of
-:func:`~rageval.judge.local_build.cmake_args` (AMX off: see that module), and copies the one
+:func:`~rageval.judge.local.build.cmake_args` (AMX off: see that module), and copies the one
 executable to :func:`installed_path`, where ``rageval local-judge`` finds it. Several minutes on
 two cores; nothing is done when it is there already (``--force`` builds again). Standard library
-only, like :mod:`~rageval.judge.local_build`.
+only, like :mod:`~rageval.judge.local.build`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from rageval.judge.local_build import cmake_args
+from rageval.judge.local.build import cmake_args
 
 __all__ = ["build", "installed_path"]
 
@@ -73,7 +73,7 @@ def build(destination: Path | None = None, jobs: int | None = None) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rageval.judge.llama_server_build",
+        prog="python -m rageval.judge.local.llama_server",
         description="Build llama.cpp's llama-server for this machine (AMX off) from "
         "llama-cpp-python's source distribution, for rageval local-judge --engine llama-server.")
     parser.add_argument("--force", action="store_true", help="build again even if it is there")

@@ -15,7 +15,7 @@ runtime dispatch between CPU variants (``GGML_CPU_ALL_VARIANTS``) is not used: i
 it compiles a dozen variants (hours on two cores). On ARM and other architectures llama.cpp's own
 detection is kept (Linux reports those features only when the kernel enables them).
 
-Run ``python -m rageval.judge.local_build`` to see the flags and whether the installed build
+Run ``python -m rageval.judge.local.build`` to see the flags and whether the installed build
 suits this machine; ``--install`` builds and installs it (without pip's cache) when it does not;
 ``--force`` rebuilds whatever is installed. The module uses the standard library only, so it
 runs from a fresh clone before anything else is installed.
@@ -170,7 +170,7 @@ def check_installed() -> BuildCheck:
 
 def rebuild_command() -> str:
     """The command that rebuilds llama-cpp-python for this machine."""
-    return "python -m rageval.judge.local_build --install --force"
+    return "python -m rageval.judge.local.build --install --force"
 
 
 def install(force: bool = False) -> int:
@@ -196,7 +196,7 @@ def install(force: bool = False) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rageval.judge.local_build",
+        prog="python -m rageval.judge.local.build",
         description="Build llama-cpp-python (the local judge's engine) for this machine: "
         "explicit instruction sets, AMX off, no pip cache.")
     parser.add_argument("--install", action="store_true",
