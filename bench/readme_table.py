@@ -4,6 +4,7 @@
     python bench/bench_score.py --json out/score.json
     python bench/bench_bertscore.py --pairs 500 --json out/bertscore.json
     python bench/bench_judge.py --json out/judge.json
+    python bench/bench_judge_run.py --json out/judge_run.json
     python bench/readme_table.py out/            # rewrite the table in README.md
     python bench/readme_table.py out/ --print    # only print it
 
@@ -85,11 +86,25 @@ def judge_rows(data: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def judge_run_rows(data: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for level in data.get("levels", []):
+        rows.append((f"judge on a run: rageval score, {data['records']:,} records x "
+                     f"{len(data['metrics'])} rubrics, {level['concurrency']} in flight, "
+                     f"{data['latency_ms']:g} ms server", "openai SDK on threads, same prompts",
+                     f"{level['anchor']['rate']:.0f}/s", f"{level['rageval']['rate']:.0f}/s",
+                     f"{level['ratio']:.2f}x",
+                     f"in flight {level['rageval']['in_flight_median']:g} "
+                     f"(SDK {level['anchor']['in_flight_median']:g})"))
+    return rows
+
+
 ADAPTERS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "trec.json": trec_rows,
     "score.json": score_rows,
     "bertscore.json": bertscore_rows,
     "judge.json": judge_rows,
+    "judge_run.json": judge_run_rows,
 }
 
 

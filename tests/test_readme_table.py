@@ -22,6 +22,11 @@ def _write(directory: Path) -> None:
     (directory / "judge.json").write_text(json.dumps({"latency_ms": 100, "throughput": [
         {"concurrency": 8, "ideal": 80.0, "anchor": 76.0, "rageval": 74.0,
          "rageval_over_ideal": 0.925}], "replay": {"judgments": 50, "seconds": 0.2}}))
+    (directory / "judge_run.json").write_text(json.dumps({
+        "records": 320, "metrics": ["judge:faithfulness", "judge:correctness"],
+        "latency_ms": 100, "levels": [{"concurrency": 32, "ratio": 0.97,
+                                        "anchor": {"rate": 300.0, "in_flight_median": 31.0},
+                                        "rageval": {"rate": 291.0, "in_flight_median": 32.0}}]}))
 
 
 def test_the_table_has_a_row_per_figure_and_says_what_is_missing(tmp_path: Path) -> None:
@@ -30,6 +35,9 @@ def test_the_table_has_a_row_per_figure_and_says_what_is_missing(tmp_path: Path)
     assert "| sacrebleu | 2.00 s | 0.50 s | 4.0x | identical |" in text
     assert "| 76/s | 74/s | 0.97x | 92% of ideal |" in text
     assert "offline replay of 50 cached judgments" in text
+    assert ("| judge on a run: rageval score, 320 records x 2 rubrics, 32 in flight, 100 ms "
+            "server | openai SDK on threads, same prompts | 300/s | 291/s | 0.97x | in flight 32 "
+            "(SDK 31) |") in text
     assert sorted(missing) == ["bertscore.json", "trec.json"]
 
 
