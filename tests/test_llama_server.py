@@ -79,3 +79,17 @@ def test_an_over_long_prompt_fails_that_request_only(tmp_path: Path) -> None:
     assert "exceeds the available context size" in over.errors["judge:faithfulness"]
     assert short.scores["judge:faithfulness"] is not None  # json_schema: always a score
     assert result.manifest["judge"]["failed"] == 1
+
+
+def test_two_fresh_runs_get_the_same_replies(llama_server: object, tmp_path: Path) -> None:
+    """Without llama-server's prompt cache (how rageval starts it), a reply does not depend on
+    what an earlier request left in the cache: asked twice on empty caches, alike."""
+    records = _write(tmp_path / "r.jsonl")
+    metrics = ["judge:correctness", "judge:faithfulness"]
+    runs = [evaluate(str(records), metrics, bootstrap=10,
+                     judge=_judge(llama_server, tmp_path / f"c{i}.sqlite", max_tokens=256))
+            for i in range(2)]
+    for a, b in zip(runs[0].records, runs[1].records, strict=True):
+        assert a.scores == b.scores
+        for name in metrics:
+            assert a.details[name]["reasoning"] == b.details[name]["reasoning"]

@@ -223,5 +223,8 @@ def test_llama_server_is_found_and_started_with_what_a_judge_needs(
     assert argv[argv.index("--repeat-penalty") + 1] == "1.1"
     assert argv[argv.index("--parallel") + 1] == "1"
     assert argv[argv.index("--ctx-size") + 1] == "4096"
+    assert "--no-cache-prompt" in argv and "--cache-prompt" not in argv  # deterministic
+    faster = LocalJudge(gguf, engine="llama-server", port=0, prompt_cache=True).command()
+    assert "--cache-prompt" in faster and "--no-cache-prompt" not in faster
     monkeypatch.setenv("RAGEVAL_LLAMA_SERVER", str(built))
     assert LocalJudge(gguf, engine="llama-server").llama_server == built

@@ -238,7 +238,8 @@ def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
 
     judge = LocalJudge(args.model, name=args.name, host=args.host, port=args.port,
                        context=args.ctx_size, threads=args.threads, log=args.log,
-                       engine=args.engine, llama_server=args.llama_server)
+                       engine=args.engine, llama_server=args.llama_server,
+                       prompt_cache=args.prompt_cache)
 
     def terminate(signum: int, frame: object) -> None:
         raise KeyboardInterrupt

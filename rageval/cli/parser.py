@@ -163,10 +163,14 @@ def _add_local_judge(sub: argparse._SubParsersAction) -> None:
                    default="llama-cpp-python",
                    help="what serves the model: llama-cpp-python's server (the local extra; "
                    "default) or llama.cpp's own llama-server (started with --repeat-penalty "
-                   "1.1 and one slot)")
+                   "1.1, one slot and no prompt cache)")
     p.add_argument("--llama-server", metavar="PATH", default=None,
                    help="with --engine llama-server: its executable (default: "
                    "$RAGEVAL_LLAMA_SERVER, else llama-server on the PATH)")
+    p.add_argument("--prompt-cache", action="store_true",
+                   help="with --engine llama-server: reuse the cached prefix of earlier prompts "
+                   "(about twice as fast, but replies then vary with what was reused; off by "
+                   "default, so that a run asked twice gets the same replies)")
     p.add_argument("--log", metavar="FILE", default=None,
                    help="where the server's own output goes (default: a file in the temporary "
                    "directory)")
