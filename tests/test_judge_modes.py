@@ -384,3 +384,16 @@ def test_batches_share_one_stream_of_requests(tmp_path: Path, server: JudgeServe
     assert {total for _, total in seen} == {6} and max(done for done, _ in seen) == 6
     assert all(not math.isnan(r.scores["judge:fluency"]) for r in res.records)
     assert res.manifest["judge"]["cache"]["misses"] == 6
+
+
+def test_a_rubric_beside_judged_judgments_asks_only_for_itself(tmp_path: Path,
+                                                               server: JudgeServer) -> None:
+    """The judgments are graded before the run's judge metrics share one stream: the rubric
+    asks for its own replies only (no look-up of the grades again: no cache hit counted)."""
+    recs = records(3)
+    res = evaluate(recs, ["ndcg@3", "judge:fluency"], judge=opts(server, tmp_path),
+                   judgments_from="judge", bootstrap=10)
+    assert server.requests == 9 + 3
+    assert res.manifest["judge"]["cache"]["hits"] == 0
+    assert res.manifest["judge"]["cache"]["misses"] == 9 + 3
+    assert res.summary["judge:fluency"].n == 3

@@ -243,7 +243,7 @@ class JudgeMetric(Metric):
         reads record ids there) and the replies, gathered with those of the run's other judge
         metrics asking the same judge, whose share is left in ``holder`` for them."""
         scope = batch.scope
-        others = {str(m): m for m in batch.run.cached(GROUP, lambda: [self])
+        others = {str(m): m for m in batch.run.cached(GROUP, list)
                   if isinstance(m, JudgeMetric) and m.judge == self.judge}
         others.pop(str(self), None)
         plans: list[tuple[JudgeMetric, dict[int, list[Unit]]]] = []

@@ -60,8 +60,9 @@ class JudgeHooks(RunHooks):
         check_judge(records, _judged(metrics))
 
     def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
-        # Every judge metric of the run asks in one stream (JudgeMetric.batch_replies).
-        run.cached(GROUP, lambda: list(metrics))
+        # Every judge metric of the run asks in one stream (JudgeMetric.batch_replies). Filled
+        # in place: a metric that gathered before (the judgments provider's) found it empty.
+        run.cached(GROUP, list)[:] = metrics
 
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         return judge_manifest(run, _judged(metrics))
