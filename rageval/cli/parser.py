@@ -166,14 +166,15 @@ def _add_local_judge(sub: argparse._SubParsersAction) -> None:
                    "1.1, one slot and no prompt cache)")
     p.add_argument("--llama-server", metavar="PATH", default=None,
                    help="with --engine llama-server: its executable (default: "
-                   "$RAGEVAL_LLAMA_SERVER, else llama-server on the PATH)")
+                   "$RAGEVAL_LLAMA_SERVER, else llama-server on the PATH, else the one python "
+                   "-m rageval.judge.local.llama_server built)")
     p.add_argument("--prompt-cache", action="store_true",
                    help="with --engine llama-server: reuse the cached prefix of earlier prompts "
                    "(about twice as fast, but replies then vary with what was reused; off by "
                    "default, so that a run asked twice gets the same replies)")
     p.add_argument("--log", metavar="FILE", default=None,
-                   help="where the server's own output goes (default: a file in the temporary "
-                   "directory)")
+                   help="where the server's own output goes (default: a new private file in the "
+                   "temporary directory, removed when the server is stopped, kept when it dies)")
 
 
 def _add_fuse(sub: argparse._SubParsersAction) -> None:
