@@ -264,11 +264,6 @@ class JudgeMetric(Metric):
             holder.cached(metric._replies_key(scope), lambda b=by_record: (b, replies))
         return plans[0][1], replies
 
-    def _gather(self, batch: Batch, records: list[Record], units: list[Unit]
-                ) -> dict[str, Reply]:
-        return gather(self.judge, units, records, self.reply_schema(), self.run_stats(batch),
-                      self.reply_meta)
-
     def reply_meta(self, unit: Unit) -> dict[str, Any]:
         """What the cache stores beside a new reply of this metric (besides the record id)."""
         meta: dict[str, Any] = {"rubric": self.rubric.id, "rubric_version": self.rubric.version}
