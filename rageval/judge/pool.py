@@ -6,7 +6,10 @@ with at most ``concurrency`` in flight. Each worker takes its next request itsel
 consumer (the caller storing replies) never holds back the requests in flight; finished ones
 come back through a queue, read in the calling thread, which is where ``on_result`` runs (results
 that arrive close together are handed over in one lot, then ``on_drained`` is called, so that the
-caller can store them in one transaction). A
+caller can store them in one transaction). At most ``2 * concurrency`` requests are taken and not
+yet handed over: a consumer slower than the endpoint holds back new requests once ``concurrency``
+results wait for it, and a callback that fails stops the run after a known number of requests
+however loaded the machine. A
 permanent failure (``send`` raising :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER`
 results all failing the same way, stops the run: nothing new is started, those in flight finish
 and are handed to ``on_result``, then :class:`~rageval.judge.requests.JudgeError` is raised.
@@ -149,6 +152,9 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
     first_failures = FirstFailures(FAIL_FAST_AFTER if len(requests) > FAIL_FAST_AFTER else 0)
     todo = iter(enumerate(requests))
     taken = threading.Lock()
+    # A slot is held from taking a request until its result has been handed over (on_drained
+    # included): how far the workers may run ahead of the calling thread, whatever the load.
+    slots = threading.Semaphore(2 * max(1, min(concurrency, len(requests))))
     finished: queue.SimpleQueue[_Out] = queue.SimpleQueue()
 
     def one(index: int, request: JudgeRequest) -> JudgeResult | str | None:
@@ -175,12 +181,15 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
         error: BaseException | None = None
         try:
             gate.wait()
-            while not stop.is_set():
+            while _take_slot(slots, stop):
                 with taken:
                     nxt = next(todo, None)
                 if nxt is None:
+                    slots.release()
                     return
                 out = one(*nxt)
+                if not isinstance(out, JudgeResult):
+                    slots.release()  # only results wait for the calling thread
                 finished.put(out)
                 if isinstance(out, JudgeResult):
                     # Decided here, before this worker takes another request: waiting for the
@@ -204,8 +213,8 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
         finally:
             gate.set()
         try:
-            _collect(finished, workers, results, stop, fatal=fatal, errors=callback_error,
-                     on_result=on_result, on_drained=on_drained)
+            _collect(finished, workers, results, stop, slots, fatal=fatal,
+                     errors=callback_error, on_result=on_result, on_drained=on_drained)
         except BaseException:
             stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
             raise
@@ -218,16 +227,28 @@ def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
     return [r for r in results if r is not None]
 
 
+def _take_slot(slots: threading.Semaphore, stop: threading.Event) -> bool:
+    """A slot for one more request; False once the run is stopped."""
+    while not stop.is_set():
+        if slots.acquire(timeout=0.25):
+            if not stop.is_set():
+                return True
+            slots.release()
+    return False
+
+
 def _collect(finished: queue.SimpleQueue[_Out], running: int,
-             results: list[JudgeResult | None], stop: threading.Event, *, fatal: list[str],
+             results: list[JudgeResult | None], stop: threading.Event,
+             slots: threading.Semaphore, *, fatal: list[str],
              errors: list[BaseException], on_result: Callable[[JudgeResult], object] | None,
              on_drained: Callable[[], object] | None) -> None:
     """In the calling thread, until the ``running`` workers are done: each lot of what they
-    handed back, results to ``on_result`` (then ``on_drained``), permanent failures to
-    ``fatal`` and the workers' and callbacks' errors to ``errors`` (both stop the run)."""
+    handed back, results to ``on_result`` (then ``on_drained``, then their ``slots`` back),
+    permanent failures to ``fatal`` and the workers' and callbacks' errors to ``errors`` (both
+    stop the run)."""
     last = -math.inf  # when the previous lot of results was handled
     while running:
-        handed = False
+        handed = 0
         for out in _waiting(finished, last):
             if isinstance(out, _Done):
                 running -= 1
@@ -240,9 +261,10 @@ def _collect(finished: queue.SimpleQueue[_Out], running: int,
             elif isinstance(out, JudgeResult):
                 results[out.index] = out
                 _call(on_result, out, stop, errors)
-                handed = True
+                handed += 1
         if handed:
             _call(on_drained, None, stop, errors)
+            slots.release(handed)
         last = time.monotonic()
 
 
