@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.files import creatable
 from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.records import Record, apply_judgments, iter_windows
 from rageval.core.results import Results
@@ -101,6 +102,8 @@ def evaluate(
     """
     started = time.perf_counter()
     check_settings(seed, bootstrap, batch_size)  # before anything is read
+    if out is not None and (problem := creatable(out)) is not None:
+        raise UsageError(f"out {os.fspath(out)}: cannot write the results there: {problem}")
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
     if judgments_from == "judge" and judge is None:

@@ -107,7 +107,9 @@ def creatable(path: str | os.PathLike[str]) -> str | None:
         if not target.is_dir():
             return f"{target} is not a directory"
         return None if os.access(target, os.W_OK | os.X_OK) else f"{target} is not writable"
-    for parent in target.parents:
+    for parent in (target, *target.parents):
+        if parent.is_symlink() and not parent.exists():  # mkdir would meet it as a file
+            return f"{parent} is a symbolic link to {os.readlink(parent)}, which does not exist"
         if parent.exists():
             if not parent.is_dir():
                 return f"{parent} is not a directory"

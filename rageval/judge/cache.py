@@ -24,20 +24,19 @@ import json
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from rageval.core.errors import InputError, UsageError
+from rageval.core.errors import InputError
+from rageval.core.files import creatable
 from rageval.judge.cache_entries import (
     CACHE_KEY_VERSION,
     Entry,
     cache_key,
     cache_keys,
     canonical_json,
-    is_cache_key,
-    scrub_credentials,
+    new_entry,
 )
 from rageval.judge.cache_jsonl import read_entries, write_entries
 
@@ -66,15 +65,6 @@ CREATE TABLE IF NOT EXISTS entries (
 """
 
 
-def _clean_usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for k, v in (usage or {}).items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise UsageError(f"usage field '{k}' must be a non-negative integer, got {v!r}")
-        out[str(k)] = v
-    return out
-
-
 class JudgeCache:
     """SQLite store of judge replies keyed by :func:`cache_key`.
 
@@ -85,37 +75,68 @@ class JudgeCache:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        in_memory = str(path) == _MEMORY
+        self._busy_timeout = busy_timeout
+        self._in_memory = str(path) == _MEMORY
         self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        if self._in_memory or self.path.exists():
+            self._conn = self._connect()
+        elif (problem := creatable(self.path.parent)) is not None:
+            raise InputError(f"cannot create the cache: {problem}", path=str(self.path))
+        # Otherwise the file is created with the first reply stored: a run that stores none
+        # (it failed first, or an import was refused) leaves no empty cache behind.
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection to the cache file, created (with its directory) if need be."""
+        path, busy_timeout = self.path, self._busy_timeout
         try:
-            if not in_memory:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._in_memory:
+                path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot create the cache's directory: {exc.strerror or exc}",
-                             path=str(self.path)) from None
+                             path=str(path)) from None
+        conn = None
         try:
-            self._conn = sqlite3.connect(
-                str(path),
+            conn = sqlite3.connect(
+                _MEMORY if self._in_memory else str(path),
                 timeout=busy_timeout,
                 isolation_level=None,  # autocommit; writes open their own short transactions
                 check_same_thread=False,
             )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal" and not in_memory:
-                raise InputError(
-                    f"cannot switch the cache to WAL mode (got {mode!r})", path=str(self.path)
-                )
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal" and not self._in_memory:
+                raise InputError(f"cannot switch the cache to WAL mode (got {mode!r})",
+                                 path=str(path))
             # In WAL mode, NORMAL makes every commit durable against the process dying (SIGKILL
             # included: the commit is in the WAL file) and syncs only at checkpoints, so only
             # an OS crash or power loss can lose the last replies. FULL would fsync each reply
             # and cap a 64-wide judge at a few hundred replies per second.
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute(_SCHEMA)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(_SCHEMA)
+            return conn
         except sqlite3.OperationalError as exc:
-            raise InputError(f"cannot open the judge cache: {exc}", path=str(self.path)) from None
+            _close(conn)
+            raise InputError(f"cannot open the judge cache: {exc}", path=str(path)) from None
         except sqlite3.DatabaseError as exc:
-            raise InputError(f"not a usable judge cache: {exc}", path=str(self.path)) from None
+            _close(conn)
+            raise InputError(f"not a usable judge cache: {exc}", path=str(path)) from None
+        except InputError:
+            _close(conn)
+            raise
+
+    def _reader(self) -> sqlite3.Connection | None:
+        """The connection to read through (lock held), None while there is no file yet
+        (another process may create it meanwhile)."""
+        if self._conn is None and self.path.exists():
+            self._conn = self._connect()
+        return self._conn
+
+    def _writer(self) -> sqlite3.Connection:
+        """The connection to write through (lock held), creating the file if need be."""
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
 
     @classmethod
     def from_jsonl(cls, path: str | os.PathLike[str]) -> JudgeCache:
@@ -131,7 +152,8 @@ class JudgeCache:
     def close(self) -> None:
         """Close the connection (every put is already committed)."""
         with self._lock:
-            self._conn.close()
+            _close(self._conn)
+            self._conn = None
 
     def __enter__(self) -> JudgeCache:
         return self
@@ -144,7 +166,10 @@ class JudgeCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+            conn = self._reader()
+            if conn is None:
+                return 0
+            return int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None
@@ -154,7 +179,10 @@ class JudgeCache:
     def get(self, key: str) -> Entry | None:
         """The stored entry for ``key``, or ``None``."""
         with self._lock:
-            row = self._conn.execute(
+            conn = self._reader()
+            if conn is None:
+                return None
+            row = conn.execute(
                 "SELECT key, model, request, reply, usage, meta, created FROM entries "
                 "WHERE key = ?",
                 (key,),
@@ -166,10 +194,11 @@ class JudgeCache:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, Entry] = {}
         with self._lock:
-            for i in range(0, len(wanted), 500):
+            conn = self._reader()
+            for i in range(0, len(wanted) if conn is not None else 0, 500):
                 chunk = wanted[i : i + 500]
                 marks = ",".join("?" * len(chunk))
-                for row in self._conn.execute(
+                for row in conn.execute(  # type: ignore[union-attr]
                     "SELECT key, model, request, reply, usage, meta, created FROM entries "
                     f"WHERE key IN ({marks})", chunk
                 ):
@@ -181,10 +210,11 @@ class JudgeCache:
         wanted = list(dict.fromkeys(keys))
         present: set[str] = set()
         with self._lock:
-            for i in range(0, len(wanted), 500):
+            conn = self._reader()
+            for i in range(0, len(wanted) if conn is not None else 0, 500):
                 chunk = wanted[i : i + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
+                rows = conn.execute(  # type: ignore[union-attr]
                     f"SELECT key FROM entries WHERE key IN ({marks})", chunk
                 ).fetchall()
                 present.update(r[0] for r in rows)
@@ -192,17 +222,21 @@ class JudgeCache:
 
     def stats(self) -> dict[str, Any]:
         """Entries, entries by model, token totals, and size on disk (database + WAL) in bytes."""
+        n = p = c = t = 0
+        by_model: dict[str, int] = {}
         with self._lock:
-            n, p, c, t = self._conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), "
-                "COALESCE(SUM(completion_tokens),0), COALESCE(SUM(total_tokens),0) FROM entries"
-            ).fetchone()
-            by_model = {
-                (m if m is not None else ""): k
-                for m, k in self._conn.execute(
-                    "SELECT model, COUNT(*) FROM entries GROUP BY model ORDER BY model"
-                ).fetchall()
-            }
+            conn = self._reader()
+            if conn is not None:
+                n, p, c, t = conn.execute(
+                    "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), "
+                    "COALESCE(SUM(completion_tokens),0), COALESCE(SUM(total_tokens),0) "
+                    "FROM entries").fetchone()
+                by_model = {
+                    (m if m is not None else ""): k
+                    for m, k in conn.execute(
+                        "SELECT model, COUNT(*) FROM entries GROUP BY model ORDER BY model"
+                    ).fetchall()
+                }
         size = 0
         for suffix in ("", "-wal"):
             f = Path(str(self.path) + suffix)
@@ -217,10 +251,32 @@ class JudgeCache:
             "size_bytes": size,
         }
 
+    def newest_requests(self, limit: int) -> Iterator[str]:
+        """The request summaries (JSON text) of the ``limit`` entries stored last, newest
+        first, read a thousand at a time."""
+        below = (1 << 63) - 1  # the largest rowid there can be: SQLite never hands it out
+        while limit > 0:
+            with self._lock:
+                conn = self._reader()
+                if conn is None:
+                    return
+                rows = conn.execute(
+                    "SELECT rowid, request FROM entries WHERE rowid < ? "
+                    "ORDER BY rowid DESC LIMIT ?", (below, min(limit, 1000))
+                ).fetchall()
+            if not rows:
+                return
+            limit -= len(rows)
+            below = rows[-1][0]
+            for _, request in rows:
+                yield request
+
     def entries(self) -> list[Entry]:
         """Every entry, ordered by key."""
         with self._lock:
-            keys = [r[0] for r in self._conn.execute("SELECT key FROM entries ORDER BY key")]
+            conn = self._reader()
+            keys = ([] if conn is None else
+                    [r[0] for r in conn.execute("SELECT key FROM entries ORDER BY key")])
         out = []
         for k in keys:
             e = self.get(k)
@@ -282,20 +338,21 @@ class JudgeCache:
         ]
         verb = "REPLACE" if replace else "IGNORE"
         with self._lock:
-            before = self._conn.total_changes
-            self._conn.execute("BEGIN IMMEDIATE")
+            conn = self._writer()
+            before = conn.total_changes
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                self._conn.executemany(
+                conn.executemany(
                     f"INSERT OR {verb} INTO entries (key, model, request, reply, usage, meta, "
                     "prompt_tokens, completion_tokens, total_tokens, created) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
-            return self._conn.total_changes - before
+            conn.execute("COMMIT")
+            return conn.total_changes - before
 
     # -- exchange --------------------------------------------------------------------------
 
@@ -316,24 +373,9 @@ class JudgeCache:
         return {"read": len(entries), "added": added}
 
 
-def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
-              usage: Mapping[str, Any] | None = None,
-              meta: Mapping[str, Any] | None = None) -> Entry:
-    """The entry :meth:`JudgeCache.put` stores for one reply: validated, credentials dropped,
-    stamped with the time."""
-    if not is_cache_key(key):
-        raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
-    if not isinstance(reply_text, str):
-        raise UsageError("reply_text must be a string (errors are never cached)")
-    return Entry(
-        key=key,
-        model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
-        request=scrub_credentials(dict(request_summary)),
-        reply_text=reply_text,
-        usage=_clean_usage(usage),
-        meta=scrub_credentials(dict(meta or {})),
-        created=time.time(),
-    )
+def _close(conn: sqlite3.Connection | None) -> None:
+    if conn is not None:
+        conn.close()
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,8 @@ from typing import Any
 from rageval.core.errors import UsageError
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
-           "encode_format", "encoded_cache_keys", "is_cache_key", "scrub_credentials"]
+           "encode_format", "encoded_cache_keys", "is_cache_key", "new_entry",
+           "scrub_credentials"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -184,3 +186,32 @@ class Entry:
             "meta": self.meta,
             "created": self.created,
         }
+
+
+def _clean_usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k, v in (usage or {}).items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise UsageError(f"usage field '{k}' must be a non-negative integer, got {v!r}")
+        out[str(k)] = v
+    return out
+
+
+def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
+              usage: Mapping[str, Any] | None = None,
+              meta: Mapping[str, Any] | None = None) -> Entry:
+    """The entry :meth:`JudgeCache.put` stores for one reply: validated, credentials dropped,
+    stamped with the time."""
+    if not is_cache_key(key):
+        raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
+    if not isinstance(reply_text, str):
+        raise UsageError("reply_text must be a string (errors are never cached)")
+    return Entry(
+        key=key,
+        model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
+        request=scrub_credentials(dict(request_summary)),
+        reply_text=reply_text,
+        usage=_clean_usage(usage),
+        meta=scrub_credentials(dict(meta or {})),
+        created=time.time(),
+    )

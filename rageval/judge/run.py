@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.errors import RagevalError
 from rageval.core.metric import RunHooks
 from rageval.judge.client import JudgeError
 from rageval.judge.endpoint import api_key_problem
+from rageval.judge.misses import explain_misses
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import RENDER_VERSION, prompt_info
 from rageval.judge.replies import RunStats, Unit, uncached
@@ -24,6 +26,7 @@ from rageval.judge.replies import RunStats, Unit, uncached
 if TYPE_CHECKING:
     from rageval.core.metric import Batch, Metric
     from rageval.core.records import Record
+    from rageval.judge.formats import ReplySchema
     from rageval.judge.prompts import Rubric
 
 __all__ = ["JUDGE_HOOKS", "JudgeHooks", "OfflineCacheMiss", "check_cached", "check_judge",
@@ -49,6 +52,8 @@ class JudgedMetric(Protocol):
     def ready(self) -> None: ...
 
     def units(self, record: Record, index: int = 0) -> list[Unit]: ...
+
+    def reply_schema(self) -> ReplySchema: ...
 
 
 class JudgeHooks(RunHooks):
@@ -96,8 +101,11 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
         return
     wanted: dict[str, tuple[Unit, str, str]] = {}  # identity key -> (unit, record id, rubric)
     for metric in judged:
+        schema = metric.reply_schema()
         for record in records:
             for unit in metric.units(record):
+                if unit.schema is None:  # carried so that a miss can be explained
+                    unit = replace(unit, schema=schema)
                 wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
     check_cached(judge, wanted)
 
@@ -121,10 +129,11 @@ def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) 
     more = f" and {len(lacking) - _SHOWN_MISSING} more" if len(lacking) > _SHOWN_MISSING else ""
     path = judge.cache_path
     where = path if os.path.exists(path) else f"{path} (no such file)"
+    why = explain_misses(judge, lacking) if os.path.exists(path) else None
     raise OfflineCacheMiss(
         f"--offline: {len(lacking)} of {len(wanted)} judge replies are not in the cache "
-        f"{where}: {shown}{more}; run once online to fill it, or give --allow-missing to "
-        "leave them unscored"
+        f"{where}: {shown}{more}; " + (f"{why}; otherwise " if why else "")
+        + "run once online to fill it, or give --allow-missing to leave them unscored"
     )
 
 
