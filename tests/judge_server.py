@@ -387,6 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
         fault = judge._record(body)
         with judge._lock:
             judge.paths.append(self.path)
+            judge.authorizations.append(auth)
         with judge._lock:
             judge.in_flight += 1
             judge.max_in_flight = max(judge.max_in_flight, judge.in_flight)
@@ -497,6 +498,7 @@ class JudgeServer:
         self.refuse: dict[str, int] = {}  # wire format -> the status it is refused with
         self.expected_key = expected_key
         self.always: str | None = None
+        self.authorizations: list[str] = []  # each request's Authorization header
         self.pairwise_rule = "longer"  # see pairwise_verdict
         # The model each reply names as served (None: the name asked for, echoed), as
         # llama-server names the GGUF it loaded whatever name it is asked for.

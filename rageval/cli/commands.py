@@ -63,6 +63,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
         concurrency=args.judge_concurrency, rpm=args.judge_rpm,
         response_format=args.judge_response_format, timeout=args.judge_timeout,
+        first_reply_timeout=args.judge_first_reply_timeout,
         max_retries=args.judge_max_retries, max_tokens=args.judge_max_tokens,
         api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,

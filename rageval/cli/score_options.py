@@ -139,6 +139,10 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    "endpoint and model; the others insist on one")
     j.add_argument("--judge-timeout", type=float, metavar="SECONDS",
                    help="seconds to wait for one attempt of a judge request (default 120)")
+    j.add_argument("--judge-first-reply-timeout", type=float, metavar="SECONDS",
+                   help="stop the run when the endpoint has not replied within this long of "
+                   "the first request (a server that accepts connections and never answers); "
+                   "default 300, or twice --judge-timeout when that is longer")
     j.add_argument("--judge-max-tokens", type=int, metavar="N",
                    help="the longest reply asked for (default: the endpoint's; set it for "
                    "small local models, which can write until their context is full)")

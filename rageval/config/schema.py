@@ -97,6 +97,7 @@ FIELDS: list[Field] = [
         ("rpm", "judge_rpm", "float", (), ""),
         ("response_format", "judge_response_format", "choice", RESPONSE_FORMATS, ""),
         ("timeout", "judge_timeout", "float", (), ""),
+        ("first_reply_timeout", "judge_first_reply_timeout", "float", (), ""),
         ("max_tokens", "judge_max_tokens", "int", (), ""),
         ("extra", "judge_extra", "params", (), "request fields of the server's own"),
         ("any_served_model", "judge_any_served_model", "bool", (), ""),

@@ -43,6 +43,7 @@ from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.cache import cache_key
 from rageval.judge.endpoint import Endpoint, api_key_problem
+from rageval.judge.first_reply import FirstReply, first_reply_limit, send_before_first_reply
 from rageval.judge.formats import LADDERS, MODES, is_refusal
 from rageval.judge.negotiation import negotiation
 from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool
@@ -52,12 +53,16 @@ from rageval.judge.sdk import (
     error_text,
     is_permanent,
     is_transient,
+    permanent_hint,
     plain_messages,
     read_reply,
     send_chat,
 )
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
+
+# The longest wait for one attempt to ask which model the endpoint serves.
+_SERVED_CHECK_S = 30.0
 
 
 class JudgeClient:
@@ -84,6 +89,7 @@ class JudgeClient:
         max_retries: int = 5,
         top_logprobs: int | None = None,
         response_format: str = "auto",
+        first_reply_timeout: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UsageError("judge model must be a non-empty string")
@@ -91,6 +97,8 @@ class JudgeClient:
             raise UsageError("max_retries must be >= 0")
         if timeout <= 0:
             raise UsageError("timeout must be positive")
+        if first_reply_timeout is not None and not first_reply_timeout > 0:
+            raise UsageError("first_reply_timeout must be positive")
         if top_logprobs is not None and not 1 <= top_logprobs <= 20:
             raise UsageError(f"top_logprobs must be between 1 and 20, got {top_logprobs}")
         if response_format not in MODES:
@@ -110,6 +118,7 @@ class JudgeClient:
         self.top_logprobs = top_logprobs
         self.timeout = timeout
         self.max_retries = max_retries
+        self.first_reply_timeout = first_reply_limit(first_reply_timeout, timeout)
         self.mode = response_format
         self.ladder = LADDERS[response_format]
         # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
@@ -183,9 +192,13 @@ class JudgeClient:
     def served_model(self) -> str | None:
         """The model the endpoint says serves :attr:`model` now (a one-token request)."""
         kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
+        # A check, not the run's work: an endpoint that does not answer soon leaves it unknown
+        # rather than holding the run for the whole retry schedule.
+        sdk = self._sdk.with_options(max_retries=min(1, self.max_retries),
+                                     timeout=min(self.timeout, _SERVED_CHECK_S))
         try:
-            body = send_chat(self._sdk, kwargs, {"messages": [{"role": "user",
-                                                               "content": "Say OK."}]})
+            body = send_chat(sdk, kwargs, {"messages": [{"role": "user",
+                                                         "content": "Say OK."}]})
             return read_reply(body).model
         except (openai.OpenAIError, ValueError) as exc:
             raise JudgeError(f"{self._where()}: asking which model it serves failed: "
@@ -222,7 +235,12 @@ class JudgeClient:
         for r in reqs:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
-        return run_pool(reqs, self._complete, concurrency=concurrency, rpm=rpm,
+        first = FirstReply(self.first_reply_timeout)  # each call's first reply is awaited anew
+
+        def send(index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
+            return self._complete(index, request, stop, first)
+
+        return run_pool(reqs, send, concurrency=concurrency, rpm=rpm,
                         on_result=on_result, fail_fast=self._fail_fast_message, shared=shared,
                         on_drained=on_drained)
 
@@ -236,12 +254,13 @@ class JudgeClient:
 
     # -- one request (worker thread) -------------------------------------------------------
 
-    def _complete(self, index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
+    def _complete(self, index: int, request: JudgeRequest, stop: threading.Event,
+                  first: FirstReply) -> JudgeResult:
         started = time.monotonic()
         while True:
             fmt, probe = self._choose(request, stop)
             try:
-                reply = self._attempt(request, fmt, probe)
+                reply = self._attempt(request, fmt, probe, first)
                 return self._result(index, request, reply, started, fmt)
             except _Refused:
                 continue  # the next format of the ladder (the refusal is recorded)
@@ -284,7 +303,8 @@ class JudgeClient:
                         "accepts")
         return fmt, probe
 
-    def _attempt(self, request: JudgeRequest, fmt: str, probe: bool) -> dict[str, Any]:
+    def _attempt(self, request: JudgeRequest, fmt: str, probe: bool,
+                 first: FirstReply) -> dict[str, Any]:
         """Send ``request`` in ``fmt``. A probe goes once, without retries: a refusal raises
         :class:`_Refused` after one request; a probe that meets a passing fault is sent again
         with the retries it has left (the same attempts in all as any request), still as the
@@ -293,16 +313,16 @@ class JudgeClient:
         why = ""
         try:
             try:
-                resp = self._send(request, fmt, self._probe_sdk if probe else self._sdk)
+                resp = self._send(request, fmt, self._probe_sdk if probe else self._sdk, first)
             except openai.APIStatusError as exc:
                 if (not probe or self._resend_sdk is None or not is_transient(exc)
                         or self._refusal(exc, fmt)):
                     raise
-                resp = self._send(request, fmt, self._resend_sdk)
+                resp = self._send(request, fmt, self._resend_sdk, first)
             except openai.APIConnectionError:
                 if not probe or self._resend_sdk is None:
                     raise
-                resp = self._send(request, fmt, self._resend_sdk)
+                resp = self._send(request, fmt, self._resend_sdk, first)
             verdict = True
             return resp
         except openai.APIStatusError as exc:
@@ -318,30 +338,25 @@ class JudgeClient:
     def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
         return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
-    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI) -> dict[str, Any]:
-        """Send ``request`` in ``fmt``; the reply's JSON object."""
-        kwargs: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
-        seed = self.seed if request.seed is None else request.seed
-        if seed is not None:
-            kwargs["seed"] = seed
-        if self.top_logprobs is not None:
-            kwargs.update(logprobs=True, top_logprobs=self.top_logprobs)
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
-        if self.top_p is not None:
-            kwargs["top_p"] = self.top_p
+    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI,
+              first: FirstReply) -> dict[str, Any]:
+        """Send ``request`` in ``fmt``; the reply's JSON object (before the run's ``first``
+        reply, within its deadline)."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": []}
+        # The parameters exactly as the cache key holds them (see send_chat for the body).
+        body: dict[str, Any] = self.params(request)
         messages = [dict(m) for m in request.messages]
-        body: dict[str, Any] = {}
         if plain_messages(messages):
-            kwargs["messages"] = []  # sent in the body, as they are (see send_chat)
             body["messages"] = messages
         else:
             kwargs["messages"] = messages
         wire = request.schema.wire(fmt) if request.schema is not None else None
         if wire is not None:
             body["response_format"] = wire
-        body.update(self.extra_params)
-        return send_chat(sdk, kwargs, body)
+        if first.remaining() is None:
+            return send_chat(sdk, kwargs, body)
+        return send_before_first_reply(lambda bounded: send_chat(bounded, kwargs, body), sdk,
+                                       first, self.timeout, self._where())
 
     def _result(self, index: int, request: JudgeRequest, body: dict[str, Any],
                 started: float, fmt: str) -> JudgeResult:
@@ -374,16 +389,7 @@ class JudgeClient:
                            latency_s=time.monotonic() - started)
 
     def _fatal_message(self, status: int, text: str) -> str:
-        if status == 401:
-            hint = f"authentication failed: check the API key in ${self.api_key_env}"
-        elif status == 403:
-            hint = "permission denied for this key or model"
-        elif status == 404:
-            hint = "model or endpoint not found: check the model name and --judge-base-url"
-        elif status == 429:
-            hint = "quota exhausted"
-        else:
-            hint = "the endpoint rejected the request"
+        hint = permanent_hint(status, self.endpoint.credentials(self.api_key_env))
         return f"{self._where()}: HTTP {status}, {hint} ({text})"
 
     def _redact(self, text: str) -> str:

@@ -6,6 +6,11 @@ as given for the HTTP client and offers only redacted forms to everything that p
 stores: :attr:`Endpoint.public` (scheme, host, port and path: what signatures, manifests and
 the judge cache hold) and :attr:`Endpoint.shown` (user info and query values masked, for
 messages). :meth:`Endpoint.redact` masks the secrets wherever an error text echoes them.
+
+What authenticates a request: the API key, as ``Authorization: Bearer <key>``, unless the URL
+carries user info, which the HTTP client (httpx) sends as ``Authorization: Basic`` instead, so
+that the key is not sent at all (a gateway behind Basic auth works; an API that wants the key
+does not). :meth:`Endpoint.credentials` says which, in the words a 401 error uses.
 """
 
 from __future__ import annotations
@@ -82,6 +87,14 @@ class Endpoint:
         values = [parts.username, parts.password, *self.query.values()]
         return tuple(sorted({v for v in values if v and len(v) >= _MIN_SECRET}, key=len,
                             reverse=True))
+
+    def credentials(self, api_key_env: str) -> str:
+        """What is sent to authenticate, in words. User info in the URL wins: the HTTP client
+        sends it as Basic auth in place of the API key's Bearer header."""
+        if "@" in urlsplit(self.url).netloc:
+            return ("the user name and password in the base URL (sent as HTTP Basic auth, in "
+                    f"place of the API key in ${api_key_env})")
+        return f"the API key in ${api_key_env} (sent as a Bearer token)"
 
     def redact(self, text: str) -> str:
         """``text`` with the full URL and every secret of it masked."""

@@ -68,7 +68,9 @@ class JudgeOptions:
     ``response_format``: how structured output is asked for, one of
     :data:`~rageval.judge.formats.MODES` (``auto`` negotiates with the endpoint).
     ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
-    fault (429, 5xx, a timeout, a dropped connection). ``max_tokens``: the longest reply asked
+    fault (429, 5xx, a timeout, a dropped connection); ``first_reply_timeout``: seconds from
+    the first request within which some reply must arrive, else the run stops (None: 300, or
+    twice ``timeout`` when that is longer). ``max_tokens``: the longest reply asked
     for (None: the endpoint's default; small local models can otherwise write until their
     context is full).
     ``samples``: replies per item; the value is their mean and the spread goes in the details.
@@ -94,6 +96,7 @@ class JudgeOptions:
     prompts_dir: str | None = None
     temperature: float = 0.0
     timeout: float = 120.0
+    first_reply_timeout: float | None = None
     max_retries: int = 5
     response_format: str = "auto"
     max_tokens: int | None = None
@@ -211,6 +214,11 @@ class JudgeOptions:
                 and self.timeout > 0):
             raise UsageError(f"--judge-timeout must be a positive number of seconds, "
                              f"got {self.timeout!r}")
+        first = self.first_reply_timeout
+        if first is not None and not (isinstance(first, int | float) and math.isfinite(first)
+                                      and first > 0):
+            raise UsageError(f"--judge-first-reply-timeout must be a positive number of "
+                             f"seconds, got {first!r}")
         if self.response_format not in MODES:
             raise UsageError(f"--judge-response-format must be one of {', '.join(MODES)}, "
                              f"got {self.response_format!r}")

@@ -264,6 +264,7 @@ def _client(judge: JudgeOptions) -> JudgeClient:
     return JudgeClient(
         judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
         temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
+        first_reply_timeout=judge.first_reply_timeout,
         max_tokens=judge.max_tokens, extra_params=judge.extra,
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,

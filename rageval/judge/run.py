@@ -18,6 +18,7 @@ from rageval.core.errors import RagevalError
 from rageval.core.metric import RunHooks
 from rageval.judge.client import JudgeError
 from rageval.judge.endpoint import api_key_problem
+from rageval.judge.first_reply import first_reply_limit
 from rageval.judge.misses import explain_misses
 from rageval.judge.options import JudgeOptions
 from rageval.judge.prompts import RENDER_VERSION, prompt_info
@@ -163,6 +164,7 @@ def judge_section(judge: JudgeOptions, stats: RunStats,
         "response_format": {"mode": judge.response_format, "used": dict(stats.formats),
                             "refused": dict(stats.refused)},
         "timeout_s": judge.timeout,
+        "first_reply_timeout_s": first_reply_limit(judge.first_reply_timeout, judge.timeout),
         "max_retries": judge.max_retries,
         "max_tokens": judge.max_tokens,
         "temperature": judge.temperature,

@@ -168,3 +168,17 @@ def is_transient(exc: openai.APIStatusError) -> bool:
     if is_permanent(exc):
         return False
     return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+
+
+def permanent_hint(status: int, credentials: str) -> str:
+    """What a permanent HTTP ``status`` most likely means; ``credentials`` says what was sent
+    to authenticate (see :meth:`~rageval.judge.endpoint.Endpoint.credentials`)."""
+    if status == 401:
+        return f"authentication failed: check {credentials}"
+    if status == 403:
+        return "permission denied for this key or model"
+    if status == 404:
+        return "model or endpoint not found: check the model name and --judge-base-url"
+    if status == 429:
+        return "quota exhausted"
+    return "the endpoint rejected the request"

@@ -1,0 +1,157 @@
+"""A bound on the time before a run's first judge reply.
+
+The SDK's retries make one request last up to ``(max_retries + 1) * timeout`` plus backoff (12
+minutes with the defaults), and a run sends its first requests one at a time while it learns
+which response format the endpoint takes: an endpoint that accepts connections and never
+answers would hold a run for over half an hour before it failed. Until the first reply of a
+run arrives, each attempt is therefore sent by :func:`send_before_first_reply`: one attempt at a
+time (the SDK not retrying), each given no more than the time left before the deadline, so the
+run stops when :class:`FirstReply` runs out, with one line that says so. Once any reply has
+arrived the SDK's own retries take over again.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+import openai
+
+from rageval.judge.pool import Fatal
+from rageval.judge.sdk import is_transient
+
+__all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "first_reply_limit", "send_before_first_reply"]
+
+#: The longest wait for a run's first reply unless told otherwise (or twice the per-attempt
+#: timeout, when that is longer: a slow endpoint gets two full attempts).
+DEFAULT_FIRST_REPLY_S = 300.0
+
+# The SDK's own backoff between attempts (openai._constants): from half a second, doubling,
+# at most 8 s, with up to a quarter taken off at random; a Retry-After up to a minute is obeyed.
+_FIRST_DELAY_S = 0.5
+_MOST_DELAY_S = 8.0
+_MOST_TOLD_S = 60.0
+
+T = TypeVar("T")
+
+
+def first_reply_limit(first_reply_s: float | None, timeout_s: float) -> float:
+    """The first-reply deadline in seconds: ``first_reply_s`` when given, else the default."""
+    if first_reply_s is not None:
+        return first_reply_s
+    return max(DEFAULT_FIRST_REPLY_S, 2 * timeout_s)
+
+
+class FirstReply:
+    """The deadline for a run's first reply: its clock starts with the first attempt."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self._until: float | None = None
+        self._answered = False
+        self._lock = threading.Lock()
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (None once a reply has arrived)."""
+        with self._lock:
+            if self._answered:
+                return None
+            now = time.monotonic()
+            if self._until is None:
+                self._until = now + self.limit_s
+            return self._until - now
+
+    def answered(self) -> None:
+        """A reply has arrived: the deadline no longer applies."""
+        with self._lock:
+            self._answered = True
+
+
+def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.OpenAI,
+                            first: FirstReply, timeout_s: float, where: str) -> T:
+    """``send(sdk)`` with the SDK's attempts (``sdk.max_retries + 1``) made here, each within
+    the time left before ``first``'s deadline; :class:`~rageval.judge.pool.Fatal` naming the
+    deadline when it passes before a reply. Once a reply has arrived (this request's or
+    another's), the rest goes through the SDK as usual."""
+    attempts = sdk.max_retries + 1
+    for attempt in range(attempts):
+        left = first.remaining()
+        if left is None:
+            return send(sdk.with_options(max_retries=attempts - 1 - attempt))
+        if left <= 0:
+            raise Fatal(_too_late(where, first.limit_s, None))
+        try:
+            out = send(sdk.with_options(max_retries=0, timeout=min(timeout_s, left)))
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            transient = (isinstance(exc, openai.APIConnectionError)
+                         or is_transient(exc))  # type: ignore[arg-type]
+            if not transient or attempt == attempts - 1:
+                if transient and _passed(first):
+                    raise Fatal(_too_late(where, first.limit_s, exc)) from None
+                raise
+            left = first.remaining()
+            if left is not None and left <= 0:
+                raise Fatal(_too_late(where, first.limit_s, exc)) from None
+            _pause(attempt, left, _retry_after(exc))
+            continue
+        first.answered()
+        return out
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _passed(first: FirstReply) -> bool:
+    left = first.remaining()
+    return left is not None and left <= 0
+
+
+def _pause(attempt: int, left: float | None, told: float | None) -> None:
+    """The wait before the next attempt: what the endpoint told (as the SDK takes it), else
+    the SDK's backoff; never past the deadline."""
+    if told is not None and 0 < told <= _MOST_TOLD_S:
+        delay = told
+    else:
+        delay = min(_FIRST_DELAY_S * 2 ** attempt, _MOST_DELAY_S) * (1 - 0.25 * random.random())
+    time.sleep(delay if left is None else max(0.0, min(delay, left)))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the endpoint asked to wait (``retry-after-ms``, ``retry-after`` in seconds or
+    as an HTTP date), or None."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    try:
+        return float(headers.get("retry-after-ms", "")) / 1000
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _too_late(where: str, limit_s: float, exc: BaseException | None) -> str:
+    last = f" (the last attempt: {_kind(exc)})" if exc is not None else ""
+    return (f"{where}: no reply within {limit_s:g} s of the first request{last}; the endpoint "
+            "accepts connections but does not answer, or is too slow for this limit "
+            "(--judge-first-reply-timeout sets it)")
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}"
+    return "connection failed"
