@@ -13,8 +13,8 @@ inside it (no asyncio, so it also works inside Jupyter).
   ``response_format`` or an over-long prompt, exhausted quota) stops the run at once: no new
   request is started, those in flight finish (and are handed to ``on_result``), then
   :class:`JudgeError` is raised. So do the first requests of a run when they all fail the same
-  way (a dead endpoint, a server that rejects every request): the run stops with the
-  endpoint's words instead of retrying every request.
+  way (a dead endpoint, a server that rejects every request), and a first reply that does not
+  come within its deadline (:mod:`rageval.judge.first_reply`): the run stops with one line.
 * ``on_result`` is called, in the calling thread, as each result arrives, so the caller can store
   every reply in the cache the moment it exists; ``on_drained`` after each run of results that
   arrived together, so that the caller can commit them in one transaction.
@@ -60,9 +60,6 @@ from rageval.judge.sdk import (
 )
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
-
-# The longest wait for one attempt to ask which model the endpoint serves.
-_SERVED_CHECK_S = 30.0
 
 
 class JudgeClient:
@@ -190,12 +187,12 @@ class JudgeClient:
                 "response_format": wire, "sample_index": request.sample_index}
 
     def served_model(self) -> str | None:
-        """The model the endpoint says serves :attr:`model` now (a one-token request)."""
+        """The model the endpoint says serves :attr:`model` now: a one-token request, at most
+        two attempts of 30 s (a check, not the run's work: an endpoint slow to answer leaves
+        it unknown rather than holding the run for the whole retry schedule)."""
         kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
-        # A check, not the run's work: an endpoint that does not answer soon leaves it unknown
-        # rather than holding the run for the whole retry schedule.
         sdk = self._sdk.with_options(max_retries=min(1, self.max_retries),
-                                     timeout=min(self.timeout, _SERVED_CHECK_S))
+                                     timeout=min(self.timeout, 30.0))
         try:
             body = send_chat(sdk, kwargs, {"messages": [{"role": "user",
                                                          "content": "Say OK."}]})
