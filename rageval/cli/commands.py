@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 from dataclasses import replace
@@ -25,12 +26,14 @@ if TYPE_CHECKING:
     from rageval.judge.options import JudgeOptions
 
 
-def _check_out_dir(path: str) -> None:
+def _check_out_dir(path: str) -> bool:
     """Make sure results can be written before spending time scoring (creating nothing: a
-    run that fails on its input leaves no directory behind)."""
+    run that fails on its input leaves no directory behind); whether a run is there already
+    (this one replaces it)."""
     problem = creatable(path)
     if problem is not None:
         raise UsageError(f"--out {path}: cannot write the results there: {problem}")
+    return any((Path(path) / name).exists() for name in ("summary.json", "records.jsonl"))
 
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
@@ -83,8 +86,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     inputs = input_spec(args)
     judge = _judge_options(args)
     gate = plan_gate(args, judge)
-    if args.out:
-        _check_out_dir(args.out)
+    replaced = _check_out_dir(args.out) if args.out else False
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
@@ -118,8 +120,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     console = console_for(out)
     print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
-        _write_run(results, args.out, console, rewrite)
-    if show:  # the bars are gone: say on stderr what the run did (stdout stays the table)
+        _write_run(results, args.out, console, rewrite, replaced)
+    if args.progress is not False:  # say on stderr what the run did (stdout stays the table)
         from rageval.cli.progress import final_line
 
         print(final_line(results), file=sys.stderr)
@@ -135,16 +137,20 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     return GATE_FAILED_EXIT
 
 
-def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool) -> None:
+def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
+               replaced: bool) -> None:
     """Say where the run was written and how to look at it (``rewrite``: the manifest
-    changed since, so the summary is written again)."""
+    changed since, so the summary is written again; ``replaced``: a run was there before)."""
     written = results.write(out_dir) if rewrite else Path(out_dir)
-    console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}",
+    note = ", replacing the run that was there" if replaced else ""
+    console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}{note}",
                   markup=False)
     report = written / "report.html"
-    console.print(f"HTML report: rageval report {shlex.quote(str(written))} -o "
-                  f"{shlex.quote(str(report))}, then open {report} in a browser",
-                  markup=False, highlight=False)
+    command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(report))}, "
+               f"then open {report} in a browser")
+    if importlib.util.find_spec("matplotlib") is None:  # the report extra is not installed
+        command = f"pip install 'rageval[report]', then {command}"
+    console.print(f"HTML report: {command}", markup=False, highlight=False)
 
 
 def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rageval.core.results import count_of
 from rageval.orchestrator import ProgressHook
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class _Bars:
 
     def scoring(self, done: int, total: int | None) -> None:
         # A records file scored window by window: the total is the file's, on the loading bar.
-        count = f"{done:,} records" if total is None else f"{done:,}/{total:,} records"
+        count = count_of(done, "record") if total is None else f"{done:,}/{total:,} records"
         self.show("scoring", done, total, count)
 
     def step(self, step: str, done: int, total: int | None, info: str) -> None:
@@ -104,7 +105,7 @@ def final_line(results: Results) -> str:
     manifest = results.manifest
     records = int(manifest.get("records", {}).get("count", len(results.records)))
     metrics = len(manifest.get("metrics", []))
-    parts = [_count(records, "record"), _count(metrics, "metric")]
+    parts = [count_of(records, "record"), count_of(metrics, "metric")]
     if manifest.get("wall_time_s") is not None:
         parts.append(f"{float(manifest['wall_time_s']):.1f} s")
     judge = _judge_account(manifest)
@@ -126,7 +127,7 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
         return sum(int(read(s) or 0) for s in sections)
 
     requests = total(lambda s: s["requests"])
-    parts = [_count(requests, "request"), _count(total(lambda s: s["cache"].get("hits")),
+    parts = [count_of(requests, "request"), count_of(total(lambda s: s["cache"].get("hits")),
                                                  "cache hit")]
     failed = total(lambda s: s.get("failed"))
     if failed:
@@ -143,5 +144,3 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"

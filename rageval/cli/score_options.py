@@ -158,7 +158,8 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    help="retries of a request after a passing fault: 429, 5xx, timeout, "
                    "dropped connection (default 5)")
     j.add_argument("--cache", metavar="PATH",
-                   help="judge reply cache (SQLite; default .rageval/cache.sqlite)")
+                   help="judge reply cache: a SQLite file (default .rageval/cache.sqlite), "
+                   "or a JSONL export (rageval cache export) replayed as it is with --offline")
     j.add_argument("--offline", action=argparse.BooleanOptionalAction,
                    help="replay judge replies from the cache only; never call the network")
     j.add_argument("--allow-missing", action=argparse.BooleanOptionalAction,

@@ -41,7 +41,7 @@ from importlib import resources
 from typing import Any
 
 from rageval.core.records import Record
-from rageval.core.results import Results
+from rageval.core.results import Results, count_of
 from rageval.core.version import __version__
 from rageval.report.html_comparison import comparison_section
 from rageval.report.html_data import ReportRun, headline_metrics, prepare_runs
@@ -131,7 +131,7 @@ def _header(runs: list[ReportRun], heading: str, *, has_comparison: bool) -> str
     for run in runs:
         count = len(run.results.records)
         parts.append(f'<span class="run">{run_label(run)} '
-                     f'<span class="muted">({count} records)</span></span>')
+                     f'<span class="muted">({count_of(count, "record")})</span></span>')
     links = [("summary", "Summary"), ("distributions", "Distributions")]
     if has_comparison:
         links.append(("comparison", "Comparison"))

@@ -25,8 +25,9 @@ from rageval.retrieval.trec_eval.output import write_results
 from rageval.retrieval.trec_eval.selection import UnknownMeasure, check_names, select_measures
 
 USAGE = """\
-usage: rageval trec-eval [-h] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N] [-R FORMAT]
-                         [-Z FILE] [-m MEASURE[.PARAMS]]... QRELS RUN
+usage: rageval trec-eval [-h] [-v] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N]
+                         [-D LEVEL[.QID]] [-R FORMAT] [-T FORMAT] [-o] [-Z FILE]
+                         [-m MEASURE[.PARAMS]]... QRELS RUN
 """
 
 HELP = USAGE + """
@@ -53,6 +54,8 @@ options:
                         ('qid group docno grade'), for -m qrels_jg (map_avgjg, P_avgjg,
                         Rprec_mult_avgjg: averaged over each topic's groups)
   -T trec_results       results format (the only one)
+  -o                    accepted and ignored (trec_eval's old output format, obsolete there
+                        too)
   -Z FILE               print each value as a z-score against FILE's per-topic means, lines
                         'qid measure mean stddev' (-1000000 where FILE has none)
 
