@@ -9,7 +9,10 @@
     {"metrics": {name: {"value", "n", "unscored", "ci95": [lo, hi], "signature", ...}},
      "manifest": {...}}
 
-Unscored values are ``null`` in files and NaN in memory, always with a reason.
+Unscored values are ``null`` in files and NaN in memory, always with a reason. A value that
+stands but should not be trusted blindly is flagged: its record's details list the flags'
+names under ``"flags"`` (and why under ``"flag_reasons"``), and the summary counts the records
+of each flag under ``"flagged"``.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class MetricSummary:
     aggregate: str = "mean"  # "mean" or "corpus"
     short_signature: str = ""  # abbreviated keys, for tables; summary.json keeps the long form
     in_table: bool = True  # False for components the terminal table leaves out by default
+    # Records whose value stands but is flagged (a record's details' "flags"), by flag.
+    flagged: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -58,6 +63,8 @@ class MetricSummary:
         }
         if self.reasons:
             out["unscored_reasons"] = dict(self.reasons)
+        if self.flagged:
+            out["flagged"] = dict(self.flagged)
         return out
 
     @classmethod
@@ -73,6 +80,7 @@ class MetricSummary:
             aggregate=str(data.get("aggregate", "mean")),
             short_signature=str(data.get("short_signature", "")),
             in_table=not data.get("component", False),
+            flagged={str(k): int(v) for k, v in (data.get("flagged") or {}).items()},
         )
 
 
@@ -164,7 +172,8 @@ class Results:
                                 default=("no reason recorded", total))
             others = len(item.reasons) - 1
             more = f" (and {others} other reason{'s' * (others > 1)})" if others > 0 else ""
-            lines.append(f"{name} scored none of the {total} records: {count} x {reason}{more}")
+            lines.append(f"{name} scored none of the {count_of(total, 'record')}: "
+                         f"{count} x {reason}{more}")
         return lines
 
     def records_frame(self, backend: str = "polars", *, details: bool = False) -> Any:
@@ -244,6 +253,11 @@ class Results:
         summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(directory / "summary.json", summary + "\n")
         return directory
+
+
+def count_of(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is one (``1 record``, ``1,024 records``)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def record_result(line: str, path: Path, number: int) -> RecordResult:

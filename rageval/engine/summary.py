@@ -127,6 +127,8 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
     With ``means`` given, outputs whose CI is the mean's are left without one and their scored
     values put in ``means``, for the caller to resample every metric's together."""
     signature = metric.result_signature(result)
+    flagged = Counter(flag for detail in result.details or () if detail
+                      for flag in detail.get("flags", ()))
     out: dict[str, MetricSummary] = {}
     for name, values in result.values.items():
         scored = ~np.isnan(values)
@@ -149,6 +151,6 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
         out[name] = MetricSummary(
             value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
             dict(reasons), aggregate, signature.format(short=True),
-            in_table=name in metric.table_names(),
+            in_table=name in metric.table_names(), flagged=dict(flagged),
         )
     return out

@@ -41,6 +41,7 @@ from rageval.judge.prompts import (
     render,
     reply_schema,
 )
+from rageval.judge.render import slot_texts
 from rageval.judge.replies import (
     Reply,
     RunStats,
@@ -51,6 +52,7 @@ from rageval.judge.replies import (
     provenance_only,
 )
 from rageval.judge.run import GROUP, JUDGE_HOOKS
+from rageval.judge.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -58,8 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["JudgeMetric", "judge_fields"]
 
 # Rubric input -> the record field it reads (the orchestrator's "needs" names).
-# What the signature reads of a record's details (summary_part keeps these only).
-_PROVENANCE = ("endpoint", "response_format")
+# What the summary reads of a record's details (summary_part keeps these only): what the
+# signature names, and the flags it counts.
+_PROVENANCE = ("endpoint", "response_format", "flags")
 
 _INPUT_FIELD = {
     "query": "query",
@@ -210,7 +213,7 @@ class JudgeMetric(Metric):
             if self.per_context:
                 values[i], reasons[i], details[i] = self._per_context(record, pairs)
             else:
-                item = self._item(pairs)
+                item = self._item(pairs, slot_texts(self.rubric, record, None))
                 values[i], reasons[i], details[i] = item.value, item.reason, item.details
             details[i] = {**(details[i] or {}), **provenance([reply for _, reply in pairs])}
         return MetricResult({str(self.name): values}, reasons, details)
@@ -273,14 +276,16 @@ class JudgeMetric(Metric):
 
     # -- aggregation -----------------------------------------------------------------------
 
-    def _item(self, pairs: list[tuple[Unit, Reply]]) -> _Item:
-        """One graded item (a record, or one context) from its samples' replies."""
+    def _item(self, pairs: list[tuple[Unit, Reply]], texts: dict[str, list[str]]) -> _Item:
+        """One graded item (a record, or one context) from its samples' replies (``texts``:
+        the judged texts, read for :mod:`~rageval.judge.tampering`'s flags)."""
         judge = self.judge
         scores: list[float] = []
         errors: list[str] = []
         details: dict[str, Any] = {"reasoning": None,
                                    "cached": all(reply.cached for _, reply in pairs)}
         distributions: list[dict[int, float]] = []
+        copied = None
         for _, reply in pairs:
             if reply.error is not None:
                 errors.append(reply.error)
@@ -288,6 +293,7 @@ class JudgeMetric(Metric):
             parsed = parse_reply(reply.text, self.rubric)
             if details["reasoning"] is None:
                 details["reasoning"] = parsed.reasoning
+            copied = copied or reasoning_copied(parsed.reasoning, texts)
             if not parsed.ok:
                 errors.append(reply.unusable(parsed.error or ""))
                 details.setdefault("raw", reply.text)
@@ -302,6 +308,7 @@ class JudgeMetric(Metric):
                 scores.append(expected.value)
             else:
                 scores.append(float(parsed.score))  # type: ignore[arg-type]
+        add_flags(details, [aimed_at_judge(texts), copied])
         if judge.logprobs and distributions:
             details["distribution"] = _mean_distribution(distributions)
         if judge.samples > 1:
@@ -322,14 +329,18 @@ class JudgeMetric(Metric):
             by_context.setdefault(unit.context or 0, []).append((unit, reply))
         grades: list[dict[str, Any]] = []
         failed: list[str] = []
+        flags: list[Flag] = []
         for index, context_pairs in sorted(by_context.items()):
-            item = self._item(context_pairs)
+            item = self._item(context_pairs, slot_texts(self.rubric, record, index))
             grade = None if math.isnan(item.value) else item.value
             grades.append({"id": record.contexts[index].id, "grade": grade, **item.details})
             if item.reason is not None:
                 failed.append(f"context {record.contexts[index].id}: {item.reason}")
+            flags += [Flag(name, f"context {record.contexts[index].id}: {why}")
+                      for name, why in item.details.get("flag_reasons", {}).items()]
         details = {"contexts": grades,
                    "cached": all(g["cached"] for g in grades)}
+        add_flags(details, flags)
         if failed:
             reason = (f"{len(failed)} of {len(grades)} contexts not graded "
                       f"(first: {failed[0]})")

@@ -50,6 +50,7 @@ from rageval.judge.pairwise_prompt import (
     verdict_schema,
 )
 from rageval.judge.replies import Reply, Unit, make_unit, provenance
+from rageval.judge.tampering import add_flags, aimed_at_judge
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -208,6 +209,14 @@ class PairwiseMetric(JudgeMetric):
                 out.append(make_unit(judge, schema, index, None, sample, messages, order))
         return out
 
+    def _judged_texts(self, record: Record) -> dict[str, list[str]]:
+        """What the judge is shown of a record: the query, both answers, the contexts."""
+        texts = {"query": [record.query or ""], "answer": [record.answer or ""],
+                 "other answer": [self.opponent.answer(record.id) or ""]}
+        if self.opponent.same_contexts(record):
+            texts["contexts"] = [context.text for context in record.contexts]
+        return texts
+
     def score(self, batch: Batch) -> MetricResult:
         n = len(batch)
         names = self.output_names()
@@ -227,6 +236,7 @@ class PairwiseMetric(JudgeMetric):
             else:
                 outcome = _outcome(by_record[i])
                 outcome.details.update(provenance([reply for _, reply in by_record[i]]))
+                add_flags(outcome.details, [aimed_at_judge(self._judged_texts(batch.records[i]))])
                 if not self.opponent.same_contexts(batch.records[i]):
                     outcome.details["contexts"] = CONTEXTS_DIFFER
             reasons[i], details[i] = outcome.reason, outcome.details

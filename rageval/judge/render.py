@@ -24,7 +24,7 @@ from rageval.judge.slots import PLACEHOLDER, slot_block, slot_nonce
 if TYPE_CHECKING:
     from rageval.core.records import Record
 
-__all__ = ["RENDER_VERSION", "render", "reply_schema", "response_format"]
+__all__ = ["RENDER_VERSION", "render", "reply_schema", "response_format", "slot_texts"]
 
 #: Version of the fixed text :func:`render` wraps around a rubric (system message, slot
 #: format, reply instructions). Part of signatures, next to the rubric hash.
@@ -58,7 +58,7 @@ JSON object only: {{"reasoning": "...", "score": <integer from {low} to {high}>}
 """
 
 
-def _slot_texts(rubric: Rubric, record: Record, context_index: int | None) -> dict[str, list[str]]:
+def slot_texts(rubric: Rubric, record: Record, context_index: int | None) -> dict[str, list[str]]:
     """The untrusted texts of each input, in order; raises when the record lacks one."""
     texts: dict[str, list[str]] = {}
     for name in rubric.inputs:
@@ -105,7 +105,7 @@ def render(
     needs (the caller names the file), :class:`~rageval.core.errors.UsageError` when
     ``context_index`` is required but missing.
     """
-    texts = _slot_texts(rubric, record, context_index)
+    texts = slot_texts(rubric, record, context_index)
     nonce = slot_nonce(rubric.hash, texts)
     blocks = {name: slot_block(name, values, nonce) for name, values in texts.items()}
     body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rubric.template)

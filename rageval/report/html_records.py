@@ -24,7 +24,8 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
     score_columns = [(run, metric) for metric in metrics for run in runs
                      if metric in run.results.summary]
     ranges = {column: _column_range(*column) for column in score_columns}
-    has_reasoning = any(_reasonings(run, result) for run in runs for result in run.results)
+    has_reasoning = any(_reasonings(run, result) or _flags(result)
+                        for run in runs for result in run.results)
     has_claims = has_claim_details(runs)
     has_errors = any(result.errors for run in runs for result in run.results)
     several = len(runs) > 1
@@ -173,15 +174,30 @@ def _reasonings(run: ReportRun, result: RecordResult) -> list[tuple[str, str]]:
     return out
 
 
+def _flags(result: RecordResult) -> list[tuple[str, str, str]]:
+    """(metric, flag, why) for each flag in this record's details (rageval.judge.tampering)."""
+    out = []
+    for metric, detail in result.details.items():
+        if not isinstance(detail, Mapping):
+            continue
+        reasons = detail.get("flag_reasons")
+        for flag in detail.get("flags") or ():
+            why = reasons.get(flag, "") if isinstance(reasons, Mapping) else ""
+            out.append((metric, str(flag), str(why)))
+    return out
+
+
 def _reasoning_cell(runs: list[ReportRun], record_id: str) -> str:
     parts = []
     for run in runs:
         result = run.by_id.get(record_id)
         if result is None:
             continue
+        who = f" · {esc(run.name)}" if len(runs) > 1 else ""
+        parts += [f'<div class="flag"><b>{esc(metric)}</b>{who} flagged {esc(flag)}: '
+                  f"{esc(why)}</div>" for metric, flag, why in _flags(result)]
         for metric, reasoning in _reasonings(run, result):
             score = fmt_number(as_finite(result.scores.get(metric)))
-            who = f" · {esc(run.name)}" if len(runs) > 1 else ""
             parts.append(f'<div class="reason"><b>{esc(metric)}</b>{who} '
                          f'<span class="muted">(score {esc(score)})</span>: {esc(reasoning)}</div>')
     if not parts:

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from rageval.core.results import MetricSummary, Results
+from rageval.core.results import MetricSummary, Results, count_of
 from rageval.report.html_data import ReportRun, drawn_as_bars, headline_names, scored_values
 from rageval.report.html_markup import ci_text, esc, num_cell, run_label, table, th
 from rageval.report.html_plots import draw_bars, draw_strips, render_svg
+from rageval.report.tables import flagged_text
 
 
 def summary_section(runs: list[ReportRun]) -> str:
@@ -34,7 +35,7 @@ def _run_summary(run: ReportRun, index: int) -> str:
     source = run.results.manifest.get("records", {})
     source_text = source.get("source") if isinstance(source, Mapping) else None
     created = run.results.manifest.get("created")
-    facts = [f"{len(run.results.records)} records"]
+    facts = [count_of(len(run.results.records), "record")]
     if isinstance(source_text, str):
         facts.append(f"from <code>{esc(source_text)}</code>")
     if isinstance(created, str):
@@ -65,15 +66,18 @@ def _summary_row(name: str, item: MetricSummary, headline: bool) -> str:
 
 
 def _reasons_list(results: Results) -> str:
-    """Why records went unscored, once per metric (components share their metric's reasons)."""
+    """Why records went unscored, and which values are flagged, once per metric (components
+    share their metric's reasons)."""
     seen: set[str] = set()
     items = []
     for name, item in results.summary.items():
-        if item.signature in seen or not item.reasons:
+        if item.signature in seen or not (item.reasons or item.flagged):
             continue
         seen.add(item.signature)
         for reason, count in item.reasons.items():
             items.append(f"<li><b>{esc(name)}</b>: {count} unscored: {esc(reason)}</li>")
+        items += [f'<li class="flag"><b>{esc(name)}</b>: {flagged_text(flag, count)}</li>'
+                  for flag, count in item.flagged.items()]
     return f'<ul class="reasons">{"".join(items)}</ul>' if items else ""
 
 

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from rageval.core.metric import Metric, render_value
 from rageval.core.registry import metric_classes
-from rageval.core.results import Results
+from rageval.core.results import Results, count_of
 
 
 def _fmt(value: float | None) -> str:
@@ -22,7 +22,8 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
 
     Unless ``components`` is set, only each metric's headline values are shown.
     """
-    table = Table(title=f"rageval summary ({len(results.records)} records)", title_justify="left")
+    table = Table(title=f"rageval summary ({count_of(len(results.records), 'record')})",
+                  title_justify="left")
     # Numbers never wrap or shrink; on a narrow terminal a long metric name folds instead.
     table.add_column("metric", style="bold", overflow="fold")
     table.add_column("value", justify="right", no_wrap=True, min_width=7)
@@ -55,7 +56,8 @@ def signatures_table(results: Results) -> Table:
 
 
 def unscored_lines(results: Results) -> list[str]:
-    """One line per (metric, reason) so that no unscored record goes unexplained."""
+    """One line per (metric, reason) so that no unscored record goes unexplained, and one per
+    (metric, flag) so that no flagged value goes unnoticed."""
     lines = []
     seen: set[str] = set()
     for name, item in results.summary.items():
@@ -65,7 +67,14 @@ def unscored_lines(results: Results) -> list[str]:
         seen.add(item.signature)
         for reason, count in item.reasons.items():
             lines.append(f"{name}: {count} unscored: {reason}")
+        lines += [f"{name}: {flagged_text(flag, count)}" for flag, count in item.flagged.items()]
     return lines
+
+
+def flagged_text(flag: str, count: int) -> str:
+    """``count`` records flagged ``flag``: their values stand, with a warning."""
+    return (f"{count_of(count, 'record')} flagged {flag}: scored, but read the records' "
+            "flag_reasons before trusting the values")
 
 
 def metrics_table() -> Table:

@@ -1,0 +1,166 @@
+"""Judged texts that address the judge, and judge reasoning copied from the judged texts.
+
+Every judged text sits in its own escaped, nonce-tagged slot and the judge is told that
+instructions inside slots are data (:mod:`rageval.judge.slots`), so a forged delimiter cannot
+end its slot. A judge may obey an injected instruction all the same (small local models do),
+and a score it gives then measures the injection, not the answer. These rules do not change a
+score; they flag it, so that a poisoned score is never silent:
+
+``aimed_at_judge``
+    A judged text (the answer, a context, the query or a reference: whichever the rubric shows
+    the judge) matches one of :data:`AIMED_RULES`: an instruction to ignore the rubric or the
+    instructions; a score demanded with a verb of giving; words addressed to a judge or
+    evaluator; a verdict written as a JSON reply (``"score":``, ``"reasoning":``); a forged slot
+    tag, a chat template's role marker or a line claiming to be the system.
+``reasoning_copied``
+    Half or more of the words of the judge's reasoning lie in runs of
+    :data:`COPIED_RUN` or more words found verbatim in one judged text, and the copied words
+    name both a thing graded (``answer``, ``context``, ``question``, ``rubric``, ...) and a
+    verdict on it (``score``, ``supported``, ``faithful``, ``correct``, ...): the judge
+    repeated a verdict it was handed. A judge that only echoes the answer's own facts (small
+    models do) is not flagged, even where those facts use the same words ("the final score
+    was 6-1").
+
+The rules read text only: they are deterministic, cost microseconds per record and need no
+model. Their false-positive rates, measured on the demo and on a set of ordinary answers that
+use the rules' words in their ordinary senses, are in docs/judge-flags.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["AIMED", "AIMED_RULES", "COPIED", "COPIED_RUN", "Flag", "add_flags",
+           "aimed_at_judge", "reasoning_copied"]
+
+AIMED = "aimed_at_judge"
+COPIED = "reasoning_copied"
+
+#: The shortest run of words, shared verbatim by a reasoning and a judged text, that counts as
+#: copied.
+COPIED_RUN = 6
+
+_I = re.IGNORECASE
+_ROLE = r"(?:judge|evaluator|grader|assessor|rater|reviewer|scorer)"
+_SCORE_WORD = r"(?:score|rating|grade|mark|points?)s?"
+_NUMBER = r"(?:\d+(?:\.\d+)?|one|two|three|four|five|ten|full marks)"
+
+#: (what it finds, pattern), in the order they are tried; the first match is reported.
+AIMED_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an instruction to ignore the rubric or instructions", re.compile(
+        r"\b(?:ignore|disregard|forget|override|bypass)\b(?:\W+\w+){0,5}?\W+"
+        r"(?:instructions?|rubrics?|rules|guidelines|criteri(?:a|on)|prompts?|"
+        r"system message)\b", _I)),
+    ("a score demanded of the judge", re.compile(
+        r"\b(?:give|assign|award|output|return|print|respond with|reply with|rate)\b"
+        r"(?:\W+\w+){0,4}?\W+" + _SCORE_WORD + r"(?:\W+(?:of|as|=|:))?\W+" + _NUMBER + r"\b"
+        r"|\b(?:give|assign|award|output|return)\b(?:\W+\w+){0,3}?\W+"
+        r"(?:the\s+)?(?:highest|maximum|perfect|top|full)\s+(?:possible\s+)?"
+        + _SCORE_WORD
+        + r"|\b(?:rate|grade|score)\s+(?:this|my|the)\s+(?:answer|response|reply|context|"
+        r"passage|summary)\s+(?:a\s+|as\s+)?\d", _I)),
+    ("words addressed to the judge", re.compile(
+        r"\b(?:dear|attention|hey|note to(?: the)?|message to(?: the)?|instructions? "
+        r"(?:to|for)(?: the)?)\s+(?:ai\s+|llm\s+)?" + _ROLE + r"\b"
+        r"|\byou are (?:an?|the) (?:ai |llm |impartial |careful )*" + _ROLE + r"\b"
+        r"|\bas (?:an?|the) (?:ai |llm )" + _ROLE + r"\b", _I)),
+    ("a verdict written as a judge's JSON reply", re.compile(
+        r"[\"'](?:score|reasoning|verdicts?|grade|rating)[\"']\s*:", _I)),
+    ("a forged slot tag, role marker or system line", re.compile(
+        r"</?[A-Za-z_]+-[0-9a-f]{6,}\b"  # rageval's own slot tags
+        r"|</(?:answer|contexts?|query|question|reference|document|input|data|text|slot)>"
+        r"|<\|(?:im_start|im_end|system|user|assistant|eot_id|start_header_id|end_header_id)"
+        r"\|?>|\[/?INST\]|<</?SYS>>"
+        r"|^[ \t#*>]*(?:system|developer)\s*(?:message|prompt|override|note)?\s*:"
+        r"|\b(?:system|developer) (?:override|instruction)s?\b", _I | re.MULTILINE)),
+)
+
+# Copied reasoning that names what is graded and a verdict on it repeats a verdict it was
+# handed; an echo of the answer's own facts ("the final score was 6-1") names no graded thing.
+_GRADED = frozenset({
+    "answer", "answers", "response", "reply", "context", "contexts", "passage", "question",
+    "query", "reference", "rubric", "criterion", "criteria", "evaluator", "judge",
+})
+_VERDICT = frozenset({
+    "score", "scored", "rating", "grade", "faithful", "faithfulness", "unfaithful",
+    "supported", "unsupported", "grounded", "relevant", "relevance", "irrelevant", "correct",
+    "correctness", "incorrect", "accurate", "accuracy", "complete", "completeness",
+    "hallucination", "hallucinated", "perfect", "flawless", "excellent",
+})
+_WORD = re.compile(r"\w+")
+_EXCERPT = 80
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag on a judged item: its name and what triggered it, in words."""
+
+    name: str
+    why: str
+
+
+def aimed_at_judge(texts: Mapping[str, Iterable[str]]) -> Flag | None:
+    """The first rule of :data:`AIMED_RULES` a judged text matches (``texts``: the judged
+    texts by the input that holds them, e.g. ``{"answer": [...]}``), or None."""
+    for name, values in texts.items():
+        for text in values:
+            for what, pattern in AIMED_RULES:
+                match = pattern.search(text)
+                if match is not None:
+                    return Flag(AIMED, f"{name}: {what}: {_excerpt(text, match)!r}")
+    return None
+
+
+def reasoning_copied(reasoning: str | None,
+                     texts: Mapping[str, Iterable[str]]) -> Flag | None:
+    """A flag when ``reasoning`` is mostly copied from one judged text and the copied words
+    name a graded thing and a verdict (see the module's rules), or None."""
+    words = [w.lower() for w in _WORD.findall(reasoning or "")]
+    if len(words) < COPIED_RUN:
+        return None
+    grams = {tuple(words[i:i + COPIED_RUN]): i for i in range(len(words) - COPIED_RUN + 1)}
+    for name, values in texts.items():
+        for text in values:
+            covered = _covered(words, grams, [w.lower() for w in _WORD.findall(text)])
+            copied = {words[i] for i in covered}
+            if 2 * len(covered) >= len(words) and copied & _GRADED and copied & _VERDICT:
+                share = f"{len(covered)} of {len(words)} words"
+                return Flag(COPIED, f"{share} of the reasoning are copied from the {name}")
+    return None
+
+
+def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
+    """Put ``flags`` (None: not raised) in an item's ``details``: their names under ``flags``
+    (what the summary counts), the first reason of each under ``flag_reasons``."""
+    reasons: dict[str, str] = {}
+    for flag in flags:
+        if flag is not None:
+            reasons.setdefault(flag.name, flag.why)
+    if reasons:
+        details["flags"] = sorted(reasons)
+        details["flag_reasons"] = reasons
+
+
+def _covered(words: list[str], grams: dict[tuple[str, ...], int], text: list[str]) -> set[int]:
+    """The positions of ``words`` inside runs of :data:`COPIED_RUN` or more words that
+    ``text`` holds too (``grams``: each run start of ``words`` by its words)."""
+    covered: set[int] = set()
+    for i in range(len(text) - COPIED_RUN + 1):
+        start = grams.get(tuple(text[i:i + COPIED_RUN]))
+        if start is not None:
+            covered.update(range(start, start + COPIED_RUN))
+    return covered
+
+
+def _excerpt(text: str, match: re.Match[str]) -> str:
+    """The matched words and up to three words either side, at most :data:`_EXCERPT`
+    characters, on one line."""
+    before = re.search(r"(?:\S+\s+){0,3}$", text[:match.start()])
+    after = re.match(r"(?:\s*\S+){0,3}", text[match.end():])
+    start = match.start() - (len(before.group()) if before else 0)
+    end = match.end() + (len(after.group()) if after else 0)
+    piece = " ".join(text[start:end].split())
+    return piece if len(piece) <= _EXCERPT else piece[:_EXCERPT - 1] + "…"
