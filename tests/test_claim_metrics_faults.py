@@ -314,6 +314,22 @@ def test_supplied_claims_and_nuggets_need_no_judge(options: JudgeOptions | None,
     assert not (tmp_path / ".rageval").exists()  # no cache was opened
 
 
+def test_supplied_empty_lists_are_signed_and_worded_as_supplied(tmp_path: Path) -> None:
+    record = {**SUPPLIED, "claims": {**SUPPLIED["claims"], "answer": []}, "nuggets": []}
+    res = evaluate(write_records(tmp_path / "s.jsonl", [record]), [*CLAIMS, *NUGGETS],
+                   bootstrap=10)
+    row = res.records[0]
+    for name in [*CLAIMS, *NUGGETS]:
+        signature = res.summary[name].signature
+        assert "|from:record|" in signature and "judge:none" in signature, name
+    assert set(row.details["claims"]["sources"].values()) == {"record"}
+    assert set(row.details["nuggets"]["sources"].values()) == {"record"}
+    assert row.errors["claims:precision"] == "the answer has no claims (RAGChecker scores 0)"
+    assert row.errors["nuggets:vital_strict"] == \
+        "the record supplies an empty list of nuggets (nuggetizer scores 0)"
+    assert res.manifest["claims"]["requests"] == 0
+
+
 def test_supplied_claims_in_a_csv_cell(tmp_path: Path) -> None:
     path = tmp_path / "s.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:

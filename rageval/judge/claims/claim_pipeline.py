@@ -165,6 +165,9 @@ def _plan(asker: Asker, index: int, item: _Record, piece: str) -> list[_Check]:
     claims = item.claims.get(side)
     if claims is None:
         return []  # extraction failed or was impossible: the metric says why
+    if not claims:  # nothing to check: the verdicts come from where the (no) claims came from
+        item.sources[piece] = item.sources.get(side, "judge")
+        return []
     if against == "contexts":
         if claims and claims[0]["contexts"] is not None:
             item.sources[piece] = "record"

@@ -66,7 +66,7 @@ def _create(asker: Asker, state: list[_Record], source: str) -> None:
     for index, item in enumerate(state):
         given = supplied_nuggets(item.record)
         if given is not None:
-            item.source = "record"
+            item.source = item.sources["nuggets"] = "record"
             item.nuggets = [{"text": text, "importance": None, "assignment": None}
                             for text in given.texts]
             for kind in _LABELLING:
@@ -140,6 +140,9 @@ def _label(asker: Asker, state: list[_Record], kinds: list[str]) -> None:
 
 def _plan(asker: Asker, index: int, item: _Record, kind: str) -> list[_Labels]:
     if item.nuggets is None or item.sources.get(kind) == "record":
+        return []
+    if not item.nuggets:  # nothing to label: as the (empty) list came
+        item.sources[kind] = item.sources.get("nuggets", "judge")
         return []
     step, labels, with_answer = _LABELLING[kind]
     record = item.record

@@ -17,7 +17,7 @@ The arithmetic is nuggetizer 0.0.5's ``calculate_nugget_scores`` (integer counts
 then one division), so the values are identical to it.
 
 Unscored, with a reason: no nuggets were created (``errors["nuggets"]`` says why when it knows),
-the nugget list is empty (nuggetizer scores 0), a nugget lacks its importance (the vital metrics
+the nugget list is empty, created so or supplied so by the record (nuggetizer scores 0), a nugget lacks its importance (the vital metrics
 only: ``all``/``all_strict`` do not need it) or a nugget the metric counts lacks its assignment
 (``errors["importance"]`` / ``errors["assignment"]``), and for the vital metrics no nugget is
 vital (nuggetizer scores 0).
@@ -45,6 +45,7 @@ _ASSIGNMENTS = ("support", "partial_support", "not_support")
 
 _NOT_CREATED = "the nuggets were not created"
 _NO_NUGGETS = "no nuggets were created for the query (nuggetizer scores 0)"
+_NONE_SUPPLIED = "the record supplies an empty list of nuggets (nuggetizer scores 0)"
 _NO_IMPORTANCE = "a nugget's importance was not labelled"
 _NO_ASSIGNMENT = "a nugget was not assigned against the answer"
 _NO_VITAL = "no nugget is vital (nuggetizer scores 0)"
@@ -59,7 +60,7 @@ def nugget_score(details: Mapping[str, Any], metric: str) -> tuple[float, str | 
     if not isinstance(nuggets, list | tuple):
         return math.nan, errors.get("nuggets") or _NOT_CREATED
     if not nuggets:
-        return math.nan, _NO_NUGGETS
+        return math.nan, _NONE_SUPPLIED if details.get("source") == "record" else _NO_NUGGETS
     vital_only = metric.startswith("vital")
     if vital_only:
         if any(nugget.get("importance") is None for nugget in nuggets):
