@@ -69,9 +69,11 @@ def test_metrics_lists_everything(capsys) -> None:
 
 
 def test_trec_eval_subcommand(capsys) -> None:
-    data = ROOT.parent / "shared" / "trec_eval_test"
+    from trec_eval_paths import TEST_DIR as data
+    from trec_eval_paths import missing
+
     if not data.is_dir():
-        pytest.skip("trec_eval test data not present")
+        pytest.skip(missing("trec_eval 10.0 test data", data))
     code, out, err = run(["trec-eval", str(data / "qrels.test"), str(data / "results.test")],
                          capsys)
     assert code == 0, err

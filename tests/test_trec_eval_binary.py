@@ -2,9 +2,10 @@
 byte for byte and the exit status, on hand-made cases of the ways the two used to disagree and on
 seeded generated qrels and runs.
 
-The binary is built once per test run from ``trec_eval-10.0.tar.gz`` (``../shared/`` beside the
-repository, or ``$RAGEVAL_TREC_EVAL_TARBALL``) with ``make``; without the tarball or a C compiler
-the tests are skipped with the reason (with ``CI=true`` they fail instead: CI has both).
+The binary is built once per test run from ``trec_eval-10.0.tar.gz`` (found as
+:mod:`trec_eval_paths` says; ``python scripts/fetch_trec_eval.py`` fetches it) with ``make``;
+without the tarball or a C compiler the tests are skipped with the reason, naming the command
+(with ``CI=true`` they fail instead: CI has both).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -21,19 +23,22 @@ import pytest
 
 from rageval.retrieval import trec_eval
 
-TARBALL = Path(os.environ.get(
-    "RAGEVAL_TREC_EVAL_TARBALL",
-    Path(__file__).resolve().parents[2] / "shared" / "trec_eval-10.0.tar.gz"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trec_eval_paths import FETCH, TARBALL, missing
+from trec_eval_paths import TEST_DIR as TEST_DATA
 
 
 @pytest.fixture(scope="session")
 def binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    missing = [what for what, ok in ((str(TARBALL), TARBALL.is_file()),
-                                     ("make", shutil.which("make") is not None),
-                                     ("a C compiler (cc)", shutil.which("cc") is not None))
-               if not ok]
-    if missing:
-        message = f"building trec_eval 10.0 needs {', '.join(missing)}"
+    missing_parts = [what for what, ok in ((str(TARBALL), TARBALL.is_file()),
+                                           ("make", shutil.which("make") is not None),
+                                           ("a C compiler (cc)", shutil.which("cc") is not None))
+                     if not ok]
+    if missing_parts:
+        message = f"building trec_eval 10.0 needs {', '.join(missing_parts)}"
+        if not TARBALL.is_file():
+            message += f": run `{FETCH}` to fetch it (checked)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
@@ -308,8 +313,6 @@ def test_generated_cases(binary: Path, tmp_path: Path, seed: int) -> None:
         assert ours == real, f"flags {flags}\nqrels {qrels}\nrun {run}"
 
 
-TEST_DATA = Path(os.environ.get(
-    "RAGEVAL_TREC_TEST_DIR", Path(__file__).resolve().parents[2] / "shared" / "trec_eval_test"))
 DATA_PAIRS = [("qrels.test", "results.test"), ("qrels.rel_level", "results.test"),
               ("qrels.comment.test", "results.comment.test"),
               ("qrels.test.with-comments", "results.test"), ("qrels.test", "results.trunc")]
@@ -324,7 +327,7 @@ DATA_FLAG_SETS += [["-J", "-c", "-q", "-m", "all_trec"], ["-M", "5", "-q", "-m",
 def test_trec_eval_test_data(binary: Path, pair: tuple[str, str]) -> None:
     """trec_eval's own test files under every flag set above."""
     if not TEST_DATA.is_dir():
-        message = f"trec_eval 10.0 test data not found at {TEST_DATA} (RAGEVAL_TREC_TEST_DIR)"
+        message = missing("trec_eval 10.0 test data", TEST_DATA)
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

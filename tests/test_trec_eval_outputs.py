@@ -1,30 +1,26 @@
 """Byte-for-byte comparison of ``rageval trec-eval`` with trec_eval 10.0's reference outputs.
 
-The reference files are trec_eval's own test data (its ``make quicktest`` expectations). They
-live outside the repository; set RAGEVAL_TREC_TEST_DIR to point elsewhere.
+The reference files are trec_eval's own test data (its ``make quicktest`` expectations), found
+as :mod:`trec_eval_paths` says (``python scripts/fetch_trec_eval.py`` fetches them).
 """
 
 from __future__ import annotations
 
 import io
-import os
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trec_eval_paths import TEST_DIR as DATA
+from trec_eval_paths import missing
+
 from rageval.retrieval import trec_eval
 
-DATA = Path(
-    os.environ.get(
-        "RAGEVAL_TREC_TEST_DIR",
-        Path(__file__).resolve().parents[2] / "shared" / "trec_eval_test",
-    )
-)
-
-pytestmark = pytest.mark.skipif(
-    not DATA.is_dir(),
-    reason=f"trec_eval 10.0 reference data not found at {DATA} (set RAGEVAL_TREC_TEST_DIR)",
-)
+pytestmark = pytest.mark.skipif(not DATA.is_dir(),
+                                reason=missing("trec_eval 10.0 test data", DATA))
 
 # expected output file -> the trec_eval arguments that produced it
 CASES = {

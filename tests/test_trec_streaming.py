@@ -9,7 +9,7 @@ with the same output or the same error.
 from __future__ import annotations
 
 import io
-import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,15 +18,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trec_eval_paths import TEST_DIR as TREC_DATA
+from trec_eval_paths import missing
+
 from rageval.core.errors import RagevalError
 from rageval.retrieval.trec import read_qrels, read_run
 from rageval.retrieval.trec.chunked_read import NotStreamable, RunSlices
 from rageval.retrieval.trec_eval import evaluation
 from rageval.retrieval.trec_eval.evaluation import Options, run_evaluation
 from rageval.retrieval.trec_eval.output import write_results
-
-TREC_DATA = Path(os.environ.get(
-    "RAGEVAL_TREC_TEST_DIR", Path(__file__).resolve().parents[2] / "shared" / "trec_eval_test"))
 
 RUN = (
     "q1 Q0 d1 1 3.0 sysA\nq1 Q0 d2 2 2.0 sysA\nq1 Q0 d3 3 2.0 sysA\n"
@@ -215,7 +217,8 @@ def test_stops_and_errors_come_from_the_whole_file(tmp_path: Path, run_text: str
     assert render(qrels, run, ["official"], replace(opts, chunk_bytes=12)) == whole
 
 
-@pytest.mark.skipif(not TREC_DATA.is_dir(), reason="trec_eval 10.0 reference data not found")
+@pytest.mark.skipif(not TREC_DATA.is_dir(),
+                    reason=missing("trec_eval 10.0 test data", TREC_DATA))
 @pytest.mark.parametrize("chunk", [50, 4096])
 @pytest.mark.parametrize("flags", [{}, {"all_queries": True, "max_retrieved": 100}])
 def test_trec_eval_test_data_streamed(chunk: int, flags: dict[str, object]) -> None:
