@@ -35,8 +35,8 @@ from rageval.core.results import Results  # noqa: E402
 from rageval.judge.claims.claim_pipeline import requests_bound  # noqa: E402
 from rageval.judge.claims.metrics import NAMES  # noqa: E402
 from rageval.judge.claims.nugget_pipeline import CHUNK as NUGGET_CHUNK  # noqa: E402
+from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
-from rageval.judge.options import JudgeOptions  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
 

@@ -48,10 +48,10 @@ import rageval  # noqa: E402
 from rageval.api import evaluate  # noqa: E402
 from rageval.core.records import Record, records_from_dicts  # noqa: E402
 from rageval.core.registry import ScoreOptions  # noqa: E402
-from rageval.judge.cache import JudgeCache  # noqa: E402
-from rageval.judge.metric import JudgeMetric  # noqa: E402
-from rageval.judge.options import JudgeOptions  # noqa: E402
-from rageval.judge.prompts import response_format  # noqa: E402
+from rageval.judge.llm.cache.store import JudgeCache  # noqa: E402
+from rageval.judge.llm.options import JudgeOptions  # noqa: E402
+from rageval.judge.rubric.metric import JudgeMetric  # noqa: E402
+from rageval.judge.rubric.render import response_format  # noqa: E402
 
 MODEL = "bench-judge"
 _SERVER = """

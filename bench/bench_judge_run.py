@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 import rageval  # noqa: E402
-from rageval.judge.cache import JudgeCache  # noqa: E402
+from rageval.judge.llm.cache.store import JudgeCache  # noqa: E402
 
 MODEL = "bench-judge"
 METRICS = ["judge:faithfulness", "judge:correctness"]

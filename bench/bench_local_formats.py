@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from rageval.api import evaluate  # noqa: E402
+from rageval.judge.llm.negotiation import forget  # noqa: E402
+from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import LocalJudge  # noqa: E402
-from rageval.judge.negotiation import forget  # noqa: E402
-from rageval.judge.options import JudgeOptions  # noqa: E402
 
 RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 METRICS = ["judge:faithfulness", "judge:answer_relevance", "claims:f1", "nuggets:vital_strict",

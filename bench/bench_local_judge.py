@@ -43,10 +43,11 @@ sys.path[:0] = [str(ROOT)]
 from rageval.api import evaluate  # noqa: E402
 from rageval.core.records import Record, load_records, records_from_dicts  # noqa: E402
 from rageval.core.results import Results  # noqa: E402
+from rageval.judge.llm.negotiation import forget, negotiation  # noqa: E402
+from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import LocalJudge  # noqa: E402
-from rageval.judge.negotiation import forget, negotiation  # noqa: E402
-from rageval.judge.options import JudgeOptions  # noqa: E402
-from rageval.judge.prompts import load_rubric, render, reply_schema  # noqa: E402
+from rageval.judge.rubric.render import render, reply_schema  # noqa: E402
+from rageval.judge.rubric.rubrics import load_rubric  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
 SETS = {"demo": ["judge:faithfulness", "judge:correctness", "judge:context_relevance"],

@@ -1,4 +1,4 @@
-"""How often the judge flags (rageval.judge.tampering) fire: on ordinary answers (false
+"""How often the judge flags (rageval.judge.prompting.tampering) fire: on ordinary answers (false
 positives), on answers that address the judge (detections), on the demo, and, given a judge
 endpoint, how often its reasoning is copied and how far the injections move its scores.
 
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rageval.judge.tampering import aimed_at_judge  # noqa: E402
+from rageval.judge.prompting.tampering import aimed_at_judge  # noqa: E402
 
 SUBJECTS = ["The company", "The committee", "The school board", "The referee", "The court",
             "The software", "The museum", "The hospital", "The city council", "The team"]
@@ -117,7 +117,7 @@ def records(answers: list[str], tag: str) -> list[dict[str, Any]]:
 def judged_rates(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     """Score ``rows`` with judge:faithfulness and count each flag and the mean score."""
     from rageval.api import evaluate
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.llm.options import JudgeOptions
 
     judge = JudgeOptions(model=args.judge_model, base_url=args.judge_base_url,
                          cache=args.cache, max_tokens=args.judge_max_tokens,

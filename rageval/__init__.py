@@ -32,7 +32,7 @@ _PUBLIC: dict[str, str] = {
     "MetricSummary": "rageval.core.results",
     "RecordResult": "rageval.core.results",
     "compare_runs": "rageval.compare.runs",
-    "JudgeOptions": "rageval.judge.options",
+    "JudgeOptions": "rageval.judge.llm.options",
     "read_eval_file": "rageval.config",
     "InputSpec": "rageval.inputs",
     "assert_rag_quality": "rageval.gate.assertion",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from rageval.core.results import MetricSummary, RecordResult, Results
     from rageval.gate.assertion import assert_rag_quality
     from rageval.inputs import InputSpec
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.llm.options import JudgeOptions
 
 
 def __getattr__(name: str) -> Any:

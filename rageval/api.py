@@ -24,7 +24,7 @@ from rageval.orchestrator import ProgressHook, check_settings, run_metrics, stre
 
 if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress, StepProgress
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.llm.options import JudgeOptions
 
 __all__ = ["DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "evaluate"]
 
@@ -79,10 +79,10 @@ def evaluate(
     (BERTScore's embedding). Neither changes a value or a signature.
     ``embedding_cache`` is where BERTScore keeps embeddings between runs (a directory, or
     ``"none"``); by default ``$RAGEVAL_EMBEDDING_CACHE`` or ``~/.cache/rageval/bertscore``.
-    ``judge`` (a :class:`~rageval.judge.options.JudgeOptions`) configures ``judge:*`` metrics:
+    ``judge`` (a :class:`~rageval.judge.llm.options.JudgeOptions`) configures ``judge:*`` metrics:
     model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
     contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
-    their judgments (see :mod:`rageval.judge.judgments`). ``format`` and ``max_line_bytes``
+    their judgments (see :mod:`rageval.judge.rubric.judgments`). ``format`` and ``max_line_bytes``
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
 
     A records file in rageval's own format is read and scored ``window`` records at a time

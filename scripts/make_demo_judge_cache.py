@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rageval.api import evaluate  # noqa: E402
-from rageval.judge.cache import JudgeCache  # noqa: E402
 from rageval.judge.claims.metrics import NAMES  # noqa: E402
+from rageval.judge.llm.cache.store import JudgeCache  # noqa: E402
+from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
-from rageval.judge.options import JudgeOptions  # noqa: E402
 
 RECORDS = ROOT / "fixtures" / "demo" / "records.jsonl"
 FIXTURE = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"

@@ -12,7 +12,7 @@ import pytest
 def _fresh_structured_output_verdicts() -> Iterator[None]:
     """The judge client remembers, per process, which endpoints refuse structured output;
     loopback servers of different tests may reuse a port, so each test starts with none."""
-    from rageval.judge import negotiation
+    from rageval.judge.llm import negotiation
 
     negotiation.forget()
     yield

@@ -8,9 +8,9 @@ gets ``{"reasoning": "...", "verdict": "A" | "B" | "tie"}`` by :attr:`JudgeServe
 Claim-level judging has five steps, told apart by how the system message starts
 (:func:`claim_step`); their inputs are read from the nonce-tagged slots of the last user message
 only (``<tag-NONCE ATTRS>`` ... ``</tag-NONCE>``, NONCE 12 lowercase hex digits, text unescaped
-as :func:`rageval.judge.slots.unescape` does), so an example tag such as ``<claim-CODE>`` in the
-system message is never read. The scripted replies (:func:`claim_step_reply`), content-based and
-deterministic:
+as :func:`rageval.judge.prompting.slots.unescape` does), so an example tag such as
+``<claim-CODE>`` in the system message is never read. The scripted replies
+(:func:`claim_step_reply`), content-based and deterministic:
 
 ``extract``     "You split a text into atomic claims." -> ``{"claims": [...]}``: the sentences
                 of the ``text`` slot (split after ``.``, ``!``, ``?``; see :func:`sentences`);
@@ -329,7 +329,7 @@ def _logprobs(content: str, score: int | None, low: int, high: int) -> dict[str,
 
 
 def wire_format(body: dict[str, Any]) -> str:
-    """The wire format a request was sent in (as rageval.judge.formats names them)."""
+    """The wire format a request was sent in (as rageval.judge.llm.formats names them)."""
     rf = body.get("response_format")
     if not isinstance(rf, dict):
         return "text"

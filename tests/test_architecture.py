@@ -94,7 +94,8 @@ def find_circle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
 
 
 def part(module: str) -> str:
-    """``rageval.judge.metric`` -> ``judge``; ``rageval.orchestrator`` -> ``orchestrator``."""
+    """``rageval.judge.rubric.metric`` -> ``judge``; ``rageval.orchestrator`` ->
+    ``orchestrator``."""
     pieces = module.split(".")
     return pieces[1] if len(pieces) > 1 else ""
 
@@ -125,10 +126,10 @@ def test_no_upward_arrows_and_no_family_imports_another() -> None:
 
 def test_the_layer_check_catches_a_family_importing_another() -> None:
     edges = {"rageval.compare.runs": {"rageval.generation.bleu"},
-             "rageval.core.records": {"rageval.judge.metric"},
-             "rageval.judge.metric": {"rageval.core.metric"}}
+             "rageval.core.records": {"rageval.judge.rubric.metric"},
+             "rageval.judge.rubric.metric": {"rageval.core.metric"}}
     assert upward_arrows(edges) == ["rageval.compare.runs -> rageval.generation.bleu",
-                                    "rageval.core.records -> rageval.judge.metric"]
+                                    "rageval.core.records -> rageval.judge.rubric.metric"]
 
 
 def test_every_module_is_in_a_known_part_of_the_house() -> None:
@@ -165,3 +166,61 @@ def test_the_orchestrator_names_no_family() -> None:
 def test_no_module_is_over_400_lines(name: str) -> None:
     lines = modules()[name].read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_LINES, f"{name} has {lines} lines"
+
+
+# The judge's rooms, by floor: a room imports only from itself and the rooms on lower floors
+# (two rooms on one floor are siblings and never reach into each other). The judge package's
+# own modules (registration, catalog) sit above them all.
+JUDGE_FLOORS = {"prompting": 0, "local": 0, "llm": 1, "rubric": 2, "claims": 2, "pairwise": 3}
+MAX_MODULES_PER_FOLDER = 15
+
+
+def judge_room(module: str) -> str | None:
+    """``rageval.judge.llm.cache.store`` -> ``llm``; None for the judge package's own
+    modules."""
+    pieces = module.split(".")
+    return pieces[2] if len(pieces) > 3 else None
+
+
+def judge_reaches(edges: Mapping[str, Iterable[str]]) -> list[str]:
+    """The judge's arrows from a room to a sibling or to a room on a higher floor."""
+    bad = []
+    for source, targets in edges.items():
+        room = judge_room(source) if source.startswith("rageval.judge.") else None
+        if room is None:
+            continue
+        for target in sorted(targets):
+            if not target.startswith("rageval.judge."):
+                continue
+            other = judge_room(target)
+            if other != room and (other is None or JUDGE_FLOORS[other] >= JUDGE_FLOORS[room]):
+                bad.append(f"{source} -> {target}")
+    return bad
+
+
+def test_every_judge_room_has_a_floor() -> None:
+    rooms = {judge_room(m) for m in modules() if m.startswith("rageval.judge.")}
+    assert rooms - {None} == set(JUDGE_FLOORS)
+
+
+def test_no_judge_room_reaches_into_a_sibling_or_up() -> None:
+    assert judge_reaches(graph()) == []
+
+
+def test_the_judge_room_check_catches_a_sibling_and_an_arrow_up() -> None:
+    edges = {"rageval.judge.claims.hooks": {"rageval.judge.rubric.hooks",
+                                            "rageval.judge.llm.checks"},
+             "rageval.judge.llm.client": {"rageval.judge.rubric.metric",
+                                          "rageval.judge.local.state"},
+             "rageval.judge.pairwise.metric": {"rageval.judge.rubric.metric"},
+             "rageval.judge.rubric.metric": {"rageval.judge.registration"}}
+    assert judge_reaches(edges) == ["rageval.judge.claims.hooks -> rageval.judge.rubric.hooks",
+                                    "rageval.judge.llm.client -> rageval.judge.rubric.metric",
+                                    "rageval.judge.rubric.metric -> rageval.judge.registration"]
+
+
+def test_no_judge_folder_holds_more_than_15_modules() -> None:
+    judge = PACKAGE / "judge"
+    for folder in [judge, *(p for p in judge.rglob("*") if p.is_dir())]:
+        count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        assert count <= MAX_MODULES_PER_FOLDER, f"{folder} holds {count} modules"

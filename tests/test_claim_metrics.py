@@ -37,8 +37,8 @@ from rageval.judge.claims import claim_pipeline
 from rageval.judge.claims.citation_scores import citation_score
 from rageval.judge.claims.claim_scores import CLAIM_METRICS, claim_score
 from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
-from rageval.judge.options import JudgeOptions
-from rageval.judge.run import OfflineCacheMiss
+from rageval.judge.llm.checks import OfflineCacheMiss
+from rageval.judge.llm.options import JudgeOptions
 
 CLAIMS = [f"claims:{t}" for t in CLAIM_METRICS]
 NUGGETS = [f"nuggets:{t}" for t in NUGGET_METRICS]

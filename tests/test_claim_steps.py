@@ -24,7 +24,7 @@ from rageval.judge.claims.steps import (
     render_step,
 )
 from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
-from rageval.judge.slots import escape
+from rageval.judge.prompting.slots import escape
 
 # ---- prompt files ----------------------------------------------------------------------------
 
@@ -215,8 +215,8 @@ def test_the_metrics_table_lists_every_claim_level_metric() -> None:
 
 def test_step_prompts_in_a_prompts_dir_are_not_listed_or_loaded_as_rubrics(tmp_path: Path) -> None:
     from rageval.core.errors import UsageError
-    from rageval.judge.prompt_files import NOT_RUBRICS
-    from rageval.judge.rubrics import list_rubrics, load_rubric
+    from rageval.judge.prompting.prompt_files import NOT_RUBRICS
+    from rageval.judge.rubric.rubrics import list_rubrics, load_rubric
 
     assert {"pairwise", *STEPS} == NOT_RUBRICS
     (tmp_path / "check_claims.toml").write_bytes(

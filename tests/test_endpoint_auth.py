@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer
 
-from rageval.judge.client import JudgeClient, JudgeError, JudgeRequest
-from rageval.judge.endpoint import Endpoint
+from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.endpoint import Endpoint
 
 ENV = "RAGEVAL_TEST_AUTH_KEY"
 KEY = "sk-test-abcdef123456"

@@ -36,7 +36,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_schema_choices_match_the_code() -> None:
     from rageval.cli.parser import build_parser
     from rageval.cli.score_options import DEFAULTS
-    from rageval.judge.formats import MODES
+    from rageval.judge.llm.formats import MODES
 
     assert RESPONSE_FORMATS == MODES
     assert INPUT_KINDS == ("records", "ragas", "trec-rag")

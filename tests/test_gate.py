@@ -25,9 +25,9 @@ from rageval.gate import (
     run_figure,
     unknown_threshold_names,
 )
-from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import RunStats
-from rageval.judge.run import judge_section
+from rageval.judge.llm.checks import judge_section
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import RunStats
 
 
 def _item(value: float, ci: tuple[float, float] | None = None, *, n: int = 8, unscored: int = 0,
@@ -196,7 +196,7 @@ def _section(requests: int, failed: int, asked: tuple[int, int], replayed: tuple
                      "total_tokens": sum(replayed)}, cached=True)
     price_in, price_out = prices if prices is not None else (None, None)
     judge = JudgeOptions(model="m", price_in=price_in, price_out=price_out)
-    return judge_section(judge, stats, {})
+    return judge_section(judge, stats, {}, "2")
 
 
 def test_run_figures_sum_every_section_of_judge_work() -> None:

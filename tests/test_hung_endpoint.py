@@ -20,10 +20,10 @@ from judge_server import JudgeServer
 
 from rageval.cli import main
 from rageval.core.errors import UsageError
-from rageval.judge.client import JudgeClient, JudgeError, JudgeRequest
-from rageval.judge.first_reply import DEFAULT_FIRST_REPLY_S, first_reply_limit
-from rageval.judge.formats import ReplySchema
-from rageval.judge.options import JudgeOptions
+from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.first_reply import DEFAULT_FIRST_REPLY_S, first_reply_limit
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.options import JudgeOptions
 
 SCHEMA = ReplySchema("grade", {"type": "object", "properties": {"score": {"type": "integer"}}})
 

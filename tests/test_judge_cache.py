@@ -1,4 +1,4 @@
-"""Tests of the judge reply cache (rageval.judge.cache)."""
+"""Tests of the judge reply cache (rageval.judge.llm.cache.store)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.cache import JudgeCache, cache_key
+from rageval.judge.llm.cache.store import JudgeCache, cache_key
 
 MESSAGES = [
     {"role": "system", "content": "You are a strict grader."},
@@ -165,7 +165,7 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
 
 _KILL_CHILD = """
 import sys
-from rageval.judge.cache import JudgeCache, cache_key
+from rageval.judge.llm.cache.store import JudgeCache, cache_key
 cache = JudgeCache(sys.argv[1])
 i = 0
 while True:
@@ -280,7 +280,7 @@ def test_a_lone_surrogate_in_a_request_is_a_usage_error() -> None:
 
 
 def test_a_lot_that_cannot_be_stored_keeps_its_good_replies(tmp_path: Path) -> None:
-    from rageval.judge.replies import RunStats, _Arrived
+    from rageval.judge.llm.replies import RunStats, _Arrived
 
     with JudgeCache(tmp_path / "c.sqlite") as cache:
         arrived = _Arrived(cache, RunStats(), replace=False)

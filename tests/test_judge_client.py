@@ -24,15 +24,15 @@ from judge_server import (
 )
 
 from rageval.core.errors import RagevalError
-from rageval.judge.cache import JudgeCache
-from rageval.judge.client import (
+from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.client import (
     JudgeClient,
     JudgeError,
     JudgeRequest,
     JudgeResult,
     total_usage,
 )
-from rageval.judge.formats import ReplySchema
+from rageval.judge.llm.formats import ReplySchema
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"

@@ -14,7 +14,7 @@ from judge_server import JudgeServer
 
 from rageval.cli import main
 from rageval.core.errors import UsageError
-from rageval.judge.options import JudgeOptions, parse_extra
+from rageval.judge.llm.options import JudgeOptions, parse_extra
 
 KEY = "sk-test-extra-0123456789"
 ENV = "RAGEVAL_TEST_EXTRA_KEY"

@@ -19,10 +19,10 @@ from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, load_records
 from rageval.core.registry import ScoreOptions, create
-from rageval.judge.cache import JudgeCache
-from rageval.judge.metric import JudgeMetric
-from rageval.judge.options import JudgeOptions
-from rageval.judge.prompts import render
+from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.rubric.metric import JudgeMetric
+from rageval.judge.rubric.render import render
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"

@@ -24,9 +24,10 @@ from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, records_from_dicts
-from rageval.judge.cache import JudgeCache, cache_key
-from rageval.judge.options import JudgeOptions
-from rageval.judge.prompts import load_rubric, render, response_format
+from rageval.judge.llm.cache.store import JudgeCache, cache_key
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.rubric.render import render, response_format
+from rageval.judge.rubric.rubrics import load_rubric
 from rageval.retrieval.measures import NOT_JUDGED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -345,10 +346,10 @@ def test_metric_keys_are_the_clients_keys() -> None:
     """The metric computes cache keys without a client; they must be the keys of the requests
     the client sends (seed per sample, logprobs parameters, response format)."""
     from rageval.core.registry import ScoreOptions
-    from rageval.judge.client import JudgeClient, JudgeRequest
-    from rageval.judge.formats import WIRE_FORMATS
-    from rageval.judge.metric import JudgeMetric
-    from rageval.judge.options import TOP_LOGPROBS
+    from rageval.judge.llm.client import JudgeClient, JudgeRequest
+    from rageval.judge.llm.formats import WIRE_FORMATS
+    from rageval.judge.llm.options import TOP_LOGPROBS
+    from rageval.judge.rubric.metric import JudgeMetric
 
     for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True},
                {"response_format": "json_object"}, {"response_format": "text"}):

@@ -21,8 +21,8 @@ from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.records import Record, records_from_dicts
-from rageval.judge.options import JudgeOptions
-from rageval.judge.pairwise import (
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.pairwise.metric import (
     IDENTICAL,
     load_pairwise_prompt,
     parse_verdict,
@@ -264,7 +264,7 @@ def test_contexts_shown_only_when_both_records_share_them(tmp_path: Path,
 
 def test_request_of_a_pairwise_record(tmp_path: Path) -> None:
     from rageval.core.registry import ScoreOptions
-    from rageval.judge.pairwise import PairwiseMetric
+    from rageval.judge.pairwise.metric import PairwiseMetric
 
     records, other = _setup(tmp_path, ["alpha beta"], ["alpha"])
     metric = PairwiseMetric(options=ScoreOptions(judge=_opts(None, tmp_path, other)))

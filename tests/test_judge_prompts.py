@@ -13,17 +13,10 @@ from hypothesis import strategies as st
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import Context, Record
-from rageval.judge.parsing import ParsedReply, parse_reply
-from rageval.judge.prompts import (
-    INPUTS,
-    Rubric,
-    escape,
-    list_rubrics,
-    load_rubric,
-    render,
-    response_format,
-    unescape,
-)
+from rageval.judge.prompting.slots import escape, unescape
+from rageval.judge.rubric.parsing import ParsedReply, parse_reply
+from rageval.judge.rubric.render import render, response_format
+from rageval.judge.rubric.rubrics import INPUTS, Rubric, list_rubrics, load_rubric
 
 BUILTINS = [
     "answer_relevance",

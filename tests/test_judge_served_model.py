@@ -17,9 +17,9 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
-from rageval.judge import served
-from rageval.judge.client import JudgeError
-from rageval.judge.options import JudgeOptions
+from rageval.judge.llm import served
+from rageval.judge.llm.client import JudgeError
+from rageval.judge.llm.options import JudgeOptions
 
 KEY = "sk-test-served-0123456789"
 ENV = "RAGEVAL_TEST_SERVED_KEY"

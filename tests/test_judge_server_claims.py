@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_server import JudgeServer, claim_step, claim_step_reply
 
-from rageval.judge.slots import slot
+from rageval.judge.prompting.slots import slot
 
 NONCE = "0123456789ab"
 EXTRACT = "You split a text into atomic claims. Each text sits in <text-CODE> ... </text-CODE>."

@@ -17,7 +17,7 @@ from rageval.core.names import parse
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
 HEAVY = ("torch", "transformers", "openai", "nltk", "bert_score", "rageval.report.html",
-         "rageval.judge.client", "rageval.judge.metric", "rageval.generation.bertscore",
+         "rageval.judge.llm.client", "rageval.judge.rubric.metric", "rageval.generation.bertscore",
          "rageval.gate")
 
 
@@ -44,7 +44,7 @@ def test_score_with_lexical_and_retrieval_metrics_imports_nothing_heavy(tmp_path
 def test_a_judge_name_loads_the_judge_when_built(tmp_path: Path) -> None:
     code = ("from rageval.core.registry import create\n"
             "create('judge:faithfulness')\n")
-    assert "rageval.judge.metric" in _modules_after(code, tmp_path)
+    assert "rageval.judge.rubric.metric" in _modules_after(code, tmp_path)
 
 
 def test_claim_kinds_match_the_claim_metrics() -> None:

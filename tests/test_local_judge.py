@@ -24,7 +24,7 @@ import pytest
 from rageval.api import evaluate
 from rageval.core.results import Results
 from rageval.judge.claims.metrics import NAMES
-from rageval.judge.options import JudgeOptions
+from rageval.judge.llm.options import JudgeOptions
 
 pytestmark = pytest.mark.local_judge
 
@@ -247,7 +247,7 @@ def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -
     for instructions the machine refuses meets): the judge run says so, with the rebuild
     command, instead of a connection error."""
     _need_local_extra()
-    from rageval.judge.client import JudgeError
+    from rageval.judge.llm.client import JudgeError
     from rageval.judge.local import LocalJudge
 
     records = _write(tmp_path / "r.jsonl")

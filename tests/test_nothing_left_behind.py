@@ -18,7 +18,7 @@ from judge_server import JudgeServer
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.cache import JudgeCache, cache_key
+from rageval.judge.llm.cache.store import JudgeCache, cache_key
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"

@@ -49,9 +49,9 @@ def test_an_installed_wheel_finds_its_prompts(wheel: Path, tmp_path: Path) -> No
     """Unpacked away from the checkout (first on the path), the judge loads rubrics from the
     wheel's own copy."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
-    code = ("import rageval.judge.rubrics as p; r = p.load_rubric('faithfulness'); "
+    code = ("import rageval.judge.rubric.rubrics as p; r = p.load_rubric('faithfulness'); "
             "print(r.source); print(p.builtin_prompts()); "
-            "from rageval.judge.pairwise_prompt import load_pairwise_prompt; "
+            "from rageval.judge.pairwise.prompt import load_pairwise_prompt; "
             "print(load_pairwise_prompt(None).source)")
     shown = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
                            capture_output=True, text=True).stdout
@@ -61,7 +61,7 @@ def test_an_installed_wheel_finds_its_prompts(wheel: Path, tmp_path: Path) -> No
 
 
 def test_a_source_checkout_finds_the_top_level_prompts() -> None:
-    from rageval.judge.rubrics import builtin_prompts
+    from rageval.judge.prompting.prompt_files import builtin_prompts
 
     assert Path(str(builtin_prompts())).resolve() == ROOT / "prompts"
     assert not (ROOT / "rageval" / "prompts").exists()

@@ -25,7 +25,7 @@ from rageval.core.metric import ScoreOptions
 from rageval.core.records import Record, load_records, records_from_dicts
 from rageval.core.registry import create
 from rageval.core.results import Results
-from rageval.judge.options import JudgeOptions, JudgeProgress
+from rageval.judge.llm.options import JudgeOptions, JudgeProgress
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"

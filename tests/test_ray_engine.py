@@ -27,9 +27,9 @@ from rageval.cli import main
 from rageval.core.errors import UsageError
 from rageval.core.records import load_records
 from rageval.core.registry import ScoreOptions, create
-from rageval.judge.metric import JudgeMetric
-from rageval.judge.options import JudgeOptions
-from rageval.judge.prompts import render
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.rubric.metric import JudgeMetric
+from rageval.judge.rubric.render import render
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra")
 

@@ -59,10 +59,10 @@ def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
     (scripts/make_demo_judge_cache.py): every reply says so, the replay reproduces the scores
     the replies hold, and at least 95% of the judgments are scored."""
     from rageval.api import evaluate
+    from rageval.judge.llm.options import JudgeOptions
     from rageval.judge.local import DEFAULT_MODEL_NAME
-    from rageval.judge.options import JudgeOptions
-    from rageval.judge.parsing import parse_reply
-    from rageval.judge.prompts import load_rubric
+    from rageval.judge.rubric.parsing import parse_reply
+    from rageval.judge.rubric.rubrics import load_rubric
 
     cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
     everything = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
@@ -101,8 +101,8 @@ def test_demo_claim_level_replay_matches_the_cached_steps() -> None:
     from rageval.judge.claims.citation_scores import citation_score
     from rageval.judge.claims.claim_scores import CLAIM_METRICS, claim_score
     from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
+    from rageval.judge.llm.options import JudgeOptions
     from rageval.judge.local import DEFAULT_MODEL_NAME
-    from rageval.judge.options import JudgeOptions
 
     cache = ROOT / "fixtures" / "demo" / "judge_cache.jsonl"
     steps = {json.loads(line)["meta"].get("step")

@@ -25,7 +25,7 @@ from rageval.cli import main
 from rageval.core import files
 from rageval.core.errors import InputError
 from rageval.core.results import Results
-from rageval.judge.options import JudgeOptions
+from rageval.judge.llm.options import JudgeOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"

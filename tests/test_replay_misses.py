@@ -19,10 +19,10 @@ from judge_server import JudgeServer
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.records import Record, records_from_dicts
-from rageval.judge.misses import differences, nearest
-from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import make_unit
-from rageval.judge.run import OfflineCacheMiss
+from rageval.judge.llm.checks import OfflineCacheMiss
+from rageval.judge.llm.misses import differences, nearest
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import make_unit
 
 METRIC = "judge:faithfulness"
 
@@ -140,8 +140,8 @@ def test_the_cli_says_it_with_exit_2(tmp_path: Path, server: JudgeServer, capsys
 
 def test_the_nearest_cached_request_wins() -> None:
     judge = JudgeOptions(model="m", max_tokens=100)
-    from rageval.judge.render import reply_schema
-    from rageval.judge.rubrics import load_rubric
+    from rageval.judge.rubric.render import reply_schema
+    from rageval.judge.rubric.rubrics import load_rubric
     schema = reply_schema(load_rubric("faithfulness"))
     messages = [{"role": "user", "content": "x"}]
     unit = make_unit(judge, schema, 0, None, 0, messages)

@@ -26,7 +26,7 @@ from rageval.core.metric import Batch, Metric, MetricResult, RunHooks
 from rageval.core.records import iter_windows, load_records
 from rageval.core.results import Results
 from rageval.core.run_records import RecordsFile
-from rageval.judge.options import JudgeOptions
+from rageval.judge.llm.options import JudgeOptions
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 LEXICAL = ["ndcg@3", "map", "mrr", "p@2", "rouge1", "rougeL", "bleu", "bleu(smooth=floor)"]

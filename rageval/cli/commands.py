@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rageval.core.results import Results
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.llm.options import JudgeOptions
 
 
 def _check_out_dir(path: str) -> bool:
@@ -54,7 +54,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
                          "give that system's records with --judge-against FILE")
     if not judged and not claim_level and args.judgments_from is None:
         return None
-    from rageval.judge.options import JudgeOptions, parse_extra
+    from rageval.judge.llm.options import JudgeOptions, parse_extra
 
     if not args.judge_model and (judged or args.judgments_from is not None):
         raise UsageError(
@@ -182,8 +182,8 @@ def run_fuse(args: argparse.Namespace, out: TextIO) -> int:
 def run_cache(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
-    from rageval.judge.cache import JudgeCache
-    from rageval.judge.options import DEFAULT_CACHE
+    from rageval.judge.llm.cache.store import JudgeCache
+    from rageval.judge.llm.options import DEFAULT_CACHE
 
     if args.cache_command is None:
         raise UsageError("cache needs an action: stats, export or import")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from rageval.core.results import Results
     from rageval.gate import Threshold
-    from rageval.judge.options import JudgeOptions
+    from rageval.judge.llm.options import JudgeOptions
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.core.results import Results
-    from rageval.judge.options import JudgeProgress
+    from rageval.judge.llm.options import JudgeProgress
 
 
 @dataclass

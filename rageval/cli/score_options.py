@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.judge.formats import MODES
+from rageval.judge.llm.formats import MODES
 
 # Every option whose default is not None/False (argparse's own) is listed here, not in
 # add_argument, so that `run` can tell a flag given from a default.

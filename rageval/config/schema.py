@@ -51,7 +51,7 @@ def _fields(table: str, rows: list[tuple]) -> list[Field]:
 
 
 # The response formats and input kinds are listed here rather than imported so that reading a
-# file stays cheap; tests check they match rageval.judge.formats.MODES and INPUT_KINDS.
+# file stays cheap; tests check they match rageval.judge.llm.formats.MODES and INPUT_KINDS.
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "text")
 INPUT_KINDS = ("records", "ragas", "trec-rag")
 

@@ -89,7 +89,7 @@ class ScoreOptions:
     # Changes speed only, never a value, so it is not part of any signature.
     embedding_cache: str | None = None
     # How the LLM judge is reached and cached (judge:* metrics): a frozen options object of
-    # the judge family (rageval.judge.options.JudgeOptions), opaque down here.
+    # the judge family (rageval.judge.llm.options.JudgeOptions), opaque down here.
     judge: Any = None
     # The longest line read from any records file of the run (None: the loader's default).
     max_line_bytes: int | None = None

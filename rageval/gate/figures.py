@@ -1,9 +1,9 @@
 """The run figures a threshold can name, summed over the manifest's sections of judge work.
 
 Every section that accounts for judge work (the rubric judge's ``judge``, claim-level judging's
-``claims``, ... : those written by :func:`rageval.judge.run.judge_section`) has ``requests``,
-``failed``, ``usage`` (tokens asked for this run), ``cached_usage`` (tokens of replies replayed
-from the cache) and, when prices were given, ``cost_usd`` with ``this_run`` and
+``claims``, ... : those written by :func:`rageval.judge.llm.checks.judge_section`) has
+``requests``, ``failed``, ``usage`` (tokens asked for this run), ``cached_usage`` (tokens of
+replies replayed from the cache) and, when prices were given, ``cost_usd`` with ``this_run`` and
 ``replayed_from_cache``. The sections are found by those keys, not by name, so a family that
 adds a section of its own is counted without a change here.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from rageval.judge.prompts import list_rubrics, load_rubric
+from rageval.judge.rubric.rubrics import list_rubrics, load_rubric
 
 __all__ = ["claim_level_table", "rubrics_table"]
 

@@ -18,8 +18,8 @@ CLAIM_KINDS: tuple[str, ...] = ("claims", "nuggets", "citations")
 
 def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
     """The metric a ``judge:<target>`` name denotes."""
-    from rageval.judge.metric import JudgeMetric
-    from rageval.judge.pairwise import PAIRWISE, PairwiseMetric
+    from rageval.judge.pairwise.metric import PAIRWISE, PairwiseMetric
+    from rageval.judge.rubric.metric import JudgeMetric
 
     target = name.base.split(":", 1)[1]
     if name.cutoff is not None:
@@ -38,7 +38,7 @@ def claim_metric(name: MetricName, options: ScoreOptions) -> Metric:
 
 def judge_judgments(options: ScoreOptions) -> JudgmentsProvider:
     """``judgments_from="judge"``: relevance judgments asked of the judge."""
-    from rageval.judge.judgments import JudgeJudgments
+    from rageval.judge.rubric.judgments import JudgeJudgments
 
     return JudgeJudgments(options)
 

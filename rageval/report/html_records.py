@@ -175,7 +175,8 @@ def _reasonings(run: ReportRun, result: RecordResult) -> list[tuple[str, str]]:
 
 
 def _flags(result: RecordResult) -> list[tuple[str, str, str]]:
-    """(metric, flag, why) for each flag in this record's details (rageval.judge.tampering)."""
+    """(metric, flag, why) for each flag in this record's details (set by the judge's
+    tampering rules)."""
     out = []
     for metric, detail in result.details.items():
         if not isinstance(detail, Mapping):

@@ -2,7 +2,7 @@
 
 A pipeline asks in rounds (the checks need the extracted claims): :meth:`Asker.ask` builds a
 request, :meth:`Asker.send` gathers a round's replies with
-:func:`~rageval.judge.replies.gather` (cache first, the judge for the rest, every reply stored
+:func:`~rageval.judge.llm.replies.gather` (cache first, the judge for the rest, every reply stored
 as it arrives; identical requests, such as the same reference's claims for two records, are one
 request). Each step asks once: rubric options that repeat or reweigh a judgment (samples,
 log-probabilities) do not apply to steps whose replies are lists.
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.judge.claims.steps import StepPrompt, load_step, render_step
-from rageval.judge.formats import ReplySchema
-from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import Reply, RunStats, Unit, gather, make_unit, provenance
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import Reply, RunStats, Unit, gather, make_unit, provenance
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

@@ -21,10 +21,10 @@ from rageval.core.metric import RunHooks
 from rageval.judge.claims.asking import Asker
 from rageval.judge.claims.steps import RENDER_VERSION
 from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
-from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import RunStats, Unit
-from rageval.judge.rubrics import prompt_info
-from rageval.judge.run import check_cached, judge_section
+from rageval.judge.llm.checks import check_cached, judge_section
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import RunStats, Unit
+from rageval.judge.prompting.prompt_files import prompt_info
 
 if TYPE_CHECKING:
     from rageval.core.metric import Batch, Metric
@@ -156,8 +156,7 @@ class ClaimHooks(RunHooks):
         steps = dict.fromkeys(step for group in groups for metric in group
                               for step in metric.used_steps())
         prompts = {step: prompt_info(asker.prompt(step)) for step in steps}
-        section = judge_section(judge, stats, prompts)
-        section["render_version"] = RENDER_VERSION
+        section = judge_section(judge, stats, prompts, RENDER_VERSION)
         replies = _replies_per_record(run)
         if replies is not None:
             section["replies_per_record"] = replies

@@ -33,8 +33,8 @@ from rageval.judge.claims.claim_scores import CLAIM_METRICS, PIECES, claim_score
 from rageval.judge.claims.hooks import CLAIM_HOOKS, analysis
 from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
 from rageval.judge.claims.steps import RENDER_VERSION, load_step
-from rageval.judge.options import JudgeOptions
-from rageval.judge.replies import provenance_only
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import provenance_only
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

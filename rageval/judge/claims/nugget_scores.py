@@ -17,8 +17,9 @@ The arithmetic is nuggetizer 0.0.5's ``calculate_nugget_scores`` (integer counts
 then one division), so the values are identical to it.
 
 Unscored, with a reason: no nuggets were created (``errors["nuggets"]`` says why when it knows),
-the nugget list is empty, created so or supplied so by the record (nuggetizer scores 0), a nugget lacks its importance (the vital metrics
-only: ``all``/``all_strict`` do not need it) or a nugget the metric counts lacks its assignment
+the nugget list is empty, created so or supplied so by the record (nuggetizer scores 0), a
+nugget lacks its importance (the vital metrics only: ``all``/``all_strict`` do not need it) or
+a nugget the metric counts lacks its assignment
 (``errors["importance"]`` / ``errors["assignment"]``), and for the vital metrics no nugget is
 vital (nuggetizer scores 0).
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rageval.judge.parsing import conflict, reply_objects, shown
+from rageval.judge.prompting.reply_json import conflict, reply_objects, shown
 
 __all__ = ["parse_labels", "parse_texts"]
 

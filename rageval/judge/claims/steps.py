@@ -5,7 +5,8 @@ Each step is a TOML file (``id``, ``version``, ``description``, ``template``) un
 of every signature that uses it and of the cache key of every request it renders. The template
 places each of the step's inputs (:data:`STEPS`) once with a ``{name}`` placeholder; rendering
 puts every untrusted text (query, answer, reference, context, claim, nugget) in its own escaped,
-nonce-tagged slot (:mod:`rageval.judge.slots`), numbered where the reply refers to it by number.
+nonce-tagged slot (:mod:`rageval.judge.prompting.slots`), numbered where the reply refers to
+it by number.
 
 Replies are small JSON objects: a list of texts (``{"claims": [...]}``, ``{"nuggets": [...]}``)
 or one label per numbered item (``{"verdicts": {"1": "entailment", ...}}``). The label schemas
@@ -20,10 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.formats import ReplySchema
-from rageval.judge.prompt_files import PromptFile, read_table, template_of
-from rageval.judge.rubrics import builtin_prompts, file_hash
-from rageval.judge.slots import PLACEHOLDER, slot, slot_block, slot_nonce
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.prompting.prompt_files import (
+    PromptFile,
+    builtin_prompts,
+    file_hash,
+    read_table,
+    template_of,
+)
+from rageval.judge.prompting.slots import PLACEHOLDER, slot, slot_block, slot_nonce
 
 __all__ = ["ASSIGN_LABELS", "CHECK_LABELS", "IMPORTANCE_LABELS", "RENDER_VERSION", "STEPS",
            "StepPrompt", "labels_schema", "list_schema", "load_step", "render_step"]

@@ -1,6 +1,6 @@
 """Which wire format an (endpoint, model) accepts, decided once and shared by every request.
 
-A :class:`Negotiation` walks a mode's ladder of wire formats (:mod:`rageval.judge.formats`).
+A :class:`Negotiation` walks a mode's ladder of wire formats (:mod:`rageval.judge.llm.formats`).
 While the verdict on a format is unknown, exactly one request carries it (the probe) and the
 others wait; a refusal steps every request down to the next format, an accepted reply settles
 it. Verdicts are kept for the process, per (endpoint, model), so later clients and later runs in

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, JudgmentsProvider, Metric, ScoreOptions
 from rageval.core.records import apply_judgments
-from rageval.judge.metric import JudgeMetric
+from rageval.judge.rubric.metric import JudgeMetric
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

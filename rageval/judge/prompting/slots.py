@@ -5,8 +5,8 @@ placeholder (:data:`PLACEHOLDER`); rendering replaces it with the input's slot b
 (:func:`slot_block`): each text in its own tagged slot whose tag carries a nonce derived from the
 content (:func:`slot_nonce`: deterministic, so cache keys are stable, and not predictable by the
 text it is derived from), escaped with :func:`escape` so that it contains no ``<`` at all: a
-forged closing tag cannot end its slot. Rubric prompts (:mod:`rageval.judge.render`) and the
-pairwise prompt (:mod:`rageval.judge.pairwise_prompt`) both build their slots here.
+forged closing tag cannot end its slot. Rubric prompts (:mod:`rageval.judge.rubric.render`) and the
+pairwise prompt (:mod:`rageval.judge.pairwise.prompt`) both build their slots here.
 """
 
 from __future__ import annotations

@@ -21,16 +21,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.judge.cache import Entry, JudgeCache, NewReply
-from rageval.judge.cache_entries import encoded_cache_keys
-from rageval.judge.endpoint import api_key_problem
-from rageval.judge.formats import ReplySchema
-from rageval.judge.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
-from rageval.judge.served import ServedCheck
+from rageval.judge.llm.cache.entries import encoded_cache_keys
+from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
+from rageval.judge.llm.endpoint import api_key_problem
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
+from rageval.judge.llm.served import ServedCheck
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
-    from rageval.judge.client import JudgeClient, JudgeResult
+    from rageval.judge.llm.client import JudgeClient, JudgeResult
 
 __all__ = ["NOT_CACHED", "Reply", "RunStats", "Unit", "gather", "make_unit", "provenance",
            "uncached"]
@@ -259,7 +259,7 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
 
 
 def _client(judge: JudgeOptions) -> JudgeClient:
-    from rageval.judge.client import JudgeClient
+    from rageval.judge.llm.client import JudgeClient
 
     return JudgeClient(
         judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
@@ -274,7 +274,7 @@ def _client(judge: JudgeOptions) -> JudgeClient:
 def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
          records: list[Record], schema: ReplySchema, stats: RunStats,
          meta: Callable[[Unit], dict[str, Any]], served: ServedCheck) -> dict[str, Reply]:
-    from rageval.judge.client import JudgeRequest
+    from rageval.judge.llm.client import JudgeRequest
 
     client = _client(judge)
     requests = [JudgeRequest(unit.messages, unit.schema or schema, unit.sample, tag=unit,
@@ -327,7 +327,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
 
 class _Arrived:
     """New replies on their way into the cache: those the client hands over in one lot (see
-    :func:`~rageval.judge.pool.run_pool`) are committed in one transaction, right after.
+    :func:`~rageval.judge.llm.pool.run_pool`) are committed in one transaction, right after.
 
     One transaction per reply would cost the calling thread three round trips into SQLite per
     reply, each giving up the interpreter lock and waiting to get it back from the threads

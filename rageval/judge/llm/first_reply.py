@@ -21,8 +21,8 @@ from typing import TypeVar
 
 import openai
 
-from rageval.judge.pool import Fatal
-from rageval.judge.sdk import is_transient
+from rageval.judge.llm.pool import Fatal
+from rageval.judge.llm.sdk import is_transient
 
 __all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "first_reply_limit", "send_before_first_reply"]
 
@@ -74,7 +74,7 @@ class FirstReply:
 def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.OpenAI,
                             first: FirstReply, timeout_s: float, where: str) -> T:
     """``send(sdk)`` with the SDK's attempts (``sdk.max_retries + 1``) made here, each within
-    the time left before ``first``'s deadline; :class:`~rageval.judge.pool.Fatal` naming the
+    the time left before ``first``'s deadline; :class:`~rageval.judge.llm.pool.Fatal` naming the
     deadline when it passes before a reply. Once a reply has arrived (this request's or
     another's), the rest goes through the SDK as usual."""
     attempts = sdk.max_retries + 1

@@ -12,7 +12,7 @@ results wait for it, and a callback that fails stops the run after a known numbe
 however loaded the machine. A
 permanent failure (``send`` raising :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER`
 results all failing the same way, stops the run: nothing new is started, those in flight finish
-and are handed to ``on_result``, then :class:`~rageval.judge.requests.JudgeError` is raised.
+and are handed to ``on_result``, then :class:`~rageval.judge.llm.requests.JudgeError` is raised.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
-from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult
+from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult
 
 __all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "Stopped", "run_pool"]
 

@@ -1,17 +1,22 @@
-"""What the judge's prompt files share: a TOML table of string fields and a template that places
-each of its inputs exactly once (the pairwise prompt, the claim-level steps)."""
+"""What the judge's prompt files share: where the built-in ones are, a TOML table of string
+fields and a template that places each of its inputs exactly once (the pairwise prompt, the
+claim-level steps), the file's hash, and what the manifest records of it."""
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
 
-from rageval.core.errors import InputError
-from rageval.judge.slots import PLACEHOLDER
+from rageval.core.errors import InputError, UsageError
+from rageval.judge.prompting.slots import PLACEHOLDER
 
-__all__ = ["NOT_RUBRICS", "SHORT_HASH", "PromptFile", "read_table", "template_of"]
+__all__ = ["NOT_RUBRICS", "SHORT_HASH", "HashedPrompt", "PromptFile", "builtin_prompts",
+           "file_hash", "prompt_info", "read_table", "template_of"]
 
 #: Hex digits of a prompt file's SHA-256 shown in signatures.
 SHORT_HASH = 12
@@ -72,3 +77,44 @@ def template_of(table: dict[str, Any], source: str, inputs: Sequence[str]) -> st
         raise InputError(f"unknown placeholder {{{extra[0]}}}; known: {', '.join(inputs)}",
                          path=source, field="template")
     return template
+
+
+_MARKER = "faithfulness.toml"  # a built-in rubric, present in every copy
+
+
+def builtin_prompts() -> Any:
+    """The directory of the built-in prompt files (an importlib.resources Traversable): the
+    rubrics, and the pairwise prompt under ``pairwise/``.
+
+    They live in the repository's top-level ``prompts/``, where people who tune prompts find
+    them; a wheel carries them as package data in ``rageval/prompts/`` (pyproject maps one onto
+    the other), and a source checkout (an editable install) reads the folder itself.
+    """
+    # Told apart by a file every copy holds: a stray empty folder must not shadow the real one.
+    packaged = resources.files("rageval").joinpath("prompts")
+    if packaged.joinpath(_MARKER).is_file():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3] / "prompts"
+    if checkout.joinpath(_MARKER).is_file():
+        return checkout
+    raise UsageError(f"the built-in prompts are missing: neither {packaged} nor {checkout} "
+                     f"holds {_MARKER} (a broken install? reinstall rageval)")
+
+
+def file_hash(data: bytes) -> str:
+    """SHA-256 (hex) of a rubric file's bytes, CRLF line endings read as LF."""
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()
+
+
+class HashedPrompt(Protocol):
+    """A prompt file as the manifest names it (a rubric, the pairwise prompt, a claim step)."""
+
+    version: str
+    hash: str
+    source: str
+
+
+def prompt_info(prompt: HashedPrompt) -> dict[str, str]:
+    """What the manifest records of a rubric or prompt file: its version, content hash and
+    file."""
+    return {"version": prompt.version, "hash": prompt.hash, "source": prompt.source}

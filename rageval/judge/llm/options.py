@@ -19,9 +19,9 @@ from rageval.core import read_only
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
-from rageval.judge.cache import JudgeCache
-from rageval.judge.endpoint import Endpoint
-from rageval.judge.formats import LADDERS, MODES
+from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.endpoint import Endpoint
+from rageval.judge.llm.formats import LADDERS, MODES
 
 __all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]
 
@@ -66,7 +66,7 @@ class JudgeOptions:
     rubrics looked up by name before the built-ins.
 
     ``response_format``: how structured output is asked for, one of
-    :data:`~rageval.judge.formats.MODES` (``auto`` negotiates with the endpoint).
+    :data:`~rageval.judge.llm.formats.MODES` (``auto`` negotiates with the endpoint).
     ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
     fault (429, 5xx, a timeout, a dropped connection); ``first_reply_timeout``: seconds from
     the first request within which some reply must arrive, else the run stops (None: 300, or

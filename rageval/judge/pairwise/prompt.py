@@ -4,7 +4,7 @@ The prompt is a data file (``prompts/pairwise/pairwise.toml`` among the built-in
 ``pairwise.toml`` in ``--prompts-dir``) with an ``id``, a ``version``, a ``description`` and a
 ``template`` holding each of :data:`PLACEHOLDERS` once; its hash is part of the signature and of
 every cache key. :func:`render_pair` shows the judge two answers, A and B, each untrusted text in
-its own escaped, nonce-tagged slot (:mod:`rageval.judge.slots`); the judge replies with a
+its own escaped, nonce-tagged slot (:mod:`rageval.judge.prompting.slots`); the judge replies with a
 :class:`Verdict` (``A``, ``B`` or ``tie``), read by :func:`parse_verdict`.
 """
 
@@ -17,11 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
-from rageval.judge.formats import ReplySchema
-from rageval.judge.parsing import conflict, reply_objects
-from rageval.judge.prompt_files import PromptFile, read_table, template_of
-from rageval.judge.rubrics import builtin_prompts, file_hash
-from rageval.judge.slots import PLACEHOLDER, slot_block, slot_nonce
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.prompting.prompt_files import (
+    PromptFile,
+    builtin_prompts,
+    file_hash,
+    read_table,
+    template_of,
+)
+from rageval.judge.prompting.reply_json import conflict, reply_objects
+from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

@@ -15,13 +15,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rageval.judge.cache import JudgeCache
-from rageval.judge.cache_entries import canonical_json, encode_format
-from rageval.judge.formats import LADDERS
+from rageval.judge.llm.cache.entries import canonical_json, encode_format
+from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.formats import LADDERS
 
 if TYPE_CHECKING:
-    from rageval.judge.options import JudgeOptions
-    from rageval.judge.replies import Unit
+    from rageval.judge.llm.options import JudgeOptions
+    from rageval.judge.llm.replies import Unit
 
 __all__ = ["SCANNED", "explain_misses"]
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.core.errors import UsageError
-from rageval.judge.cache_entries import encode_format
+from rageval.judge.llm.cache.entries import encode_format
 
 __all__ = ["LADDERS", "MODES", "WIRE_FORMATS", "ReplySchema", "is_refusal"]
 
@@ -83,7 +83,7 @@ class ReplySchema:
 
     def encoded_wires(self, formats: tuple[str, ...]) -> dict[str, str]:
         """:meth:`wires` as they enter cache keys (see
-        :func:`~rageval.judge.cache_entries.encode_format`), each encoded once per schema."""
+        :func:`~rageval.judge.llm.cache.entries.encode_format`), each encoded once per schema."""
         out = {}
         for fmt in formats:
             text = self._encoded.get(fmt)

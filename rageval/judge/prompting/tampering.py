@@ -1,10 +1,10 @@
 """Judged texts that address the judge, and judge reasoning copied from the judged texts.
 
 Every judged text sits in its own escaped, nonce-tagged slot and the judge is told that
-instructions inside slots are data (:mod:`rageval.judge.slots`), so a forged delimiter cannot
-end its slot. A judge may obey an injected instruction all the same (small local models do),
-and a score it gives then measures the injection, not the answer. These rules do not change a
-score; they flag it, so that a poisoned score is never silent:
+instructions inside slots are data (:mod:`rageval.judge.prompting.slots`), so a forged delimiter
+cannot end its slot. A judge may obey an injected instruction all the same (small local models
+do), and a score it gives then measures the injection, not the answer. These rules do not change
+a score; they flag it, so that a poisoned score is never silent:
 
 ``aimed_at_judge``
     A judged text (the answer, a context, the query or a reference: whichever the rubric shows

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from rageval.core.errors import InputError
-from rageval.judge.cache_entries import Entry, canonical_json, is_cache_key, scrub_credentials
+from rageval.judge.llm.cache.entries import Entry, canonical_json, is_cache_key, scrub_credentials
 
 __all__ = ["read_entries", "write_entries"]
 

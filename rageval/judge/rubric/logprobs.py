@@ -9,7 +9,7 @@ be found, or whose alternatives hold no valid score, gets no value: never the re
 score in its place, which would silently mix two different measures.
 
 Log-probabilities are stored compactly as ``[[token, logprob, [[alternative, logprob], ...]],
-...]`` (see :func:`rageval.judge.sdk.compact_logprobs`).
+...]`` (see :func:`rageval.judge.llm.sdk.compact_logprobs`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rageval.judge.prompts import Rubric
+    from rageval.judge.rubric.rubrics import Rubric
 
 __all__ = ["ExpectedScore", "expected_score"]
 

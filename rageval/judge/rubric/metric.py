@@ -1,20 +1,20 @@
 """The rubric judge as a metric: ``judge:<rubric name or path>``.
 
-Each record is rendered with the rubric (:func:`~rageval.judge.prompts.render`); its replies come
-from the judge cache or the judge (:func:`~rageval.judge.replies.gather`: only the replies the
-cache lacks are asked for, each stored the moment it arrives, so an interrupted run loses nothing
-and a restart asks only for what is missing). Values stay on the rubric's scale (1-5 for the
-built-in rubrics).
+Each record is rendered with the rubric (:func:`~rageval.judge.rubric.render.render`); its
+replies come from the judge cache or the judge (:func:`~rageval.judge.llm.replies.gather`: only
+the replies the cache lacks are asked for, each stored the moment it arrives, so an interrupted
+run loses nothing and a restart asks only for what is missing). Values stay on the rubric's
+scale (1-5 for the built-in rubrics).
 
 A reply that cannot be parsed, or a request that failed for good, leaves the record unscored with
 a reason; the raw reply is kept in the record's details. ``offline`` replays from the cache
 alone: no client is built and no network call is made; when the cache lacks an entry the run
-stops before scoring (the judge's run hooks, :class:`~rageval.judge.run.JudgeHooks`) unless
+stops before scoring (the judge's run hooks, :class:`~rageval.judge.rubric.hooks.JudgeHooks`) unless
 ``allow_missing`` leaves those unscored.
 
 The signature names the endpoint and the response format the replies came from (read from the
 replies: a replay signs with the endpoint that recorded them, not the one configured now).
-Run-wide judge configuration travels in :class:`~rageval.judge.options.JudgeOptions`
+Run-wide judge configuration travels in :class:`~rageval.judge.llm.options.JudgeOptions`
 (``ScoreOptions.judge``; ``evaluate(..., judge=JudgeOptions(...))``).
 """
 
@@ -29,20 +29,9 @@ import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.signature import Field, Signature
-from rageval.judge.formats import ReplySchema
-from rageval.judge.logprobs import expected_score
-from rageval.judge.options import JudgeOptions
-from rageval.judge.parsing import parse_reply
-from rageval.judge.prompts import (
-    RENDER_VERSION,
-    Rubric,
-    load_rubric,
-    prompt_info,
-    render,
-    reply_schema,
-)
-from rageval.judge.render import slot_texts
-from rageval.judge.replies import (
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import (
     Reply,
     RunStats,
     Unit,
@@ -51,8 +40,13 @@ from rageval.judge.replies import (
     provenance,
     provenance_only,
 )
-from rageval.judge.run import GROUP, JUDGE_HOOKS
-from rageval.judge.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
+from rageval.judge.prompting.prompt_files import prompt_info
+from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
+from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS
+from rageval.judge.rubric.logprobs import expected_score
+from rageval.judge.rubric.parsing import parse_reply
+from rageval.judge.rubric.render import RENDER_VERSION, render, reply_schema, slot_texts
+from rageval.judge.rubric.rubrics import Rubric, load_rubric
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -223,7 +217,7 @@ class JudgeMetric(Metric):
 
         The replies for every record of the batch's scope (all the batches of one scoring
         pass) are gathered when its first batch is scored, in one stream of requests, and so
-        are those of every other judge metric of the run (:data:`~rageval.judge.run.GROUP`,
+        are those of every other judge metric of the run (:data:`~rageval.judge.rubric.hooks.GROUP`,
         set by the run hooks): batches and rubrics only bound the memory and the order of
         the scoring, and a judge that stopped at each batch or rubric boundary would let its
         requests in flight drain to zero every time, a stall that costs throughput at high
@@ -278,7 +272,7 @@ class JudgeMetric(Metric):
 
     def _item(self, pairs: list[tuple[Unit, Reply]], texts: dict[str, list[str]]) -> _Item:
         """One graded item (a record, or one context) from its samples' replies (``texts``:
-        the judged texts, read for :mod:`~rageval.judge.tampering`'s flags)."""
+        the judged texts, read for :mod:`~rageval.judge.prompting.tampering`'s flags)."""
         judge = self.judge
         scores: list[float] = []
         errors: list[str] = []

@@ -17,7 +17,7 @@ are a tie without asking the judge. With ``--judge-samples N`` each sample is as
 orders and the record's values are means over the samples.
 
 The prompt is a data file (``prompts/pairwise/pairwise.toml``, or ``pairwise.toml`` in
-``--prompts-dir``), loaded, rendered and its replies parsed by :mod:`rageval.judge.pairwise_prompt`;
+``--prompts-dir``), loaded, rendered and its replies parsed by :mod:`rageval.judge.pairwise.prompt`;
 its hash is part of the signature and of every cache key. Requests go through the same cache,
 client and offline replay as every judge call.
 """
@@ -36,10 +36,10 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.signature import Field
-from rageval.judge.formats import ReplySchema
-from rageval.judge.metric import JudgeMetric, judge_fields
-from rageval.judge.options import JudgeOptions
-from rageval.judge.pairwise_prompt import (
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import Reply, Unit, make_unit, provenance
+from rageval.judge.pairwise.prompt import (
     PAIRWISE,
     PairwisePrompt,
     Verdict,
@@ -49,8 +49,8 @@ from rageval.judge.pairwise_prompt import (
     verdict_format,
     verdict_schema,
 )
-from rageval.judge.replies import Reply, Unit, make_unit, provenance
-from rageval.judge.tampering import add_flags, aimed_at_judge
+from rageval.judge.prompting.tampering import add_flags, aimed_at_judge
+from rageval.judge.rubric.metric import JudgeMetric, judge_fields
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

@@ -1,13 +1,13 @@
 """Rubric prompts rendered to chat messages, and the reply schema a rubric asks for.
 
-:func:`render` wraps a :class:`~rageval.judge.rubrics.Rubric` in fixed wording (a system message
-with the criterion and its scale, the rubric's template with each input in its own slot, reply
-instructions). :data:`RENDER_VERSION` names that wording; it changes whenever the wording
+:func:`render` wraps a :class:`~rageval.judge.rubric.rubrics.Rubric` in fixed wording (a system
+message with the criterion and its scale, the rubric's template with each input in its own slot,
+reply instructions). :data:`RENDER_VERSION` names that wording; it changes whenever the wording
 changes, and belongs in signatures next to the rubric hash.
 
 Texts under judgement are untrusted: each goes into its own escaped, nonce-tagged slot
-(:mod:`rageval.judge.slots`), and the system message tells the judge that slot contents are data
-and that instructions inside them must be ignored.
+(:mod:`rageval.judge.prompting.slots`), and the system message tells the judge that slot
+contents are data and that instructions inside them must be ignored.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.formats import ReplySchema
-from rageval.judge.rubrics import Rubric
-from rageval.judge.slots import PLACEHOLDER, slot_block, slot_nonce
+from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
+from rageval.judge.rubric.rubrics import Rubric
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -98,8 +98,8 @@ def render(
     ``context_index`` (0-based) picks the context graded by a rubric with the ``context``
     input. Every untrusted text (query, answer, each context, each reference) goes into its
     own slot ``<name-NONCE ...>`` ... ``</name-NONCE>``, escaped with
-    :func:`~rageval.judge.slots.escape`. The output depends only on the rubric file and the
-    record's texts, so it is a stable cache key.
+    :func:`~rageval.judge.prompting.slots.escape`. The output depends only on the rubric file
+    and the record's texts, so it is a stable cache key.
 
     Raises :class:`~rageval.core.errors.InputError` when the record lacks an input the rubric
     needs (the caller names the file), :class:`~rageval.core.errors.UsageError` when

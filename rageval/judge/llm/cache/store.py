@@ -14,8 +14,8 @@ Durability and sharing:
 * API keys are never stored: they are not part of the key, and fields that look like credentials
   are dropped from request summaries before they are written.
 
-The key and entry model is in :mod:`rageval.judge.cache_entries`, the JSONL export format in
-:mod:`rageval.judge.cache_jsonl`; this module is the SQLite store.
+The key and entry model is in :mod:`rageval.judge.llm.cache.entries`, the JSONL export format in
+:mod:`rageval.judge.llm.cache.jsonl`; this module is the SQLite store.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from rageval.core.errors import InputError
 from rageval.core.files import creatable
-from rageval.judge.cache_entries import (
+from rageval.judge.llm.cache.entries import (
     CACHE_KEY_VERSION,
     Entry,
     cache_key,
@@ -38,7 +38,7 @@ from rageval.judge.cache_entries import (
     canonical_json,
     new_entry,
 )
-from rageval.judge.cache_jsonl import read_entries, write_entries
+from rageval.judge.llm.cache.jsonl import read_entries, write_entries
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "NewReply", "cache_key", "cache_keys",
            "new_entry"]

@@ -14,19 +14,19 @@ inside it (no asyncio, so it also works inside Jupyter).
   request is started, those in flight finish (and are handed to ``on_result``), then
   :class:`JudgeError` is raised. So do the first requests of a run when they all fail the same
   way (a dead endpoint, a server that rejects every request), and a first reply that does not
-  come within its deadline (:mod:`rageval.judge.first_reply`): the run stops with one line.
+  come within its deadline (:mod:`rageval.judge.llm.first_reply`): the run stops with one line.
 * ``on_result`` is called, in the calling thread, as each result arrives, so the caller can store
   every reply in the cache the moment it exists; ``on_drained`` after each run of results that
   arrived together, so that the caller can commit them in one transaction.
-* Structured output is negotiated (see :mod:`rageval.judge.formats`): the first request to an
+* Structured output is negotiated (see :mod:`rageval.judge.llm.formats`): the first request to an
   (endpoint, model) probes the most constrained wire format of the mode's ladder, sent once and
   without retries; a refusal (400, 422 or 500 naming the response format) steps down to the
   next format, and the verdict is kept for the process, so a refusing endpoint costs one request
   per refused format, never a retry per judgment. Other requests wait for the probe's verdict.
 * The API key is read from an environment variable (``OPENAI_API_KEY`` unless another name is
   given). It never appears in a repr, an error message or a result, and neither do the user
-  info or query values of the base URL (see :class:`~rageval.judge.endpoint.Endpoint`): any text the
-  endpoint echoes back is redacted.
+  info or query values of the base URL (see :class:`~rageval.judge.llm.endpoint.Endpoint`):
+  any text the endpoint echoes back is redacted.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ import openai
 
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
-from rageval.judge.cache import cache_key
-from rageval.judge.endpoint import Endpoint, api_key_problem
-from rageval.judge.first_reply import FirstReply, first_reply_limit, send_before_first_reply
-from rageval.judge.formats import LADDERS, MODES, is_refusal
-from rageval.judge.negotiation import negotiation
-from rageval.judge.pool import Fatal, FirstFailures, Stopped, run_pool
-from rageval.judge.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
-from rageval.judge.sdk import (
+from rageval.judge.llm.cache.store import cache_key
+from rageval.judge.llm.endpoint import Endpoint, api_key_problem
+from rageval.judge.llm.first_reply import FirstReply, first_reply_limit, send_before_first_reply
+from rageval.judge.llm.formats import LADDERS, MODES, is_refusal
+from rageval.judge.llm.negotiation import negotiation
+from rageval.judge.llm.pool import Fatal, FirstFailures, Stopped, run_pool
+from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
+from rageval.judge.llm.sdk import (
     compact_logprobs,
     error_text,
     is_permanent,
@@ -68,7 +68,7 @@ class JudgeClient:
     Parameters are fixed for the client's life, so every request it sends has the same sampling
     parameters (see :meth:`params`, which are part of every cache key). ``extra_params`` are sent
     verbatim in the request body (e.g. ``{"top_k": 1}`` for vLLM). ``response_format`` is the
-    structured-output mode (:data:`~rageval.judge.formats.MODES`).
+    structured-output mode (:data:`~rageval.judge.llm.formats.MODES`).
     """
 
     def __init__(
@@ -220,9 +220,9 @@ class JudgeClient:
         ones too: check :attr:`JudgeResult.ok`); ``on_drained``, in the same thread, each time
         the results that had arrived were all handed to ``on_result`` (to store them in one
         transaction rather than one each). Raises :class:`JudgeError` after a
-        permanent failure, or when the first :data:`~rageval.judge.pool.FAIL_FAST_AFTER`
+        permanent failure, or when the first :data:`~rageval.judge.llm.pool.FAIL_FAST_AFTER`
         results all failed the same way, once the requests in flight finish (see
-        :func:`~rageval.judge.pool.run_pool`).
+        :func:`~rageval.judge.llm.pool.run_pool`).
         """
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:

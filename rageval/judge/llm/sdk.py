@@ -172,7 +172,7 @@ def is_transient(exc: openai.APIStatusError) -> bool:
 
 def permanent_hint(status: int, credentials: str) -> str:
     """What a permanent HTTP ``status`` most likely means; ``credentials`` says what was sent
-    to authenticate (see :meth:`~rageval.judge.endpoint.Endpoint.credentials`)."""
+    to authenticate (see :meth:`~rageval.judge.llm.endpoint.Endpoint.credentials`)."""
     if status == 401:
         return f"authentication failed: check {credentials}"
     if status == 403:

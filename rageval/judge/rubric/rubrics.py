@@ -28,35 +28,30 @@ integer score of the scale. The built-in rubrics live in the repository's top-le
 loaded by path or by name from a directory.
 
 The file's SHA-256 (:attr:`Rubric.hash`) is part of every score's signature and of the judge
-cache key, next to :data:`~rageval.judge.render.RENDER_VERSION` (the fixed wording
-:func:`~rageval.judge.render.render` wraps around a rubric).
+cache key, next to :data:`~rageval.judge.rubric.render.RENDER_VERSION` (the fixed wording
+:func:`~rageval.judge.rubric.render.render` wraps around a rubric).
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import os
 import re
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.prompt_files import NOT_RUBRICS, SHORT_HASH, PromptFile
-from rageval.judge.slots import PLACEHOLDER
+from rageval.judge.prompting.prompt_files import (
+    NOT_RUBRICS,
+    SHORT_HASH,
+    builtin_prompts,
+    file_hash,
+)
+from rageval.judge.prompting.slots import PLACEHOLDER
 
-__all__ = [
-    "INPUTS",
-    "Rubric",
-    "builtin_prompts",
-    "file_hash",
-    "list_rubrics",
-    "load_rubric",
-    "prompt_info",
-]
+__all__ = ["INPUTS", "Rubric", "list_rubrics", "load_rubric"]
 
 #: The inputs a rubric may ask for: the record's query, all its contexts, the one context
 #: being graded (``context_index``), its answer and its reference answer(s).
@@ -111,28 +106,6 @@ class Rubric:
 # --------------------------------------------------------------------------------------------
 
 
-_MARKER = "faithfulness.toml"  # a built-in rubric, present in every copy
-
-
-def builtin_prompts() -> Any:
-    """The directory of the built-in prompt files (an importlib.resources Traversable): the
-    rubrics, and the pairwise prompt under ``pairwise/``.
-
-    They live in the repository's top-level ``prompts/``, where people who tune prompts find
-    them; a wheel carries them as package data in ``rageval/prompts/`` (pyproject maps one onto
-    the other), and a source checkout (an editable install) reads the folder itself.
-    """
-    # Told apart by a file every copy holds: a stray empty folder must not shadow the real one.
-    packaged = resources.files("rageval").joinpath("prompts")
-    if packaged.joinpath(_MARKER).is_file():
-        return packaged
-    checkout = Path(__file__).resolve().parents[2] / "prompts"
-    if checkout.joinpath(_MARKER).is_file():
-        return checkout
-    raise UsageError(f"the built-in prompts are missing: neither {packaged} nor {checkout} "
-                     f"holds {_MARKER} (a broken install? reinstall rageval)")
-
-
 def _builtin_names() -> list[str]:
     directory = builtin_prompts()
     if not directory.is_dir():
@@ -152,11 +125,6 @@ def list_rubrics(prompts_dir: str | os.PathLike[str] | None = None) -> list[str]
         if directory.is_dir():
             names.update(p.stem for p in directory.glob("*.toml") if _NAME.fullmatch(p.stem))
     return sorted(names - (NOT_RUBRICS - {"pairwise"}))
-
-
-def file_hash(data: bytes) -> str:
-    """SHA-256 (hex) of a rubric file's bytes, CRLF line endings read as LF."""
-    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()
 
 
 def _looks_like_path(value: str | os.PathLike[str]) -> bool:
@@ -344,9 +312,3 @@ def _validate(
         hash=digest,
         builtin=builtin,
     )
-
-
-def prompt_info(rubric: Rubric | PromptFile) -> dict[str, str]:
-    """What the manifest records of a rubric or prompt file: its version, content hash and
-    file."""
-    return {"version": rubric.version, "hash": rubric.hash, "source": rubric.source}

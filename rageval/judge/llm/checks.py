@@ -1,0 +1,96 @@
+"""What every kind of judge run checks before it asks, and reports after: the replies it needs
+are cached or may be asked for (:func:`check_cached`), and the manifest section of its judge
+work (:func:`judge_section`). The rubric judge's hooks (:mod:`rageval.judge.rubric.hooks`) and
+claim-level judging's (:mod:`rageval.judge.claims.hooks`) both use them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rageval.core.errors import RagevalError
+from rageval.judge.llm.endpoint import api_key_problem
+from rageval.judge.llm.first_reply import first_reply_limit
+from rageval.judge.llm.misses import explain_misses
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import RunStats, Unit, uncached
+from rageval.judge.llm.requests import JudgeError
+
+__all__ = ["OfflineCacheMiss", "check_cached", "judge_section"]
+
+_SHOWN_MISSING = 5
+
+
+class OfflineCacheMiss(RagevalError):
+    """An offline replay lacks cached judge replies."""
+
+    exit_code = 2
+
+
+def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) -> None:
+    """The replies a run wants (by key: the unit, its record id and what asks for it) are
+    cached, or the run may ask for them: an offline run lacking any raises
+    :class:`OfflineCacheMiss` listing how many and the first few; a run that has to ask needs
+    its API key (else :class:`~rageval.judge.llm.client.JudgeError`)."""
+    lacking = uncached(judge, [unit for unit, _, _ in wanted.values()])
+    if not lacking:
+        return
+    if not judge.offline:
+        problem = api_key_problem(judge.api_key_env, judge.base_url)
+        if problem is not None:
+            raise JudgeError(f"{len(lacking)} judge replies are not cached and must be asked "
+                             f"for, but {problem}")
+        return
+    shown = ", ".join(f"{wanted[u.key][1]} ({wanted[u.key][2]})"
+                      for u in lacking[:_SHOWN_MISSING])
+    more = f" and {len(lacking) - _SHOWN_MISSING} more" if len(lacking) > _SHOWN_MISSING else ""
+    path = judge.cache_path
+    where = path if os.path.exists(path) else f"{path} (no such file)"
+    why = explain_misses(judge, lacking) if os.path.exists(path) else None
+    raise OfflineCacheMiss(
+        f"--offline: {len(lacking)} of {len(wanted)} judge replies are not in the cache "
+        f"{where}: {shown}{more}; " + (f"{why}; otherwise " if why else "")
+        + "run once online to fill it, or give --allow-missing to leave them unscored"
+    )
+
+
+def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[str, str]],
+                  render_version: str) -> dict[str, Any]:
+    """A manifest section of judge work: model, endpoint, response formats, the prompts
+    used (and the version of the wording around them), cache and tokens (the rubric judge's
+    ``judge``, claim-level judging's ``claims``)."""
+    out: dict[str, Any] = {
+        "model": judge.model,
+        "endpoint": None if judge.offline else judge.endpoint,
+        "endpoints_used": dict(stats.endpoints),
+        "served_models": dict(stats.served),
+        "offline": judge.offline,
+        "response_format": {"mode": judge.response_format, "used": dict(stats.formats),
+                            "refused": dict(stats.refused)},
+        "timeout_s": judge.timeout,
+        "first_reply_timeout_s": first_reply_limit(judge.first_reply_timeout, judge.timeout),
+        "max_retries": judge.max_retries,
+        "max_tokens": judge.max_tokens,
+        "temperature": judge.temperature,
+        "seed": judge.seed,
+        "extra": dict(judge.extra),
+        "samples": judge.samples,
+        "score": "logprobs" if judge.logprobs else "reply",
+        "render_version": render_version,
+        "prompts": prompts,
+        "cache": {"path": judge.cache_path, "hits": stats.hits, "misses": stats.misses,
+                  "stored": stats.stored, "refresh": judge.refresh},
+        "requests": stats.requests,
+        "failed": stats.failed,
+        "usage": dict(stats.usage),
+        "cached_usage": dict(stats.cached_usage),
+    }
+    if judge.price_in is not None or judge.price_out is not None:
+        out["cost_usd"] = {
+            "price_in_per_mtok": judge.price_in,
+            "price_out_per_mtok": judge.price_out,
+            "this_run": judge.cost_usd(stats.usage),
+            "replayed_from_cache": judge.cost_usd(stats.cached_usage),
+        }
+    return out

@@ -1,0 +1,114 @@
+"""The judge metrics' run hooks (:data:`JUDGE_HOOKS`): the checks before any scoring and the
+manifest's ``judge`` section.
+
+:func:`check_judge` runs before anything is read from the judge, written or sent: every option
+is valid, every judge metric can run, an offline replay finds every reply it needs, and a run
+that must ask the judge has the API key it needs. :func:`judge_manifest` is the manifest's
+``judge`` section. Both get the run's judge metrics (rubric and pairwise alike) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rageval.core.metric import RunHooks
+from rageval.judge.llm.checks import check_cached, judge_section
+from rageval.judge.llm.endpoint import api_key_problem
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import RunStats, Unit
+from rageval.judge.prompting.prompt_files import prompt_info
+from rageval.judge.rubric.render import RENDER_VERSION
+
+if TYPE_CHECKING:
+    from rageval.core.metric import Batch, Metric
+    from rageval.core.records import Record
+    from rageval.judge.llm.formats import ReplySchema
+    from rageval.judge.rubric.rubrics import Rubric
+
+__all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "check_judge", "judge_manifest"]
+
+
+class JudgedMetric(Protocol):
+    """What the hooks use of a judge metric (:class:`~rageval.judge.rubric.metric.JudgeMetric`)."""
+
+    rubric: Rubric
+
+    @property
+    def judge(self) -> JudgeOptions: ...
+
+    def ready(self) -> None: ...
+
+    def units(self, record: Record, index: int = 0) -> list[Unit]: ...
+
+    def reply_schema(self) -> ReplySchema: ...
+
+
+class JudgeHooks(RunHooks):
+    """The run hooks every judge metric shares: one cache, one endpoint, one manifest section."""
+
+    section = "judge"
+
+    def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
+        check_judge(records, _judged(metrics))
+
+    def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
+        # Every judge metric of the run asks in one stream (JudgeMetric.batch_replies). Filled
+        # in place: a metric that gathered before (the judgments provider's) found it empty.
+        run.cached(GROUP, list)[:] = metrics
+
+    def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
+        return judge_manifest(run, _judged(metrics))
+
+
+JUDGE_HOOKS = JudgeHooks()
+# The run's judge metrics, in a window's run Batch cache (set by JudgeHooks.prepare).
+GROUP = ("judge", "metrics")
+
+
+def _judged(metrics: Sequence[Metric]) -> list[JudgedMetric]:
+    return list(metrics)  # type: ignore[arg-type]  # the hooks are given judge metrics only
+
+
+def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> None:
+    """Before any scoring: every judge option is valid; an offline run without
+    ``allow_missing`` finds every reply it needs in the cache (else :class:`OfflineCacheMiss`
+    listing how many are missing and the first few record ids and criteria); a run that has to
+    ask the judge has its API key (else :class:`~rageval.judge.llm.client.JudgeError`)."""
+    if not judged:
+        return
+    judge = judged[0].judge
+    judge.check()
+    for metric in judged:
+        metric.ready()
+    if judge.offline and judge.allow_missing:
+        return
+    if not judge.offline and api_key_problem(judge.api_key_env, judge.base_url) is None:
+        # Whatever the cache lacks can be asked for: rendering every request and looking it
+        # up here would only delay the first request (scoring looks them up anyway).
+        return
+    wanted: dict[str, tuple[Unit, str, str]] = {}  # identity key -> (unit, record id, rubric)
+    for metric in judged:
+        schema = metric.reply_schema()
+        for record in records:
+            for unit in metric.units(record):
+                if unit.schema is None:  # carried so that a miss can be explained
+                    unit = replace(unit, schema=schema)
+                wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
+    check_cached(judge, wanted)
+
+
+def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any] | None:
+    """The manifest's ``judge`` section: model, endpoint, response formats, prompt hashes,
+    cache and tokens."""
+    if not judged:
+        return None
+    judge = judged[0].judge
+    stats: RunStats = run.run_wide(("judge", "stats"), RunStats)
+    prompts = dict(stats.prompts)
+    for metric in judged:
+        prompts.setdefault(metric.rubric.id, prompt_info(metric.rubric))
+    return judge_section(judge, stats, prompts, RENDER_VERSION)
+
+
