@@ -24,10 +24,10 @@ import numpy as np
 from sacrebleu.metrics import BLEU as SacreBLEU
 from sacrebleu.significance import _bootstrap_resample
 
-from rageval.compare.stats import bootstrap_ci
 from rageval.core.metric import Batch
 from rageval.core.records import records_from_dicts
 from rageval.core.registry import create
+from rageval.stats.resampling import bootstrap_ci
 
 
 def pairs(count: int, seed: int) -> list[tuple[str, str]]:

@@ -46,8 +46,8 @@ sys.path[:0] = [str(ROOT)]
 
 import rageval  # noqa: E402
 from rageval.api import evaluate  # noqa: E402
+from rageval.core.metric import ScoreOptions  # noqa: E402
 from rageval.core.records import Record, records_from_dicts  # noqa: E402
-from rageval.core.registry import ScoreOptions  # noqa: E402
 from rageval.judge.llm.cache.store import JudgeCache  # noqa: E402
 from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.rubric.metric import JudgeMetric  # noqa: E402

@@ -28,8 +28,9 @@ import numpy as np
 from rouge_score import rouge_scorer
 
 import rageval.generation.rouge as rouge
+from rageval.core.metric import Batch, Metric
 from rageval.core.records import Record
-from rageval.core.registry import Batch, Metric, create
+from rageval.core.registry import create
 from rageval.generation.rouge.tokenization import _stem_cache
 
 TYPES = ("rouge1", "rouge2", "rougeL")

@@ -31,7 +31,7 @@ _PUBLIC: dict[str, str] = {
     "Results": "rageval.core.results",
     "MetricSummary": "rageval.core.results",
     "RecordResult": "rageval.core.results",
-    "compare_runs": "rageval.compare.runs",
+    "compare_runs": "rageval.compare.runs.compare",
     "JudgeOptions": "rageval.judge.llm.options",
     "read_eval_file": "rageval.config",
     "InputSpec": "rageval.inputs",
@@ -56,7 +56,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rageval.api import evaluate
-    from rageval.compare.runs import compare_runs
+    from rageval.compare.runs.compare import compare_runs
     from rageval.config import read_eval_file
     from rageval.core.records import Context, Record, load_records
     from rageval.core.results import MetricSummary, RecordResult, Results

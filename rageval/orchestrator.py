@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import UsageError, check_int
 from rageval.core.field_hints import field_hint
 from rageval.core.metric import (
     Batch,
@@ -38,15 +38,6 @@ from rageval.core.version import __version__
 from rageval.engine.local import Engine, LocalEngine, merge_run_wide
 from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.summary import SummaryParts
-
-# Which record field each "needs" entry refers to, and how to tell it is present.
-_FIELD_PRESENT: dict[str, Callable[[Record], bool]] = {
-    "judgments": lambda r: r.judgments is not None,
-    "contexts": lambda r: bool(r.contexts),
-    "answer": lambda r: r.answer is not None,
-    "reference": lambda r: bool(r.references),
-    "query": lambda r: r.query is not None,
-}
 
 # (records done, records total): the total is None while a run streamed from a file is read.
 ProgressHook = Callable[[int, int | None], None]
@@ -206,7 +197,7 @@ class _RunState:
     def note_fields(self, window: list[Record]) -> None:
         needed = {field for metric in self.metrics for field in metric.needs} - self._found
         for field in needed:
-            if any(_FIELD_PRESENT[field](r) for r in window):
+            if any(r.has(field) for r in window):
                 self._found.add(field)
         self._extra_keys.update(key for r in window for key in r.extra)
 
@@ -269,8 +260,7 @@ def check_settings(seed: int, bootstrap: int, batch_size: int) -> None:
     """Raise a usage error for a seed, resample count or batch size out of range."""
     for name, value, low in (("seed", seed, 0), ("bootstrap", bootstrap, 1),
                              ("batch_size", batch_size, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
+        check_int(name, value, low)
 
 
 def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:
@@ -296,7 +286,7 @@ def _check_inputs(records: list[Record], metrics: list[Metric], but: str | None 
     left for later, when something is about to fill it)."""
     for metric in metrics:
         for needed in sorted(metric.needs - {but}):
-            if not any(_FIELD_PRESENT[needed](r) for r in records):
+            if not any(r.has(needed) for r in records):
                 raise _missing_field(metric, needed, {key for r in records for key in r.extra})
 
 

@@ -1,4 +1,4 @@
-"""Judge agreement (rageval.compare.agree): statistics, parity with scipy/sklearn, run and
+"""Judge agreement (rageval.compare.agree.agreement): statistics, parity with scipy/sklearn, run and
 human pairing."""
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.compare.agree import (
+from rageval.cli.agree_command import parse_pair, run_agree
+from rageval.compare.agree.agreement import (
     agree_runs,
     agreement,
     kendall_tau_b,
-    parse_pair,
     quadratic_kappa,
-    run_agree,
     spearman_rho,
 )
 from rageval.core.errors import InputError, UsageError

@@ -21,8 +21,9 @@ import pytest
 import rageval.generation.bertscore as bs  # registers the metric
 from rageval.api import evaluate
 from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.core.metric import NO_ANSWER, NO_REFERENCE, Batch
 from rageval.core.records import Record
-from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
+from rageval.core.registry import create
 from rageval.generation.bertscore.dependencies import _version
 from rageval.generation.bertscore.disk_cache import _atomic_write
 from rageval.generation.bertscore.engine import _Engine

@@ -17,8 +17,9 @@ pytest.importorskip("bert_score")
 torch = pytest.importorskip("torch")
 
 import rageval.generation.bertscore as bs  # noqa: E402
+from rageval.core.metric import Batch  # noqa: E402
 from rageval.core.records import Record  # noqa: E402
-from rageval.core.registry import Batch, create  # noqa: E402
+from rageval.core.registry import create  # noqa: E402
 from rageval.generation.bertscore import cpu_layers  # noqa: E402
 from rageval.generation.bertscore.dependencies import _bert_score_utils  # noqa: E402
 from rageval.generation.bertscore.engine import _engine, _length_batches  # noqa: E402

@@ -17,8 +17,9 @@ from sacrebleu.metrics import BLEU as SacreBLEU
 import rageval.generation.bleu  # registers "bleu"
 from rageval.api import evaluate
 from rageval.core.errors import UsageError
+from rageval.core.metric import NO_ANSWER, NO_REFERENCE, Batch, Metric
 from rageval.core.records import Record, records_from_dicts
-from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, Metric, create
+from rageval.core.registry import create
 from rageval.generation.bleu import COMPONENTS, SMOOTH_METHODS, Bleu
 
 _VOCABULARY = (

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rageval.cli import main
+from rageval.cli import trec_eval_command as command
 from rageval.core.results import count_of
-from rageval.retrieval.trec_eval import command
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"

@@ -17,19 +17,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.api import evaluate
-from rageval.compare.runs import (
+from rageval.cli.compare_command import run_compare
+from rageval.compare.runs.compare import (
     compare_runs,
     mismatch_kind,
     render_comparison,
-    run_compare,
     signature_diff,
     significance_mark,
 )
-from rageval.compare.stats import bootstrap_ci, bootstrap_weights, paired_randomization_test
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
 from rageval.core.results import MetricSummary, RecordResult, Results
 from rageval.generation.bleu import corpus_bleu_scorer
+from rageval.stats.resampling import bootstrap_ci, bootstrap_weights, paired_randomization_test
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 REQUIRED = {"metric", "baseline", "system", "baseline_value", "system_value", "delta", "ci95",

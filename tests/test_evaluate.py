@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rageval.api import evaluate
-from rageval.compare.stats import bootstrap_ci
 from rageval.core.errors import UsageError
 from rageval.core.records import load_records, records_from_dicts
+from rageval.stats.resampling import bootstrap_ci
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 
@@ -146,7 +146,8 @@ def test_bad_settings_are_usage_errors(kwargs: dict, name: str) -> None:
 
 
 def test_non_finite_and_unexplained_values_get_reasons() -> None:
-    from rageval.core.registry import Batch, MetricResult, create
+    from rageval.core.metric import Batch, MetricResult
+    from rageval.core.registry import create
     from rageval.engine.local import _checked
 
     batch = Batch(records_from_dicts([{"id": "a"}, {"id": "b"}]))

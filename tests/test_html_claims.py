@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rageval.core.results import MetricSummary, RecordResult, Results
-from rageval.report.html import build_report
+from rageval.report.html.page import build_report
 
 pytest.importorskip("matplotlib")
 

@@ -22,7 +22,7 @@ import rageval
 from rageval.core.errors import MissingDependencyError, UsageError
 from rageval.core.records import Record
 from rageval.core.results import MetricSummary, RecordResult, Results
-from rageval.report.html import build_report, load_run_records, write_report
+from rageval.report.html.page import build_report, load_run_records, write_report
 
 pytest.importorskip("matplotlib")
 

@@ -17,8 +17,9 @@ from judge_server import JudgeServer, judge_score
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import RagevalError, UsageError
+from rageval.core.metric import ScoreOptions
 from rageval.core.records import Record, load_records
-from rageval.core.registry import ScoreOptions, create
+from rageval.core.registry import create
 from rageval.judge.llm.cache.store import JudgeCache
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.rubric.metric import JudgeMetric

@@ -345,7 +345,7 @@ def test_sigkill_then_restart_repeats_no_stored_request(tmp_path: Path) -> None:
 def test_metric_keys_are_the_clients_keys() -> None:
     """The metric computes cache keys without a client; they must be the keys of the requests
     the client sends (seed per sample, logprobs parameters, response format)."""
-    from rageval.core.registry import ScoreOptions
+    from rageval.core.metric import ScoreOptions
     from rageval.judge.llm.client import JudgeClient, JudgeRequest
     from rageval.judge.llm.formats import WIRE_FORMATS
     from rageval.judge.llm.options import TOP_LOGPROBS

@@ -263,7 +263,7 @@ def test_contexts_shown_only_when_both_records_share_them(tmp_path: Path,
 
 
 def test_request_of_a_pairwise_record(tmp_path: Path) -> None:
-    from rageval.core.registry import ScoreOptions
+    from rageval.core.metric import ScoreOptions
     from rageval.judge.pairwise.metric import PairwiseMetric
 
     records, other = _setup(tmp_path, ["alpha beta"], ["alpha"])

@@ -25,8 +25,9 @@ from test_streaming import comparable
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.core.errors import UsageError
+from rageval.core.metric import ScoreOptions
 from rageval.core.records import load_records
-from rageval.core.registry import ScoreOptions, create
+from rageval.core.registry import create
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.rubric.metric import JudgeMetric
 from rageval.judge.rubric.render import render

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rageval.core.errors import UsageError
-from rageval.core.registry import ScoreOptions, create, metric_classes
+from rageval.core.metric import ScoreOptions
+from rageval.core.registry import create, metric_classes
 from rageval.core.signature import Field, Signature
 
 

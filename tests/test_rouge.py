@@ -15,8 +15,9 @@ from rouge_score import rouge_scorer
 import rageval.generation.rouge as rouge
 from rageval.api import evaluate
 from rageval.core.errors import UsageError
+from rageval.core.metric import NO_ANSWER, NO_REFERENCE, Batch
 from rageval.core.records import Record, records_from_dicts
-from rageval.core.registry import NO_ANSWER, NO_REFERENCE, Batch, create
+from rageval.core.registry import create
 from rageval.core.version import __version__
 from rageval.generation.rouge.tokenization import _tokens
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from rageval.compare.stats import (
+from rageval.stats.resampling import (
     bootstrap_ci,
     bootstrap_weights,
     holm,

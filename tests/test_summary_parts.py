@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.compare import stats
-from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import MetricResult
 from rageval.core.registry import create
 from rageval.engine.columns import GrowingColumn
 from rageval.engine.summary import MetricStore, SummaryParts, summarise
+from rageval.stats import resampling as stats
+from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
 
 _FLOATS = st.floats(0, 1, allow_nan=False, width=64)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.retrieval import trec_eval
+from rageval.cli import trec_eval_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,7 +57,7 @@ def both(binary: Path, args: list[str], cwd: Path) -> tuple[tuple[bytes, int], t
     here = Path.cwd()
     os.chdir(cwd)
     try:
-        status = trec_eval.main(args, stdout=out)
+        status = trec_eval_command.main(args, stdout=out)
     finally:
         os.chdir(here)
     return (real.stdout, real.returncode), (out.getvalue().encode(), status)
@@ -170,14 +170,14 @@ def test_what_trec_eval_crashes_on_is_refused(tmp_path: Path,
     zscores = str(tmp_path / write(tmp_path, "z", ["1 map 0.5 0.25", "1 map 0.4 0.1", "~~ ~ 0 1"]))
     for args, message in ((["-M", "-1"], "non-negative"), (["-Z", zscores], "listed twice")):
         out = io.StringIO()
-        assert trec_eval.main([*args, *files], stdout=out) == 2
+        assert trec_eval_command.main([*args, *files], stdout=out) == 2
         assert out.getvalue() == "" and message in capsys.readouterr().err
 
 
 def test_preference_formats_are_refused_clearly(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     args = ["-R", "prefs", write(tmp_path, "qrels", QRELS), write(tmp_path, "run", RUN)]
-    assert trec_eval.main(args, stdout=io.StringIO()) == 2
+    assert trec_eval_command.main(args, stdout=io.StringIO()) == 2
     assert "-R prefs (preference judgments) is not supported" in capsys.readouterr().err
 
 

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from trec_eval_paths import TEST_DIR as DATA
 from trec_eval_paths import missing
 
+from rageval.cli import trec_eval_command
 from rageval.retrieval import trec_eval
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(),
@@ -40,7 +41,7 @@ CASES = {
 def run_main(args: list[str]) -> tuple[int, str]:
     argv = [str(DATA / a) if (DATA / a).is_file() else a for a in args]
     out = io.StringIO()
-    status = trec_eval.main(argv, stdout=out)
+    status = trec_eval_command.main(argv, stdout=out)
     return status, out.getvalue()
 
 
@@ -167,10 +168,10 @@ def test_bad_parameters_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_help_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     out = io.StringIO()
-    assert trec_eval.main(["-h", "-m", "ndcg"], stdout=out) == 0
+    assert trec_eval_command.main(["-h", "-m", "ndcg"], stdout=out) == 0
     assert "usage: rageval trec-eval" in out.getvalue()
     assert "ndcg" in out.getvalue()
-    assert trec_eval.main(["only-one-file"], stdout=io.StringIO()) == 1
+    assert trec_eval_command.main(["only-one-file"], stdout=io.StringIO()) == 1
     assert "expected QRELS and RUN" in capsys.readouterr().err
 
 
@@ -182,5 +183,5 @@ def test_run_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("sys.stdin", FakeStdin)
     out = io.StringIO()
-    assert trec_eval.main([str(DATA / "qrels.test"), "-"], stdout=out) == 0
+    assert trec_eval_command.main([str(DATA / "qrels.test"), "-"], stdout=out) == 0
     assert out.getvalue().encode() == expected("out.test")

@@ -206,9 +206,9 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
 def run_report(args: argparse.Namespace, out: TextIO) -> int:
     """``rageval report``: load the runs, compare them when there are two or more, and write
     one self-contained HTML file."""
-    from rageval.compare.runs import compare_runs
+    from rageval.compare.runs.compare import compare_runs
     from rageval.core.results import Results
-    from rageval.report.html import build_report, write_report
+    from rageval.report.html.page import build_report, write_report
 
     names = list(args.runs)
     if args.baseline is not None and args.baseline not in names:

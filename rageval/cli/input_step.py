@@ -5,7 +5,6 @@ queries, documents and judgments (``--run``, ``--beir``). Checked before anythin
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,11 +48,10 @@ def input_spec(args: argparse.Namespace) -> InputSpec:
 def run_records(results: Results) -> list[Record] | None:
     """The records a scored run read, read again as it read them (for ``rageval report``);
     None when they were in memory or a file is no longer there."""
-    from rageval.report.html import load_run_records
+    from rageval.report.html.page import load_run_records
 
-    info = results.manifest.get("records")
-    inputs = info.get("inputs") if isinstance(info, Mapping) else None
-    if not isinstance(inputs, Mapping):
+    inputs = results.records_info.inputs
+    if inputs is None:
         return load_run_records(results)
     spec = InputSpec.from_manifest(inputs)
     if spec.is_plain():

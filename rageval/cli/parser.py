@@ -191,9 +191,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     out = stdout if stdout is not None else sys.stdout
     try:
         if args_list and args_list[0] == "trec-eval":
-            from rageval.retrieval import trec_eval
+            from rageval.cli import trec_eval_command
 
-            return trec_eval.main(args_list[1:], stdout=out)
+            return trec_eval_command.main(args_list[1:], stdout=out)
         args = build_parser().parse_args(args_list)
         return _dispatch(args, out)
     except RagevalError as err:
@@ -218,12 +218,12 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         return run_metrics_list(args, out)
     if args.command == "compare":
-        from rageval.compare.runs import run_compare
+        from rageval.cli.compare_command import run_compare
 
         return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
                            args.permutations, args.seed, args.components, out)
     if args.command == "agree":
-        from rageval.compare.agree import run_agree
+        from rageval.cli.agree_command import run_agree
 
         return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
                          args.intersect, args.json, out, metric=args.metric)

@@ -103,7 +103,8 @@ def final_line(results: Results) -> str:
     ``8 records · 21 metrics · 4.7 s · judge: 0 requests, 40 cache hits, 28,177 tokens
     replayed``."""
     manifest = results.manifest
-    records = int(manifest.get("records", {}).get("count", len(results.records)))
+    records = results.records_info.count
+    records = len(results.records) if records is None else records
     metrics = len(manifest.get("metrics", []))
     parts = [count_of(records, "record"), count_of(metrics, "metric")]
     if manifest.get("wall_time_s") is not None:

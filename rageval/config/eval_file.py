@@ -29,7 +29,6 @@ field.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import tomllib
@@ -39,7 +38,7 @@ from typing import Any
 
 from rageval.config.schema import BY_PATH, FIELDS, TABLES, Field
 from rageval.config.toml_lines import key_lines, line_of
-from rageval.core.errors import InputError
+from rageval.core.errors import InputError, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -115,10 +114,8 @@ class _Reader:
         else:
             known = sorted(f.path[1] for f in FIELDS if f.path[0] == path[0])
             what = f"unknown key '{path[1]}' in [{path[0]}]"
-        close = difflib.get_close_matches(path[-1], known, n=2, cutoff=0.6)
-        hint = (f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close
-                else f"; known: {', '.join(known)}")
-        return what + hint
+        hint = did_you_mean(path[-1], known, n=2)
+        return what + (f" ({hint})" if hint else f"; known: {', '.join(known)}")
 
     def _convert(self, spec: Field, value: Any) -> Any:
         path = spec.path

@@ -2,10 +2,16 @@
 
 Every error a user can cause is a :class:`RagevalError` that knows its exit code and how to
 print itself, so the CLI never shows a traceback for bad input (the click pattern). Errors are
-raised explicitly, never through ``assert`` (stripped by ``python -O``).
+raised explicitly, never through ``assert`` (stripped by ``python -O``). Two wordings every
+layer shares live here too: :func:`check_int` ("must be an integer of at least ...") and
+:func:`did_you_mean` (the close names of a misspelt one).
 """
 
 from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Iterable
 
 
 class RagevalError(Exception):
@@ -68,3 +74,22 @@ class MissingDependencyError(RagevalError):
         super().__init__(
             f"this feature needs the '{package}' package: pip install 'rageval[{extra}]'"
         )
+
+
+def check_int(name: str, value: object, low: int, error: type[Exception] = UsageError) -> None:
+    """Raise ``error`` unless ``value`` is an integer (not a bool) of at least ``low``."""
+    # numbers.Integral: numpy's integers too, without importing numpy here.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise error(f"{name} must be an integer of at least {low}, got {value!r}")
+
+
+def close_matches(word: str, known: Iterable[str], *, n: int = 1,
+                  cutoff: float = 0.6) -> list[str]:
+    """The names of ``known`` closest to ``word`` (at most ``n``, best first)."""
+    return difflib.get_close_matches(word, list(known), n=n, cutoff=cutoff)
+
+
+def did_you_mean(word: str, known: Iterable[str], *, n: int = 1, cutoff: float = 0.6) -> str:
+    """``did you mean 'a' or 'b'?`` for the names of ``known`` close to ``word``; "" for none."""
+    close = close_matches(word, known, n=n, cutoff=cutoff)
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

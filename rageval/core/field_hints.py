@@ -8,8 +8,9 @@ the option that reads it as the field.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
+
+from rageval.core.errors import close_matches
 
 # Other tools' names for rageval's fields (ragas before and after 0.2, HF datasets, TREC RAG).
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -27,7 +28,7 @@ def field_hint(needed: str, keys: Iterable[str]) -> str:
     an empty string."""
     found = sorted(set(keys))
     aliases = [key for key in found if key.lower() in ALIASES.get(needed, ())]
-    close = difflib.get_close_matches(needed, found, n=1, cutoff=0.75)
+    close = close_matches(needed, found, cutoff=0.75)
     candidate = (close or aliases or [None])[0]
     if candidate is None:
         return ""

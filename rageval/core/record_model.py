@@ -103,6 +103,18 @@ class Record:
         """The first reference answer, or ``None`` when there is none."""
         return self.references[0] if self.references else None
 
+    def has(self, field: str) -> bool:
+        """Whether the record has ``field`` (``query``, ``contexts``, ``answer``,
+        ``reference`` or ``judgments``), as metrics need it: an empty list of contexts or
+        references is none; empty judgments are judgments (every context unjudged)."""
+        if field == "contexts":
+            return bool(self.contexts)
+        if field in ("reference", "references"):
+            return bool(self.references)
+        if field in ("query", "answer", "judgments"):
+            return getattr(self, field) is not None
+        raise ValueError(f"unknown record field {field!r}")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of this record; loading it again gives an equal record."""
         out: dict[str, Any] = {"id": self.id}

@@ -3,31 +3,20 @@ built-in families, imported on first use (each registers its metrics on import).
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from collections.abc import Callable
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.metric import (
-    NO_ANSWER,
-    NO_REFERENCE,
-    Batch,
     JudgmentsProvider,
     Metric,
-    MetricResult,
-    Param,
     ScoreOptions,
-    answer_reference_reason,
-    render_value,
 )
 from rageval.core.names import MetricName, parse
 
-# The metric base names, re-exported while callers move to rageval.core.metric.
-__all__ = ["NO_ANSWER", "NO_REFERENCE", "Batch", "Metric", "MetricResult", "Param",
-           "ScoreOptions", "answer_reference_reason", "create", "judgments_provider",
-           "metric_classes", "register", "register_family", "register_judgments",
-           "register_namespace", "render_value"]
+__all__ = ["create", "judgments_provider", "metric_classes", "register", "register_family",
+           "register_judgments", "register_namespace"]
 
 _REGISTRY: dict[str, type[Metric]] = {}
 _NAMESPACES: dict[str, Callable[[MetricName, ScoreOptions], Metric]] = {}
@@ -113,8 +102,8 @@ def _lookup(base: str) -> type[Metric] | None:
 
 
 def _unknown(what: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(what.lower(), known, n=3, cutoff=0.5)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(what.lower(), known, n=3, cutoff=0.5)
+    hint = f"; {hint}" if hint else ""
     return f"unknown metric {what!r}{hint} (`rageval metrics` lists them all)"
 
 

@@ -21,7 +21,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,28 @@ class MetricSummary:
 
 
 @dataclass(frozen=True)
+class RecordsInfo:
+    """The manifest's ``records`` section, read once: where the records came from (a path, or
+    ``<memory>``), how many there were, and the inputs of a run read from another tool's
+    format (:meth:`~rageval.inputs.InputSpec.to_manifest`). A section that is missing or
+    malformed (a hand-edited file) reads as unknown."""
+
+    source: str | None = None
+    count: int | None = None
+    inputs: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> RecordsInfo:
+        section = manifest.get("records")
+        if not isinstance(section, Mapping):
+            return cls()
+        source, count, inputs = (section.get(k) for k in ("source", "count", "inputs"))
+        return cls(source if isinstance(source, str) else None,
+                   count if isinstance(count, int) and not isinstance(count, bool) else None,
+                   inputs if isinstance(inputs, Mapping) else None)
+
+
+@dataclass(frozen=True)
 class RecordResult:
     id: str
     scores: dict[str, float | None]
@@ -120,6 +142,11 @@ class Results:
 
     def __iter__(self) -> Iterator[RecordResult]:
         return iter(self.records)
+
+    @property
+    def records_info(self) -> RecordsInfo:
+        """The manifest's ``records`` section (:class:`RecordsInfo`)."""
+        return RecordsInfo.of(self.manifest)
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike[str]) -> Results:

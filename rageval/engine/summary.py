@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.stats import bootstrap_ci, bootstrap_mean_cis
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
 from rageval.engine.columns import GrowingColumn
+from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
 
 
 class SummaryParts:

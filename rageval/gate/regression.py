@@ -1,6 +1,6 @@
 """The regression gate: this run against a baseline run, metric by metric, on paired records.
 
-The statistics are ``rageval compare``'s (:func:`rageval.compare.comparison_stats.compare_pair`:
+The statistics are ``rageval compare``'s (:func:`rageval.compare.runs.statistics.compare_pair`:
 records paired by id, a paired randomization test, corpus figures such as BLEU recomputed from
 their per-record statistics). A metric fails only when both hold:
 
@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.comparison_stats import compare_pair
-from rageval.compare.run_pairing import NamedRun, pair_record_ids
-from rageval.compare.stats import holm
-from rageval.core.errors import UsageError
+from rageval.compare.runs.pairing import NamedRun, pair_record_ids
+from rageval.compare.runs.statistics import compare_pair
+from rageval.core.errors import UsageError, check_int
 from rageval.core.results import Results
 from rageval.gate.direction import lower_is_better
 from rageval.gate.model import GateRow
 from rageval.gate.model import format_number as num
 from rageval.gate.thresholds import unknown_name_note
+from rageval.stats.resampling import holm
 
 __all__ = ["check_regression"]
 
@@ -170,5 +170,4 @@ def _check_settings(max_drop: float, alpha: float, seed: int, resamples: int,
         raise UsageError(f"alpha must be a number between 0 and 1, got {alpha!r}")
     for name, value, low in (("resamples", resamples, 1), ("permutations", permutations, 1),
                              ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
+        check_int(name, value, low)

@@ -12,11 +12,10 @@ note saying why: unscored is not zero, and a gate that cannot see a number must 
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Sequence
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.results import MetricSummary, Results
 from rageval.gate.figures import FIGURE_BASIS, run_figure
 from rageval.gate.model import RUN_FIGURES, GateRow, Threshold
@@ -57,9 +56,8 @@ def unknown_threshold_names(thresholds: Iterable[Threshold], names: Iterable[str
 
 def unknown_name_note(name: str, names: Sequence[str]) -> str:
     """``not an output of this run; did you mean 'ndcg@10'?`` (with up to 3 close matches)."""
-    close = difflib.get_close_matches(name, [*names, *RUN_FIGURES], n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return f"not an output of this run{hint}"
+    hint = did_you_mean(name, [*names, *RUN_FIGURES], n=3)
+    return f"not an output of this run{'; ' + hint if hint else ''}"
 
 
 def rule_basis(threshold: Threshold, item: MetricSummary | None, on: str) -> str:

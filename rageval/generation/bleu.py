@@ -19,16 +19,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.registry import (
+from rageval.core.metric import (
     Batch,
     Metric,
     MetricResult,
     Param,
     ScoreOptions,
     answer_reference_reason,
-    create,
-    register,
 )
+from rageval.core.registry import create, register
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.bleu_stats import corpus_statistics

@@ -11,13 +11,12 @@ a field path in an error is then renamed back to the column the user wrote (``qu
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.core.errors import InputError
+from rageval.core.errors import InputError, close_matches
 from rageval.core.record_model import Record, validate_records
 from rageval.inputs.files import json_cell
 from rageval.inputs.tables import Table
@@ -56,7 +55,7 @@ class ColumnPlan:
 
 
 def _did_you_mean(names: Iterable[str], known: Sequence[str]) -> str:
-    close = [match for name in names for match in difflib.get_close_matches(name, known, n=1)]
+    close = [match for name in names for match in close_matches(name, known)]
     return f"; did you mean {', '.join(repr(c) for c in dict.fromkeys(close))}?" if close else ""
 
 

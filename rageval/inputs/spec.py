@@ -6,13 +6,12 @@ deciding whether anything needs loading.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from rageval.core.record_model import Record
@@ -147,8 +146,8 @@ def check_field_map(pairs: Iterable[tuple[str, str]], *, items: bool = False) ->
         field, column = pair
         shown = f"--map item '{field}={column}'" if items else f"map entry {field} = {column!r}"
         if field not in MAP_FIELDS:
-            close = difflib.get_close_matches(field, MAP_FIELDS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(field, MAP_FIELDS)
+            hint = f" ({hint})" if hint else ""
             raise UsageError(f"{shown}: unknown field {field!r}{hint}; the fields are "
                              f"{', '.join(MAP_FIELDS)}")
         if not column.strip():

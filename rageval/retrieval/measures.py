@@ -23,7 +23,8 @@ import dataclasses
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.registry import Param, ScoreOptions, register
+from rageval.core.metric import Param, ScoreOptions
+from rageval.core.registry import register
 from rageval.retrieval import kernels
 
 # NOT_JUDGED is re-exported: callers read the unscored reason from here.

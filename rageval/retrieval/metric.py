@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from rageval.core.registry import Batch, Metric, MetricResult
+from rageval.core.metric import Batch, Metric, MetricResult
 from rageval.core.signature import Field
 from rageval.retrieval.ranking import Ranking
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core import read_only
-from rageval.core.errors import UsageError
+from rageval.core.errors import UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
 from rageval.judge.llm.cache.store import JudgeCache
@@ -201,13 +201,13 @@ class JudgeOptions:
             raise UsageError("--refresh asks the judge again and cannot be used with --offline")
         if self.allow_missing and not self.offline:
             raise UsageError("--allow-missing only applies with --offline")
-        _check_int("judge concurrency", self.concurrency, 1)
-        _check_int("judge samples", self.samples, 1)
-        _check_int("--judge-max-retries", self.max_retries, 0)
+        check_int("judge concurrency", self.concurrency, 1)
+        check_int("judge samples", self.samples, 1)
+        check_int("--judge-max-retries", self.max_retries, 0)
         if self.max_tokens is not None:
-            _check_int("--judge-max-tokens", self.max_tokens, 1)
+            check_int("--judge-max-tokens", self.max_tokens, 1)
         if self.seed is not None:
-            _check_int("judge seed", self.seed, 0)
+            check_int("judge seed", self.seed, 0)
         if self.rpm is not None and self.rpm <= 0:
             raise UsageError(f"judge rpm must be positive, got {self.rpm}")
         if not (isinstance(self.timeout, int | float) and math.isfinite(self.timeout)
@@ -348,6 +348,4 @@ def check_extra(extra: Mapping[str, Any]) -> None:
                              f"number, boolean, list or table), got {value!r}") from None
 
 
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
+

@@ -84,7 +84,7 @@ def judgments_metric(options: ScoreOptions) -> JudgeMetric:
 
 
 def needs_grading(record: Record) -> bool:
-    return record.judgments is None and bool(record.contexts) and record.query is not None
+    return not record.has("judgments") and record.has("contexts") and record.has("query")
 
 
 def source_label(metric: JudgeMetric, base: str) -> str:

@@ -159,13 +159,7 @@ class JudgeMetric(Metric):
         """Why ``record`` cannot be shown to the judge under this rubric, or None."""
         for name in self.rubric.inputs:
             field_name = _INPUT_FIELD[name]
-            present = {
-                "query": record.query is not None,
-                "answer": record.answer is not None,
-                "contexts": bool(record.contexts),
-                "reference": bool(record.references),
-            }[field_name]
-            if not present:
+            if not record.has(field_name):
                 return f"no {field_name} (the record has no '{field_name}')"
         return None
 

@@ -34,7 +34,6 @@ cache key, next to :data:`~rageval.judge.rubric.render.RENDER_VERSION` (the fixe
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -42,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rageval.core.errors import InputError, UsageError
+from rageval.core.errors import InputError, UsageError, did_you_mean
 from rageval.judge.prompting.prompt_files import (
     NOT_RUBRICS,
     SHORT_HASH,
@@ -169,8 +168,8 @@ def load_rubric(
         source = str(entry)
         return _parse(entry.read_bytes(), source, expected_id=name, builtin=True)
     known = list_rubrics(prompts_dir)
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, known)
+    hint = f"; {hint}" if hint else ""
     where = f" (looked in {os.fspath(prompts_dir)} and the built-ins)" if prompts_dir else ""
     raise UsageError(
         f"unknown rubric {name!r}{where}{hint}; known rubrics: {', '.join(known) or 'none'}"

@@ -1,19 +1,18 @@
-"""``rageval trec-eval``: a drop-in for trec_eval 10.0 with byte-identical output.
+"""trec_eval 10.0's measures, exactly: what ``rageval trec-eval`` evaluates with (its command
+line, a drop-in with byte-identical output, is :mod:`rageval.cli.trec_eval_command`).
 
 - :mod:`.catalogue`: the measures (:data:`MEASURES`) and their nicknames (:data:`NICKNAMES`);
 - :mod:`.selection`: ``-m`` arguments resolved into measures and parameters;
 - :mod:`.evaluation`: a qrels and a run evaluated (:func:`evaluate_files`), with
   :mod:`.stops` (where trec_eval 10.0 stops), :mod:`.per_topic` (each topic's values and the
   summary), :mod:`.judgment_groups` (``-R qrels_jg``) and :mod:`.zscores` (``-Z``);
-- :mod:`.output`: trec_eval's output lines;
-- :mod:`.command`: the command line (:func:`main`).
+- :mod:`.output`: trec_eval's output lines.
 
-:func:`evaluate_files` and :func:`main` raise :class:`UsageError` for a bad measure or option.
+:func:`evaluate_files` raises :class:`UsageError` for a bad measure or option.
 """
 
 from rageval.core.errors import UsageError
 from rageval.retrieval.trec_eval.catalogue import MEASURES, NICKNAMES, Measure
-from rageval.retrieval.trec_eval.command import main
 from rageval.retrieval.trec_eval.evaluation import evaluate_files
 from rageval.retrieval.trec_eval.selection import select_measures
 
@@ -23,6 +22,5 @@ __all__ = [
     "Measure",
     "UsageError",
     "evaluate_files",
-    "main",
     "select_measures",
 ]

@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import MissingDependencyError
-from rageval.report.html_data import (
+from rageval.report.html.data import (
     JUDGE_SCALE,
     ReportRun,
     ci_excludes_zero,
     ci_pair,
     mismatch_text,
 )
-from rageval.report.html_markup import esc
+from rageval.report.html.markup import esc
 
 # Forest-plot colors of a delta whose CI lies wholly above zero, wholly below, or neither.
 _UP, _DOWN, _NEUTRAL = "#0969da", "#bc4c00", "#8c959f"

@@ -12,7 +12,7 @@ were produced under the same signature. The statistics (all seeded, never a glob
   that metric only, and counted (``n_dropped``); values, delta and tests use the ``n`` pairs left,
   so a value can differ from the run's summary when records were left out.
 - **CI.** 95% percentile bootstrap of the delta: the paired records are resampled jointly for
-  both systems (``resamples`` draws, those of :func:`rageval.compare.stats.bootstrap_ci` with
+  both systems (``resamples`` draws, those of :func:`rageval.stats.resampling.bootstrap_ci` with
   the same seed), once for all metrics of the comparison. In a resample, a metric's delta is
   computed over the drawn pairs it scores (resamples that draw none of them are left out of its
   quantiles); for a metric scored on every pair this is exactly ``bootstrap_ci`` of the
@@ -41,18 +41,17 @@ were produced under the same signature. The statistics (all seeded, never a glob
   each differing key to ``[baseline value, system value]``.
 
 This module holds the entry points (:func:`compare_runs`, :func:`run_compare`). Loading and
-pairing the runs is in :mod:`~rageval.compare.run_pairing`, the statistics of a comparison in
-:mod:`~rageval.compare.comparison_stats`, its tables and JSON rows in
-:mod:`~rageval.compare.comparison_output`.
+pairing the runs is in :mod:`~rageval.compare.runs.pairing`, the statistics of a comparison in
+:mod:`~rageval.compare.runs.statistics`, its tables and JSON rows in
+:mod:`~rageval.compare.runs.output`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
-from rageval.compare.command_output import console_for
-from rageval.compare.comparison_output import (
+from rageval.compare.runs.output import (
     MARKS,
     comparison_table,
     json_rows,
@@ -60,15 +59,15 @@ from rageval.compare.comparison_output import (
     significance_mark,
     write_json,
 )
-from rageval.compare.comparison_stats import (
+from rageval.compare.runs.pairing import RunLike, load_runs, pair_record_ids, pick_baseline
+from rageval.compare.runs.statistics import (
     LEVEL,
     Comparison,
     compare_pair,
     mismatch_kind,
     signature_diff,
 )
-from rageval.compare.run_pairing import RunLike, load_runs, pair_record_ids, pick_baseline
-from rageval.core.errors import UsageError
+from rageval.core.errors import check_int
 
 __all__ = [
     "LEVEL",
@@ -80,7 +79,6 @@ __all__ = [
     "json_rows",
     "mismatch_kind",
     "render_comparison",
-    "run_compare",
     "signature_diff",
     "significance_mark",
     "write_json",
@@ -135,30 +133,7 @@ def compare_runs(
                       settings, not_compared)
 
 
-def run_compare(
-    dirs: Sequence[str],
-    baseline: str | None,
-    json_path: str | None,
-    intersect: bool,
-    resamples: int,
-    permutations: int,
-    seed: int,
-    components: bool,
-    out: TextIO,
-) -> int:
-    """The ``rageval compare`` command: compare, write ``--json`` atomically, print tables."""
-    comparison = compare_runs(dirs, baseline=baseline, intersect=intersect,
-                              resamples=resamples, permutations=permutations, seed=seed)
-    console = console_for(out)
-    render_comparison(comparison, console, components=components)
-    if json_path:
-        write_json(comparison, json_path)
-        console.print(f"wrote {json_path}", markup=False, highlight=False)
-    return 0
-
-
 def _check_settings(resamples: int, permutations: int, seed: int) -> None:
     for name, value, low in (("resamples", resamples, 1), ("permutations", permutations, 1),
                              ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise UsageError(f"{name} must be an integer of at least {low}, got {value!r}")
+        check_int(name, value, low)

@@ -1,10 +1,11 @@
 """The report's data model: each run as the report shows it, and the numbers the page reads.
 
 :func:`prepare_runs` turns the ``(name, Results)`` pairs given to
-:func:`~rageval.report.html.build_report` into :class:`ReportRun` objects (name, color, results,
-records and results by id); the rest picks the headline metrics, collects a metric's scores and
-reads the fields of a comparison row of :mod:`rageval.compare.runs` (its CI, its signature
-mismatch). No HTML and no matplotlib here: the sections and the plots both build on this.
+:func:`~rageval.report.html.page.build_report` into :class:`ReportRun` objects (name, color,
+results, records and results by id); the rest picks the headline metrics, collects a metric's
+scores and reads the fields of a comparison row of :mod:`rageval.compare.runs.compare` (its CI,
+its signature mismatch). No HTML and no matplotlib here: the sections and the plots both build
+on this.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ finished page, written atomically."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from rageval.core.files import atomic_write
@@ -29,8 +28,7 @@ def load_run_records(results: Results) -> list[Record] | None:
     then shows ids, scores and judge reasoning without queries and answers). A file that exists
     but no longer loads raises :class:`~rageval.core.errors.InputError`, naming the file and line.
     """
-    info = results.manifest.get("records")
-    source = info.get("source") if isinstance(info, Mapping) else None
-    if not isinstance(source, str) or source == "<memory>" or not Path(source).is_file():
+    source = results.records_info.source
+    if source is None or source == "<memory>" or not Path(source).is_file():
         return None
     return load_records(source)

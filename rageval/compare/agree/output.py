@@ -7,7 +7,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rageval.compare.agree_report import AgreementReport, AgreementRow
+from rageval.compare.agree.report import AgreementReport, AgreementRow
 
 __all__ = ["confusion_table", "render_agreement", "report_lines", "summary_table"]
 

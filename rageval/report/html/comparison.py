@@ -1,5 +1,5 @@
 """The report's comparison section, shown for two or more runs: the table of the rows of
-:mod:`rageval.compare.runs` (one per system and metric: values, delta, its CI, p-values,
+:mod:`rageval.compare.runs.compare` (one per system and metric: values, delta, its CI, p-values,
 wins/ties/losses, signature mismatches) and the forest plot of the headline deltas.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rageval.report.html_data import ReportRun, as_finite, ci_excludes_zero, ci_pair, mismatch_text
-from rageval.report.html_markup import ci_text, esc, num_cell, swatch, table, th
-from rageval.report.html_plots import PLOT_WIDTH_IN, draw_forest, render_svg
+from rageval.report.html.data import ReportRun, as_finite, ci_excludes_zero, ci_pair, mismatch_text
+from rageval.report.html.markup import ci_text, esc, num_cell, swatch, table, th
+from rageval.report.html.plots import PLOT_WIDTH_IN, draw_forest, render_svg
 
 
 def comparison_section(runs: list[ReportRun], rows: list[dict[str, Any]]) -> str:

@@ -212,9 +212,7 @@ def human_labels_path(run_a: JudgedRun, run_b: JudgedRun | None,
 
 
 def _manifest_source(run: JudgedRun) -> str | None:
-    records = run.results.manifest.get("records")
-    source = records.get("source") if isinstance(records, Mapping) else None
-    return None if source is None else str(source)
+    return run.results.records_info.source
 
 
 @dataclass(frozen=True)

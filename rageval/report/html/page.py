@@ -22,14 +22,14 @@ caller's matplotlib backend or global state.
 The page is assembled here (document head, Content-Security-Policy, header, footer) from the
 sections built by its sibling modules:
 
-* :mod:`~rageval.report.html_data`: the runs and comparison rows as the report reads them;
-* :mod:`~rageval.report.html_markup`: escaping, number formatting, cells and tables;
-* :mod:`~rageval.report.html_plots`: the matplotlib plots, inlined as SVG;
-* :mod:`~rageval.report.html_sections`: the summary, distributions and manifest sections;
-* :mod:`~rageval.report.html_comparison`: the comparison table and forest plot;
-* :mod:`~rageval.report.html_records`: the per-record table;
-* :mod:`~rageval.report.html_claims`: its claim-level cell (claims, nuggets, citations);
-* :mod:`~rageval.report.html_io`: reading a run's records back and writing the page.
+* :mod:`~rageval.report.html.data`: the runs and comparison rows as the report reads them;
+* :mod:`~rageval.report.html.markup`: escaping, number formatting, cells and tables;
+* :mod:`~rageval.report.html.plots`: the matplotlib plots, inlined as SVG;
+* :mod:`~rageval.report.html.sections`: the summary, distributions and manifest sections;
+* :mod:`~rageval.report.html.comparison`: the comparison table and forest plot;
+* :mod:`~rageval.report.html.records`: the per-record table;
+* :mod:`~rageval.report.html.claims`: its claim-level cell (claims, nuggets, citations);
+* :mod:`~rageval.report.html.io`: reading a run's records back and writing the page.
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from typing import Any
 from rageval.core.records import Record
 from rageval.core.results import Results, count_of
 from rageval.core.version import __version__
-from rageval.report.html_comparison import comparison_section
-from rageval.report.html_data import ReportRun, headline_metrics, prepare_runs
-from rageval.report.html_io import load_run_records, write_report
-from rageval.report.html_markup import esc, run_label
-from rageval.report.html_records import records_section
-from rageval.report.html_sections import distribution_section, manifest_section, summary_section
+from rageval.report.html.comparison import comparison_section
+from rageval.report.html.data import ReportRun, headline_metrics, prepare_runs
+from rageval.report.html.io import load_run_records, write_report
+from rageval.report.html.markup import esc, run_label
+from rageval.report.html.records import records_section
+from rageval.report.html.sections import distribution_section, manifest_section, summary_section
 
 __all__ = ["build_report", "load_run_records", "write_report"]
 
@@ -63,7 +63,7 @@ def build_report(
     """The report as one HTML document.
 
     ``runs`` pairs a display name (the run directory as the user gave it) with its results;
-    ``comparison_rows`` are the rows of :mod:`rageval.compare.runs` (one per system,
+    ``comparison_rows`` are the rows of :mod:`rageval.compare.runs.compare` (one per system,
     metric) for two or more runs; ``records_by_run`` maps a run name to the records it scored (see
     :func:`load_run_records`), so the per-record table can show queries and answers. Raises
     :class:`~rageval.core.errors.MissingDependencyError` when matplotlib is missing.

@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rageval.report.html_data import ReportRun
-from rageval.report.html_markup import clip, esc, run_label
+from rageval.report.html.data import ReportRun
+from rageval.report.html.markup import clip, esc, run_label
 
 KINDS = ("claims", "nuggets", "citations")
 LEGEND = ("claim-level details: ✓ entailed / supported, ✗ contradicted / not supported, "

@@ -5,7 +5,7 @@ output name both runs have, the two values, the delta, its paired bootstrap CI, 
 randomization test (corpus metrics recomputed from their sufficient statistics), Holm within the
 headline and component families, wins/ties/losses and the signature check
 (:func:`signature_diff`, :func:`mismatch_kind`). The methods are described in
-:mod:`rageval.compare.runs`.
+:mod:`rageval.compare.runs.compare`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.run_pairing import NamedRun
-from rageval.compare.stats import holm, paired_bootstrap, randomization_test
+from rageval.compare.runs.pairing import NamedRun
 from rageval.core.errors import InputError, UsageError
 from rageval.core.registry import create
 from rageval.core.results import Results
+from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
 __all__ = ["LEVEL", "Comparison", "compare_pair", "mismatch_kind", "signature_diff"]
 

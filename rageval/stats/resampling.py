@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from rageval.core.errors import check_int
+
 # Resampling matrices are built in blocks so that 100k records x 10k resamples stays in memory.
 _BLOCK_CELLS = 4_000_000
 # Resampled values are gathered a few rows at a time: a gather of about 2 MB stays in the
@@ -315,8 +317,7 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer of at least 1, got {value!r}")
+    check_int(name, value, 1, ValueError)
 
 
 def _check_level(level: float) -> None:

@@ -1,22 +1,21 @@
 """The report's summary, score-distribution and manifest sections.
 
-The comparison (:mod:`~rageval.report.html_comparison`) and the per-record table
-(:mod:`~rageval.report.html_records`) have modules of their own; the page around them is
-assembled by :mod:`~rageval.report.html`.
+The comparison (:mod:`~rageval.report.html.comparison`) and the per-record table
+(:mod:`~rageval.report.html.records`) have modules of their own; the page around them is
+assembled by :mod:`~rageval.report.html.page`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
 from rageval.core.results import MetricSummary, Results, count_of
-from rageval.report.html_data import ReportRun, drawn_as_bars, headline_names, scored_values
-from rageval.report.html_markup import ci_text, esc, num_cell, run_label, table, th
-from rageval.report.html_plots import draw_bars, draw_strips, render_svg
+from rageval.report.html.data import ReportRun, drawn_as_bars, headline_names, scored_values
+from rageval.report.html.markup import ci_text, esc, num_cell, run_label, table, th
+from rageval.report.html.plots import draw_bars, draw_strips, render_svg
 from rageval.report.tables import flagged_text
 
 
@@ -32,8 +31,7 @@ def summary_section(runs: list[ReportRun]) -> str:
 
 
 def _run_summary(run: ReportRun, index: int) -> str:
-    source = run.results.manifest.get("records", {})
-    source_text = source.get("source") if isinstance(source, Mapping) else None
+    source_text = run.results.records_info.source
     created = run.results.manifest.get("created")
     facts = [count_of(len(run.results.records), "record")]
     if isinstance(source_text, str):

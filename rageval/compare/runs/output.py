@@ -1,4 +1,4 @@
-"""How ``rageval compare`` shows a :class:`~rageval.compare.comparison_stats.Comparison`: one
+"""How ``rageval compare`` shows a :class:`~rageval.compare.runs.statistics.Comparison`: one
 table per baseline-system pair with the notes a reader needs to trust it, and the ``--json``
 rows."""
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rageval.compare.command_output import write_json_file
-from rageval.compare.comparison_stats import LEVEL, Comparison
+from rageval.compare.runs.statistics import LEVEL, Comparison
 
 __all__ = [
     "MARKS",

@@ -12,7 +12,7 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 
-from rageval.report.html_data import ReportRun, as_finite
+from rageval.report.html.data import ReportRun, as_finite
 
 
 def esc(value: object) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.agree_inputs import HUMAN, JUDGE_PREFIX, HumanLabels, JudgedRun, Rater
-from rageval.compare.agreement_stats import Agreement, agreement, round_half_up
+from rageval.compare.agree.inputs import HUMAN, JUDGE_PREFIX, HumanLabels, JudgedRun, Rater
+from rageval.compare.agree.statistics import Agreement, agreement, round_half_up
 from rageval.core.errors import InputError, RagevalError
 from rageval.core.names import MetricName
 from rageval.core.registry import create

@@ -2,20 +2,20 @@
 
 Query, answer and reference come from the records files when they could be read; then one score
 cell per run and headline metric (shaded within its column's range), the judge's reasoning,
-claim-level details when a run has them (drawn by :mod:`~rageval.report.html_claims`) and the
+claim-level details when a run has them (drawn by :mod:`~rageval.report.html.claims`) and the
 reasons a record went unscored. The table sorts and filters in the browser
 (``assets/report.js``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
-from rageval.report.html_claims import LEGEND, claims_cell, has_claim_details
-from rageval.report.html_data import JUDGE_SCALE, ReportRun, as_finite, drawn_as_bars, scored_values
-from rageval.report.html_markup import clip, esc, fmt_number, num_cell, run_label, table, th
+from rageval.report.html.claims import LEGEND, claims_cell, has_claim_details
+from rageval.report.html.data import JUDGE_SCALE, ReportRun, as_finite, drawn_as_bars, scored_values
+from rageval.report.html.markup import clip, esc, fmt_number, num_cell, run_label, table, th
 
 
 def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
@@ -188,13 +188,21 @@ def _flags(result: RecordResult) -> list[tuple[str, str, str]]:
     return out
 
 
-def _reasoning_cell(runs: list[ReportRun], record_id: str) -> str:
-    parts = []
+Shown = tuple[ReportRun, RecordResult, str]
+
+
+def _results(runs: list[ReportRun], record_id: str) -> Iterator[Shown]:
+    """Each run's result for the record, with the run's name to show beside it (when there
+    are several runs)."""
     for run in runs:
         result = run.by_id.get(record_id)
-        if result is None:
-            continue
-        who = f" · {esc(run.name)}" if len(runs) > 1 else ""
+        if result is not None:
+            yield run, result, f" · {esc(run.name)}" if len(runs) > 1 else ""
+
+
+def _reasoning_cell(runs: list[ReportRun], record_id: str) -> str:
+    parts = []
+    for run, result, who in _results(runs, record_id):
         parts += [f'<div class="flag"><b>{esc(metric)}</b>{who} flagged {esc(flag)}: '
                   f"{esc(why)}</div>" for metric, flag, why in _flags(result)]
         for metric, reasoning in _reasonings(run, result):
@@ -208,11 +216,7 @@ def _reasoning_cell(runs: list[ReportRun], record_id: str) -> str:
 
 def _errors_cell(runs: list[ReportRun], record_id: str) -> str:
     parts = []
-    for run in runs:
-        result = run.by_id.get(record_id)
-        if result is None:
-            continue
-        who = f" · {esc(run.name)}" if len(runs) > 1 else ""
+    for _, result, who in _results(runs, record_id):
         parts += [f'<div class="error"><b>{esc(metric)}</b>{who}: {esc(reason)}</div>'
                   for metric, reason in result.errors.items()]
     if not parts:
