@@ -22,6 +22,7 @@ pytest_plugins = ["pytester"]
 # sessions run in a subprocess: in-process, pytester drops the modules they import (numpy
 # among them), and numpy cannot be imported twice in one process.
 PLUGIN = ("-p", "no:rageval", "-p", "rageval.pytest_plugin")
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"
 
 INNER_RECORDS = '''
 from rageval.core.records import records_from_dicts
@@ -86,9 +87,20 @@ def test_param(rag_evaluate, k):
     assert Results.load(out / param_2).summary["p@2"].n == 4
 
 
-def test_the_option_is_in_the_help(pytester: pytest.Pytester) -> None:
+def test_the_option_is_in_the_help_and_nothing_is_written_without_it(
+        pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*PLUGIN, "--help")
-    result.stdout.fnmatch_lines(["*--rageval-out=DIR*"])
+    result.stdout.fnmatch_lines(["rageval (RAG evaluation):",
+                                 "*--rageval-out=DIR*write every result of the rag_evaluate*"])
+    pytester.makepyfile(test_quiet=f"""
+        def test_scores(rag_evaluate):
+            assert rag_evaluate({str(DEMO)!r}, ["p@3"]).summary["p@3"].n == 8
+    """)
+    before = set(pytester.path.iterdir())
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=1)
+    made = {p.name for p in set(pytester.path.iterdir()) - before}
+    assert made <= {".pytest_cache", "__pycache__", "runpytest-1"}  # pytester's own only
 
 
 def test_importing_the_plugin_stays_cheap() -> None:

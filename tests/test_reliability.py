@@ -304,11 +304,19 @@ def test_a_metric_that_scored_nothing_fails_the_run(tmp_path: Path, capsys,
 def test_partial_failures_still_pass(tmp_path: Path, capsys, server: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", n=3)
     server.fail_next("503")
-    code, _, err = score([str(records), "-m", "judge:fluency", "--judge-model", "m",
-                          "--judge-base-url", server.base_url, "--judge-concurrency", "1",
-                          "--judge-response-format", "text", "--judge-max-retries", "0",
-                          "--cache", str(tmp_path / "c.sqlite")], capsys)
+    out = tmp_path / "out"
+    code, printed, err = score([str(records), "-m", "judge:fluency", "--judge-model", "m",
+                                "--judge-base-url", server.base_url, "--judge-concurrency",
+                                "1", "--judge-response-format", "text",
+                                "--judge-max-retries", "0", "--cache",
+                                str(tmp_path / "c.sqlite"), "--out", str(out)], capsys)
     assert code == 0 and "error" not in err
+    reason = "judge request failed: HTTP 503: The server had an error processing your request."
+    assert f"judge:fluency: 1 unscored: {reason}" in printed
+    item = json.loads((out / "summary.json").read_text())["metrics"]["judge:fluency"]
+    assert (item["n"], item["unscored"], item["unscored_reasons"]) == (2, 1, {reason: 1})
+    lines = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert sum(line["scores"]["judge:fluency"] is None for line in lines) == 1
 
 
 def test_judge_options_from_the_command_line(tmp_path: Path, capsys,
