@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def _fresh_structured_output_verdicts() -> Iterator[None]:
+def _fresh_structured_output_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     """The judge client remembers, per process, which endpoints refuse structured output;
     loopback servers of different tests may reuse a port, so each test starts with none."""
     from rageval.judge.llm import negotiation
 
-    negotiation.forget()
-    yield
-    negotiation.forget()
+    monkeypatch.setattr(negotiation, "_NEGOTIATIONS", {})
 
 
 @pytest.fixture(autouse=True)

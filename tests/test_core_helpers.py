@@ -56,3 +56,25 @@ def test_the_records_section_of_a_manifest_is_read_in_one_place() -> None:
     assert RecordsInfo.of({"records": ["not", "a", "table"]}) == RecordsInfo()
     assert RecordsInfo.of({"records": {"source": 3, "count": True, "inputs": "x"}}) == \
         RecordsInfo()
+
+
+def test_a_name_prefixed_metric_is_named_as_it_is_made() -> None:
+    import numpy as np
+
+    from rageval.core.metric import Batch, Metric, MetricResult
+
+    class Family(Metric):
+        family = "judge"
+        summary = "a family whose metrics are named when they are made"
+
+        def __init__(self, target: str) -> None:
+            super().__init__(name=f"fam:{target}", needs=("answer",))
+
+        def score(self, batch: Batch) -> MetricResult:
+            return MetricResult({str(self.name): np.zeros(len(batch))}, [None] * len(batch))
+
+    one, two = Family("a"), Family("b")
+    assert (str(one.name), str(two.name)) == ("fam:a", "fam:b")
+    assert one.needs == frozenset({"answer"}) and Metric.needs == frozenset()
+    with pytest.raises(UsageError, match="fam:a takes no cutoff"):
+        Metric.__init__(Family.__new__(Family), cutoff=3, name="fam:a")

@@ -14,7 +14,7 @@ section) goes through :class:`RunHooks`, so the orchestrator calls every family 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -174,11 +174,14 @@ class Metric(ABC):
     """Base class of every metric. Subclasses declare class attributes and implement ``score``."""
 
     family: ClassVar[str]  # "retrieval", "lexical", "semantic", "judge"
-    base: ClassVar[str]  # registered base name, e.g. "ndcg"
+    # The registered base name, e.g. "ndcg". A name-prefixed family ("judge:", "claims:")
+    # names each of its metrics when it is made: ``__init__(name="judge:faithfulness")``.
+    base: str
     params: ClassVar[tuple[Param, ...]] = ()
     cutoff_rule: ClassVar[CutoffRule] = "none"
     summary: ClassVar[str]  # one-line definition for `rageval metrics`
-    needs: ClassVar[frozenset[str]] = frozenset()  # record fields required: "contexts", ...
+    # Record fields required: "contexts", ... (a name-prefixed family's, given to __init__).
+    needs: frozenset[str] = frozenset()
     # Work done once per run for every metric sharing these hooks (None: nothing to do).
     hooks: ClassVar[RunHooks | None] = None
     # Distributions whose version can change a value (the manifest records them).
@@ -190,8 +193,15 @@ class Metric(ABC):
         self,
         cutoff: int | None = None,
         options: ScoreOptions | None = None,
+        *,
+        name: str | None = None,
+        needs: Iterable[str] | None = None,
         **params: Any,
     ) -> None:
+        if name is not None:  # a metric of a name-prefixed family, named as it is made
+            self.base = name
+        if needs is not None:
+            self.needs = frozenset(needs)
         label = self.base
         if self.cutoff_rule == "none" and cutoff is not None:
             raise UsageError(f"{label} takes no cutoff '@{cutoff}'")

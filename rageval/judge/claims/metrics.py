@@ -69,9 +69,8 @@ class ClaimLevelMetric(Metric):
         if cutoff is not None:
             raise UsageError(f"{self.kind}:{target} takes no cutoff '@{cutoff}'")
         self.target = target
-        self.base = f"{self.kind}:{target}"  # type: ignore[misc]
-        self.needs = frozenset(self.fields_needed(target))  # type: ignore[misc]
-        super().__init__(cutoff=None, options=options, **params)
+        super().__init__(cutoff=None, options=options, name=f"{self.kind}:{target}",
+                         needs=self.fields_needed(target), **params)
 
     # -- what subclasses say ----------------------------------------------------------------
 

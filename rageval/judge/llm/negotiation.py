@@ -77,9 +77,3 @@ def negotiation(endpoint: str, model: str) -> Negotiation:
     """The process's verdicts for ``model`` at ``endpoint`` (a public URL: no credentials)."""
     with _LOCK:
         return _NEGOTIATIONS.setdefault((endpoint, model), Negotiation())
-
-
-def forget() -> None:
-    """Drop every verdict (tests reuse ports for servers that behave differently)."""
-    with _LOCK:
-        _NEGOTIATIONS.clear()

@@ -123,11 +123,10 @@ class PairwiseMetric(JudgeMetric):
         opts = options or ScoreOptions()
         judge = opts.judge or JudgeOptions()
         self.target = PAIRWISE
-        self.base = f"judge:{PAIRWISE}"  # type: ignore[misc]
         self.rubric = load_pairwise_prompt(judge.prompts_dir)  # type: ignore[assignment]
         self.per_context = False
-        self.needs = frozenset({"query", "answer"})  # type: ignore[misc]
-        Metric.__init__(self, cutoff=cutoff, options=opts, **params)
+        Metric.__init__(self, cutoff=cutoff, options=opts, name=f"judge:{PAIRWISE}",
+                        needs=("query", "answer"), **params)
 
     @property
     def opponent(self) -> Opponent:

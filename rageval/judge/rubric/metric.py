@@ -90,13 +90,12 @@ class JudgeMetric(Metric):
         opts = options or ScoreOptions()
         judge = opts.judge or JudgeOptions()
         self.target = target
-        self.base = f"judge:{target}"  # type: ignore[misc]
         self.rubric: Rubric = load_rubric(target, judge.prompts_dir)
         self.per_context = "context" in self.rubric.inputs
-        self.needs = frozenset(_INPUT_FIELD[name] for name in self.rubric.inputs)  # type: ignore[misc]
         # One schema for every request: it remembers its encodings for the cache keys.
         self._schema = reply_schema(self.rubric)
-        super().__init__(cutoff=cutoff, options=opts, **params)
+        super().__init__(cutoff=cutoff, options=opts, name=f"judge:{target}",
+                         needs=(_INPUT_FIELD[name] for name in self.rubric.inputs), **params)
 
     @property
     def judge(self) -> JudgeOptions:
