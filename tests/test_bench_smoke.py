@@ -23,6 +23,7 @@ def _load_bench() -> ModuleType:
     return load_bench("bench_trec")
 
 
+@pytest.mark.parity
 def test_tiny_benchmark_runs_both_sides_and_agrees(tmp_path: Path) -> None:
     out = tmp_path / "result.json"
     proc = subprocess.run(

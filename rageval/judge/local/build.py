@@ -37,7 +37,8 @@ from pathlib import Path
 __all__ = ["REQUIREMENT", "BuildCheck", "check_installed", "cmake_args", "cpu_flags",
            "rebuild_command"]
 
-# The pip requirement of the `local` extra (tests/test_local_build.py checks pyproject agrees).
+# The pip requirement of the `local` extra (tests/judge/local/test_local_build.py checks that
+# pyproject agrees).
 REQUIREMENT = "llama-cpp-python[server]>=0.3.7"
 _DISTRIBUTION = "llama-cpp-python"
 
