@@ -125,20 +125,24 @@ def _retry_after(exc: BaseException) -> float | None:
     if response is None:
         return None
     headers = response.headers
-    try:
-        return float(headers.get("retry-after-ms", "")) / 1000
-    except ValueError:
-        pass
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
     value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
+    seconds = _number(value)
+    if seconds is not None or value is None:
+        return seconds
     try:
         return parsedate_to_datetime(value).timestamp() - time.time()
     except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _number(text: str | None) -> float | None:
+    """``text`` read as a number (None: absent or not one)."""
+    try:
+        return None if text is None else float(text)
+    except ValueError:
         return None
 
 

@@ -163,3 +163,33 @@ def test_a_fully_cached_run_does_not_wait_on_a_silent_endpoint(tmp_path: Path,
     first = (tmp_path / "a" / "summary.json").read_text()
     assert json.loads(first)["metrics"] == json.loads(
         (tmp_path / "b" / "summary.json").read_text())["metrics"]
+
+
+def test_a_wait_asked_for_before_the_first_reply_is_read_as_the_sdk_reads_it() -> None:
+    import email.utils
+    from types import SimpleNamespace
+
+    from rageval.judge.llm.first_reply import _retry_after
+
+    def told(**headers: str) -> float | None:
+        return _retry_after(SimpleNamespace(response=SimpleNamespace(headers=headers)))
+
+    assert told(**{"retry-after-ms": "1500"}) == 1.5
+    assert told(**{"retry-after": "2"}) == 2.0
+    in_ten = email.utils.formatdate(time.time() + 10, usegmt=True)
+    assert 8 < told(**{"retry-after": in_ten}) <= 10  # type: ignore[operator]
+    assert told(**{"retry-after": "soon"}) is None
+    assert told() is None
+    assert _retry_after(ValueError("no response at all")) is None
+
+
+def test_a_429_before_the_first_reply_waits_as_told() -> None:
+    with JudgeServer() as server:
+        server.fail_next("429:1")
+        client = JudgeClient("m", base_url=server.base_url, timeout=5.0, max_retries=2,
+                             first_reply_timeout=20.0, response_format="text")
+        started = time.monotonic()
+        out = client.complete_many(requests(1))
+        waited = time.monotonic() - started
+    assert out[0].ok and server.requests == 2
+    assert waited >= 0.95  # the endpoint's Retry-After, not the 0.5 s backoff
