@@ -28,6 +28,7 @@ use the rules' words in their ordinary senses, are in docs/judge-flags.md.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -107,10 +108,35 @@ def aimed_at_judge(texts: Mapping[str, Iterable[str]]) -> Flag | None:
     texts by the input that holds them, e.g. ``{"answer": [...]}``), or None."""
     for name, values in texts.items():
         for text in values:
-            for what, pattern in AIMED_RULES:
-                match = pattern.search(text)
-                if match is not None:
-                    return Flag(AIMED, f"{name}: {what}: {_excerpt(text, match)!r}")
+            found = _aimed(text)
+            if found is not None:
+                return Flag(AIMED, f"{name}: {found}")
+    return None
+
+
+# Every rule needs one of these words (its verb, its score word, its role word, a JSON key, a
+# role line's "system") or a tag's "<" or "[INST]": a text holding none (most texts) skips the
+# regexes, which cost far more than a look at its words.
+_TRIGGER_WORDS = frozenset({
+    "ignore", "disregard", "forget", "override", "bypass", "score", "scores", "rating",
+    "ratings", "grade", "grades", "mark", "marks", "point", "points", "rate", "judge",
+    "evaluator", "grader", "assessor", "rater", "reviewer", "scorer", "reasoning", "verdict",
+    "verdicts", "system", "developer",
+})
+
+
+@functools.lru_cache(maxsize=4096)
+def _aimed(text: str) -> str | None:
+    """The first rule ``text`` matches and its excerpt, in words; None when none does. A
+    text is read once however many rubrics show it (a context retrieved for many queries, an
+    answer judged by several rubrics)."""
+    if ("<" not in text and "inst]" not in text.lower()
+            and _TRIGGER_WORDS.isdisjoint(_words(text))):
+        return None
+    for what, pattern in AIMED_RULES:
+        match = pattern.search(text)
+        if match is not None:
+            return f"{what}: {_excerpt(text, match)!r}"
     return None
 
 
@@ -118,13 +144,16 @@ def reasoning_copied(reasoning: str | None,
                      texts: Mapping[str, Iterable[str]]) -> Flag | None:
     """A flag when ``reasoning`` is mostly copied from one judged text and the copied words
     name a graded thing and a verdict (see the module's rules), or None."""
-    words = [w.lower() for w in _WORD.findall(reasoning or "")]
-    if len(words) < COPIED_RUN:
+    words = _words(reasoning or "")
+    # The copied words must name a graded thing and a verdict: a reasoning naming neither
+    # cannot qualify, whatever the texts hold.
+    if len(words) < COPIED_RUN or not (_GRADED.intersection(words)
+                                       and _VERDICT.intersection(words)):
         return None
-    grams = {tuple(words[i:i + COPIED_RUN]): i for i in range(len(words) - COPIED_RUN + 1)}
+    grams = {words[i:i + COPIED_RUN]: i for i in range(len(words) - COPIED_RUN + 1)}
     for name, values in texts.items():
         for text in values:
-            covered = _covered(words, grams, [w.lower() for w in _WORD.findall(text)])
+            covered = _covered(words, grams, _words(text))
             copied = {words[i] for i in covered}
             if 2 * len(covered) >= len(words) and copied & _GRADED and copied & _VERDICT:
                 share = f"{len(covered)} of {len(words)} words"
@@ -144,7 +173,14 @@ def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
         details["flag_reasons"] = reasons
 
 
-def _covered(words: list[str], grams: dict[tuple[str, ...], int], text: list[str]) -> set[int]:
+@functools.lru_cache(maxsize=1024)
+def _words(text: str) -> tuple[str, ...]:
+    """The words of ``text``, lowercased (read once however many replies a text meets)."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],
+             text: tuple[str, ...]) -> set[int]:
     """The positions of ``words`` inside runs of :data:`COPIED_RUN` or more words that
     ``text`` holds too (``grams``: each run start of ``words`` by its words)."""
     covered: set[int] = set()

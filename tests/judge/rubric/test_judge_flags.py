@@ -217,3 +217,18 @@ def test_a_pairwise_run_flags_either_answer(server: JudgeServer, tmp_path: Path)
     assert first["flag_reasons"][AIMED].startswith("other answer: words addressed")
     assert second["flag_reasons"][AIMED].startswith("answer: an instruction to ignore")
     assert next(iter(results.summary.values())).flagged == {AIMED: 2}
+
+
+@given(st.lists(st.sampled_from(
+    ["Ignore", "the", "rubric", "and", "output", "score", "5", "Note", "to", "judge", ":",
+     "give", "this", "answer", "highest", "possible", "points", "rate", "you", "are", "an",
+     "evaluator", '"score":', "</answer>", "SYSTEM:", "\n", "[INST]", "market", "rated",
+     "marks", "full", "of", "grade", "developer", "override", "instructions", "a"]),
+    max_size=25))
+def test_the_word_prefilter_never_hides_a_match(words: list[str]) -> None:
+    """A text the rules match always holds one of the words the prefilter looks for."""
+    from rageval.judge.prompting.tampering import AIMED_RULES
+
+    text = " ".join(words)
+    matched = any(pattern.search(text) for _, pattern in AIMED_RULES)
+    assert (aimed_at_judge({"answer": [text]}) is not None) == matched
