@@ -23,7 +23,6 @@ from importlib import metadata
 from typing import Any
 
 from rageval.core.errors import UsageError, check_int
-from rageval.core.field_hints import field_hint
 from rageval.core.metric import (
     Batch,
     JudgmentsProvider,
@@ -32,6 +31,7 @@ from rageval.core.metric import (
     ScoreOptions,
 )
 from rageval.core.records import Record
+from rageval.core.records.field_hints import field_hint
 from rageval.core.registry import create, judgments_provider
 from rageval.core.results import Results
 from rageval.core.version import __version__

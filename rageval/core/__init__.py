@@ -1,8 +1,8 @@
 """The ground floor: what every other part of rageval stands on, importing none of them.
 
 - :mod:`~rageval.core.records`: loading records (:func:`load_records`), with the record model
-  in :mod:`~rageval.core.record_model` and the file readers (JSONL, JSON, CSV, Parquet) in
-  :mod:`~rageval.core.record_readers`;
+  in :mod:`~rageval.core.records.model` and the file readers (JSONL, JSON, CSV, Parquet) in
+  :mod:`~rageval.core.records.readers`;
 - :mod:`~rageval.core.names`: the metric-name grammar (``parse(str(name)) == name``);
 - :mod:`~rageval.core.metric`: the metric base class, its parameters and its run lifecycle
   (:class:`RunHooks`, :class:`JudgmentsProvider`);

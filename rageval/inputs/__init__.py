@@ -1,7 +1,7 @@
 """Records from the formats RAG teams already have.
 
 :func:`load_inputs` reads what an :class:`InputSpec` names and returns validated
-:class:`~rageval.core.record_model.Record` objects:
+:class:`~rageval.core.records.model.Record` objects:
 
 * a records file (``kind="records"``, rageval's own format, with an optional field map),
 * a ragas / Hugging Face ``datasets`` table (``kind="ragas"``: JSONL, JSON, CSV, Parquet, or

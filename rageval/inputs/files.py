@@ -1,8 +1,8 @@
 """Opening input files: their format, their raw rows, JSON cells.
 
 JSON Lines, JSON, CSV and Parquet records files are read by rageval's own readers
-(:data:`~rageval.core.record_readers.READERS`), and text files line by line with
-:func:`~rageval.core.record_lines.text_lines`, so their errors read as the native format's do;
+(:data:`~rageval.core.records.readers.READERS`), and text files line by line with
+:func:`~rageval.core.records.lines.text_lines`, so their errors read as the native format's do;
 this module adds the Arrow format and Python list literals in cells.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.record_lines import file_error, parse_json
-from rageval.core.record_readers import DEFAULT_MAX_LINE_BYTES, READERS, resolve_format
+from rageval.core.records.lines import file_error, parse_json
+from rageval.core.records.readers import DEFAULT_MAX_LINE_BYTES, READERS, resolve_format
 
 __all__ = [
     "INPUT_FORMATS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.record_model import Record
 from rageval.core.records import load_records
+from rageval.core.records.model import Record
 from rageval.inputs.columns import plan_columns, records_from_table
 from rageval.inputs.files import input_format, line_limit
 from rageval.inputs.spec import INPUT_KINDS, InputSpec, LoadedInputs, check_field_map

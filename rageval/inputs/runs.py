@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from rageval.core.errors import InputError
-from rageval.core.record_model import Context, Record
+from rageval.core.records.model import Context, Record
 from rageval.inputs.spec import InputSpec, LoadedInputs
 from rageval.inputs.texts import read_beir_qrels, read_corpus, read_queries
 from rageval.retrieval.trec import locate_line, read_run

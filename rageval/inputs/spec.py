@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
-    from rageval.core.record_model import Record
+    from rageval.core.records.model import Record
 
 __all__ = [
     "INPUT_KINDS",

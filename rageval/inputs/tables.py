@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rageval.core.errors import InputError
-from rageval.core.record_readers import csv_cells
+from rageval.core.records.readers import csv_cells
 from rageval.inputs.files import check_file, iter_raw
 
 __all__ = ["Table", "arrow_files", "read_table"]

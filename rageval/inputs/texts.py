@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rageval.core.errors import InputError
-from rageval.core.record_lines import text_lines
-from rageval.core.record_model import MAX_GRADE
+from rageval.core.records.lines import text_lines
+from rageval.core.records.model import MAX_GRADE
 from rageval.inputs.files import check_file, json_cell
 
 __all__ = ["read_beir_qrels", "read_corpus", "read_queries"]

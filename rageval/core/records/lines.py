@@ -1,6 +1,6 @@
 """Lines of input files: opening errors, physical lines under a length limit, UTF-8 decoding
 and JSON values, each failure an :class:`~rageval.core.errors.InputError` naming the file and
-the line. Shared by the records readers (:mod:`rageval.core.record_readers`) and the readers
+the line. Shared by the records readers (:mod:`rageval.core.records.readers`) and the readers
 of other tools' formats (:mod:`rageval.inputs`), so that their errors read alike.
 """
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.record_ids import IdCheck
+from rageval.core.records.ids import IdCheck
 
 __all__ = ["MAX_GRADE", "Context", "FieldError", "Record", "validate_judgments", "validate_records"]
 
@@ -333,7 +333,7 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
 
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
-    against every earlier id (kept as digests, :class:`~rageval.core.record_ids.SeenIds`),
+    against every earlier id (kept as digests, :class:`~rageval.core.records.ids.SeenIds`),
     at most a few thousand records later, and always before a later problem of the file.
     ``ids`` (default: a new one) is the check, for a reader that flushes it at its own
     boundaries (a window about to be scored)."""

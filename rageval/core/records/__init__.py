@@ -54,8 +54,8 @@ Every problem with the input raises :class:`~rageval.core.errors.InputError` nam
 line and the field (a dotted path such as ``contexts[2].id`` or ``judgments.d3``; list
 indices count from 0), before anything is scored.
 
-The record model and its validation live in :mod:`rageval.core.record_model`, the readers of
-each file format in :mod:`rageval.core.record_readers`; this module is the entry point.
+The record model and its validation live in :mod:`rageval.core.records.model`, the readers of
+each file format in :mod:`rageval.core.records.readers`; this module is the entry point.
 """
 
 from __future__ import annotations
@@ -70,16 +70,16 @@ from typing import Any
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.progress import LoadProgress
-from rageval.core.record_ids import IdCheck
-from rageval.core.record_model import MAX_GRADE as MAX_GRADE  # public here before the split
-from rageval.core.record_model import (
+from rageval.core.records.ids import IdCheck
+from rageval.core.records.model import MAX_GRADE as MAX_GRADE  # public here before the split
+from rageval.core.records.model import (
     Context,
     FieldError,
     Record,
     validate_judgments,
     validate_records,
 )
-from rageval.core.record_readers import (
+from rageval.core.records.readers import (
     DEFAULT_MAX_LINE_BYTES,
     FORMATS,
     READERS,

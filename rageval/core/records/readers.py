@@ -4,7 +4,7 @@ JSON Lines (one line at most ``max_line_bytes`` long), JSON (lines, or one array
 CSV and Parquet; :func:`resolve_format` tells which from the file's extension and
 :data:`READERS` maps a format to its reader. A malformed file raises
 :class:`~rageval.core.errors.InputError` naming the file and the line; the decoded objects are
-validated into records by :mod:`rageval.core.record_model`.
+validated into records by :mod:`rageval.core.records.model`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.progress import LoadProgress
-from rageval.core.record_lines import (
+from rageval.core.records.lines import (
     BOM,
     PathLike,
     binary_lines,
@@ -62,7 +62,7 @@ _JSON_WS = re.compile(r"[ \t\n\r]*")
 _PARQUET_SLICE_ROWS = 8192
 _CHUNK_BYTES = 1 << 16
 # Progress is told every so often, never per item (a JSON array reports every 4096 items, a
-# Parquet file every slice, lines every MiB: rageval.core.record_lines).
+# Parquet file every slice, lines every MiB: rageval.core.records.lines).
 _ITEMS_BETWEEN_REPORTS = 4096
 
 
