@@ -1,43 +1,31 @@
-"""The public entry point :func:`evaluate`: reads what the caller names (records, qrels), turns
-the keyword options into the run's :class:`~rageval.core.metric.ScoreOptions`, and hands the
-work to the orchestrator."""
+"""The public entry point :func:`evaluate`: turns its keywords into the run's settings
+(:class:`~rageval.engine.settings.RunSettings`), options
+(:class:`~rageval.core.metric.ScoreOptions`) and inputs
+(:class:`~rageval.inputs.run.RunInputs`), each built once, and hands them to the
+orchestrator."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from rageval.core.errors import InputError, UsageError
-from rageval.core.files import creatable
+from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, ScoreOptions
-from rageval.core.records import Record, apply_judgments, iter_windows
+from rageval.core.records import Record
+from rageval.core.registry import judgments_provider
 from rageval.core.results import Results
-from rageval.engine.local import Engine
-from rageval.engine.sink import FileSink
-from rageval.inputs import InputSpec, load_inputs
-from rageval.orchestrator import ProgressHook, check_settings, run_metrics, stream_metrics
+from rageval.engine.settings import DEFAULT_RAY_WINDOW, DEFAULT_WINDOW, ENGINES, RunSettings
+from rageval.inputs import InputSpec
+from rageval.inputs.run import RunInputs
+from rageval.orchestrator import ProgressHook, run_metrics
 
 if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress, StepProgress
     from rageval.judge.llm.options import JudgeOptions
 
 __all__ = ["DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "evaluate"]
-
-#: What can score a run's batches: this process, or a Ray cluster.
-ENGINES = ("local", "ray")
-
-#: Records read and scored together when a records file is streamed: large enough that the
-#: judge keeps its requests flowing across batches, small enough that a window's records and
-#: their derived data stay a few tens of MB.
-DEFAULT_WINDOW = 10_000
-#: The window on Ray: each window gets its own pool of actors, which load their models again
-#: (BERTScore's), so a window there holds more blocks.
-DEFAULT_RAY_WINDOW = 100_000
 
 
 def evaluate(
@@ -101,132 +89,24 @@ def evaluate(
     are the local engine's.
     """
     started = time.perf_counter()
-    check_settings(seed, bootstrap, batch_size)  # before anything is read
-    if out is not None and (problem := creatable(out)) is not None:
-        raise UsageError(f"out {os.fspath(out)}: cannot write the results there: {problem}")
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-    if judgments_from == "judge" and judge is None:
-        raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions(model=...), "
-                         "or --judge-model)")
-    spec = records if isinstance(records, InputSpec) else None
-    if spec is not None:  # the spec's own settings win over the keywords', as the more specific
-        spec = replace(spec, format=spec.format or format,
-                       max_line_bytes=(spec.max_line_bytes if spec.max_line_bytes is not None
-                                       else max_line_bytes))
-        max_line_bytes = spec.max_line_bytes
-    qrels_in = _Qrels(qrels)
-    if window is None:
-        window = DEFAULT_RAY_WINDOW if engine == "ray" else DEFAULT_WINDOW
-    windows, source, from_beir = _read(records if spec is None else spec, format,
-                                       max_line_bytes, load_progress, window)
-    if judgments_from is not None and not isinstance(windows, list):
-        # The provider labels its judgments after those already there: read them all first.
-        windows = [record for part in windows for record in part]
-    windows = qrels_in.applied(windows, source)
-    streamed = not isinstance(windows, list)
-    if not streamed:  # held in memory: where the judgments came from is known before scoring
-        judgments_source = "qrels" if from_beir else qrels_in.source()
+    settings = RunSettings(seed=seed, bootstrap=bootstrap, batch_size=batch_size, window=window,
+                           engine=engine, ray_address=ray_address, ray_workers=ray_workers,
+                           out=out)  # every setting checked before anything is read
+    if isinstance(records, InputSpec) and records.max_line_bytes is not None:
+        max_line_bytes = records.max_line_bytes  # the spec's own, as the more specific
     options = ScoreOptions(trec_convention=trec_convention,
-                           judgments_source="qrels" if qrels is not None else "inline",
+                           judgments_source="inline" if qrels is None else "qrels",
                            embedding_cache=embedding_cache, judge=judge,
                            max_line_bytes=max_line_bytes, steps=steps)
-    if not streamed:
-        options = replace(options, judgments_source=judgments_source)
-    if steps is not None:
-        # A metric object built elsewhere equals itself under these options (steps is not
-        # compared), so the orchestrator would keep it, without the hook: hand it over.
-        metrics = [m.with_options(options) if isinstance(m, Metric) else m
-                   for m in ([metrics] if isinstance(metrics, str) else metrics)]
-    sink = FileSink(out) if out is not None else None
-    common = dict(source=source, judgments_from=judgments_from, seed=seed,
-                  bootstrap=bootstrap, batch_size=batch_size, progress=progress,
-                  started=started, sink=sink)
-    with _engine(engine, ray_address, ray_workers) as scorer:
-        if streamed:
-            def signing() -> ScoreOptions:
-                return replace(options, judgments_source=qrels_in.source())
-
-            results = stream_metrics(windows, metrics, options, signing=signing,
-                                     engine=scorer, **common)
-        else:
-            results = run_metrics(windows, metrics, options, engine=scorer, **common)
-    if spec is not None:  # how to read the records again (rageval report)
-        results.manifest["records"]["inputs"] = spec.to_manifest()
-        if out is not None:
-            results.write(out)  # the manifest changed after the run was written
-    return results
-
-
-def _read(records: Sequence[Record] | str | os.PathLike[str] | InputSpec, format: str | None,
-          max_line_bytes: int | None, load_progress: LoadProgress | None, window: int,
-          ) -> tuple[list[Record] | Iterator[list[Record]], str, bool]:
-    """The records (a list, or windows of a records file read as the run goes), where they
-    came from, and whether a BEIR qrels file judged them."""
-    if isinstance(records, InputSpec) and not records.is_plain():
-        inputs = load_inputs(records)
-        return inputs.records, inputs.source, inputs.judgments_source is not None
-    if isinstance(records, InputSpec):  # a records file read as rageval's own
-        records, format = records.records or "", records.format
-    if not isinstance(records, (str, os.PathLike)):
-        return list(records), "<memory>", False
-    windows = iter_windows(records, window, format=format, max_line_bytes=max_line_bytes,
-                           progress=load_progress)
-    return windows, str(Path(records)), False
-
-
-@contextlib.contextmanager
-def _engine(name: str, ray_address: str | None,
-            ray_workers: int | None) -> Iterator[Engine | None]:
-    """The engine that scores the batches (None: the local one)."""
-    if name == "local":
-        if ray_address is not None or ray_workers is not None:
-            raise UsageError("ray_address and ray_workers go with engine='ray'")
-        yield None
-        return
-    from rageval.engine.ray_engine import RayEngine
-
-    with RayEngine(ray_address, ray_workers) as engine:
-        yield engine
-
-
-class _Qrels:
-    """Judgments from qrels (a TREC qrels path or a mapping ``{record_id: {doc_id: grade}}``)
-    filled into records as they are read, counting what they matched."""
-
-    def __init__(self, qrels: str | os.PathLike[str] | Mapping[str, Mapping[str, int]] | None,
-                 ) -> None:
-        self.mapping: Mapping[str, Mapping[str, int]] | None = None
-        self.path = "<qrels mapping>"
-        if isinstance(qrels, Mapping):
-            self.mapping = qrels
-        elif qrels is not None:
-            from rageval.retrieval.trec import read_qrels
-
-            self.path = str(qrels)
-            self.mapping = read_qrels(self.path).to_dict()
-        self.matched = 0
-        self.inline = 0
-
-    def applied(self, windows: list[Record] | Iterator[list[Record]], records_source: str,
-                ) -> list[Record] | Iterator[list[Record]]:
-        if self.mapping is None:
-            return windows
-        if isinstance(windows, list):
-            return self._fill(windows, records_source)
-        return (self._fill(window, records_source) for window in windows)
-
-    def _fill(self, records: list[Record], records_source: str) -> list[Record]:
-        assert self.mapping is not None
-        self.matched += sum(1 for r in records if r.id in self.mapping)
-        self.inline += sum(1 for r in records if r.judgments is not None)
-        return apply_judgments(records, self.mapping, source=self.path,
-                               records_source=records_source)
-
-    def source(self) -> str:
-        """Where the records' judgments came from, once every record was filled."""
-        if self.mapping is None:
-            return "inline"
-        if self.matched == 0:
-            raise InputError("no query id of the qrels matches a record id", path=self.path)
-        return "qrels" if self.inline == 0 else "mixed"
+    provider = None
+    if judgments_from is not None:
+        if judgments_from == "judge" and judge is None:
+            raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions("
+                             "model=...), or --judge-model)")
+        provider = judgments_provider(judgments_from, options)
+    inputs = RunInputs(records, qrels=qrels, provider=provider, format=format,
+                       max_line_bytes=max_line_bytes, window=settings.window_size,
+                       progress=load_progress)
+    with settings.scorer() as scorer:
+        return run_metrics(inputs, metrics, options, settings, progress=progress,
+                           started=started, engine=scorer)

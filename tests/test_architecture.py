@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     **{family: {"core"} for family in FAMILIES},
     "compare": {"core", "stats"},
     "report": {"core", "compare"},
-    "orchestrator": {"core", "stats", "engine"},
+    # The orchestrator receives a run's inputs whole (inputs.run.RunInputs) and reads them.
+    "orchestrator": {"core", "stats", "engine", "inputs"},
     "engine": {"core", "stats"},
     "config": {"core"},
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -383,6 +383,14 @@ class JudgmentsProvider(ABC):
              source: str) -> tuple[list[Record], str, dict[str, Any]]:
         """The records with judgments filled in, the new judgments source for signatures
         (``source`` is where the existing ones came from), and its manifest section."""
+
+
+def settled(metrics: Sequence[Metric], options: ScoreOptions,
+            judgments_source: str) -> list[Metric]:
+    """The metrics under the run's ``options`` once the run knows where its judgments came
+    from (what the retrieval metrics sign with); a metric already under them is kept."""
+    options = replace(options, judgments_source=judgments_source)
+    return [m if m.options == options else m.with_options(options) for m in metrics]
 
 
 def render_value(value: Any) -> str:

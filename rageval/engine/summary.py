@@ -19,18 +19,19 @@ from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
 
 
 class SummaryParts:
-    """Per metric: the summary parts of every batch scored so far, and its reasons counted."""
+    """Per metric: the summary parts of every batch scored so far, and its reasons counted.
+    Metrics are known by name, which run options never change."""
 
     def __init__(self, metrics: list[Metric]) -> None:
-        self._stores: dict[Metric, MetricStore] = {m: MetricStore() for m in metrics}
-        self._reasons: dict[Metric, Counter[str]] = {m: Counter() for m in metrics}
+        self._stores: dict[str, MetricStore] = {str(m): MetricStore() for m in metrics}
+        self._reasons: dict[str, Counter[str]] = {str(m): Counter() for m in metrics}
 
     def add_part(self, metric: Metric, part: MetricResult,
                  reasons: list[str | None]) -> None:
         """Keep a batch's summary part (:meth:`~rageval.core.metric.Metric.summary_part`)
         and count its reasons."""
-        self._reasons[metric].update(r for r in reasons if r is not None)
-        self._stores[metric].add(part)
+        self._reasons[str(metric)].update(r for r in reasons if r is not None)
+        self._stores[str(metric)].add(part)
 
     def summarise(self, metrics: list[Metric], seed: int,
                   bootstrap: int) -> dict[str, MetricSummary]:

@@ -42,6 +42,14 @@ def load_inputs(spec: InputSpec) -> LoadedInputs:
     run and a records file, an unknown kind or format, a map for a run) and
     :class:`~rageval.core.errors.InputError` for anything wrong in the files.
     """
+    from dataclasses import replace
+
+    from rageval.core.records.judgments import JudgmentsJoin
     from rageval.inputs.load import load
 
-    return load(spec)
+    loaded = load(spec)
+    if loaded.qrels is None:
+        return loaded
+    join = JudgmentsJoin(loaded.qrels, qrels_source=loaded.qrels_path or "<qrels>",
+                         records_source=loaded.source)
+    return replace(loaded, records=join.fill(loaded.records), qrels=None)

@@ -3,8 +3,9 @@
 The run is read by rageval's TREC reader and ranked as trec_eval ranks it (score descending,
 ties broken by docno descending; the rank column is ignored). Records come in the order their
 query first appears in the run file. ``depth`` keeps each query's top results. Query texts,
-document texts and (from a BEIR directory) judgments are joined in by id: a query or document
-of the run missing from the file that should hold it is an error naming the run line.
+document texts are joined in by id (a query or document of the run missing from the file that
+should hold it is an error naming the run line); a BEIR directory's judgments come beside the
+records, for the run's judgments join (:class:`~rageval.core.records.judgments.JudgmentsJoin`).
 """
 
 from __future__ import annotations
@@ -97,14 +98,16 @@ def load_run(spec: InputSpec, path: str, limit: int) -> LoadedInputs:
         if not qrels.keys() & firsts.keys():
             raise InputError(f"no query of the run {path} is judged in this qrels file (another "
                              "split?)", path=qrels_path)
-    records = _records(qids, docnos, scores, queries, docs, qrels)
-    return LoadedInputs(records, path, "beir-qrels" if qrels is not None else None)
+    records = _records(qids, docnos, scores, queries, docs)
+    if qrels is None:
+        return LoadedInputs(records, path)
+    return LoadedInputs(records, path, "beir-qrels", qrels=qrels, qrels_path=qrels_path)
 
 
 def _records(qids: list[str], docnos: list[str], scores: list[float],
-             queries: dict[str, str] | None, docs: dict[str, str] | None,
-             qrels: dict[str, dict[str, int]] | None) -> list[Record]:
-    """One record per query; the lines come grouped by query, in rank order."""
+             queries: dict[str, str] | None, docs: dict[str, str] | None) -> list[Record]:
+    """One record per query, not judged yet; the lines come grouped by query, in rank
+    order."""
     records: list[Record] = []
     start = 0
     for end in range(1, len(qids) + 1):
@@ -117,7 +120,6 @@ def _records(qids: list[str], docnos: list[str], scores: list[float],
             id=qid,
             query=queries[qid] if queries is not None else None,
             contexts=contexts,
-            judgments=qrels.get(qid) if qrels is not None else None,  # absent: not judged
         ))
         start = end
     return records

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
+    from rageval.core.records.judgments import Qrels
     from rageval.core.records.model import Record
 
 __all__ = [
@@ -63,6 +64,47 @@ class InputSpec:
         path = os.fspath(self.records or "")
         return not (path.endswith(".arrow") or os.path.isdir(path))
 
+    def reader(self) -> str:
+        """The kind of input to read (``run``, or the records file's :attr:`kind`), once the
+        spec is checked to hold together: raises :class:`UsageError` naming what does not."""
+        if self.run is not None:
+            self._check_run()
+            return "run"
+        self._check_records()
+        if self.records is None:
+            raise UsageError("nothing to read: give a records file or a run")
+        return self.kind
+
+    def _check_run(self) -> None:
+        if self.records is not None:
+            raise UsageError("give a records file or a run, not both")
+        if self.field_map:
+            raise UsageError("a field map applies to a records file, not to a run")
+        if self.format is not None:
+            raise UsageError("format applies to a records file, not to a run")
+        if self.beir is not None and (self.queries is not None or self.corpus is not None):
+            raise UsageError("a BEIR directory gives the queries and the corpus: give it, or "
+                             "queries and corpus files, not both")
+        if self.depth is not None and (isinstance(self.depth, bool)
+                                       or not isinstance(self.depth, int) or self.depth < 1):
+            raise UsageError(f"depth must be a positive integer, got {self.depth!r}")
+        if not isinstance(self.split, str) or not self.split:
+            raise UsageError(f"split must be a non-empty name, got {self.split!r}")
+
+    def _check_records(self) -> None:
+        if self.kind not in INPUT_KINDS:
+            raise UsageError(f"unknown input kind {self.kind!r}; expected one of "
+                             f"{list(INPUT_KINDS)}")
+        check_field_map(self.field_map)
+        for name in ("queries", "beir", "depth"):
+            if getattr(self, name) is not None:
+                raise UsageError(f"{name} applies to a run (give run=), not to a records file")
+        if self.corpus is not None and self.kind != "trec-rag":
+            raise UsageError("a corpus applies to a run or to a TREC RAG file (kind 'trec-rag')")
+        if self.kind == "trec-rag" and self.field_map:
+            raise UsageError("a field map does not apply to a TREC RAG file: its fields are "
+                             "fixed")
+
     def to_manifest(self) -> dict[str, Any]:
         """Every field, JSON-able, so that :meth:`from_manifest` reads the records again."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -106,11 +148,19 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class LoadedInputs:
-    """Validated records and where they came from."""
+    """Validated records and where they came from; ``judgments_source`` says where their
+    judgments came from when a file beside the records gave them (``beir-qrels``).
+
+    :func:`~rageval.inputs.load_inputs` hands the records out judged. A run reads them
+    unjudged, with the ``qrels`` (from ``qrels_path``) beside them, and joins the two where
+    it joins every other judgment.
+    """
 
     records: list[Record]
     source: str
     judgments_source: str | None = None
+    qrels: Qrels | None = None
+    qrels_path: str | None = None
 
 
 def parse_field_map(items: Iterable[str]) -> FieldMap:

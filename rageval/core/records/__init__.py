@@ -61,22 +61,20 @@ each file format in :mod:`rageval.core.records.readers`; this module is the entr
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from rageval.core.errors import InputError, UsageError
+from rageval.core.errors import UsageError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.ids import IdCheck
+from rageval.core.records.judgments import apply_judgments
 from rageval.core.records.model import MAX_GRADE as MAX_GRADE  # public here before the split
 from rageval.core.records.model import (
     Context,
-    FieldError,
     Record,
-    validate_judgments,
     validate_records,
 )
 from rageval.core.records.readers import (
@@ -202,42 +200,3 @@ def records_from_dicts(
     with _gc_paused():
         return list(validate_records(enumerate(items, 1), source, "item"))
 
-
-def apply_judgments(
-    records: Iterable[Record],
-    judgments: Mapping[str, Mapping[str, int]],
-    *,
-    source: str,
-    records_source: str | None = None,
-) -> list[Record]:
-    """Return the records with judgments filled in from a qrels mapping (record id -> doc id
-    -> grade) read from ``source``.
-
-    Records without an entry keep their judgments. A record that has inline judgments *and*
-    an entry in ``judgments`` is an :class:`InputError`: one of the two sources would be lost.
-    ``records_source`` (the records file) is named in that error when given.
-    """
-    out: list[Record] = []
-    inline_source = records_source if records_source is not None else "the records"
-    for record in records:
-        qrels = judgments.get(record.id)
-        if qrels is None:
-            out.append(record)
-            continue
-        if record.judgments is not None:
-            raise InputError(
-                f"record {record.id!r} has inline judgments in {inline_source} and judgments "
-                f"in {source}; give judgments in one place only",
-                path=source,
-                field="judgments",
-            )
-        out.append(_with_judgments(record, qrels, source))
-    return out
-
-
-def _with_judgments(record: Record, qrels: Mapping[str, int], source: str) -> Record:
-    try:
-        grades = validate_judgments(qrels, f"judgments.{record.id}")
-    except FieldError as error:
-        raise InputError(error.message, path=source, field=error.field) from None
-    return dataclasses.replace(record, judgments=grades)

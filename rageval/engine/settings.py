@@ -1,0 +1,88 @@
+"""How a run is scored and summarised: :class:`RunSettings`, checked once when it is built,
+before anything is read, sent or written."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rageval.core.errors import UsageError, check_int
+from rageval.core.files import creatable
+from rageval.engine.sink import FileSink
+
+if TYPE_CHECKING:
+    from rageval.engine.local import Engine
+
+__all__ = ["DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "RunSettings"]
+
+#: What can score a run's batches: this process, or a Ray cluster.
+ENGINES = ("local", "ray")
+
+#: Records read and scored together when a records file is streamed: large enough that the
+#: judge keeps its requests flowing across batches, small enough that a window's records and
+#: their derived data stay a few tens of MB.
+DEFAULT_WINDOW = 10_000
+#: The window on Ray: each window gets its own pool of actors, which load their models again
+#: (BERTScore's), so a window there holds more blocks.
+DEFAULT_RAY_WINDOW = 100_000
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of a run that change no value: the bootstrap's ``seed`` and resample
+    count, the ``batch_size`` records are scored in, the ``window`` a records file is read in
+    (None: :data:`DEFAULT_WINDOW`, or :data:`DEFAULT_RAY_WINDOW` on Ray), the ``engine`` and
+    its Ray cluster, and the run directory ``out`` the results are written to as they finish.
+
+    Building one checks every setting, so a run stops on a bad one before it reads a record.
+    """
+
+    seed: int = 0
+    bootstrap: int = 1000
+    batch_size: int = 1000
+    window: int | None = None
+    engine: str = "local"
+    ray_address: str | None = None
+    ray_workers: int | None = None
+    out: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, low in (("seed", self.seed, 0), ("bootstrap", self.bootstrap, 1),
+                                 ("batch_size", self.batch_size, 1)):
+            check_int(name, value, low)
+        if self.window is not None and (isinstance(self.window, bool)
+                                        or not isinstance(self.window, int) or self.window < 1):
+            raise UsageError(f"the window size must be a positive integer, got {self.window!r}")
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown engine {self.engine!r}: use one of {', '.join(ENGINES)}")
+        if self.engine == "local" and (self.ray_address is not None
+                                       or self.ray_workers is not None):
+            raise UsageError("ray_address and ray_workers go with engine='ray'")
+        if self.out is not None and (problem := creatable(self.out)) is not None:
+            raise UsageError(f"out {os.fspath(self.out)}: cannot write the results there: "
+                             f"{problem}")
+
+    @property
+    def window_size(self) -> int:
+        """The records read and scored together from a records file."""
+        if self.window is not None:
+            return self.window
+        return DEFAULT_RAY_WINDOW if self.engine == "ray" else DEFAULT_WINDOW
+
+    def sink(self) -> FileSink | None:
+        """Where the per-record results go as they finish (None: kept in memory)."""
+        return FileSink(self.out) if self.out is not None else None
+
+    @contextlib.contextmanager
+    def scorer(self) -> Iterator[Engine | None]:
+        """The engine that scores the batches, open for the run (None: this process)."""
+        if self.engine == "local":
+            yield None
+            return
+        from rageval.engine.ray_engine import RayEngine
+
+        with RayEngine(self.ray_address, self.ray_workers) as engine:
+            yield engine
