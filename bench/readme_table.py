@@ -1,16 +1,16 @@
-"""The README's benchmark table, regenerated from the benchmarks' own JSON output.
+"""The benchmark table of docs/benchmarks.md, regenerated from the benchmarks' own JSON output.
 
     python bench/bench_trec.py --json out/trec.json
     python bench/bench_score.py --json out/score.json
     python bench/bench_bertscore.py --pairs 500 --json out/bertscore.json
     python bench/bench_judge.py --json out/judge.json
     python bench/bench_judge_run.py --json out/judge_run.json
-    python bench/readme_table.py out/            # rewrite the table in README.md
+    python bench/readme_table.py out/            # rewrite the table in docs/benchmarks.md
     python bench/readme_table.py out/ --print    # only print it
 
 Every file present in the directory gives its rows (a missing one is left out and said so);
 the table goes between the ``<!-- bench-table -->`` and ``<!-- /bench-table -->`` lines of the
-README, with the machine it was measured on.
+page (``--page``, default docs/benchmarks.md), with the machine it was measured on.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "benchmarks.md"
 START, END = "<!-- bench-table -->", "<!-- /bench-table -->"
 HEADER = ("| benchmark | anchor | anchor's figure | rageval's | ratio | values |\n"
           "| --- | --- | ---: | ---: | ---: | --- |")
@@ -124,19 +125,20 @@ def table(directory: Path) -> tuple[str, list[str]]:
     return "\n".join([machine, "", *lines]), missing
 
 
-def rewrite(readme: Path, text: str) -> None:
-    content = readme.read_text(encoding="utf-8")
+def rewrite(page: Path, text: str) -> None:
+    content = page.read_text(encoding="utf-8")
     if START not in content or END not in content:
-        sys.exit(f"readme_table: {readme} has no {START} ... {END} block")
+        sys.exit(f"readme_table: {page} has no {START} ... {END} block")
     head, rest = content.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{text}\n{END}{tail}", encoding="utf-8")
+    page.write_text(f"{head}{START}\n{text}\n{END}{tail}", encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", type=Path, help="where the benchmarks wrote their JSON")
-    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--page", "--readme", dest="page", type=Path, default=PAGE,
+                        help="the page holding the table (default docs/benchmarks.md)")
     parser.add_argument("--print", action="store_true", help="print the table, change nothing")
     args = parser.parse_args()
     text, missing = table(args.directory)
@@ -146,8 +148,8 @@ def main() -> None:
     if args.print:
         print(text)
     else:
-        rewrite(args.readme, text)
-        print(f"rewrote the benchmark table of {args.readme}")
+        rewrite(args.page, text)
+        print(f"rewrote the benchmark table of {args.page}")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.core.records import ids as record_ids
 from rageval.core.errors import InputError
+from rageval.core.records import ids as record_ids
 from rageval.core.records.ids import SeenIds, digests
 from rageval.core.records.model import validate_records
 
