@@ -1,0 +1,106 @@
+"""Prediction-powered inference (PPI) for a mean: a judge's scores over every record, corrected
+by the records that also carry a human label (Angelopoulos et al., Science 2023), and the
+power-tuned PPI++ (Angelopoulos, Duchi and Zrnic, 2023), as the ``ppi_py`` package computes
+them (``ppi_mean_pointestimate`` and ``ppi_mean_ci``, normal intervals, no weights).
+
+With ``n`` labelled records (human label ``y``, judge score ``f``) and ``N`` unlabelled ones
+(judge score ``f~``), for a weight ``lam`` in [0, 1]::
+
+    estimate = lam * mean(f~) + mean(y - lam * f)
+    se       = sqrt(var(lam * f~) / N + var(y - lam * f) / n)        (variances with ddof 0)
+
+``lam = 1`` is PPI; ``lam = 0`` is the human labels alone (the classical interval); PPI++
+estimates the ``lam`` that minimises the variance from the data, clipped to [0, 1]::
+
+    lam = cov(y, f) / ((1 + n / N) * var(f and f~ together))          (cov ddof 0, var ddof 1)
+
+One departure from ``ppi_py``: when every judge score is the same the judge tells nothing
+(``ppi_py`` divides by zero); rageval then uses ``lam = 0``, the human labels alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+__all__ = ["PPIEstimate", "classical_mean", "ppi_mean"]
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    """A mean and its normal confidence interval, with what it was computed from: ``lam``
+    (1: PPI, 0: the labels alone, else PPI++'s tuned weight), the labelled and unlabelled
+    record counts."""
+
+    mean: float
+    ci: tuple[float, float]
+    lam: float
+    labelled: int
+    unlabelled: int
+
+    @property
+    def width(self) -> float:
+        return self.ci[1] - self.ci[0]
+
+
+def ppi_mean(labels: Sequence[float] | np.ndarray, judged: Sequence[float] | np.ndarray,
+             judged_unlabelled: Sequence[float] | np.ndarray, *, level: float = 0.95,
+             tuned: bool = True) -> PPIEstimate:
+    """The prediction-powered mean of the human labels: ``labels`` and ``judged`` (the judge's
+    scores of the same records, aligned) and ``judged_unlabelled`` (the judge's scores of the
+    records without a label). ``tuned``: PPI++'s weight, else PPI's (1)."""
+    y, f, f_unlabelled = _arrays(labels, judged, judged_unlabelled)
+    lam = _tuned_lam(y, f, f_unlabelled) if tuned else 1.0
+    n, big_n = len(y), len(f_unlabelled)
+    estimate = float((lam * f_unlabelled).mean() + (y - lam * f).mean())
+    se = math.sqrt(float((lam * f_unlabelled).std()) ** 2 / big_n
+                   + float((y - lam * f).std()) ** 2 / n)
+    return PPIEstimate(estimate, _normal_interval(estimate, se, level), lam, n, big_n)
+
+
+def classical_mean(labels: Sequence[float] | np.ndarray, *,
+                   level: float = 0.95) -> tuple[float, tuple[float, float]]:
+    """The mean of ``labels`` and its normal (central limit) interval, as ``ppi_py``'s
+    ``classical_mean_ci``: what the human labels alone say."""
+    y = np.asarray(labels, dtype=np.float64)
+    if len(y) < 2:
+        raise ValueError(f"a mean's interval needs at least 2 values, got {len(y)}")
+    mean = float(y.mean())
+    return mean, _normal_interval(mean, float(y.std()) / math.sqrt(len(y)), level)
+
+
+def _arrays(labels: Sequence[float] | np.ndarray, judged: Sequence[float] | np.ndarray,
+            judged_unlabelled: Sequence[float] | np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y, f, f_unlabelled = (np.asarray(a, dtype=np.float64)
+                          for a in (labels, judged, judged_unlabelled))
+    if y.ndim != 1 or y.shape != f.shape:
+        raise ValueError(f"labels and judged scores must be aligned 1-d arrays, got shapes "
+                         f"{y.shape} and {f.shape}")
+    if len(y) < 2 or f_unlabelled.ndim != 1 or len(f_unlabelled) < 1:
+        raise ValueError(f"PPI needs at least 2 labelled and 1 unlabelled records, got "
+                         f"{len(y)} and {f_unlabelled.size}")
+    if not all(np.isfinite(a).all() for a in (y, f, f_unlabelled)):
+        raise ValueError("labels and judged scores must be finite")
+    return y, f, f_unlabelled
+
+
+def _tuned_lam(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> float:
+    """PPI++'s variance-minimising weight, estimated as ``ppi_py`` estimates it."""
+    n, big_n = len(y), len(f_unlabelled)
+    covariance = float(((y - y.mean()) * (f - f.mean())).sum()) / n
+    variance = float(np.var(np.concatenate([f, f_unlabelled]), ddof=1))
+    if variance == 0:  # a constant judge tells nothing: the labels alone
+        return 0.0
+    return float(np.clip(covariance / ((1 + n / big_n) * variance), 0, 1))
+
+
+def _normal_interval(mean: float, se: float, level: float) -> tuple[float, float]:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    return mean - z * se, mean + z * se
