@@ -43,6 +43,7 @@ def evaluate(
     embedding_cache: str | None = None,
     judge: JudgeOptions | None = None,
     judgments_from: str | None = None,
+    human: str | None = None,
     format: str | None = None,
     max_line_bytes: int | None = None,
     out: str | os.PathLike[str] | None = None,
@@ -70,7 +71,11 @@ def evaluate(
     ``judge`` (a :class:`~rageval.judge.llm.options.JudgeOptions`) configures ``judge:*`` metrics:
     model, endpoint, cache, offline replay. ``judgments_from="judge"`` has the judge grade the
     contexts of records without judgments (``context_relevance``, 0-3) and uses the grades as
-    their judgments (see :mod:`rageval.judge.rubric.judgments`). ``format`` and ``max_line_bytes``
+    their judgments (see :mod:`rageval.judge.rubric.judgments`). ``human`` names a field of
+    the records holding human labels (a number, or an object mapping metrics to numbers, as
+    ``rageval agree --human`` reads them): each judge metric's summary then gives its mean
+    calibrated by them (``calibrated``: prediction-powered inference, see docs/calibration.md).
+    ``format`` and ``max_line_bytes``
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
 
     A records file in rageval's own format is read and scored ``window`` records at a time
@@ -104,7 +109,7 @@ def evaluate(
             raise UsageError("judgments_from='judge' needs a judge (judge=JudgeOptions("
                              "model=...), or --judge-model)")
         provider = judgments_provider(judgments_from, options)
-    inputs = RunInputs(records, qrels=qrels, provider=provider, format=format,
+    inputs = RunInputs(records, qrels=qrels, provider=provider, human=human, format=format,
                        max_line_bytes=max_line_bytes, window=settings.window_size,
                        progress=load_progress)
     with settings.scorer() as scorer:

@@ -25,6 +25,7 @@ from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, RunHooks, ScoreOptions, settled
 from rageval.core.records import Record
 from rageval.core.records.field_hints import NeededFields
+from rageval.core.records.human import LabelColumns
 from rageval.core.registry import create
 from rageval.core.results import Results
 from rageval.engine.local import Engine, LocalEngine, merge_run_wide
@@ -82,6 +83,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     provider = inputs.provider
     state = _RunState(_resolve(metrics, options))
     state.helpers = provider.metrics() if provider is not None else []
+    state.labels = _labels(inputs, state.metrics)
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
     windows, single = _read_ahead(inputs.windows(), one=provider is not None
@@ -106,6 +108,11 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
             state.metrics = settled(state.metrics, options, inputs.judgments.source())
         else:
             state.fields.note(window)
+        if state.labels is not None:
+            for name, labels in state.labels.take(window).items():
+                state.parts.add_labels(name, labels)
+            if single:
+                _check_labels_found(state.labels)
         for hooks, group in _by_hooks(state.metrics):
             hooks.prepare(run, group)
         _score_window(state, run, settings.batch_size, progress, sink, engine, single)
@@ -116,9 +123,14 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     signers = settled(state.metrics, options, inputs.judgments.source())
     if not single:
         state.fields.check()
+        if state.labels is not None:
+            _check_labels_found(state.labels)
     summary = state.parts.summarise(signers, settings.seed, settings.bootstrap)
     for hooks, group in _by_hooks([*state.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
+    if state.labels is not None:
+        extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
+                                 "metrics": list(state.labels.scales)}
     manifest = run_manifest({"source": inputs.source, "count": state.count, **described},
                             signers, state.helpers,
                             settings.seed, settings.bootstrap, extra)
@@ -159,6 +171,7 @@ class _RunState:
         self.count = 0
         self.last_run: Batch = Batch([])
         self.helpers: list[Metric] = []  # the judgments provider's metrics
+        self.labels: LabelColumns | None = None  # the human labels, when the run has them
 
 
 def _score_window(state: _RunState, run: Batch, batch_size: int,
@@ -178,6 +191,24 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
         if progress is not None:
             progress(done, total)
     state.count += len(run.records)
+
+
+def _labels(inputs: RunInputs, metrics: list[Metric]) -> LabelColumns | None:
+    """The human labels to read, for the metrics scored on a fixed scale (a rubric's)."""
+    if inputs.human is None:
+        return None
+    scales = {str(m): scale for m in metrics if (scale := m.score_range()) is not None}
+    if not scales:
+        raise UsageError(f"human labels ({inputs.human!r}) calibrate metrics scored on a "
+                         f"fixed scale (a rubric's), and no metric of the run is: "
+                         f"{', '.join(map(str, metrics))}")
+    return LabelColumns(inputs.human, scales, inputs.source)
+
+
+def _check_labels_found(labels: LabelColumns) -> None:
+    if labels.found == 0:
+        raise UsageError(f"human labels: no record of {labels.source} has a field "
+                         f"{labels.field!r}")
 
 
 def _by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:

@@ -105,6 +105,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             embedding_cache=args.embedding_cache,
             judge=judge,
             judgments_from=args.judgments_from,
+            human=args.human,
             format=args.format,
             max_line_bytes=args.max_line_bytes,
             out=args.out,

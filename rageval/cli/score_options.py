@@ -191,6 +191,10 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judgments-from", choices=("judge",),
                    help="judge: grade the contexts of records without judgments "
                    "(context_relevance, 0-3) and use the grades as their judgments")
+    j.add_argument("--human", metavar="FIELD",
+                   help="the records' field of human labels (a number, or an object mapping "
+                   "judge metrics to numbers): each judge mean is also given calibrated by "
+                   "them (prediction-powered inference; at least 10 labelled records)")
 
 
 def _gate_options(p: argparse.ArgumentParser) -> None:

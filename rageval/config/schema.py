@@ -88,6 +88,7 @@ FIELDS: list[Field] = [
         ("trec_convention", "trec_convention", "bool", (), "score as trec_eval does"),
         ("embedding_cache", "embedding_cache", "str", (), "BERTScore embedding cache"),
         ("judgments_from", "judgments_from", "choice", ("judge",), "grade contexts by judge"),
+        ("human", "human", "str", (), "the records' field of human labels"),
     ]),
     *_fields("judge", [
         ("model", "judge_model", "str", (), ""),

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError, MissingDependencyError, UsageError
 from rageval.core.files import atomic_write
 
@@ -49,6 +50,8 @@ class MetricSummary:
     in_table: bool = True  # False for components the terminal table leaves out by default
     # Records whose value stands but is flagged (a record's details' "flags"), by flag.
     flagged: dict[str, int] = field(default_factory=dict)
+    # The mean calibrated by human labels (a run given them: --human FIELD).
+    calibrated: Calibration | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -65,6 +68,8 @@ class MetricSummary:
             out["unscored_reasons"] = dict(self.reasons)
         if self.flagged:
             out["flagged"] = dict(self.flagged)
+        if self.calibrated is not None:
+            out["calibrated"] = self.calibrated.to_json()
         return out
 
     @classmethod
@@ -81,6 +86,8 @@ class MetricSummary:
             short_signature=str(data.get("short_signature", "")),
             in_table=not data.get("component", False),
             flagged={str(k): int(v) for k, v in (data.get("flagged") or {}).items()},
+            calibrated=(Calibration.from_json(data["calibrated"]) if data.get("calibrated")
+                        else None),
         )
 
 
@@ -249,6 +256,8 @@ class Results:
             "aggregate": [s.aggregate for _, s in items],
             "signature": [s.signature for _, s in items],
         }
+        if any(s.calibrated is not None for _, s in items):
+            columns.update(_calibration_columns([s.calibrated for _, s in items]))
         return _frame(columns, backend)
 
     def summary_json(self) -> dict[str, Any]:
@@ -329,3 +338,18 @@ def _json_float(value: float | None) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return float(value)
+
+
+def _calibration_columns(items: Sequence[Calibration | None]) -> dict[str, list[Any]]:
+    """The summary frame's columns of judge means calibrated by human labels."""
+    def pick(get: Any) -> list[Any]:
+        return [None if c is None else get(c) for c in items]
+
+    return {
+        "calibrated": pick(lambda c: c.mean),
+        "calibrated_ci95_low": pick(lambda c: c.ci95[0] if c.ci95 else None),
+        "calibrated_ci95_high": pick(lambda c: c.ci95[1] if c.ci95 else None),
+        "human_mean": pick(lambda c: c.human_mean),
+        "labelled": pick(lambda c: c.labelled),
+        "unlabelled": pick(lambda c: c.unlabelled),
+    }

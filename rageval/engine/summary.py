@@ -14,6 +14,7 @@ import numpy as np
 
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
+from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
 
@@ -33,6 +34,10 @@ class SummaryParts:
         self._reasons[str(metric)].update(r for r in reasons if r is not None)
         self._stores[str(metric)].add(part)
 
+    def add_labels(self, name: str, labels: list[float]) -> None:
+        """Keep the human labels of the records scored next, in their order (NaN: none)."""
+        self._stores[name].add_labels(labels)
+
     def summarise(self, metrics: list[Metric], seed: int,
                   bootstrap: int) -> dict[str, MetricSummary]:
         """The run's summary, one item per output name (``metrics``: the metrics as they sign
@@ -40,8 +45,11 @@ class SummaryParts:
         out: dict[str, MetricSummary] = {}
         means: dict[str, np.ndarray] = {}  # outputs whose CI is the mean's, resampled together
         for scored, signing in zip(self._stores, metrics, strict=True):
-            result = self._stores[scored].result()  # the store hands its arrays over
-            out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means))
+            store = self._stores[scored]
+            labels = store.labels()
+            result = store.result()  # the store hands its arrays over
+            out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
+                                 labels))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
         for name, ci in zip(names, cis, strict=True):
@@ -62,7 +70,17 @@ class MetricStore:
         self._names: list[str] = []
         self._stats: GrowingColumn | None = None
         self._details: list[dict[str, Any] | None] | None = None
+        self._labels: GrowingColumn | None = None
         self.count = 0
+
+    def add_labels(self, labels: list[float]) -> None:
+        if self._labels is None:
+            self._labels = GrowingColumn(np.float64)
+        self._labels.append(np.asarray(labels, dtype=np.float64))
+
+    def labels(self) -> np.ndarray | None:
+        """The human labels kept, aligned with the values (None: the run has none)."""
+        return None if self._labels is None else self._labels.array()
 
     def add(self, part: MetricResult) -> None:
         if not self._names:
@@ -120,10 +138,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
-              bootstrap: int, means: dict[str, np.ndarray] | None = None
-              ) -> dict[str, MetricSummary]:
+              bootstrap: int, means: dict[str, np.ndarray] | None = None,
+              labels: np.ndarray | None = None) -> dict[str, MetricSummary]:
     """Each output's summary: the mean (or the metric's corpus figure for its headline), the
-    seeded bootstrap CI, scored and unscored counts, and the signature.
+    seeded bootstrap CI, scored and unscored counts, and the signature; with human ``labels``
+    (aligned with the records), the headline's mean calibrated by them.
 
     With ``means`` given, outputs whose CI is the mean's are left without one and their scored
     values put in ``means``, for the caller to resample every metric's together."""
@@ -149,9 +168,11 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
                 ci = bootstrap_ci(kept, resamples=bootstrap, seed=seed)
             else:
                 ci, means[name] = None, kept
+        headline = name == metric.output_names()[0]
         out[name] = MetricSummary(
             value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
             dict(reasons), aggregate, signature.format(short=True),
             in_table=name in metric.table_names(), flagged=dict(flagged),
+            calibrated=calibrate(values, labels) if labels is not None and headline else None,
         )
     return out

@@ -35,13 +35,15 @@ class RunInputs:
     qrels path, or a mapping ``{record_id: {doc_id: grade}}``) fill the records' judgments as
     they are read, in :attr:`judgments`, where every judgment joins the records and which says
     where they came from; ``provider`` grades the records still without any
-    (``judgments_from``). :attr:`source` names the records in the manifest, and
+    (``judgments_from``). ``human`` names the records' field of human labels that calibrate
+    the judge means. :attr:`source` names the records in the manifest, and
     :attr:`manifest` says how to read them again when they came from a spec.
     """
 
     def __init__(self, records: RecordsIn, *,
                  qrels: str | os.PathLike[str] | Qrels | None = None,
-                 provider: JudgmentsProvider | None = None, format: str | None = None,
+                 provider: JudgmentsProvider | None = None, human: str | None = None,
+                 format: str | None = None,
                  max_line_bytes: int | None = None, window: int = 10_000,
                  progress: LoadProgress | None = None) -> None:
         self.manifest: dict[str, Any] | None = None
@@ -58,6 +60,9 @@ class RunInputs:
         self.window = window
         self.progress = progress
         self.provider = provider
+        if human is not None and (not isinstance(human, str) or not human.strip()):
+            raise UsageError(f"human must name a field of the records, got {human!r}")
+        self.human = human
         self.source = _source(records)
         self.judgments = _join(qrels, self.source)
         self._qrels_given = qrels is not None

@@ -71,6 +71,31 @@ def unscored_lines(results: Results) -> list[str]:
     return lines
 
 
+def calibration_lines(results: Results) -> list[str]:
+    """One line per metric calibrated by human labels: the calibrated mean and CI beside the
+    raw mean and what the labels alone say, or why there is no calibrated mean."""
+    lines = []
+    for name, item in results.summary.items():
+        c = item.calibrated
+        if c is None:
+            continue
+        alone = ("" if c.human_mean is None or c.human_ci95 is None else
+                 f"; the labels alone: {_fmt(c.human_mean)} {_interval(c.human_ci95)}")
+        if c.mean is None or c.ci95 is None:
+            lines.append(f"{name}: not calibrated: {c.refused}{alone}")
+            continue
+        tuned = ("" if c.tuned_mean is None or c.tuned_ci95 is None else
+                 f"; PPI++ {_fmt(c.tuned_mean)} {_interval(c.tuned_ci95)}")
+        lines.append(f"{name} calibrated by {count_of(c.labelled, 'human label')} (PPI, "
+                     f"{c.unlabelled} unlabelled): {_fmt(c.mean)} {_interval(c.ci95)}{tuned}; "
+                     f"the judge alone: {_fmt(item.value)}{alone}")
+    return lines
+
+
+def _interval(ci: tuple[float, float]) -> str:
+    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
 def flagged_text(flag: str, count: int) -> str:
     """``count`` records flagged ``flag``: their values stand, with a warning."""
     return (f"{count_of(count, 'record')} flagged {flag}: scored, but read the records' "
@@ -107,6 +132,8 @@ def print_summary(results: Results, console: Console, *, components: bool = Fals
     """The summary table, the reasons for unscored values, and the signatures (their table
     with ``signatures``, else one line saying where they are)."""
     console.print(summary_table(results, components=components))
+    for line in calibration_lines(results):
+        console.print(line, markup=False, highlight=False)
     for line in unscored_lines(results):
         console.print(line, style="yellow", markup=False, highlight=False)
     if signatures:

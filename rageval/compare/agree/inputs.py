@@ -8,7 +8,6 @@ records file the run scored (:func:`human_labels_path`, :class:`HumanLabels`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.records.human import label_keys, parse_label
 from rageval.core.results import Results
 
 __all__ = [
@@ -234,7 +234,7 @@ class HumanLabels:
             hint = f"; fields there: {', '.join(extras)}" if extras else ""
             raise UsageError(f"--human {field_name}: no record of {path} has a field "
                              f"'{field_name}'{hint}")
-        labels = {r.id: _parse_label(r.extra.get(field_name), r.id, field_name, path)
+        labels = {r.id: parse_label(r.extra.get(field_name), r.id, field_name, path)
                   for r in records}
         single = next((i for i in ids if isinstance(labels.get(i), float)), None)
         if single is not None and len(pairs) > 1:
@@ -258,52 +258,8 @@ class HumanLabels:
             return math.nan, self.field
         if isinstance(value, float):
             return value, self.field
-        for key in _label_keys(names):
+        for key in label_keys(names):
             label = value.get(key)
             if label is not None:
                 return label, f"{self.field}.{key}"
         return math.nan, self.field
-
-
-def _label_keys(names: Iterable[str]) -> list[str]:
-    """Keys a human label object may use for a metric: the full output name, then without
-    ``judge:``, without parameters, and the file stem of a rubric given by path."""
-    keys: dict[str, None] = {}
-    for name in names:
-        target = name[len(JUDGE_PREFIX):] if name.startswith(JUDGE_PREFIX) else name
-        base = target.split("(", 1)[0]
-        for key in (name, target, JUDGE_PREFIX + base, base, Path(base).stem):
-            keys.setdefault(key, None)
-    return list(keys)
-
-
-def _parse_label(value: Any, record_id: str, field_name: str,
-                 path: str) -> float | dict[str, float | None] | None:
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = json.loads(value)  # a CSV cell holding a JSON object
-        except ValueError:
-            raise InputError(f"record {record_id!r}: human label is not a valid JSON object",
-                             path=path, field=field_name) from None
-    if isinstance(value, Mapping):
-        return {str(k): _parse_number(v, record_id, f"{field_name}.{k}", path)
-                for k, v in value.items()}
-    return _parse_number(value, record_id, field_name, path)
-
-
-def _parse_number(value: Any, record_id: str, field_name: str, path: str) -> float | None:
-    """A finite number; a numeric string (CSV cells are strings); None or "" for missing."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    number: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-    if number is None or not math.isfinite(number):
-        raise InputError(f"record {record_id!r}: human label must be a finite number, found "
-                         f"{value!r}", path=path, field=field_name)
-    return number
