@@ -22,10 +22,12 @@ def run_compare(
     seed: int,
     components: bool,
     out: TextIO,
+    human: str | None = None,
 ) -> int:
     """The ``rageval compare`` command: compare, write ``--json`` atomically, print tables."""
     comparison = compare_runs(dirs, baseline=baseline, intersect=intersect,
-                              resamples=resamples, permutations=permutations, seed=seed)
+                              resamples=resamples, permutations=permutations, seed=seed,
+                              human=human)
     console = console_for(out)
     render_comparison(comparison, console, components=components)
     if json_path:

@@ -76,6 +76,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the rows as a JSON list")
     p.add_argument("--components", action="store_true",
                    help="also compare components (rouge2.precision, bleu.p1, ...)")
+    p.add_argument("--human", metavar="FIELD",
+                   help="the field of human labels in the records files the runs scored: "
+                   "each judge metric's difference is also given calibrated by them (PPI)")
 
 
 def _add_agree(sub: argparse._SubParsersAction) -> None:
@@ -221,7 +224,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.compare_command import run_compare
 
         return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
-                           args.permutations, args.seed, args.components, out)
+                           args.permutations, args.seed, args.components, out,
+                           human=args.human)
     if args.command == "agree":
         from rageval.cli.agree_command import run_agree
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rageval.compare.runs.calibrated import RunLabels, add_calibrated
 from rageval.compare.runs.output import (
     MARKS,
     comparison_table,
@@ -94,12 +95,15 @@ def compare_runs(
     resamples: int = 10_000,
     permutations: int = 10_000,
     seed: int = 0,
+    human: str | None = None,
 ) -> Comparison:
     """Compare every run with the baseline (default: the first run), metric by metric.
 
     ``run_dirs`` are directories written by ``rageval score --out DIR`` (or loaded
     :class:`Results`; ``names`` then labels them, default ``run1``, ``run2`` ...). A run is named
-    by its path as given. ``baseline`` may be one of the runs or an extra one. Raises
+    by its path as given. ``baseline`` may be one of the runs or an extra one. ``human`` names
+    the field of human labels in the records files the runs scored: each rubric judge row then
+    gains a ``calibrated`` difference (:mod:`~rageval.compare.runs.calibrated`). Raises
     :class:`InputError` when record ids do not pair (without ``intersect``) and
     :class:`UsageError` for bad arguments.
     """
@@ -107,6 +111,8 @@ def compare_runs(
     runs = load_runs(run_dirs, names)
     base, systems = pick_baseline(runs, baseline)
     ids, positions, dropped = pair_record_ids([base, *systems], intersect)
+    labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
+              if human is not None else None)
     rows: list[dict[str, Any]] = []
     not_compared: dict[str, dict[str, list[str]]] = {}
     for system in systems:
@@ -114,6 +120,9 @@ def compare_runs(
             base, system, positions[base.name], positions[system.name],
             resamples=resamples, permutations=permutations, seed=seed,
         )
+        if labels is not None:
+            add_calibrated(pair_rows, base, system, positions[base.name],
+                           positions[system.name], labels[base.name], labels[system.name])
         rows += pair_rows
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
@@ -129,6 +138,9 @@ def compare_runs(
         "holm": "per comparison; headline rows and component rows are separate families",
         "intersect": intersect,
     }
+    if human is not None:
+        settings["calibrated"] = ("PPI on the paired differences, human labels in field "
+                                  f"{human!r} of each run's records")
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
                       settings, not_compared)
 

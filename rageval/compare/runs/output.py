@@ -116,12 +116,32 @@ def _notes(comparison: Comparison, system: str,
     for row in rows:
         if row["n"] == 0:
             lines.append((f"{row['metric']}: no record is scored in both runs", "yellow"))
+    lines += [(text, "") for row in rows if (text := _calibrated_text(row)) is not None]
     missing = comparison.not_compared.get(system, {})
     for key, where in (("baseline_only", comparison.baseline), ("system_only", system)):
         if missing.get(key):
             lines.append((f"only in {where}, not compared: {', '.join(missing[key])}",
                           "yellow"))
     return lines
+
+
+def _calibrated_text(row: dict[str, Any]) -> str | None:
+    """The calibrated difference of a rubric judge row, or why there is none."""
+    c = row.get("calibrated")
+    if c is None:
+        return None
+    human = c.get("human")
+    alone = ("" if human is None else
+             f"; the labels alone: {_fmt(human['delta'], signed=True)} "
+             f"[{_fmt(human['ci95'][0], signed=True)}, {_fmt(human['ci95'][1], signed=True)}]")
+    if "delta" not in c:
+        return f"{row['metric']}: no calibrated difference: {c['refused']}{alone}"
+    low, high = c["ci95"]
+    verdict = ("the interval holds 0: no difference is established" if c["crosses_zero"]
+               else "the interval excludes 0")
+    return (f"{row['metric']}: calibrated by {c['labelled']} labelled pairs (PPI, "
+            f"{c['unlabelled']} unlabelled): delta {_fmt(c['delta'], signed=True)} "
+            f"[{_fmt(low, signed=True)}, {_fmt(high, signed=True)}]; {verdict}{alone}")
 
 
 def _legend(comparison: Comparison) -> list[str]:

@@ -23,7 +23,7 @@ from rageval.core.registry import create
 from rageval.core.results import Results
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
-__all__ = ["LEVEL", "Comparison", "compare_pair", "mismatch_kind", "signature_diff"]
+__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "mismatch_kind", "signature_diff"]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -94,8 +94,8 @@ def compare_pair(
                "system_only": [n for n in ssum if n not in bsum]}
     metrics = []
     for name in (n for n in bsum if n in ssum):
-        b = _column(base.results, name)[base_pos]
-        s = _column(system.results, name)[system_pos]
+        b = column(base.results, name)[base_pos]
+        s = column(system.results, name)[system_pos]
         corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
         metrics.append(_Metric(name, b, s, corpus, _row_head(name, base, system, b, s, corpus)))
     tested = [m for m in metrics if m.row["n"] > 0]
@@ -241,7 +241,7 @@ def _details(run: NamedRun, metric: _Metric, positions: np.ndarray) -> list[dict
     return out
 
 
-def _column(results: Results, name: str) -> np.ndarray:
+def column(results: Results, name: str) -> np.ndarray:
     """Per-record values of one output name, NaN where unscored (or absent)."""
     values = (r.scores.get(name) for r in results.records)
     return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64,
