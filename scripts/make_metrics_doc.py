@@ -38,7 +38,8 @@ from metrics_doc_code import _relative, missing_tests, signature_code, value_cod
 from metrics_doc_references import REFERENCES, Reference  # noqa: E402
 
 from rageval.core import registry  # noqa: E402
-from rageval.core.metric import Metric, Param, render_value  # noqa: E402
+from rageval.core.metric import Metric  # noqa: E402
+from rageval.core.params import Param, render_value  # noqa: E402
 
 PAGE = ROOT / "docs" / "metrics.md"
 

@@ -204,8 +204,8 @@ class _Reader:
 def _table_name(item: dict[str, Any]) -> Any:
     """``{name = "ndcg", cutoff = 10, gain = "exp"}`` as a metric name."""
     from rageval.core.errors import UsageError
-    from rageval.core.metric import render_value
     from rageval.core.names import MetricName, parse
+    from rageval.core.params import render_value
 
     rest = dict(item)
     base = rest.pop("name", None)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from rageval.core.metric import Metric, render_value
+from rageval.core.metric import Metric
+from rageval.core.params import render_value
 from rageval.core.registry import metric_classes
 from rageval.core.results import Results, count_of
 

@@ -23,7 +23,8 @@ import dataclasses
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Param, ScoreOptions
+from rageval.core.metric import ScoreOptions
+from rageval.core.params import Param
 from rageval.core.registry import register
 from rageval.retrieval import kernels
 

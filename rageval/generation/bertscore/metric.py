@@ -13,11 +13,11 @@ from rageval.core.metric import (
     Batch,
     Metric,
     MetricResult,
-    Param,
     ScoreOptions,
     answer_reference_reason,
 )
 from rageval.core.names import MetricName
+from rageval.core.params import Param
 from rageval.core.registry import register
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__

@@ -30,7 +30,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from rageval.core.metric import Batch, Metric, MetricResult, Param
+from rageval.core.metric import Batch, Metric, MetricResult
+from rageval.core.params import Param
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.rouge.pairs import _Pairs, batch_pairs

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, MetricResult, Param, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.names import MetricName
+from rageval.core.params import Param
 from rageval.core.signature import Field, Signature
 from rageval.judge.claims import citation_pipeline, claim_pipeline, nugget_pipeline
 from rageval.judge.claims.asking import Asker
