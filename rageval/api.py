@@ -37,6 +37,7 @@ def evaluate(
     seed: int = 0,
     bootstrap: int = 1000,
     batch_size: int = 1000,
+    ci: str = "records",
     progress: ProgressHook | None = None,
     load_progress: LoadProgress | None = None,
     steps: StepProgress | None = None,
@@ -61,7 +62,10 @@ def evaluate(
     mapping ``{record_id: {doc_id: grade}}``) fills the judgments of records.
     ``trec_convention`` scores queries without relevant judgments as trec_eval does (0) instead
     of leaving them unscored.
-    ``seed`` and ``bootstrap`` drive the CIs; ``progress`` is called after each batch.
+    ``seed`` and ``bootstrap`` drive the CIs; ``ci="judge-noise"`` draws the CI of a judge
+    metric asked several times per record (``JudgeOptions(samples=N)``) from the records and
+    then each record's samples, so that it holds the judge's own noise (docs/judge.md).
+    ``progress`` is called after each batch.
     ``load_progress`` is told how far a records file has been read (``(done, total)``, see
     :func:`~rageval.core.records.load_records`); ``steps`` (a
     :class:`~rageval.core.progress.StepProgress`) how far the long steps inside metrics are
@@ -96,7 +100,7 @@ def evaluate(
     started = time.perf_counter()
     settings = RunSettings(seed=seed, bootstrap=bootstrap, batch_size=batch_size, window=window,
                            engine=engine, ray_address=ray_address, ray_workers=ray_workers,
-                           out=out)  # every setting checked before anything is read
+                           out=out, ci=ci)  # every setting checked before anything is read
     if isinstance(records, InputSpec) and records.max_line_bytes is not None:
         max_line_bytes = records.max_line_bytes  # the spec's own, as the more specific
     options = ScoreOptions(trec_convention=trec_convention,

@@ -125,15 +125,16 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         state.fields.check()
         if state.labels is not None:
             _check_labels_found(state.labels)
-    summary = state.parts.summarise(signers, settings.seed, settings.bootstrap)
+    summary = state.parts.summarise(signers, settings.seed, settings.bootstrap,
+                                    noise=settings.resample_samples)
     for hooks, group in _by_hooks([*state.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
     if state.labels is not None:
         extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
                                  "metrics": list(state.labels.scales)}
     manifest = run_manifest({"source": inputs.source, "count": state.count, **described},
-                            signers, state.helpers,
-                            settings.seed, settings.bootstrap, extra)
+                            signers, state.helpers, settings.seed, settings.bootstrap, extra,
+                            ci=settings.ci)
     return Results(sink.records(), summary, manifest)
 
 

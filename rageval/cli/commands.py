@@ -98,6 +98,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             trec_convention=args.trec_convention,
             seed=args.seed,
             bootstrap=args.bootstrap,
+            ci=args.ci,
             batch_size=args.batch_size,
             progress=hooks.scoring,
             load_progress=hooks.loading,

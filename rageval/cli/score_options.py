@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "bootstrap": 1000,
     "batch_size": 1000,
+    "ci": "records",
     "engine": "local",
     "judge_api_key_env": "OPENAI_API_KEY",
     "judge_concurrency": 16,
@@ -63,6 +64,10 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
     p.add_argument("--bootstrap", type=int, help="bootstrap resamples for the 95%% CI "
                    "(default 1000)")
+    p.add_argument("--ci", choices=("records", "judge-noise"),
+                   help="how the 95%% CIs are drawn: records (default), or judge-noise: for a "
+                   "judge metric asked several times per record (--judge-samples), the records "
+                   "and then each record's samples, so that the CI holds the judge's own noise")
     p.add_argument("--batch-size", type=int, help="records per scoring batch (default 1000)")
     p.add_argument("--engine", choices=("local", "ray"),
                    help="what scores the batches: this process (local, the default) or a Ray "

@@ -81,6 +81,7 @@ FIELDS: list[Field] = [
         ("seed", "seed", "int", (), "bootstrap seed"),
         ("bootstrap", "bootstrap", "int", (), "bootstrap resamples"),
         ("batch_size", "batch_size", "int", (), "records per scoring batch"),
+        ("ci", "ci", "choice", ("records", "judge-noise"), "how the 95% CIs are drawn"),
         ("window", "window", "int", (), "records read and scored together"),
         ("engine", "engine", "choice", ("local", "ray"), "what scores the batches"),
         ("ray_address", "ray_address", "str", (), "the Ray cluster's address"),

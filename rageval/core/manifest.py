@@ -21,11 +21,13 @@ _ALWAYS_VERSIONED = ("numpy", "polars")
 
 def run_manifest(records: Mapping[str, Any], metrics: Sequence[Metric],
                  helpers: Sequence[Metric], seed: int, bootstrap: int,
-                 sections: Mapping[str, Any]) -> dict[str, Any]:
+                 sections: Mapping[str, Any], ci: str = "records") -> dict[str, Any]:
     """The manifest of a run over ``records`` (its ``source``, ``count`` and, for records
     read through an input spec, ``inputs``), signed by ``metrics`` (all under the run's final
     options); ``helpers`` are the judgments provider's metrics, whose libraries count too.
-    ``sections`` (by manifest key) never replace a key of the core or each other."""
+    ``sections`` (by manifest key) never replace a key of the core or each other. ``ci``:
+    how the intervals were drawn (``judge-noise``: the metrics judged with several samples
+    resample them within each record too)."""
     options = metrics[0].options
     manifest = {
         "rageval": __version__,
@@ -35,7 +37,7 @@ def run_manifest(records: Mapping[str, Any], metrics: Sequence[Metric],
         "judgments": options.judgments_source,
         "trec_convention": options.trec_convention,
         "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95,
-                      "method": "percentile"},
+                      "method": "percentile", **({"ci": ci} if ci != "records" else {})},
         "versions": _versions([*metrics, *helpers]),
     }
     for key, section in sections.items():

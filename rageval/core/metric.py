@@ -283,6 +283,16 @@ class Metric(ABC):
         the whole run, an analysis its manifest reads back)."""
         return True
 
+    def summary_figures(self, result: MetricResult) -> dict[str, Any]:
+        """Figures the summary reports beside the headline value, by key, from the metric's
+        summary parts (a judge's stability over its samples); none by default."""
+        return {}
+
+    def noise_samples(self, result: MetricResult) -> np.ndarray | None:
+        """Per record, the values its headline value is the mean of (a judge's samples; NaN
+        after), which ``--ci judge-noise`` resamples within each record; None: one each."""
+        return None
+
     def score_range(self) -> tuple[float, float] | None:
         """The lowest and highest value the headline can take, where the metric has a fixed
         scale that readers of its values need (a judge rubric's 1-5); None otherwise."""

@@ -52,6 +52,11 @@ class MetricSummary:
     flagged: dict[str, int] = field(default_factory=dict)
     # The mean calibrated by human labels (a run given them: --human FIELD).
     calibrated: Calibration | None = None
+    # Figures beside the value, by key (a judge's "stability" over its samples).
+    figures: dict[str, Any] = field(default_factory=dict)
+    # How the CI was drawn: "records" (the bootstrap of records), or "judge-noise" (records,
+    # then each record's judge samples).
+    ci_method: str = "records"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -70,6 +75,9 @@ class MetricSummary:
             out["flagged"] = dict(self.flagged)
         if self.calibrated is not None:
             out["calibrated"] = self.calibrated.to_json()
+        if self.ci_method != "records":
+            out["ci_method"] = self.ci_method
+        out.update(self.figures)
         return out
 
     @classmethod
@@ -88,7 +96,15 @@ class MetricSummary:
             flagged={str(k): int(v) for k, v in (data.get("flagged") or {}).items()},
             calibrated=(Calibration.from_json(data["calibrated"]) if data.get("calibrated")
                         else None),
+            figures={k: v for k, v in data.items() if k not in _SUMMARY_KEYS},
+            ci_method=str(data.get("ci_method", "records")),
         )
+
+
+# The keys of a metric's summary.json entry that are not figures (MetricSummary.figures).
+_SUMMARY_KEYS = frozenset({"value", "n", "unscored", "ci95", "signature", "aggregate",
+                           "short_signature", "component", "unscored_reasons", "flagged",
+                           "calibrated", "ci_method"})
 
 
 @dataclass(frozen=True)
@@ -258,6 +274,9 @@ class Results:
         }
         if any(s.calibrated is not None for _, s in items):
             columns.update(_calibration_columns([s.calibrated for _, s in items]))
+        if any("stability" in s.figures for _, s in items):
+            for key in ("flip_rate", "mean_sd"):
+                columns[key] = [(s.figures.get("stability") or {}).get(key) for _, s in items]
         return _frame(columns, backend)
 
     def summary_json(self) -> dict[str, Any]:

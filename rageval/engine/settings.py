@@ -16,10 +16,14 @@ from rageval.engine.sink import FileSink
 if TYPE_CHECKING:
     from rageval.engine.local import Engine
 
-__all__ = ["DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "RunSettings"]
+__all__ = ["CI_METHODS", "DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "RunSettings"]
 
 #: What can score a run's batches: this process, or a Ray cluster.
 ENGINES = ("local", "ray")
+
+#: How the summary's CIs are drawn: the records (a percentile bootstrap), or for a metric
+#: judged with several samples the records and then each record's samples (two levels).
+CI_METHODS = ("records", "judge-noise")
 
 #: Records read and scored together when a records file is streamed: large enough that the
 #: judge keeps its requests flowing across batches, small enough that a window's records and
@@ -35,7 +39,8 @@ class RunSettings:
     """The settings of a run that change no value: the bootstrap's ``seed`` and resample
     count, the ``batch_size`` records are scored in, the ``window`` a records file is read in
     (None: :data:`DEFAULT_WINDOW`, or :data:`DEFAULT_RAY_WINDOW` on Ray), the ``engine`` and
-    its Ray cluster, and the run directory ``out`` the results are written to as they finish.
+    its Ray cluster, the run directory ``out`` the results are written to as they finish, and
+    ``ci``, how the summary's intervals are drawn (one of :data:`CI_METHODS`).
 
     Building one checks every setting, so a run stops on a bad one before it reads a record.
     """
@@ -48,6 +53,7 @@ class RunSettings:
     ray_address: str | None = None
     ray_workers: int | None = None
     out: str | os.PathLike[str] | None = None
+    ci: str = "records"
 
     def __post_init__(self) -> None:
         for name, value, low in (("seed", self.seed, 0), ("bootstrap", self.bootstrap, 1),
@@ -56,6 +62,8 @@ class RunSettings:
         if self.window is not None and (isinstance(self.window, bool)
                                         or not isinstance(self.window, int) or self.window < 1):
             raise UsageError(f"the window size must be a positive integer, got {self.window!r}")
+        if self.ci not in CI_METHODS:
+            raise UsageError(f"unknown ci {self.ci!r}: use one of {', '.join(CI_METHODS)}")
         if self.engine not in ENGINES:
             raise UsageError(f"unknown engine {self.engine!r}: use one of {', '.join(ENGINES)}")
         if self.engine == "local" and (self.ray_address is not None
@@ -64,6 +72,11 @@ class RunSettings:
         if self.out is not None and (problem := creatable(self.out)) is not None:
             raise UsageError(f"out {os.fspath(self.out)}: cannot write the results there: "
                              f"{problem}")
+
+    @property
+    def resample_samples(self) -> bool:
+        """Whether a metric's CI resamples the samples within each record too."""
+        return self.ci == "judge-noise"
 
     @property
     def window_size(self) -> int:

@@ -16,7 +16,7 @@ from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
 from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
-from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
+from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
 
 class SummaryParts:
@@ -38,8 +38,8 @@ class SummaryParts:
         """Keep the human labels of the records scored next, in their order (NaN: none)."""
         self._stores[name].add_labels(labels)
 
-    def summarise(self, metrics: list[Metric], seed: int,
-                  bootstrap: int) -> dict[str, MetricSummary]:
+    def summarise(self, metrics: list[Metric], seed: int, bootstrap: int,
+                  noise: bool = False) -> dict[str, MetricSummary]:
         """The run's summary, one item per output name (``metrics``: the metrics as they sign
         the run, which may differ from those that scored it by run options only)."""
         out: dict[str, MetricSummary] = {}
@@ -49,7 +49,7 @@ class SummaryParts:
             labels = store.labels()
             result = store.result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
-                                 labels))
+                                 labels, noise))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
         for name, ci in zip(names, cis, strict=True):
@@ -139,14 +139,18 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
               bootstrap: int, means: dict[str, np.ndarray] | None = None,
-              labels: np.ndarray | None = None) -> dict[str, MetricSummary]:
+              labels: np.ndarray | None = None, noise: bool = False,
+              ) -> dict[str, MetricSummary]:
     """Each output's summary: the mean (or the metric's corpus figure for its headline), the
     seeded bootstrap CI, scored and unscored counts, and the signature; with human ``labels``
-    (aligned with the records), the headline's mean calibrated by them.
+    (aligned with the records), the headline's mean calibrated by them; with ``noise``, the
+    headline's CI of a metric that has samples within its records
+    (:meth:`~rageval.core.metric.Metric.noise_samples`) resamples them too.
 
     With ``means`` given, outputs whose CI is the mean's are left without one and their scored
     values put in ``means``, for the caller to resample every metric's together."""
     signature = metric.result_signature(result)
+    within = metric.noise_samples(result) if noise else None
     flagged = Counter(flag for detail in result.details or () if detail
                       for flag in detail.get("flags", ()))
     out: dict[str, MetricSummary] = {}
@@ -164,7 +168,9 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
         else:
             value = float(kept.mean()) if len(kept) else None
             aggregate = "mean"
-            if means is None:
+            if within is not None and name == metric.output_names()[0]:
+                ci = two_level_bootstrap_ci(within[scored], resamples=bootstrap, seed=seed)
+            elif means is None:
                 ci = bootstrap_ci(kept, resamples=bootstrap, seed=seed)
             else:
                 ci, means[name] = None, kept
@@ -174,5 +180,7 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
             dict(reasons), aggregate, signature.format(short=True),
             in_table=name in metric.table_names(), flagged=dict(flagged),
             calibrated=calibrate(values, labels) if labels is not None and headline else None,
+            figures=metric.summary_figures(result) if headline else {},
+            ci_method="judge-noise" if within is not None and headline else "records",
         )
     return out

@@ -93,6 +93,21 @@ def calibration_lines(results: Results) -> list[str]:
     return lines
 
 
+def stability_lines(results: Results) -> list[str]:
+    """One line per judge metric asked several times per item: how often it changed its
+    mind, and how far its samples spread."""
+    lines = []
+    for name, item in results.summary.items():
+        figures = item.figures.get("stability")
+        if not figures or not figures.get("items"):
+            continue
+        noise = "; its CI holds the judge's noise" if item.ci_method == "judge-noise" else ""
+        lines.append(f"{name}: {figures['samples']} samples per item; "
+                     f"{figures['flip_rate']:.1%} of {count_of(figures['items'], 'item')} flip "
+                     f"between samples (mean SD {_fmt(figures['mean_sd'])}){noise}")
+    return lines
+
+
 def _interval(ci: tuple[float, float]) -> str:
     return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
@@ -133,7 +148,7 @@ def print_summary(results: Results, console: Console, *, components: bool = Fals
     """The summary table, the reasons for unscored values, and the signatures (their table
     with ``signatures``, else one line saying where they are)."""
     console.print(summary_table(results, components=components))
-    for line in calibration_lines(results):
+    for line in [*calibration_lines(results), *stability_lines(results)]:
         console.print(line, markup=False, highlight=False)
     for line in unscored_lines(results):
         console.print(line, style="yellow", markup=False, highlight=False)

@@ -71,6 +71,38 @@ def bootstrap_ci(
     return _percentiles(stats, level)
 
 
+def two_level_bootstrap_ci(samples: np.ndarray, *, resamples: int = 1000, seed: int = 0,
+                           level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of the mean of per-record means, resampling the records (the
+    draws :func:`bootstrap_ci` makes with the same seed) and then, within each drawn record,
+    its samples with replacement: an interval that holds the noise of a judge asked several
+    times beside the sampling of records. ``samples`` has one row per record, its samples
+    first and NaN after; a record of one sample keeps it, so with no record of two or more
+    the interval is :func:`bootstrap_ci`'s of the record means.
+    """
+    n = len(samples)
+    if n == 0:
+        return None
+    _check_bootstrap(resamples, level)
+    width = samples.shape[1]
+    counts = (~np.isnan(samples)).sum(axis=1)
+    if (counts == 0).any() or np.isnan(samples[np.arange(width) < counts[:, None]]).any():
+        raise ValueError("each record needs at least one sample, its samples first")
+    filled = np.where(np.isnan(samples), 0.0, samples)
+    inner = np.random.default_rng([seed, 1])  # the draws within records: a stream of its own
+    stats = np.empty(resamples, dtype=np.float64)
+    start = 0
+    for block in _index_blocks(n, resamples, seed):
+        for rows in np.array_split(block, -(-block.size * width // _BLOCK_CELLS)):
+            k = counts[rows]
+            picks = (inner.random((*rows.shape, width)) * k[..., None]).astype(np.int64)
+            drawn = np.take_along_axis(filled[rows], picks, axis=2)
+            kept = np.arange(width) < k[..., None]
+            stats[start:start + len(rows)] = ((drawn * kept).sum(axis=2) / k).mean(axis=1)
+            start += len(rows)
+    return _percentiles(stats, level)
+
+
 def bootstrap_mean_cis(
     arrays: Sequence[np.ndarray], *, resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> list[tuple[float, float] | None]:

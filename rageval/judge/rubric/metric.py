@@ -47,6 +47,7 @@ from rageval.judge.rubric.logprobs import expected_score
 from rageval.judge.rubric.parsing import parse_reply
 from rageval.judge.rubric.render import RENDER_VERSION, render, reply_schema, slot_texts
 from rageval.judge.rubric.rubrics import Rubric, load_rubric
+from rageval.judge.rubric.stability import noise_samples, sample_stats, stability
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -135,9 +136,24 @@ class JudgeMetric(Metric):
         return fields
 
     def summary_part(self, result: MetricResult) -> MetricResult:
-        """The values, and of each record's details only what the signature reads (the
-        endpoint and response format of its replies), one shared dict per distinct pair."""
-        return MetricResult(result.values, [], provenance_only(result.details, _PROVENANCE))
+        """The values, of each record's details only what the signature reads (the endpoint
+        and response format of its replies, one shared dict per distinct pair), and, with
+        several samples, what the stability figures and ``--ci judge-noise`` read."""
+        samples = self.judge.samples
+        stats = (sample_stats(result.details or [None] * len(result.reasons), samples,
+                              self.per_context) if samples > 1 else None)
+        return MetricResult(result.values, [], provenance_only(result.details, _PROVENANCE),
+                            stats)
+
+    def summary_figures(self, result: MetricResult) -> dict[str, Any]:
+        if result.stats is None:
+            return {}
+        return {"stability": stability(result.stats, self.judge.samples)}
+
+    def noise_samples(self, result: MetricResult) -> np.ndarray | None:
+        if result.stats is None:
+            return None
+        return noise_samples(result.stats, result.values[str(self.name)])
 
     def result_signature(self, result: MetricResult) -> Signature:
         """The endpoint and response format are those of the replies that were used (a replay
