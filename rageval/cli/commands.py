@@ -85,6 +85,10 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
                          "metrics = [...] in an evaluation file")
     inputs = input_spec(args)
     judge = _judge_options(args)
+    if getattr(args, "dry_run", False):
+        from rageval.cli.dry_run import run_dry
+
+        return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
     replaced = _check_out_dir(args.out) if args.out else False
     show = args.progress if args.progress is not None else sys.stderr.isatty()

@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "refresh": False,
     "judge_logprobs": False,
     "judge_any_served_model": False,
+    "dry_run": False,
 }
 
 
@@ -196,6 +197,11 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judgments-from", choices=("judge",),
                    help="judge: grade the contexts of records without judgments "
                    "(context_relevance, 0-3) and use the grades as their judgments")
+    j.add_argument("--dry-run", action=argparse.BooleanOptionalAction,
+                   help="send nothing and write nothing: read the records and the judge cache, "
+                   "render every prompt, and print per rubric (and claim step) the requests a "
+                   "run would send, the cache hits, the estimated prompt and completion tokens "
+                   "and the cost at --judge-price-in/--judge-price-out")
     j.add_argument("--human", metavar="FIELD",
                    help="the records' field of human labels (a number, or an object mapping "
                    "judge metrics to numbers): each judge mean is also given calibrated by "

@@ -74,7 +74,7 @@ class Asker:
             # A dry run reads the cache on an account of its own: told, the progress display
             # would count every cache hit twice.
             self.judge = replace(self.judge, offline=True, allow_missing=True, refresh=False,
-                                 progress=None)
+                                 progress=None, dry_run=False)
 
     def prompt(self, step: str) -> StepPrompt:
         if step not in self.prompts:

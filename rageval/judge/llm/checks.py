@@ -86,6 +86,10 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         "usage": dict(stats.usage),
         "cached_usage": dict(stats.cached_usage),
     }
+    if judge.dry_run:
+        out["dry_run"] = {kind: planned.to_json(judge) for kind, planned in stats.planned.items()}
+        out["prompt_tokens_counted_by"] = (stats.tokens.method if stats.tokens is not None
+                                           else None)
     if judge.price_in is not None or judge.price_out is not None:
         out["cost_usd"] = {
             "price_in_per_mtok": judge.price_in,

@@ -111,6 +111,8 @@ class JudgeOptions:
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
     # Reuse cached replies even when the endpoint now serves another model under the name.
     any_served_model: bool = False
+    # Send nothing: count what would be sent, and its tokens and cost (--dry-run).
+    dry_run: bool = False
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the

@@ -26,7 +26,9 @@ from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
 from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
+from rageval.judge.llm.plan import DRY_RUN, Planned
 from rageval.judge.llm.served import ServedCheck
+from rageval.judge.llm.tokens import PromptTokens
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -61,6 +63,9 @@ class RunStats:
     endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
     served: Counter[str] = field(default_factory=Counter)  # replies used, by served model
     refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
+    # A dry run's requests by kind (a rubric, a claim-level step), and how tokens are counted.
+    planned: dict[str, Planned] = field(default_factory=dict)
+    tokens: PromptTokens | None = field(default=None, compare=False, repr=False)
     # Names this account in progress snapshots (JudgeProgress.account).
     account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
 
@@ -82,6 +87,17 @@ class RunStats:
         self.served.update(other.served)
         for key, words in other.refused.items():
             self.refused.setdefault(key, words)
+        for kind, planned in other.planned.items():
+            self.planned.setdefault(kind, Planned()).merge(planned)
+
+    def plan(self, kind: str) -> Planned:
+        return self.planned.setdefault(kind, Planned())
+
+    def prompt_tokens(self, judge: JudgeOptions, messages: list[dict[str, str]]) -> int:
+        """A request's prompt tokens, counted as its endpoint would (:mod:`.tokens`)."""
+        if self.tokens is None:
+            self.tokens = PromptTokens(judge.base_url, os.environ.get(judge.api_key_env))
+        return self.tokens.count(messages)
 
     def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
         """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
@@ -220,6 +236,12 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
                 stats.hits += 1
                 stats.add_usage(hit[1].usage, cached=True)
                 replies[unit.key] = _cached_reply(*hit)
+                if judge.dry_run:
+                    stats.plan(_kind(meta(unit))).hit(hit[1].usage)
+            elif judge.dry_run:
+                stats.misses += 1
+                stats.plan(_kind(meta(unit))).send(stats.prompt_tokens(judge, unit.messages))
+                replies[unit.key] = Reply(error=DRY_RUN)
             elif judge.offline:
                 stats.misses += 1
                 replies[unit.key] = Reply(error=NOT_CACHED)
@@ -229,7 +251,8 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
         if units:
             stats.tell(judge, stats.requests + len(pending), stats.failed)
         served = ServedCheck(judge.model or "", (r.served_model for r in replies.values()),
-                             enabled=not (judge.offline or judge.any_served_model))
+                             enabled=not (judge.offline or judge.any_served_model
+                                          or judge.dry_run))
         if pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta, served))
@@ -244,6 +267,11 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             stats.endpoints[reply.endpoint or "?"] += 1
             stats.served[reply.served_model or "?"] += 1
     return replies
+
+
+def _kind(meta: dict[str, Any]) -> str:
+    """The kind of request a unit is, for a dry run's table: its rubric or claim step."""
+    return str(meta.get("rubric") or meta.get("step") or "judge")
 
 
 def _cached_reply(fmt: str, entry: Entry) -> Reply:

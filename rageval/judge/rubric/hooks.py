@@ -82,7 +82,7 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
     judge.check()
     for metric in judged:
         metric.ready()
-    if judge.offline and judge.allow_missing:
+    if (judge.offline and judge.allow_missing) or judge.dry_run:  # nothing is sent
         return
     if not judge.offline and api_key_problem(judge.api_key_env, judge.base_url) is None:
         # Whatever the cache lacks can be asked for: rendering every request and looking it

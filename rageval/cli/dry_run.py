@@ -1,0 +1,91 @@
+"""``rageval score --dry-run`` (and ``rageval run --dry-run``): what a run would ask its judge,
+counted and priced, with nothing sent and nothing written."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich.table import Table
+
+from rageval.api import evaluate
+from rageval.compare.command_output import console_for
+from rageval.core.names import parse
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rageval.core.results import Results
+    from rageval.inputs import InputSpec
+    from rageval.judge.llm.options import JudgeOptions
+
+__all__ = ["print_dry_run", "run_dry"]
+
+# The metric namespaces whose values come from the judge.
+_ASKING = ("judge", "claims", "nuggets", "citations")
+# The manifest sections of judge work, and what they are called in the table.
+_SECTIONS = (("judge", "judge"), ("claims", "claim step"))
+
+
+def run_dry(args: argparse.Namespace, inputs: InputSpec, judge: JudgeOptions | None,
+            out: TextIO) -> int:
+    """The judge metrics scored with a judge that sends nothing (the other metrics are left
+    out: they ask nothing), and the table of what a run would ask; no run directory and no
+    cache entry is written."""
+    console = console_for(out)
+    asking = [m for m in args.metrics if parse(m).namespace in _ASKING]
+    if judge is None or (not asking and args.judgments_from is None):
+        console.print("a dry run counts the requests to the judge, and this run has none: "
+                      "nothing would be sent", markup=False, highlight=False)
+        return 0
+    results = evaluate(
+        inputs, asking or args.metrics, qrels=args.qrels, bootstrap=1,
+        batch_size=args.batch_size, embedding_cache=args.embedding_cache,
+        judge=replace(judge, dry_run=True), judgments_from=args.judgments_from,
+        format=args.format, max_line_bytes=args.max_line_bytes, window=args.window,
+    )
+    print_dry_run(results, console)
+    if args.out:
+        console.print(f"nothing was written to {args.out}: a dry run writes nothing",
+                      markup=False, highlight=False)
+    return 0
+
+
+def print_dry_run(results: Results, console: Console) -> None:
+    """The table of a dry run: per rubric or claim step, the requests to send, the cache hits,
+    the estimated tokens and cost; then how the tokens were counted."""
+    table = Table(title=f"dry run over {len(results.records)} records: nothing was sent",
+                  title_justify="left")
+    for label in ("requests of", "to send", "cache hits", "prompt tokens",
+                  "completion tokens", "cost (USD)"):
+        table.add_column(label, justify="left" if label == "requests of" else "right")
+    totals = {"requests": 0, "cache_hits": 0, "prompt_tokens": 0}
+    notes: list[str] = []
+    for section, kind in _SECTIONS:
+        part = results.manifest.get(section) or {}
+        for name, planned in (part.get("dry_run") or {}).items():
+            table.add_row(f"{name} ({kind})", *_cells(planned))
+            for key in totals:
+                totals[key] += planned[key]
+            notes.append(f"{name}: completion tokens: {planned['completion_estimate']}")
+        if part.get("prompt_tokens_counted_by"):
+            notes.insert(0, f"{section}: prompt tokens counted by "
+                            f"{part['prompt_tokens_counted_by']}")
+    table.add_row("total", str(totals["requests"]), str(totals["cache_hits"]),
+                  f"{totals['prompt_tokens']:,}", "", "", style="bold")
+    console.print(table)
+    if results.manifest.get("claims"):
+        notes.append("claim-level steps after the first are asked about the replies to the "
+                     "steps before them: they are counted only where those replies are cached")
+    for line in notes:
+        console.print(line, markup=False, highlight=False)
+
+
+def _cells(planned: dict[str, Any]) -> list[str]:
+    completion = planned["completion_tokens"]
+    cost = planned["cost_usd"]
+    return [str(planned["requests"]), str(planned["cache_hits"]),
+            f"{planned['prompt_tokens']:,}",
+            "unknown" if completion is None else f"{completion:,}",
+            "—" if cost is None else f"{cost:.4f}" + ("" if completion is not None else "+")]

@@ -1,0 +1,116 @@
+"""--dry-run: what a run would ask its judge, counted and priced, with nothing sent and nothing
+written; its request count is the real run's."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from judge_server import JudgeServer
+
+from rageval.api import evaluate
+from rageval.cli import main
+from rageval.core.metric import ScoreOptions
+from rageval.core.records import records_from_dicts
+from rageval.core.registry import create
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.tokens import CHARS_PER_TOKEN, PER_MESSAGE, PER_REPLY
+from rageval.judge.rubric.render import render
+
+KEY = "sk-test-dry-run"
+ENV = "RAGEVAL_TEST_DRY_RUN_KEY"
+METRICS = ["judge:faithfulness", "judge:correctness"]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
+    monkeypatch.setenv(ENV, KEY)
+    with JudgeServer(expected_key=KEY) as s:
+        yield s
+
+
+def _records(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({
+        "id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
+        "answer": f"Fact {i}: blue.", "reference": "Blue."}) + "\n" for i in range(n)))
+    return path
+
+
+def _judge(server: JudgeServer, cache: Path, **kw: object) -> JudgeOptions:
+    return JudgeOptions(model="judge-model", base_url=server.base_url, api_key_env=ENV,
+                        cache=str(cache), timeout=5.0, max_retries=1, **kw)  # type: ignore[arg-type]
+
+
+def test_a_dry_run_sends_nothing_writes_nothing_and_counts_what_a_run_sends(
+        tmp_path: Path, server: JudgeServer) -> None:
+    records = _records(tmp_path / "r.jsonl", 12)
+    judge = _judge(server, tmp_path / "c.sqlite", price_in=2.0, price_out=8.0)
+    dry = evaluate(records, METRICS, judge=replace(judge, dry_run=True), bootstrap=1)
+    assert server.requests == 0 and not (tmp_path / "c.sqlite").exists()
+    planned = dry.manifest["judge"]["dry_run"]
+    assert {k: v["requests"] for k, v in planned.items()} == {"faithfulness": 12,
+                                                              "correctness": 12}
+    # The loopback server has no tokenizer: 4 characters a token, plus ChatML's framing.
+    assert "4 characters a token" in dry.manifest["judge"]["prompt_tokens_counted_by"]
+    metric = create("judge:faithfulness", ScoreOptions(judge=judge))
+    expected = 0
+    for line in records.read_text().splitlines():
+        messages = render(metric.rubric, records_from_dicts([json.loads(line)])[0])
+        expected += (sum(-(-len(m["content"]) // CHARS_PER_TOKEN) for m in messages)
+                     + PER_MESSAGE * len(messages) + PER_REPLY)
+    assert planned["faithfulness"]["prompt_tokens"] == expected
+    assert planned["faithfulness"]["completion_tokens"] is None  # nothing cached to go by
+    assert planned["faithfulness"]["cost_usd"] == pytest.approx(expected * 2.0 / 1e6)
+    assert all(r.errors["judge:faithfulness"] == "not asked: a dry run sends nothing"
+               for r in dry.records)
+    real = evaluate(records, METRICS, judge=judge, bootstrap=1)
+    assert real.manifest["judge"]["requests"] == server.requests == 24
+
+
+def test_a_dry_run_counts_the_cache_hits_and_prices_by_the_cached_replies(
+        tmp_path: Path, server: JudgeServer) -> None:
+    judge = _judge(server, tmp_path / "c.sqlite", price_in=1.0, price_out=1.0)
+    evaluate(_records(tmp_path / "few.jsonl", 5), METRICS, judge=judge, bootstrap=1)
+    sent = server.requests
+    dry = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS,
+                   judge=replace(judge, dry_run=True), bootstrap=1)
+    planned = dry.manifest["judge"]["dry_run"]["faithfulness"]
+    assert (planned["requests"], planned["cache_hits"]) == (3, 5)
+    assert planned["completion_estimate"] == "the mean of this run's cached replies"
+    assert planned["completion_tokens"] is not None and planned["completion_tokens"] > 0
+    real = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS, judge=judge, bootstrap=1)
+    assert real.manifest["judge"]["requests"] == server.requests - sent == 6
+    again = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS,
+                     judge=replace(judge, dry_run=True, refresh=True), bootstrap=1)
+    assert again.manifest["judge"]["dry_run"]["faithfulness"]["requests"] == 8  # --refresh
+
+
+def test_the_command_line_prints_the_table_and_writes_no_run(tmp_path: Path,
+                                                             server: JudgeServer) -> None:
+    records = _records(tmp_path / "r.jsonl", 4)
+    out = io.StringIO()
+    argv = ["score", str(records), "-m", "judge:faithfulness", "-m", "rouge1",
+            "--judge-model", "judge-model", "--judge-base-url", server.base_url,
+            "--judge-api-key-env", ENV, "--cache", str(tmp_path / "c.sqlite"), "--dry-run",
+            "--judge-max-tokens", "50", "--judge-price-in", "1", "--judge-price-out", "2",
+            "--no-progress", "--out", str(tmp_path / "run")]
+    assert main(argv, stdout=out) == 0
+    text = out.getvalue()
+    assert "dry run over 4 records: nothing was sent" in text
+    assert "faithfulness (judge)" in text and "rouge1" not in text
+    assert "at most --judge-max-tokens each" in text
+    assert "nothing was written to" in text
+    assert not (tmp_path / "run").exists() and not (tmp_path / "c.sqlite").exists()
+    assert server.requests == 0
+    out = io.StringIO()
+    assert main(["score", str(records), "-m", "rouge1", "--dry-run", "--no-progress"],
+                stdout=out) == 0
+    assert "nothing would be sent" in out.getvalue()
