@@ -17,6 +17,7 @@ from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
+from rageval.core.results import count_of
 from rageval.report.tables import metrics_table, print_summary
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,
         price_out=args.judge_price_out, against=args.judge_against,
         extra=parse_extra(args.judge_extra or ()), any_served_model=args.judge_any_served_model,
+        max_requests=args.judge_max_requests, max_cost=args.judge_max_cost,
     )
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()
@@ -132,6 +134,10 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
 
         print(final_line(results), file=sys.stderr)
     passed = gate.apply(results, console) if gate is not None else True
+    capped = _capped(results)
+    if capped is not None:
+        print(f"rageval: {capped}", file=sys.stderr)
+        return CAPPED_EXIT
     empty = results.scored_nothing()
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
@@ -141,6 +147,22 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
     return GATE_FAILED_EXIT
+
+
+#: The exit status of a run that a judge cap stopped (--judge-max-requests, --judge-max-cost).
+CAPPED_EXIT = 4
+
+
+def _capped(results: Results) -> str | None:
+    """What a judge cap kept from being sent, when one did."""
+    for section in ("judge", "claims"):
+        caps = (results.manifest.get(section) or {}).get("caps") or {}
+        if caps.get("not_sent"):
+            return (f"the run reached its judge cap ({caps['reached']}): "
+                    f"{count_of(caps['not_sent'], 'request')} not sent, their records left "
+                    "unscored; every reply received is cached, so a rerun with a higher cap "
+                    "asks only for the rest")
+    return None
 
 
 def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,

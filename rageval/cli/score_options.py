@@ -191,6 +191,14 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    help="price per million prompt tokens, for the cost in the manifest")
     j.add_argument("--judge-price-out", type=float, metavar="USD",
                    help="price per million completion tokens, for the cost in the manifest")
+    j.add_argument("--judge-max-requests", type=int, metavar="N",
+                   help="send at most N judge requests in this run: the records left are "
+                   "unscored with the reason and the run exits with status 4 (every reply "
+                   "received is cached: a rerun with a higher cap asks only for the rest)")
+    j.add_argument("--judge-max-cost", type=float, metavar="USD",
+                   help="stop before the judge request that would take this run's cost past "
+                   "USD (at --judge-price-in/--judge-price-out; estimated before each request, "
+                   "as a dry run estimates it); exit status 4 as with --judge-max-requests")
     j.add_argument("--judge-against", metavar="FILE",
                    help="judge:pairwise: the other system's records (paired by id), whose "
                    "answers this run's answers are compared with")

@@ -115,6 +115,8 @@ FIELDS: list[Field] = [
         ("logprobs", "judge_logprobs", "bool", (), ""),
         ("price_in", "judge_price_in", "float", (), ""),
         ("price_out", "judge_price_out", "float", (), ""),
+        ("max_requests", "judge_max_requests", "int", (), "judge requests sent at most"),
+        ("max_cost", "judge_max_cost", "float", (), "USD this run may spend on the judge"),
         ("against", "judge_against", "path", (), ""),
     ]),
     *_fields("output", [

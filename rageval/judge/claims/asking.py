@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rageval.judge.claims.steps import StepPrompt, load_step, render_step
 from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Reply, RunStats, Unit, gather, make_unit, provenance
+from rageval.judge.llm.replies import Reply, Unit, gather, make_unit, provenance
+from rageval.judge.llm.run_stats import RunStats
 
 if TYPE_CHECKING:
     from rageval.core.records import Record

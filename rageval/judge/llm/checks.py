@@ -14,8 +14,9 @@ from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.first_reply import first_reply_limit
 from rageval.judge.llm.misses import explain_misses
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import RunStats, Unit, uncached
+from rageval.judge.llm.replies import Unit, uncached
 from rageval.judge.llm.requests import JudgeError
+from rageval.judge.llm.run_stats import RunStats
 
 __all__ = ["OfflineCacheMiss", "check_cached", "judge_section"]
 
@@ -86,6 +87,9 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         "usage": dict(stats.usage),
         "cached_usage": dict(stats.cached_usage),
     }
+    if judge.budget is not None:
+        out["caps"] = {"max_requests": judge.max_requests, "max_cost_usd": judge.max_cost,
+                       "reached": judge.budget.reached, "not_sent": stats.capped}
     if judge.dry_run:
         out["dry_run"] = {kind: planned.to_json(judge) for kind, planned in stats.planned.items()}
         out["prompt_tokens_counted_by"] = (stats.tokens.method if stats.tokens is not None

@@ -20,6 +20,7 @@ from rageval.core.errors import UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
 from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.costs.budget import RequestBudget
 from rageval.judge.llm.endpoint import Endpoint
 from rageval.judge.llm.formats import LADDERS, MODES
 
@@ -113,6 +114,11 @@ class JudgeOptions:
     any_served_model: bool = False
     # Send nothing: count what would be sent, and its tokens and cost (--dry-run).
     dry_run: bool = False
+    # The run's caps on what it sends (--judge-max-requests, --judge-max-cost), and how much
+    # of them is used: one budget for the whole run, kept by every copy of these options.
+    max_requests: int | None = None
+    max_cost: float | None = None
+    budget: RequestBudget | None = field(default=None, compare=False, repr=False)
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the
@@ -126,6 +132,8 @@ class JudgeOptions:
         # Read-only: what a signature and the cache keys were made from cannot change after.
         if isinstance(self.extra, Mapping) and not isinstance(self.extra, MappingProxyType):
             object.__setattr__(self, "extra", read_only(dict(self.extra)))
+        if self.budget is None and (self.max_requests is not None or self.max_cost is not None):
+            object.__setattr__(self, "budget", RequestBudget(self.max_requests, self.max_cost))
 
     def for_workers(self, workers: int, sharing: Sharing | None = None) -> JudgeOptions:
         """The options one of ``workers`` processes judges with, so that together they stay
@@ -134,6 +142,9 @@ class JudgeOptions:
         and the cache is the caller's, reached through the engine; without, each worker gets
         its share of the concurrency (at least 1) and of the rate, and opens the cache file
         itself. Paths become absolute; the progress callback stays behind."""
+        if self.budget is not None:
+            raise UsageError("--judge-max-requests and --judge-max-cost cap one process's "
+                             "requests: they do not apply with --engine ray")
         local = replace(self, progress=None, cache=os.path.abspath(self.cache_path),
                         prompts_dir=(None if self.prompts_dir is None
                                      else os.path.abspath(self.prompts_dir)))
@@ -230,9 +241,23 @@ class JudgeOptions:
                             ("--judge-price-out", self.price_out)):
             if price is not None and not (price >= 0 and math.isfinite(price)):
                 raise UsageError(f"{name} must be a non-negative price, got {price}")
+        self._check_caps()
         check_extra(self.extra)
         Endpoint.of(self.base_url)  # a malformed URL is a usage error, shown redacted
         self._check_cache_path()
+
+    def _check_caps(self) -> None:
+        if self.max_requests is not None:
+            check_int("--judge-max-requests", self.max_requests, 1)
+        if self.max_cost is None:
+            return
+        if not (isinstance(self.max_cost, int | float) and math.isfinite(self.max_cost)
+                and self.max_cost > 0):
+            raise UsageError(f"--judge-max-cost must be a positive amount of USD, got "
+                             f"{self.max_cost!r}")
+        if self.price_in is None and self.price_out is None:
+            raise UsageError("--judge-max-cost needs the prices to count the cost by: "
+                             "--judge-price-in and --judge-price-out (USD per million tokens)")
 
     def _check_cache_path(self) -> None:
         path = self.cache_path

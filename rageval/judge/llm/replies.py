@@ -13,101 +13,28 @@ the judge did is counted in :class:`RunStats` for the manifest, and told to
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.judge.llm.cache.entries import encoded_cache_keys
 from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
+from rageval.judge.llm.costs.plan import DRY_RUN
 from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.formats import ReplySchema
-from rageval.judge.llm.options import TOP_LOGPROBS, JudgeOptions, JudgeProgress, SharedCache
-from rageval.judge.llm.plan import DRY_RUN, Planned
+from rageval.judge.llm.options import TOP_LOGPROBS, JudgeOptions, SharedCache
+from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.served import ServedCheck
-from rageval.judge.llm.tokens import PromptTokens
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.llm.client import JudgeClient, JudgeResult
 
-__all__ = ["NOT_CACHED", "Reply", "RunStats", "Unit", "gather", "make_unit", "provenance",
-           "uncached"]
+__all__ = ["NOT_CACHED", "Reply", "Unit", "gather", "make_unit", "provenance", "uncached"]
 
 NOT_CACHED = "not in the judge cache (offline)"
-
-
-def _zero_usage() -> dict[str, int]:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-
-
-_ACCOUNTS = itertools.count(1)  # unlike id(), never reused by a later account
-
-
-@dataclass
-class RunStats:
-    """What the judge did during one run (kept in the run's batch cache, for the manifest)."""
-
-    hits: int = 0
-    misses: int = 0
-    requests: int = 0
-    failed: int = 0
-    stored: int = 0
-    usage: dict[str, int] = field(default_factory=_zero_usage)
-    cached_usage: dict[str, int] = field(default_factory=_zero_usage)
-    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
-    formats: Counter[str] = field(default_factory=Counter)  # replies used, by wire format
-    endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
-    served: Counter[str] = field(default_factory=Counter)  # replies used, by served model
-    refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
-    # A dry run's requests by kind (a rubric, a claim-level step), and how tokens are counted.
-    planned: dict[str, Planned] = field(default_factory=dict)
-    tokens: PromptTokens | None = field(default=None, compare=False, repr=False)
-    # Names this account in progress snapshots (JudgeProgress.account).
-    account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
-
-    def add_usage(self, usage: dict[str, int], *, cached: bool) -> None:
-        target = self.cached_usage if cached else self.usage
-        for key, value in usage.items():
-            target[key] = target.get(key, 0) + int(value)
-
-    def merge(self, other: RunStats) -> None:
-        """Add the counts of another account of the same run (a worker's) to this one."""
-        for name in ("hits", "misses", "requests", "failed", "stored"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.add_usage(other.usage, cached=False)
-        self.add_usage(other.cached_usage, cached=True)
-        for key, info in other.prompts.items():
-            self.prompts.setdefault(key, info)
-        self.formats.update(other.formats)
-        self.endpoints.update(other.endpoints)
-        self.served.update(other.served)
-        for key, words in other.refused.items():
-            self.refused.setdefault(key, words)
-        for kind, planned in other.planned.items():
-            self.planned.setdefault(kind, Planned()).merge(planned)
-
-    def plan(self, kind: str) -> Planned:
-        return self.planned.setdefault(kind, Planned())
-
-    def prompt_tokens(self, judge: JudgeOptions, messages: list[dict[str, str]]) -> int:
-        """A request's prompt tokens, counted as its endpoint would (:mod:`.tokens`)."""
-        if self.tokens is None:
-            self.tokens = PromptTokens(judge.base_url, os.environ.get(judge.api_key_env))
-        return self.tokens.count(messages)
-
-    def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
-        """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
-        sent or to send so far, ``failed`` of them failed for good."""
-        if judge.progress is None:
-            return
-        judge.progress(JudgeProgress(
-            self.requests, total, failed, self.usage.get("total_tokens", 0), hits=self.hits,
-            cached_tokens=self.cached_usage.get("total_tokens", 0),
-            cost_usd=judge.cost_usd(self.usage), account=self.account))
 
 
 @dataclass(frozen=True)
@@ -304,6 +231,10 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
          meta: Callable[[Unit], dict[str, Any]], served: ServedCheck) -> dict[str, Reply]:
     from rageval.judge.llm.client import JudgeRequest
 
+    capped = _capped(judge, pending, stats)
+    pending = [unit for unit in pending if unit.key not in capped]
+    if not pending:
+        return capped
     client = _client(judge)
     requests = [JudgeRequest(unit.messages, unit.schema or schema, unit.sample, tag=unit,
                              seed=None if judge.seed is None else judge.seed + unit.sample)
@@ -316,6 +247,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         unit: Unit = result.request.tag
         stats.requests += 1
         stats.add_usage(result.usage, cached=False)
+        if judge.budget is not None:
+            judge.budget.received(judge, result.usage)
         if not result.ok or result.text is None:
             failed[0] += 1
         else:
@@ -339,6 +272,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
     finally:
         stats.refused.update(client.refused_formats)
         arrived.commit()  # whatever arrived before a failure is kept
+        if judge.budget is not None:
+            judge.budget.settled()
     out: dict[str, Reply] = {}
     for result in results:
         unit = result.request.tag
@@ -350,6 +285,22 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         else:
             stats.failed += 1
             out[unit.key] = Reply(error=f"judge request failed: {result.error}")
+    out.update(capped)
+    return out
+
+
+def _capped(judge: JudgeOptions, pending: list[Unit], stats: RunStats) -> dict[str, Reply]:
+    """The requests the run's caps refuse, in the order they would be sent (none without
+    caps), each answered with why (:mod:`~rageval.judge.llm.costs.budget`)."""
+    if judge.budget is None:
+        return {}
+    out: dict[str, Reply] = {}
+    for unit in pending:
+        tokens = stats.prompt_tokens(judge, unit.messages) if judge.max_cost is not None else 0
+        reason = judge.budget.admit(judge, tokens)
+        if reason is not None:
+            out[unit.key] = Reply(error=reason)
+    stats.capped += len(out)
     return out
 
 

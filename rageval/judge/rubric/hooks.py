@@ -17,7 +17,8 @@ from rageval.core.metric import RunHooks
 from rageval.judge.llm.checks import check_cached, judge_section
 from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import RunStats, Unit
+from rageval.judge.llm.replies import Unit
+from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.rubric.render import RENDER_VERSION
 

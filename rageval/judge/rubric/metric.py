@@ -33,13 +33,13 @@ from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import (
     Reply,
-    RunStats,
     Unit,
     gather,
     make_unit,
     provenance,
     provenance_only,
 )
+from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
 from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS

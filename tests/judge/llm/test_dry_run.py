@@ -21,8 +21,8 @@ from rageval.cli import main
 from rageval.core.metric import ScoreOptions
 from rageval.core.records import records_from_dicts
 from rageval.core.registry import create
+from rageval.judge.llm.costs.tokens import CHARS_PER_TOKEN, PER_MESSAGE, PER_REPLY
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.tokens import CHARS_PER_TOKEN, PER_MESSAGE, PER_REPLY
 from rageval.judge.rubric.render import render
 
 KEY = "sk-test-dry-run"

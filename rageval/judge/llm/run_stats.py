@@ -1,0 +1,87 @@
+"""What the judge did during one run (:class:`RunStats`): cache hits and misses, requests sent
+and failed, tokens, the wire formats and endpoints of the replies used, a dry run's plan and the
+requests the run's caps kept back. Kept in the run's batch cache, for the manifest."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rageval.judge.llm.costs.plan import Planned
+from rageval.judge.llm.costs.tokens import PromptTokens
+from rageval.judge.llm.options import JudgeOptions, JudgeProgress
+
+__all__ = ["RunStats"]
+
+
+def _zero_usage() -> dict[str, int]:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+_ACCOUNTS = itertools.count(1)  # unlike id(), never reused by a later account
+
+
+@dataclass
+class RunStats:
+    """What the judge did during one run (kept in the run's batch cache, for the manifest)."""
+
+    hits: int = 0
+    misses: int = 0
+    requests: int = 0
+    failed: int = 0
+    stored: int = 0
+    usage: dict[str, int] = field(default_factory=_zero_usage)
+    cached_usage: dict[str, int] = field(default_factory=_zero_usage)
+    prompts: dict[str, dict[str, str]] = field(default_factory=dict)
+    formats: Counter[str] = field(default_factory=Counter)  # replies used, by wire format
+    endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
+    served: Counter[str] = field(default_factory=Counter)  # replies used, by served model
+    refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
+    # A dry run's requests by kind (a rubric, a claim-level step), and how tokens are counted.
+    planned: dict[str, Planned] = field(default_factory=dict)
+    capped: int = 0  # requests the run's caps kept from being sent
+    tokens: PromptTokens | None = field(default=None, compare=False, repr=False)
+    # Names this account in progress snapshots (JudgeProgress.account).
+    account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
+
+    def add_usage(self, usage: dict[str, int], *, cached: bool) -> None:
+        target = self.cached_usage if cached else self.usage
+        for key, value in usage.items():
+            target[key] = target.get(key, 0) + int(value)
+
+    def merge(self, other: RunStats) -> None:
+        """Add the counts of another account of the same run (a worker's) to this one."""
+        for name in ("hits", "misses", "requests", "failed", "stored", "capped"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.add_usage(other.usage, cached=False)
+        self.add_usage(other.cached_usage, cached=True)
+        for key, info in other.prompts.items():
+            self.prompts.setdefault(key, info)
+        self.formats.update(other.formats)
+        self.endpoints.update(other.endpoints)
+        self.served.update(other.served)
+        for key, words in other.refused.items():
+            self.refused.setdefault(key, words)
+        for kind, planned in other.planned.items():
+            self.planned.setdefault(kind, Planned()).merge(planned)
+
+    def plan(self, kind: str) -> Planned:
+        return self.planned.setdefault(kind, Planned())
+
+    def prompt_tokens(self, judge: JudgeOptions, messages: list[dict[str, str]]) -> int:
+        """A request's prompt tokens, counted as its endpoint would (:mod:`.tokens`)."""
+        if self.tokens is None:
+            self.tokens = PromptTokens(judge.base_url, os.environ.get(judge.api_key_env))
+        return self.tokens.count(messages)
+
+    def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
+        """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
+        sent or to send so far, ``failed`` of them failed for good."""
+        if judge.progress is None:
+            return
+        judge.progress(JudgeProgress(
+            self.requests, total, failed, self.usage.get("total_tokens", 0), hits=self.hits,
+            cached_tokens=self.cached_usage.get("total_tokens", 0),
+            cost_usd=judge.cost_usd(self.usage), account=self.account))
