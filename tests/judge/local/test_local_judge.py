@@ -160,6 +160,46 @@ def test_samples_with_seeds(local_judge: object, tmp_path: Path) -> None:
     _assert_same(first, _replay(records, ["judge:correctness"], judge))
 
 
+def test_a_dry_run_counts_what_the_real_run_sends_and_its_prompt_tokens(
+        local_judge: object, tmp_path: Path) -> None:
+    """A dry run against the real server: the request count is the run's, and the prompt
+    tokens (the server's own tokenizer, plus ChatML's framing) within 15% of the usage the
+    server then reports; nothing is sent or written by the dry run."""
+    from dataclasses import replace
+
+    records = _write(tmp_path / "r.jsonl")
+    judge = _judge(local_judge, tmp_path / "cache.sqlite")
+    metrics = ["judge:faithfulness", "judge:correctness"]
+    dry = evaluate(str(records), metrics, judge=replace(judge, dry_run=True), bootstrap=1)
+    assert not (tmp_path / "cache.sqlite").exists()
+    planned = dry.manifest["judge"]["dry_run"]
+    assert dry.manifest["judge"]["prompt_tokens_counted_by"].startswith("the endpoint's")
+    real = evaluate(str(records), metrics, judge=judge, bootstrap=1)
+    section = real.manifest["judge"]
+    assert section["requests"] == sum(p["requests"] for p in planned.values()) == 4
+    estimate = sum(p["prompt_tokens"] for p in planned.values())
+    assert abs(estimate - section["usage"]["prompt_tokens"]) <= 0.15 * estimate
+
+
+def test_samples_at_a_temperature_report_stability_and_replay_exactly(
+        local_judge: object, tmp_path: Path) -> None:
+    """Three samples at temperature 0.7: the summary's stability figures and the
+    judge-noise interval, reproduced by an offline replay with no request."""
+    records = _write(tmp_path / "r.jsonl")
+    judge = _judge(local_judge, tmp_path / "cache.sqlite", samples=3, temperature=0.7, seed=3)
+    first = evaluate(str(records), ["judge:faithfulness"], judge=judge, bootstrap=50,
+                     ci="judge-noise")
+    item = first.summary["judge:faithfulness"]
+    figures = item.figures["stability"]
+    assert figures["samples"] == 3 and figures["items"] <= 2
+    assert figures["items"] == 0 or 0 <= figures["flip_rate"] <= 1
+    assert item.ci_method == "judge-noise"
+    replay = _replay(records, ["judge:faithfulness"], judge, ci="judge-noise")
+    _assert_same(first, replay)
+    assert replay.summary["judge:faithfulness"].figures == item.figures
+    assert replay.summary["judge:faithfulness"].ci95 == item.ci95
+
+
 def test_logprobs_give_an_expected_score(local_judge: object, tmp_path: Path) -> None:
     """llama-cpp-python returns top log-probabilities: the value is the expected score under
     the model's own distribution over the scale."""
