@@ -22,7 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "core": set(),
     # The statistics every run's summary and every comparison rests on.
     "stats": {"core"},
-    **{family: {"core"} for family in FAMILIES},
+    # A family may use the statistics (a judge panel's agreement), never another family.
+    **{family: {"core", "stats"} for family in FAMILIES},
     "compare": {"core", "stats"},
     "report": {"core", "compare"},
     # The orchestrator receives a run's inputs whole (inputs.run.RunInputs) and reads them.
@@ -174,7 +175,8 @@ def test_no_module_is_over_400_lines(name: str) -> None:
 # The judge's rooms, by floor: a room imports only from itself and the rooms on lower floors
 # (two rooms on one floor are siblings and never reach into each other). The judge package's
 # own modules (registration, catalog) sit above them all.
-JUDGE_FLOORS = {"prompting": 0, "local": 0, "llm": 1, "rubric": 2, "claims": 2, "pairwise": 3}
+JUDGE_FLOORS = {"prompting": 0, "local": 0, "llm": 1, "rubric": 2, "claims": 2, "pairwise": 3,
+                "panel": 3}
 MAX_MODULES_PER_FOLDER = 15
 
 

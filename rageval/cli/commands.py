@@ -55,15 +55,18 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
                          "give that system's records with --judge-against FILE")
     if not judged and not claim_level and args.judgments_from is None:
         return None
+    from rageval.judge.llm.members import parse_member
     from rageval.judge.llm.options import JudgeOptions, parse_extra
 
-    if not args.judge_model and (judged or args.judgments_from is not None):
+    panel = tuple(parse_member(spec) for spec in (args.judge_panel or ()))
+    model = args.judge_model or next((m["model"] for m in panel if "model" in m), None)
+    if not model and (judged or args.judgments_from is not None):
         raise UsageError(
             "judge metrics and --judgments-from judge need --judge-model (offline replay too: "
             "the model is part of the cache key)"
         )
     options = JudgeOptions(
-        model=args.judge_model or None, base_url=args.judge_base_url, cache=args.cache,
+        model=model or None, base_url=args.judge_base_url, cache=args.cache,
         offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
         concurrency=args.judge_concurrency, rpm=args.judge_rpm,
         response_format=args.judge_response_format, timeout=args.judge_timeout,
@@ -75,6 +78,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         price_out=args.judge_price_out, against=args.judge_against,
         extra=parse_extra(args.judge_extra or ()), any_served_model=args.judge_any_served_model,
         max_requests=args.judge_max_requests, max_cost=args.judge_max_cost,
+        panel=panel, panel_rule=args.judge_panel_rule,
     )
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()

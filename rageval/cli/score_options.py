@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "judge_logprobs": False,
     "judge_any_served_model": False,
     "dry_run": False,
+    "judge_panel_rule": "mean",
 }
 
 
@@ -191,6 +192,15 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    help="price per million prompt tokens, for the cost in the manifest")
     j.add_argument("--judge-price-out", type=float, metavar="USD",
                    help="price per million completion tokens, for the cost in the manifest")
+    j.add_argument("--judge", action="append", metavar="SPEC", dest="judge_panel",
+                   help="a member of a judge panel, repeatable (two or more): KEY=VALUE pairs "
+                   "joined by commas, of name, model, base_url, api_key_env, prompts_dir, seed, "
+                   "temperature (the rest as the --judge-* options say); each judge:* rubric is "
+                   "then graded by every member")
+    j.add_argument("--judge-panel-rule", choices=("mean", "median", "majority"),
+                   help="how the members' values make the panel's: mean (default), median, or "
+                   "majority (a 0-1 verdict: more than half of all the members, abstentions "
+                   "counted)")
     j.add_argument("--judge-max-requests", type=int, metavar="N",
                    help="send at most N judge requests in this run: the records left are "
                    "unscored with the reason and the run exits with status 4 (every reply "

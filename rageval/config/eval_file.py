@@ -139,6 +139,11 @@ class _Reader:
             return self._number(value, path)
         if spec.kind == "metrics":
             return self._metrics(value, path)
+        if spec.kind == "strings":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise self.error(f"expected a list of non-empty strings, got {_kind(value)}",
+                                 path)
+            return list(value)
         return self._pairs(spec, value, path)
 
     def _json(self, value: Any, path: tuple[str, ...]) -> str:

@@ -24,8 +24,16 @@ def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
     target = name.base.split(":", 1)[1]
     if name.cutoff is not None:
         raise UsageError(f"{name.base} takes no cutoff '@{name.cutoff}'")
+    panel = options.judge is not None and bool(options.judge.panel)
     if target == PAIRWISE:
+        if panel:
+            raise UsageError("judge:pairwise is judged by one judge: a panel (--judge SPEC) "
+                             "grades rubrics")
         return PairwiseMetric(options=options, **dict(name.params))
+    if panel:
+        from rageval.judge.panel.metric import PanelMetric
+
+        return PanelMetric(target, options=options, **dict(name.params))
     return JudgeMetric(target, options=options, **dict(name.params))
 
 

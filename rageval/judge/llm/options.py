@@ -23,6 +23,7 @@ from rageval.judge.llm.cache.store import JudgeCache
 from rageval.judge.llm.costs.budget import RequestBudget
 from rageval.judge.llm.endpoint import Endpoint
 from rageval.judge.llm.formats import LADDERS, MODES
+from rageval.judge.llm.members import check_panel, panel_members
 
 __all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]
 
@@ -119,6 +120,10 @@ class JudgeOptions:
     max_requests: int | None = None
     max_cost: float | None = None
     budget: RequestBudget | None = field(default=None, compare=False, repr=False)
+    # A panel of judges (--judge SPEC, repeatable): what each member changes of these options
+    # (judge.llm.members), and how the members' values make the panel's (PANEL_RULES).
+    panel: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    panel_rule: str = "mean"
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the
@@ -132,6 +137,8 @@ class JudgeOptions:
         # Read-only: what a signature and the cache keys were made from cannot change after.
         if isinstance(self.extra, Mapping) and not isinstance(self.extra, MappingProxyType):
             object.__setattr__(self, "extra", read_only(dict(self.extra)))
+        if self.panel and not all(isinstance(m, MappingProxyType) for m in self.panel):
+            object.__setattr__(self, "panel", tuple(read_only(dict(m)) for m in self.panel))
         if self.budget is None and (self.max_requests is not None or self.max_cost is not None):
             object.__setattr__(self, "budget", RequestBudget(self.max_requests, self.max_cost))
 
@@ -242,9 +249,18 @@ class JudgeOptions:
             if price is not None and not (price >= 0 and math.isfinite(price)):
                 raise UsageError(f"{name} must be a non-negative price, got {price}")
         self._check_caps()
+        self._check_panel()
         check_extra(self.extra)
         Endpoint.of(self.base_url)  # a malformed URL is a usage error, shown redacted
         self._check_cache_path()
+
+    def members(self) -> list[tuple[str, JudgeOptions]]:
+        """The panel's members by name, each with the options it judges with (none without a
+        panel)."""
+        return panel_members(self)
+
+    def _check_panel(self) -> None:
+        check_panel(self)
 
     def _check_caps(self) -> None:
         if self.max_requests is not None:

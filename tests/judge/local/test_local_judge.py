@@ -200,6 +200,28 @@ def test_samples_at_a_temperature_report_stability_and_replay_exactly(
     assert replay.summary["judge:faithfulness"].ci95 == item.ci95
 
 
+def test_a_two_member_panel_grades_then_replays_exactly(local_judge: object,
+                                                       tmp_path: Path) -> None:
+    """Two members, the real model at temperature 0.7 with two seeds: every record graded by
+    both (or its abstention counted), the agreement reported, and an offline replay of the
+    panel, member by member, with no request."""
+    records = _write(tmp_path / "r.jsonl")
+    judge = _judge(local_judge, tmp_path / "cache.sqlite", temperature=0.7,
+                   panel=({"seed": 1}, {"seed": 2}))
+    first = evaluate(str(records), ["judge:faithfulness"], judge=judge, bootstrap=50)
+    assert first.manifest["judge_panel"]["requests"] == 4
+    _assert_judged(first, "judge:faithfulness", 1, 5)
+    names = [m["name"] for m in first.manifest["judge_panel"]["members"]]
+    assert len(names) == 2
+    for row in first.records:
+        detail = row.details["judge:faithfulness"]
+        assert set(detail["members"]) == set(names)
+        assert set(detail["abstained"]) == {n for n, v in detail["members"].items() if v is None}
+    panel = first.summary["judge:faithfulness"].figures["panel"]
+    assert set(panel["members"]) == set(names) and panel["alpha_level"] == "interval"
+    _assert_same(first, _replay(records, ["judge:faithfulness"], judge), "judge_panel")
+
+
 def test_logprobs_give_an_expected_score(local_judge: object, tmp_path: Path) -> None:
     """llama-cpp-python returns top log-probabilities: the value is the expected score under
     the model's own distribution over the scale."""

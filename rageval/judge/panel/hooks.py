@@ -1,0 +1,57 @@
+"""The run hooks of judge panels (:data:`PANEL_HOOKS`): every member checked as a judge of its
+own before anything is sent (its options, its key, an offline replay's cache), and the
+manifest's ``judge_panel`` section: the rule, the members, and the judge work they did."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rageval.core.metric import RunHooks
+from rageval.judge.llm.checks import judge_section
+from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.prompting.prompt_files import prompt_info
+from rageval.judge.rubric.hooks import check_judge
+from rageval.judge.rubric.render import RENDER_VERSION
+
+if TYPE_CHECKING:
+    from rageval.core.metric import Batch, Metric
+    from rageval.core.records import Record
+
+__all__ = ["PANEL_HOOKS", "PanelHooks"]
+
+
+class PanelHooks(RunHooks):
+    """The hooks every panel metric of a run shares."""
+
+    section = "judge_panel"
+
+    def check(self, records: Sequence[Record], metrics: Sequence[Metric]) -> None:
+        if metrics:
+            metrics[0].options.judge.check()  # the panel holds together (JudgeOptions.check)
+        for panel in metrics:
+            for _, member in panel.members:  # type: ignore[attr-defined]
+                check_judge(records, [member])
+
+    def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
+        if not metrics:
+            return None
+        first = metrics[0]
+        members = first.members  # type: ignore[attr-defined]
+        stats: RunStats = run.run_wide(("judge", "stats"), RunStats)
+        prompts: dict[str, dict[str, str]] = {}
+        for panel in metrics:
+            for name, member in panel.members:  # type: ignore[attr-defined]
+                prompts[f"{member.rubric.id}|{name}"] = prompt_info(member.rubric)
+        section = judge_section(members[0][1].judge, stats, prompts, RENDER_VERSION)
+        section["rule"] = first.rule  # type: ignore[attr-defined]
+        section["members"] = [{"name": name, "model": m.judge.model,
+                               "endpoint": None if m.judge.offline else m.judge.endpoint,
+                               "prompts_dir": m.judge.prompts_dir, "seed": m.judge.seed,
+                               "temperature": m.judge.temperature}
+                              for name, m in members]
+        section["metrics"] = [str(m) for m in metrics]
+        return section
+
+
+PANEL_HOOKS = PanelHooks()

@@ -1,0 +1,171 @@
+"""A rubric graded by a panel of judges: ``judge:<rubric>`` when the run's judge options name
+two members or more (``JudgeOptions.panel``, ``--judge SPEC``).
+
+Each member grades the records as a judge metric of its own (:class:`MemberMetric`): its own
+model, endpoint, key, rubric files or seed, its own cache entries, so that a panel replays
+offline member by member. The panel's value of a record is made from the members' by the
+panel's rule (:mod:`~rageval.judge.panel.rules`); a record's details hold every member's value,
+the members that abstained and why, and the spread of the values given. The summary reports,
+beside the value, each member's mean and abstentions and Krippendorff's alpha between them
+(nominal for a 0-1 verdict, interval otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from rageval.core.errors import UsageError
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.signature import Field, Signature
+from rageval.core.version import __version__
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.replies import provenance_only
+from rageval.judge.panel.hooks import PANEL_HOOKS
+from rageval.judge.panel.rules import aggregate
+from rageval.judge.rubric.metric import JudgeMetric, judge_fields
+from rageval.stats.agreement import krippendorff_alpha
+
+__all__ = ["MemberMetric", "PanelMetric"]
+
+
+class MemberMetric(JudgeMetric):
+    """One member's grading: a judge metric whose replies the run keeps apart from the other
+    members' (they share the rubric's name)."""
+
+    def __init__(self, target: str, member: str, options: ScoreOptions) -> None:
+        self.member = member
+        super().__init__(target, options=options)
+
+    def _replies_key(self, scope: Any) -> tuple[str, str, str, int]:
+        return ("judge", "replies", f"{self}|{self.member}", id(scope))
+
+
+class PanelMetric(Metric):
+    """``judge:<rubric>`` graded by every member of the run's judge panel."""
+
+    family = "judge"
+    base = "judge"
+    hooks = PANEL_HOOKS
+    summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"
+
+    def __init__(self, target: str, cutoff: int | None = None,
+                 options: ScoreOptions | None = None, **params: Any) -> None:
+        opts = options or ScoreOptions()
+        if params:
+            raise UsageError(f"judge:{target} takes no parameters, got {sorted(params)}")
+        judge = opts.judge or JudgeOptions()
+        self.target = target
+        self.rule = judge.panel_rule
+        self.members = [(name, MemberMetric(target, name, ScoreOptions(
+            **{**_fields_of(opts), "judge": member}))) for name, member in judge.members()]
+        scales = {m.score_range() for _, m in self.members}
+        if len(scales) > 1:
+            raise UsageError(f"judge:{target}: the panel's members grade on different scales "
+                             f"({', '.join(f'{lo:g}-{hi:g}' for lo, hi in sorted(scales))}): "
+                             "their rubric files must agree")
+        first = self.members[0][1]
+        self.rubric = first.rubric
+        if self.rule == "majority" and first.score_range() != (0.0, 1.0):
+            raise UsageError(f"judge:{target}: the majority rule takes a 0-1 verdict, and this "
+                             f"rubric's scale is {first.rubric.scale_min}-"
+                             f"{first.rubric.scale_max} (use --judge-panel-rule mean or median)")
+        super().__init__(cutoff=cutoff, options=opts, name=f"judge:{target}",
+                         needs=first.needs)
+
+    def with_options(self, options: ScoreOptions) -> Metric:
+        return type(self)(self.target, cutoff=self.cutoff, options=options)
+
+    def score_range(self) -> tuple[float, float]:
+        return self.members[0][1].score_range()
+
+    def ready(self) -> None:
+        for _, member in self.members:
+            member.ready()
+
+    def signature_extra(self, used: dict[str, set[str]] | None = None) -> list[Field]:
+        """The rule, every member (model, endpoint, prompt hash, seed), the rubric, and the
+        settings the members share; ``used``: the endpoints each member's replies came from
+        (a replay signs with what recorded them), else those configured."""
+        def endpoint(name: str, member: MemberMetric) -> str:
+            return ",".join(sorted(used[name])) if used and used.get(name) else (
+                member.judge.endpoint)
+
+        judges = ";".join(f"{name}={m.judge.model}@{endpoint(name, m)}#{m.rubric.short_hash}"
+                          + (f"/seed{m.judge.seed}" if m.judge.seed is not None else "")
+                          for name, m in self.members)
+        shared = [f for f in judge_fields(self.members[0][1].judge)
+                  if f.key not in ("judge", "endpoint")]
+        return [Field("panel", self.rule, "pn"), Field("judges", judges, "js"),
+                Field("rubric", self.rubric.id, "r"),
+                Field("rubric_version", self.rubric.version, "rv"), *shared]
+
+    def score(self, batch: Batch) -> MetricResult:
+        results = [member.score(batch) for _, member in self.members]
+        own = [r.details or [None] * len(batch) for r in results]  # each member's details
+        name = str(self.name)
+        grid = np.vstack([r.values[name] for r in results])  # members x records
+        values = np.full(len(batch), math.nan)
+        reasons: list[str | None] = [None] * len(batch)
+        details: list[dict[str, Any] | None] = []
+        for i in range(len(batch)):
+            values[i], reason = aggregate(grid[:, i], self.rule)
+            abstained = {member: results[k].reasons[i] or "no value"
+                         for k, (member, _) in enumerate(self.members)
+                         if math.isnan(grid[k, i])}
+            if reason is not None:
+                why = "; ".join(f"{m}: {r}" for m, r in abstained.items())
+                reasons[i] = f"{reason}{f' ({why})' if why else ''}"
+            given = grid[~np.isnan(grid[:, i]), i]
+            details.append({
+                "rule": self.rule,
+                "members": {member: None if math.isnan(grid[k, i]) else float(grid[k, i])
+                            for k, (member, _) in enumerate(self.members)},
+                "abstained": abstained,
+                "spread": float(given.max() - given.min()) if len(given) else None,
+                "endpoints": {member: (own[k][i] or {}).get("endpoint")
+                              for k, (member, _) in enumerate(self.members)},
+            })
+        return MetricResult({name: values}, reasons, details, grid.T.copy())
+
+    def summary_part(self, result: MetricResult) -> MetricResult:
+        """The values, every member's value of every record (for the agreement), and of the
+        details only the endpoints the signature reads."""
+        return MetricResult(result.values, [], provenance_only(result.details, ("endpoints",)),
+                            result.stats)
+
+    def result_signature(self, result: MetricResult) -> Signature:
+        used: dict[str, set[str]] = {}
+        for detail in result.details or []:
+            for member, endpoint in ((detail or {}).get("endpoints") or {}).items():
+                if endpoint:
+                    used.setdefault(member, set()).update(
+                        [endpoint] if isinstance(endpoint, str) else endpoint)
+        fields = [Field("metric", self.base, "m"), *self.signature_extra(used),
+                  Field("rageval", __version__, "v", version=True)]
+        return Signature.of(fields)
+
+    def summary_figures(self, result: MetricResult) -> dict[str, Any]:
+        grid = result.stats
+        if grid is None:
+            return {}
+        names = [name for name, _ in self.members]
+        level = "nominal" if self.score_range() == (0.0, 1.0) else "interval"
+        given = ~np.isnan(grid)
+        return {"panel": {
+            "rule": self.rule,
+            "members": {name: {"mean": float(np.nanmean(grid[:, k])) if given[:, k].any()
+                               else None, "abstained": int((~given[:, k]).sum())}
+                        for k, name in enumerate(names)},
+            "krippendorff_alpha": krippendorff_alpha(grid.T, level),
+            "alpha_level": level,
+            "items_rated_twice": int((given.sum(axis=1) >= 2).sum()),
+        }}
+
+
+def _fields_of(options: ScoreOptions) -> dict[str, Any]:
+    """The run options a member keeps (all but the judge, which is its own)."""
+    return {name: getattr(options, name) for name in options.__dataclass_fields__
+            if name != "judge"}
