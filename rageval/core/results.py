@@ -274,9 +274,11 @@ class Results:
         }
         if any(s.calibrated is not None for _, s in items):
             columns.update(_calibration_columns([s.calibrated for _, s in items]))
-        if any("stability" in s.figures for _, s in items):
-            for key in ("flip_rate", "mean_sd"):
-                columns[key] = [(s.figures.get("stability") or {}).get(key) for _, s in items]
+        for figure, keys in (("stability", ("flip_rate", "mean_sd")),
+                             ("panel", ("krippendorff_alpha",))):
+            if any(figure in s.figures for _, s in items):
+                for key in keys:
+                    columns[key] = [(s.figures.get(figure) or {}).get(key) for _, s in items]
         return _frame(columns, backend)
 
     def summary_json(self) -> dict[str, Any]:

@@ -108,6 +108,25 @@ def stability_lines(results: Results) -> list[str]:
     return lines
 
 
+def panel_lines(results: Results) -> list[str]:
+    """One line per metric a judge panel graded: its rule, how far its members agree, and
+    the abstentions."""
+    lines = []
+    for name, item in results.summary.items():
+        panel = item.figures.get("panel")
+        if not panel:
+            continue
+        alpha = panel["krippendorff_alpha"]
+        means = ", ".join(f"{member} {_fmt(m['mean'])}" + (f" ({m['abstained']} abstained)"
+                                                         if m["abstained"] else "")
+                          for member, m in panel["members"].items())
+        lines.append(f"{name}: panel of {len(panel['members'])} ({panel['rule']}): "
+                     f"Krippendorff's alpha {_fmt(alpha)} ({panel['alpha_level']}, "
+                     f"{count_of(panel['items_rated_twice'], 'record')} rated twice or more); "
+                     f"members: {means}")
+    return lines
+
+
 def _interval(ci: tuple[float, float]) -> str:
     return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
@@ -148,7 +167,8 @@ def print_summary(results: Results, console: Console, *, components: bool = Fals
     """The summary table, the reasons for unscored values, and the signatures (their table
     with ``signatures``, else one line saying where they are)."""
     console.print(summary_table(results, components=components))
-    for line in [*calibration_lines(results), *stability_lines(results)]:
+    for line in [*calibration_lines(results), *stability_lines(results),
+                 *panel_lines(results)]:
         console.print(line, markup=False, highlight=False)
     for line in unscored_lines(results):
         console.print(line, style="yellow", markup=False, highlight=False)

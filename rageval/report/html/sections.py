@@ -16,7 +16,12 @@ from rageval.core.results import MetricSummary, Results, count_of
 from rageval.report.html.data import ReportRun, drawn_as_bars, headline_names, scored_values
 from rageval.report.html.markup import ci_text, esc, num_cell, run_label, table, th
 from rageval.report.html.plots import draw_bars, draw_strips, render_svg
-from rageval.report.tables import flagged_text
+from rageval.report.tables import (
+    calibration_lines,
+    flagged_text,
+    panel_lines,
+    stability_lines,
+)
 
 
 def summary_section(runs: list[ReportRun]) -> str:
@@ -46,7 +51,8 @@ def _run_summary(run: ReportRun, index: int) -> str:
     rows = [_summary_row(name, item, name in headline)
             for name, item in run.results.summary.items()]
     return (f"<h3>{run_label(run)}</h3><p class=\"note\">{' · '.join(facts)}</p>"
-            + table(f"summary-{index}", head, rows) + _reasons_list(run.results))
+            + table(f"summary-{index}", head, rows) + _judge_notes(run.results)
+            + _reasons_list(run.results))
 
 
 def _summary_row(name: str, item: MetricSummary, headline: bool) -> str:
@@ -61,6 +67,15 @@ def _summary_row(name: str, item: MetricSummary, headline: bool) -> str:
             f'<td class="num" data-v="{item.n}">{item.n}</td>'
             f'<td class="num" data-v="{item.unscored}">{item.unscored}</td>'
             f'<td class="sig" title="{esc(item.signature)}">{esc(short)}</td></tr>\n')
+
+
+def _judge_notes(results: Results) -> str:
+    """What a judge metric's value rests on, as the terminal says it: the mean calibrated by
+    human labels beside the raw one, how often the judge changed its mind between samples,
+    a panel's members and their agreement."""
+    lines = [*calibration_lines(results), *stability_lines(results), *panel_lines(results)]
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+    return f'<ul class="judge-notes">{items}</ul>' if items else ""
 
 
 def _reasons_list(results: Results) -> str:
