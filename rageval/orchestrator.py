@@ -83,11 +83,13 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     provider = inputs.provider
     state = _RunState(_resolve(metrics, options))
     state.helpers = provider.metrics() if provider is not None else []
-    state.labels = _labels(inputs, state.metrics)
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
     windows, single = _read_ahead(inputs.windows(), one=provider is not None
                                   or not all(m.streams() for m in state.metrics))
+    if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
+        state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
+                                                      for m in state.metrics], inputs.source)
     extra: dict[str, Any] = {}
     for window in windows:
         if not window:
@@ -192,18 +194,6 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
         if progress is not None:
             progress(done, total)
     state.count += len(run.records)
-
-
-def _labels(inputs: RunInputs, metrics: list[Metric]) -> LabelColumns | None:
-    """The human labels to read, for the metrics scored on a fixed scale (a rubric's)."""
-    if inputs.human is None:
-        return None
-    scales = {str(m): scale for m in metrics if (scale := m.score_range()) is not None}
-    if not scales:
-        raise UsageError(f"human labels ({inputs.human!r}) calibrate metrics scored on a "
-                         f"fixed scale (a rubric's), and no metric of the run is: "
-                         f"{', '.join(map(str, metrics))}")
-    return LabelColumns(inputs.human, scales, inputs.source)
 
 
 def _check_labels_found(labels: LabelColumns) -> None:

@@ -84,15 +84,31 @@ class LabelColumns:
         self._keys = {name: label_keys([name]) for name in self.scales}
         self.found = 0  # records with any label
 
+    @classmethod
+    def of(cls, field: str, metrics: Sequence[tuple[str, tuple[float, float] | None]],
+           source: str) -> LabelColumns:
+        """The labels of a run's metrics on a fixed scale (``metrics``: name and scale, None
+        for a metric without one); a usage error when no metric has one."""
+        scales = {name: scale for name, scale in metrics if scale is not None}
+        if not scales:
+            raise UsageError(f"human labels ({field!r}) calibrate metrics scored on a fixed "
+                             f"scale (a rubric's), and no metric of the run is: "
+                             f"{', '.join(name for name, _ in metrics)}")
+        return cls(field, scales, source)
+
     def take(self, records: Sequence[Record]) -> dict[str, list[float]]:
         """Each metric's labels for these records, in their order."""
         out: dict[str, list[float]] = {name: [] for name in self.scales}
         for record in records:
-            label = parse_label(record.extra.get(self.field), record.id, self.field,
-                                self.source)
+            try:
+                label = parse_label(record.extra.get(self.field), record.id, self.field,
+                                    self.source)
+                for name, values in out.items():
+                    values.append(self._label(record.id, label, name))
+            except InputError as error:
+                raise InputError(error.message, path=error.path, field=error.field,
+                                 line=_line_of(self.source, record.id)) from None
             self.found += label is not None
-            for name, values in out.items():
-                values.append(self._label(record.id, label, name))
         return out
 
     def _label(self, record_id: str, label: Label, name: str) -> float:
@@ -115,6 +131,25 @@ class LabelColumns:
             raise InputError(f"record {record_id!r}: human label {label:g} for {name} is outside "
                              f"its scale {low:g}-{high:g}", path=self.source, field=field)
         return float(label)
+
+
+def _line_of(path: str, record_id: str) -> int | None:
+    """The line of a JSON Lines records file that holds ``record_id`` (read only when a label
+    there is wrong); None for other formats, or when it cannot be found."""
+    if not path.endswith((".jsonl", ".ndjson")):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, text in enumerate(handle, 1):
+                try:
+                    item = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(item, dict) and str(item.get("id")) == record_id:
+                    return number
+    except OSError:
+        return None
+    return None
 
 
 def _short(name: str) -> str:

@@ -137,6 +137,7 @@ def test_bad_labels_are_errors_naming_the_record_and_field(tmp_path: Path, serve
     assert says in str(caught.value) and "record 'q0'" in str(caught.value)
     if error is InputError:
         assert caught.value.path == str(records)
+        assert caught.value.line == 1  # record q0, the file's first line
         assert caught.value.field.startswith("human.faithfulness")
     assert server.requests == 0  # found before anything was asked
 
