@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +30,11 @@ def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
     folder: Path = tmp_path_factory.getbasetemp() / "xdg-runtime"
     folder.mkdir(mode=0o700, exist_ok=True)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+
+
+@pytest.fixture
+def keyed_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
+    """A loopback judge server that wants the key in ``$RAGEVAL_TEST_JUDGE_KEY`` (set)."""
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    with JudgeServer(expected_key=TEST_KEY) as server:
+        yield server

@@ -87,7 +87,12 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["JudgeServer", "claim_step", "claim_step_reply", "judge_score", "wire_format"]
+__all__ = ["TEST_KEY", "TEST_KEY_ENV", "JudgeServer", "claim_step", "claim_step_reply",
+           "judge_score", "keyed_options", "wire_format"]
+
+# The key a keyed loopback server wants, and the variable the tests put it in.
+TEST_KEY = "sk-test-DO-NOT-LEAK-fixture-0123"
+TEST_KEY_ENV = "RAGEVAL_TEST_JUDGE_KEY"
 
 
 def _wrapped(message: str, etype: str, code: object = None, **more: object) -> dict[str, Any]:
@@ -661,3 +666,13 @@ def serve() -> Iterator[JudgeServer]:  # pragma: no cover - convenience for fixt
     """Generator for a pytest fixture: ``judge = pytest.fixture(serve)``."""
     with JudgeServer() as server:
         yield server
+
+
+def keyed_options(server: JudgeServer, cache: object, **settings: Any) -> Any:
+    """Judge options that reach ``server`` with the key of ``$RAGEVAL_TEST_JUDGE_KEY``
+    (:data:`TEST_KEY_ENV`), caching in ``cache``, one quick retry; ``settings`` change any."""
+    from rageval.judge.llm.options import JudgeOptions
+
+    return JudgeOptions(**{"model": "judge-model", "base_url": server.base_url,
+                           "api_key_env": TEST_KEY_ENV, "cache": str(cache), "timeout": 5.0,
+                           "max_retries": 1, **settings})

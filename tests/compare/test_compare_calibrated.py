@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,25 +13,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from judge_server import JudgeServer
+from judge_server import JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.compare.runs.compare import compare_runs
 from rageval.core.errors import UsageError
 from rageval.core.results import Results
-from rageval.judge.llm.options import JudgeOptions
 
-KEY = "sk-test-compare-calibrated"
-ENV = "RAGEVAL_TEST_COMPARE_CALIBRATED_KEY"
 METRICS = ["judge:faithfulness", "judge:correctness"]
 
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv(ENV, KEY)
-    with JudgeServer(expected_key=KEY) as s:
-        yield s
 
 
 def write(path: Path, system: str, labelled: int, shift: int, n: int = 50) -> Path:
@@ -49,17 +39,16 @@ def write(path: Path, system: str, labelled: int, shift: int, n: int = 50) -> Pa
     return path
 
 
-def score(server: JudgeServer, records: Path, out: Path) -> Path:
-    judge = JudgeOptions(model="judge-model", base_url=server.base_url, api_key_env=ENV,
-                         cache=str(out.parent / "cache.sqlite"), timeout=5.0, max_retries=1)
+def score(keyed_judge: JudgeServer, records: Path, out: Path) -> Path:
+    judge = keyed_options(keyed_judge, out.parent / "cache.sqlite")
     evaluate(records, METRICS, judge=judge, bootstrap=50, out=out)
     return out
 
 
 @pytest.fixture
-def runs(tmp_path: Path, server: JudgeServer) -> tuple[Path, Path]:
-    a = score(server, write(tmp_path / "a.jsonl", "alpha", 20, 0), tmp_path / "a")
-    b = score(server, write(tmp_path / "b.jsonl", "beta", 20, 2), tmp_path / "b")
+def runs(tmp_path: Path, keyed_judge: JudgeServer) -> tuple[Path, Path]:
+    a = score(keyed_judge, write(tmp_path / "a.jsonl", "alpha", 20, 0), tmp_path / "a")
+    b = score(keyed_judge, write(tmp_path / "b.jsonl", "beta", 20, 2), tmp_path / "b")
     return a, b
 
 
@@ -113,9 +102,9 @@ def test_the_command_line_says_whether_the_interval_holds_zero(
     assert {r["metric"] for r in rows if "calibrated" in r} == set(METRICS)
 
 
-def test_few_labelled_pairs_is_a_refusal(tmp_path: Path, server: JudgeServer) -> None:
-    a = score(server, write(tmp_path / "a.jsonl", "alpha", 8, 0), tmp_path / "a")
-    b = score(server, write(tmp_path / "b.jsonl", "beta", 20, 2), tmp_path / "b")
+def test_few_labelled_pairs_is_a_refusal(tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    a = score(keyed_judge, write(tmp_path / "a.jsonl", "alpha", 8, 0), tmp_path / "a")
+    b = score(keyed_judge, write(tmp_path / "b.jsonl", "beta", 20, 2), tmp_path / "b")
     rows = compare_runs([a, b], human="human", resamples=50, permutations=50).rows
     c = next(r for r in rows if r["metric"] == "judge:faithfulness")["calibrated"]
     assert c == {"labelled": 8, "unlabelled": 42,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from judge_server import JudgeServer
+from judge_server import TEST_KEY_ENV, JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.cli import main
@@ -25,16 +24,8 @@ from rageval.judge.llm.costs.tokens import CHARS_PER_TOKEN, PER_MESSAGE, PER_REP
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.rubric.render import render
 
-KEY = "sk-test-dry-run"
-ENV = "RAGEVAL_TEST_DRY_RUN_KEY"
 METRICS = ["judge:faithfulness", "judge:correctness"]
 
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv(ENV, KEY)
-    with JudgeServer(expected_key=KEY) as s:
-        yield s
 
 
 def _records(path: Path, n: int) -> Path:
@@ -44,17 +35,16 @@ def _records(path: Path, n: int) -> Path:
     return path
 
 
-def _judge(server: JudgeServer, cache: Path, **kw: object) -> JudgeOptions:
-    return JudgeOptions(model="judge-model", base_url=server.base_url, api_key_env=ENV,
-                        cache=str(cache), timeout=5.0, max_retries=1, **kw)  # type: ignore[arg-type]
+def _judge(keyed_judge: JudgeServer, cache: Path, **kw: object) -> JudgeOptions:
+    return keyed_options(keyed_judge, cache, **kw)
 
 
 def test_a_dry_run_sends_nothing_writes_nothing_and_counts_what_a_run_sends(
-        tmp_path: Path, server: JudgeServer) -> None:
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
     records = _records(tmp_path / "r.jsonl", 12)
-    judge = _judge(server, tmp_path / "c.sqlite", price_in=2.0, price_out=8.0)
+    judge = _judge(keyed_judge, tmp_path / "c.sqlite", price_in=2.0, price_out=8.0)
     dry = evaluate(records, METRICS, judge=replace(judge, dry_run=True), bootstrap=1)
-    assert server.requests == 0 and not (tmp_path / "c.sqlite").exists()
+    assert keyed_judge.requests == 0 and not (tmp_path / "c.sqlite").exists()
     planned = dry.manifest["judge"]["dry_run"]
     assert {k: v["requests"] for k, v in planned.items()} == {"faithfulness": 12,
                                                               "correctness": 12}
@@ -72,14 +62,14 @@ def test_a_dry_run_sends_nothing_writes_nothing_and_counts_what_a_run_sends(
     assert all(r.errors["judge:faithfulness"] == "not asked: a dry run sends nothing"
                for r in dry.records)
     real = evaluate(records, METRICS, judge=judge, bootstrap=1)
-    assert real.manifest["judge"]["requests"] == server.requests == 24
+    assert real.manifest["judge"]["requests"] == keyed_judge.requests == 24
 
 
 def test_a_dry_run_counts_the_cache_hits_and_prices_by_the_cached_replies(
-        tmp_path: Path, server: JudgeServer) -> None:
-    judge = _judge(server, tmp_path / "c.sqlite", price_in=1.0, price_out=1.0)
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    judge = _judge(keyed_judge, tmp_path / "c.sqlite", price_in=1.0, price_out=1.0)
     evaluate(_records(tmp_path / "few.jsonl", 5), METRICS, judge=judge, bootstrap=1)
-    sent = server.requests
+    sent = keyed_judge.requests
     dry = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS,
                    judge=replace(judge, dry_run=True), bootstrap=1)
     planned = dry.manifest["judge"]["dry_run"]["faithfulness"]
@@ -87,19 +77,19 @@ def test_a_dry_run_counts_the_cache_hits_and_prices_by_the_cached_replies(
     assert planned["completion_estimate"] == "the mean of this run's cached replies"
     assert planned["completion_tokens"] is not None and planned["completion_tokens"] > 0
     real = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS, judge=judge, bootstrap=1)
-    assert real.manifest["judge"]["requests"] == server.requests - sent == 6
+    assert real.manifest["judge"]["requests"] == keyed_judge.requests - sent == 6
     again = evaluate(_records(tmp_path / "more.jsonl", 8), METRICS,
                      judge=replace(judge, dry_run=True, refresh=True), bootstrap=1)
     assert again.manifest["judge"]["dry_run"]["faithfulness"]["requests"] == 8  # --refresh
 
 
 def test_the_command_line_prints_the_table_and_writes_no_run(tmp_path: Path,
-                                                             server: JudgeServer) -> None:
+                                                             keyed_judge: JudgeServer) -> None:
     records = _records(tmp_path / "r.jsonl", 4)
     out = io.StringIO()
     argv = ["score", str(records), "-m", "judge:faithfulness", "-m", "rouge1",
-            "--judge-model", "judge-model", "--judge-base-url", server.base_url,
-            "--judge-api-key-env", ENV, "--cache", str(tmp_path / "c.sqlite"), "--dry-run",
+            "--judge-model", "judge-model", "--judge-base-url", keyed_judge.base_url,
+            "--judge-api-key-env", TEST_KEY_ENV, "--cache", str(tmp_path / "c.sqlite"), "--dry-run",
             "--judge-max-tokens", "50", "--judge-price-in", "1", "--judge-price-out", "2",
             "--no-progress", "--out", str(tmp_path / "run")]
     assert main(argv, stdout=out) == 0
@@ -109,7 +99,7 @@ def test_the_command_line_prints_the_table_and_writes_no_run(tmp_path: Path,
     assert "at most --judge-max-tokens each" in text
     assert "nothing was written to" in text
     assert not (tmp_path / "run").exists() and not (tmp_path / "c.sqlite").exists()
-    assert server.requests == 0
+    assert keyed_judge.requests == 0
     out = io.StringIO()
     assert main(["score", str(records), "-m", "rouge1", "--dry-run", "--no-progress"],
                 stdout=out) == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from judge_server import JudgeServer
+from judge_server import TEST_KEY_ENV, JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.cli import main
@@ -22,16 +21,8 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.results import Results
 from rageval.judge.llm.options import JudgeOptions
 
-KEY = "sk-test-calibration"
-ENV = "RAGEVAL_TEST_CALIBRATION_KEY"
 METRICS = ["judge:faithfulness", "judge:correctness"]
 
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv(ENV, KEY)
-    with JudgeServer(expected_key=KEY) as s:
-        yield s
 
 
 def write_records(path: Path, labelled: int, n: int = 60, label: object = None) -> Path:
@@ -49,9 +40,8 @@ def write_records(path: Path, labelled: int, n: int = 60, label: object = None) 
     return path
 
 
-def judge(server: JudgeServer, cache: Path) -> JudgeOptions:
-    return JudgeOptions(model="judge-model", base_url=server.base_url, api_key_env=ENV,
-                        cache=str(cache), timeout=5.0, max_retries=1)
+def judge(keyed_judge: JudgeServer, cache: Path) -> JudgeOptions:
+    return keyed_options(keyed_judge, cache)
 
 
 def expected(results: Results, metric: str, key: str,
@@ -75,9 +65,9 @@ def expected(results: Results, metric: str, key: str,
 
 @pytest.mark.parity
 def test_the_calibrated_mean_is_ppi_py_s_on_the_run_s_scores(tmp_path: Path,
-                                                            server: JudgeServer) -> None:
+                                                            keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=24)
-    results = evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"),
+    results = evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"),
                        human="human", bootstrap=50)
     for metric, key in (("judge:faithfulness", "faithfulness"),
                         ("judge:correctness", "judge:correctness")):
@@ -94,16 +84,16 @@ def test_the_calibrated_mean_is_ppi_py_s_on_the_run_s_scores(tmp_path: Path,
     assert results.manifest["human_labels"] == {"field": "human", "records": 24,
                                                 "metrics": METRICS}
     # Read window by window, the run gives the same numbers.
-    streamed = evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"),
+    streamed = evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"),
                         human="human", bootstrap=50, window=7)
     assert ({m: s.calibrated for m, s in streamed.summary.items()}
             == {m: s.calibrated for m, s in results.summary.items()})
 
 
 def test_fewer_than_ten_labels_is_a_refusal_not_a_number(tmp_path: Path,
-                                                        server: JudgeServer) -> None:
+                                                        keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=9)
-    results = evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"),
+    results = evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"),
                        human="human", bootstrap=50)
     c = results.summary["judge:faithfulness"].calibrated
     assert c is not None and c.mean is None and c.human_mean is None
@@ -112,9 +102,10 @@ def test_fewer_than_ten_labels_is_a_refusal_not_a_number(tmp_path: Path,
         "labelled": 9, "unlabelled": 51, "refused": c.refused}
 
 
-def test_every_record_labelled_gives_the_labels_mean(tmp_path: Path, server: JudgeServer) -> None:
+def test_every_record_labelled_gives_the_labels_mean(tmp_path: Path,
+                                                     keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=12, n=12)
-    results = evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"),
+    results = evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"),
                        human="human", bootstrap=50)
     c = results.summary["judge:faithfulness"].calibrated
     assert c is not None and c.mean is None and c.refused is not None
@@ -127,39 +118,39 @@ def test_every_record_labelled_gives_the_labels_mean(tmp_path: Path, server: Jud
     ({"faithfulness": "good"}, InputError, "human label must be a finite number, found 'good'"),
     (4, UsageError, "holds a single number, but 2 judge metrics are scored"),
 ])
-def test_bad_labels_are_errors_naming_the_record_and_field(tmp_path: Path, server: JudgeServer,
+def test_bad_labels_are_errors_naming_the_record_and_field(tmp_path: Path, keyed_judge: JudgeServer,
                                                            label: object, error: type,
                                                            says: str) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=12, label=label)
     with pytest.raises(error) as caught:
-        evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"), human="human",
+        evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"), human="human",
                  bootstrap=50)
     assert says in str(caught.value) and "record 'q0'" in str(caught.value)
     if error is InputError:
         assert caught.value.path == str(records)
         assert caught.value.line == 1  # record q0, the file's first line
         assert caught.value.field.startswith("human.faithfulness")
-    assert server.requests == 0  # found before anything was asked
+    assert keyed_judge.requests == 0  # found before anything was asked
 
 
 def test_a_field_no_record_has_and_a_run_without_judge_metrics_are_usage_errors(
-        tmp_path: Path, server: JudgeServer) -> None:
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=0)
     with pytest.raises(UsageError, match=r"no record of .* has a field 'human'"):
-        evaluate(records, METRICS, judge=judge(server, tmp_path / "c.sqlite"), human="human",
+        evaluate(records, METRICS, judge=judge(keyed_judge, tmp_path / "c.sqlite"), human="human",
                  bootstrap=50)
     with pytest.raises(UsageError, match="calibrate metrics scored on a fixed scale"):
         evaluate(records, ["rouge1"], human="human", bootstrap=50)
-    assert server.requests == 0
+    assert keyed_judge.requests == 0
 
 
 def test_the_command_line_prints_and_writes_the_calibrated_mean(tmp_path: Path,
-                                                                server: JudgeServer) -> None:
+                                                                keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl", labelled=20)
     out = io.StringIO()
     argv = ["score", str(records), "-m", "judge:faithfulness", "--judge-model", "judge-model",
-            "--judge-base-url", server.base_url, "--judge-api-key-env", ENV, "--cache",
-            str(tmp_path / "c.sqlite"), "--human", "human", "--bootstrap", "50",
+            "--judge-base-url", keyed_judge.base_url, "--judge-api-key-env", TEST_KEY_ENV,
+            "--cache", str(tmp_path / "c.sqlite"), "--human", "human", "--bootstrap", "50",
             "--no-progress", "--out", str(tmp_path / "run")]
     assert main(argv, stdout=out) == 0
     text = " ".join(out.getvalue().split())

@@ -7,7 +7,6 @@ import io
 import json
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from judge_server import JudgeServer
+from judge_server import TEST_KEY_ENV, JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.cli import main
@@ -23,9 +22,6 @@ from rageval.core.errors import UsageError
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.rubric.stability import noise_samples, sample_stats, stability
 from rageval.stats.resampling import bootstrap_ci, two_level_bootstrap_ci
-
-KEY = "sk-test-stability"
-ENV = "RAGEVAL_TEST_STABILITY_KEY"
 
 
 def test_items_flip_when_their_rounded_samples_differ() -> None:
@@ -66,12 +62,6 @@ def test_the_two_level_bootstrap_of_a_steady_judge_is_the_ordinary_one() -> None
         two_level_bootstrap_ci(np.array([[1.0, np.nan], [np.nan, np.nan]]))
 
 
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
-    monkeypatch.setenv(ENV, KEY)
-    with JudgeServer(expected_key=KEY) as s:
-        yield s
-
 
 def _records(path: Path, n: int = 30) -> Path:
     path.write_text("".join(json.dumps({
@@ -80,16 +70,14 @@ def _records(path: Path, n: int = 30) -> Path:
     return path
 
 
-def _judge(server: JudgeServer, cache: Path, samples: int) -> JudgeOptions:
-    return JudgeOptions(model="judge-model", base_url=server.base_url, api_key_env=ENV,
-                        cache=str(cache), samples=samples, temperature=0.7, seed=1,
-                        timeout=5.0, max_retries=1)
+def _judge(keyed_judge: JudgeServer, cache: Path, samples: int) -> JudgeOptions:
+    return keyed_options(keyed_judge, cache, samples=samples, temperature=0.7, seed=1)
 
 
 def test_a_run_reports_stability_and_judge_noise_widens_its_interval(
-        tmp_path: Path, server: JudgeServer) -> None:
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
     records = _records(tmp_path / "r.jsonl")
-    judge = _judge(server, tmp_path / "c.sqlite", samples=4)
+    judge = _judge(keyed_judge, tmp_path / "c.sqlite", samples=4)
     plain = evaluate(records, ["judge:faithfulness"], judge=judge, bootstrap=400,
                      out=tmp_path / "plain")
     noisy = evaluate(records, ["judge:faithfulness"], judge=judge, bootstrap=400,
@@ -108,14 +96,14 @@ def test_a_run_reports_stability_and_judge_noise_widens_its_interval(
     assert noisy.manifest["bootstrap"]["ci"] == "judge-noise"
     saved = json.loads((tmp_path / "plain" / "summary.json").read_text())
     assert saved["metrics"]["judge:faithfulness"]["stability"]["items"] == 30
-    assert server.requests == 120  # the second run replayed every sample from the cache
+    assert keyed_judge.requests == 120  # the second run replayed every sample from the cache
 
 
 def test_one_sample_has_no_stability_and_keeps_the_ordinary_interval(
-        tmp_path: Path, server: JudgeServer) -> None:
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
     records = _records(tmp_path / "r.jsonl", 12)
     results = evaluate(records, ["judge:faithfulness"],
-                       judge=_judge(server, tmp_path / "c.sqlite", samples=1), bootstrap=100,
+                       judge=_judge(keyed_judge, tmp_path / "c.sqlite", samples=1), bootstrap=100,
                        ci="judge-noise")
     item = results.summary["judge:faithfulness"]
     assert item.figures == {} and item.ci_method == "records"
@@ -123,13 +111,14 @@ def test_one_sample_has_no_stability_and_keeps_the_ordinary_interval(
 
 
 def test_the_command_line_prints_stability_and_checks_ci(tmp_path: Path,
-                                                        server: JudgeServer) -> None:
+                                                        keyed_judge: JudgeServer) -> None:
     records = _records(tmp_path / "r.jsonl", 12)
     out = io.StringIO()
     argv = ["score", str(records), "-m", "judge:faithfulness", "--judge-model", "judge-model",
-            "--judge-base-url", server.base_url, "--judge-api-key-env", ENV, "--cache",
-            str(tmp_path / "c.sqlite"), "--judge-samples", "3", "--judge-temperature", "0.7",
-            "--bootstrap", "100", "--no-progress", "--ci", "judge-noise"]
+            "--judge-base-url", keyed_judge.base_url, "--judge-api-key-env", TEST_KEY_ENV,
+            "--cache", str(tmp_path / "c.sqlite"), "--judge-samples", "3",
+            "--judge-temperature", "0.7", "--bootstrap", "100", "--no-progress", "--ci",
+            "judge-noise"]
     assert main(argv, stdout=out) == 0
     text = " ".join(out.getvalue().split())
     assert "judge:faithfulness: 3 samples per item;" in text
