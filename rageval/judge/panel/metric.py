@@ -127,14 +127,15 @@ class PanelMetric(Metric):
                 "spread": float(given.max() - given.min()) if len(given) else None,
                 "endpoints": {member: (own[k][i] or {}).get("endpoint")
                               for k, (member, _) in enumerate(self.members)},
+                **_flags([(member, own[k][i]) for k, (member, _) in enumerate(self.members)]),
             })
         return MetricResult({name: values}, reasons, details, grid.T.copy())
 
     def summary_part(self, result: MetricResult) -> MetricResult:
         """The values, every member's value of every record (for the agreement), and of the
-        details only the endpoints the signature reads."""
-        return MetricResult(result.values, [], provenance_only(result.details, ("endpoints",)),
-                            result.stats)
+        details only the endpoints the signature reads and the flags the summary counts."""
+        kept = provenance_only(result.details, ("endpoints", "flags"))
+        return MetricResult(result.values, [], kept, result.stats)
 
     def result_signature(self, result: MetricResult) -> Signature:
         used: dict[str, set[str]] = {}
@@ -163,6 +164,20 @@ class PanelMetric(Metric):
             "alpha_level": level,
             "items_rated_twice": int((given.sum(axis=1) >= 2).sum()),
         }}
+
+
+def _flags(members: list[tuple[str, dict[str, Any] | None]]) -> dict[str, Any]:
+    """The judge flags any member raised on a record (texts aimed at the judge, reasoning
+    copied), each reason saying which member: the panel's value stands, flagged, as a
+    member's would."""
+    flags: dict[str, list[str]] = {}
+    for member, detail in members:
+        for flag in (detail or {}).get("flags", ()):
+            reason = ((detail or {}).get("flag_reasons") or {}).get(flag, "")
+            flags.setdefault(flag, []).append(f"{member}: {reason}" if reason else member)
+    if not flags:
+        return {}
+    return {"flags": sorted(flags), "flag_reasons": {f: "; ".join(r) for f, r in flags.items()}}
 
 
 def _fields_of(options: ScoreOptions) -> dict[str, Any]:
