@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rageval.core.results import Results
+    from rageval.gate import GateReport
     from rageval.judge.llm.options import JudgeOptions
 
 
@@ -97,6 +98,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
     replaced = _check_out_dir(args.out) if args.out else False
+    if args.junit and (problem := creatable(Path(args.junit).absolute().parent)) is not None:
+        raise UsageError(f"--junit {args.junit}: cannot write there: {problem}")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
@@ -137,7 +140,11 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.progress import final_line
 
         print(final_line(results), file=sys.stderr)
-    passed = gate.apply(results, console) if gate is not None else True
+    report = gate.apply(results, console) if gate is not None else None
+    if args.junit:
+        _write_junit(results, report, args.junit, args.out or str(inputs.records or inputs.run),
+                     console)
+    passed = report is None or report.passed
     capped = _capped(results)
     if capped is not None:
         print(f"rageval: {capped}", file=sys.stderr)
@@ -151,6 +158,19 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
     return GATE_FAILED_EXIT
+
+
+def _write_junit(results: Results, report: GateReport | None, path: str, name: str,
+                 console: Console) -> None:
+    """The run and its gate as JUnit XML at ``path``, written whole or not at all."""
+    from rageval.core.files import atomic_write
+    from rageval.gate.junit import junit_xml
+
+    try:
+        atomic_write(path, junit_xml(results, report, name).encode("utf-8"))
+    except OSError as error:
+        raise UsageError(f"--junit {path}: cannot write: {error.strerror or error}") from None
+    console.print(f"wrote {path} (JUnit XML)", markup=False, highlight=False)
 
 
 #: The exit status of a run that a judge cap stopped (--judge-max-requests, --judge-max-cost).

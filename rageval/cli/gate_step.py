@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rageval.core.results import Results
-    from rageval.gate import Threshold
+    from rageval.gate import GateReport, Threshold
     from rageval.judge.llm.options import JudgeOptions
 
 
@@ -24,8 +24,8 @@ class GatePlan:
     baseline: Results | None
     max_drop: float
 
-    def apply(self, results: Results, console: Console) -> bool:
-        """Check the run, print the table of checks; True when every check passed."""
+    def apply(self, results: Results, console: Console) -> GateReport:
+        """Check the run and print the table of checks."""
         from rageval.gate import GateReport, check_regression, check_thresholds, gate_table
 
         rows = check_thresholds(results, self.thresholds, on=self.on)
@@ -34,7 +34,7 @@ class GatePlan:
             rows += check_regression(results, self.baseline, max_drop=self.max_drop)
         report = GateReport(rows)
         console.print(gate_table(report))
-        return report.passed
+        return report
 
 
 def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan | None:

@@ -241,3 +241,7 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
                    "than --max-drop and the paired randomization test says the drop is real")
     g.add_argument("--max-drop", type=float, metavar="X",
                    help="largest drop allowed against --baseline (default 0)")
+    g.add_argument("--junit", metavar="FILE",
+                   help="also write the run as JUnit XML: a test case per gate check (failed: "
+                   "the value, the rule and the 95%% CI) and per metric with unscored records "
+                   "(an error giving why), for CI systems to show")

@@ -126,6 +126,7 @@ FIELDS: list[Field] = [
         ("dir", "out", "out", (), "output directory, relative to where rageval runs"),
         ("components", "components", "bool", (), "every component in the table"),
         ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
+        ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
     ]),
     *_fields("gate", [
         ("fail_under", "fail_under", "limits", (), "metric = lowest acceptable value"),
