@@ -32,6 +32,14 @@ def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
 
 
+@pytest.fixture(autouse=True)
+def _not_a_github_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test suite run by GitHub Actions would otherwise give every scoring run of the tests
+    the job's outputs (--github is on by itself there): the tests of those set it themselves."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def keyed_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
     """A loopback judge server that wants the key in ``$RAGEVAL_TEST_JUDGE_KEY`` (set)."""

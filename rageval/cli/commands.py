@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shlex
 import sys
 from dataclasses import replace
@@ -98,8 +99,9 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
     replaced = _check_out_dir(args.out) if args.out else False
-    if args.junit and (problem := creatable(Path(args.junit).absolute().parent)) is not None:
-        raise UsageError(f"--junit {args.junit}: cannot write there: {problem}")
+    for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
+        if path and (problem := creatable(Path(path).absolute().parent)) is not None:
+            raise UsageError(f"{flag} {path}: cannot write there: {problem}")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
@@ -141,9 +143,13 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
 
         print(final_line(results), file=sys.stderr)
     report = gate.apply(results, console) if gate is not None else None
+    name = args.out or str(inputs.records or inputs.run)
     if args.junit:
-        _write_junit(results, report, args.junit, args.out or str(inputs.records or inputs.run),
-                     console)
+        _write_junit(results, report, args.junit, name, console)
+    if args.markdown or _on_github(args):
+        from rageval.cli.github_step import github_outputs
+
+        github_outputs(results, report, name, args.markdown, _on_github(args), console)
     passed = report is None or report.passed
     capped = _capped(results)
     if capped is not None:
@@ -158,6 +164,13 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
     return GATE_FAILED_EXIT
+
+
+def _on_github(args: argparse.Namespace) -> bool:
+    """--github, or by default whether the run is a GitHub Actions job's."""
+    if args.github is not None:
+        return bool(args.github)
+    return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
 def _write_junit(results: Results, report: GateReport | None, path: str, name: str,

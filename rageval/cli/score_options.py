@@ -241,6 +241,13 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
                    "than --max-drop and the paired randomization test says the drop is real")
     g.add_argument("--max-drop", type=float, metavar="X",
                    help="largest drop allowed against --baseline (default 0)")
+    g.add_argument("--github", action=argparse.BooleanOptionalAction,
+                   help="GitHub Actions output (on by itself where GITHUB_ACTIONS=true): the "
+                   "summary table appended to $GITHUB_STEP_SUMMARY, and annotations for failed "
+                   "gate checks and failed judge requests")
+    g.add_argument("--markdown", metavar="FILE",
+                   help="also write the summary table (value, CI, baseline, delta, p-value, "
+                   "gate) as Markdown, for a pull-request comment")
     g.add_argument("--junit", metavar="FILE",
                    help="also write the run as JUnit XML: a test case per gate check (failed: "
                    "the value, the rule and the 95%% CI) and per metric with unscored records "

@@ -127,6 +127,7 @@ FIELDS: list[Field] = [
         ("components", "components", "bool", (), "every component in the table"),
         ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
         ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
+        ("markdown", "markdown", "out", (), "the summary table as Markdown, at this path"),
     ]),
     *_fields("gate", [
         ("fail_under", "fail_under", "limits", (), "metric = lowest acceptable value"),

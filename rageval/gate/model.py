@@ -94,6 +94,11 @@ class GateRow:
     observed: float | None
     passed: bool
     note: str
+    # A regression check's numbers: the baseline's value, the change (this run's less the
+    # baseline's) and the Holm-adjusted p-value of the paired randomization test.
+    baseline: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
 
 
 @dataclass(frozen=True)
