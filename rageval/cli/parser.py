@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_agree(sub)
     _add_report(sub)
+    _add_export(sub)
     _add_fuse(sub)
     _add_cache(sub)
     _add_local_judge(sub)
@@ -107,6 +108,26 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     p.add_argument("--title", help="page title (default: from the run names)")
     _add_statistics(p)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="a saved run as Markdown, CSV, JUnit XML or JSON, with "
+                       "the gate's checks when gate options are given, without scoring again")
+    p.add_argument("run", metavar="DIR", help="a run directory (rageval score --out DIR)")
+    p.add_argument("--format", required=True, choices=("md", "csv", "junit", "json"),
+                   help="md: the summary table (as --markdown writes it); csv: the summary; "
+                   "junit: JUnit XML (as --junit writes it); json: summary.json, and the gate")
+    p.add_argument("-o", "--output", metavar="FILE", help="the file to write (default: stdout)")
+    p.add_argument("--fail-under", action="append", metavar="METRIC=VALUE",
+                   help="a gate check, repeatable: fail when METRIC is under VALUE")
+    p.add_argument("--fail-over", action="append", metavar="METRIC=VALUE",
+                   help="a gate check, repeatable: fail when METRIC is over VALUE")
+    p.add_argument("--gate-on", choices=("mean", "ci"), default="mean",
+                   help="check the value (mean, the default) or the 95%% CI bound (ci)")
+    p.add_argument("--baseline", metavar="DIR",
+                   help="a run directory to compare with, as rageval score --baseline")
+    p.add_argument("--max-drop", type=float, metavar="X",
+                   help="largest drop allowed against --baseline (default 0)")
 
 
 def _add_cache(sub: argparse._SubParsersAction) -> None:
@@ -235,6 +256,10 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.commands import run_report
 
         return run_report(args, out)
+    if args.command == "export":
+        from rageval.cli.export_command import run_export
+
+        return run_export(args, out)
     if args.command == "fuse":
         from rageval.cli.commands import run_fuse
 
