@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from rageval.core.metric import Batch, Metric
     from rageval.core.records import Record
 
-__all__ = ["PANEL_HOOKS", "PanelHooks"]
+__all__ = ["PANEL_HOOKS", "PANEL_STATS", "PanelHooks"]
+
+# The run's account of the panels' judge work (apart from the single judge's ``judge``).
+PANEL_STATS = ("judge_panel", "stats")
 
 
 class PanelHooks(RunHooks):
@@ -38,7 +41,7 @@ class PanelHooks(RunHooks):
             return None
         first = metrics[0]
         members = first.members  # type: ignore[attr-defined]
-        stats: RunStats = run.run_wide(("judge", "stats"), RunStats)
+        stats: RunStats = run.run_wide(PANEL_STATS, RunStats)
         prompts: dict[str, dict[str, str]] = {}
         for panel in metrics:
             for name, member in panel.members:  # type: ignore[attr-defined]

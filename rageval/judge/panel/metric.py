@@ -23,7 +23,7 @@ from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import provenance_only
-from rageval.judge.panel.hooks import PANEL_HOOKS
+from rageval.judge.panel.hooks import PANEL_HOOKS, PANEL_STATS
 from rageval.judge.panel.rules import aggregate
 from rageval.judge.rubric.metric import JudgeMetric, judge_fields
 from rageval.stats.agreement import krippendorff_alpha
@@ -33,7 +33,10 @@ __all__ = ["MemberMetric", "PanelMetric"]
 
 class MemberMetric(JudgeMetric):
     """One member's grading: a judge metric whose replies the run keeps apart from the other
-    members' (they share the rubric's name)."""
+    members' (they share the rubric's name), and whose work it counts apart from the single
+    judge's, so that no manifest section counts a request twice."""
+
+    stats_account = PANEL_STATS
 
     def __init__(self, target: str, member: str, options: ScoreOptions) -> None:
         self.member = member

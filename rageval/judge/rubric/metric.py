@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -79,6 +79,8 @@ class JudgeMetric(Metric):
     family = "judge"
     base = "judge"
     hooks = JUDGE_HOOKS
+    # Where the run counts this metric's judge work (the manifest section's account).
+    stats_account: ClassVar[tuple[str, str]] = ("judge", "stats")
     summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"
 
     def __init__(
@@ -117,7 +119,7 @@ class JudgeMetric(Metric):
         return self._schema
 
     def run_stats(self, batch: Batch) -> RunStats:
-        stats: RunStats = batch.run.run_wide(("judge", "stats"), RunStats)
+        stats: RunStats = batch.run.run_wide(self.stats_account, RunStats)
         stats.prompts[self.rubric.id] = prompt_info(self.rubric)
         return stats
 

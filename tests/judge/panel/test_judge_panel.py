@@ -239,3 +239,18 @@ def test_a_flag_any_member_raises_stands_on_the_panel_s_value(
     assert detail["flags"] == ["aimed_at_judge"]
     assert detail["flag_reasons"]["aimed_at_judge"].startswith("judge-model#seed1: answer:")
     assert results.summary["judge:faithfulness"].flagged == {"aimed_at_judge": 1}
+
+
+def test_a_panel_and_the_single_judge_each_count_their_own_requests(
+        tmp_path: Path, servers: list[JudgeServer]) -> None:
+    """Judgments graded by the run's judge beside a panel's rubric: each manifest section
+    counts its own requests, so the run's figures count every request once."""
+    from rageval.gate.figures import run_figure
+
+    records = _records(tmp_path / "r.jsonl", 4)  # no judgments: the judge grades the contexts
+    judge = _judge(servers[0], tmp_path / "c.sqlite", MEMBERS[:2])
+    results = evaluate(records, ["judge:faithfulness", "p@1"], judge=judge,
+                       judgments_from="judge", bootstrap=5)
+    assert results.manifest["judge"]["requests"] == 4  # one context per record
+    assert results.manifest["judge_panel"]["requests"] == 8  # two members x four records
+    assert run_figure(results.manifest, "requests").value == servers[0].requests == 12
