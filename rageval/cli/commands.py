@@ -192,8 +192,10 @@ CAPPED_EXIT = 4
 
 def _capped(results: Results) -> str | None:
     """What a judge cap kept from being sent, when one did."""
-    for section in ("judge", "claims"):
-        caps = (results.manifest.get(section) or {}).get("caps") or {}
+    from rageval.gate.figures import judge_sections
+
+    for section in judge_sections(results.manifest).values():
+        caps = section.get("caps") or {}
         if caps.get("not_sent"):
             return (f"the run reached its judge cap ({caps['reached']}): "
                     f"{count_of(caps['not_sent'], 'request')} not sent, their records left "

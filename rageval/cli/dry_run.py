@@ -12,6 +12,7 @@ from rich.table import Table
 from rageval.api import evaluate
 from rageval.compare.command_output import console_for
 from rageval.core.names import parse
+from rageval.gate.figures import judge_sections
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,8 +25,8 @@ __all__ = ["print_dry_run", "run_dry"]
 
 # The metric namespaces whose values come from the judge.
 _ASKING = ("judge", "claims", "nuggets", "citations")
-# The manifest sections of judge work, and what they are called in the table.
-_SECTIONS = (("judge", "judge"), ("claims", "claim step"))
+# What the requests of a manifest section of judge work are called in the table.
+_KINDS = {"judge": "judge", "judge_panel": "panel member", "claims": "claim step"}
 
 
 def run_dry(args: argparse.Namespace, inputs: InputSpec, judge: JudgeOptions | None,
@@ -62,8 +63,8 @@ def print_dry_run(results: Results, console: Console) -> None:
         table.add_column(label, justify="left" if label == "requests of" else "right")
     totals = {"requests": 0, "cache_hits": 0, "prompt_tokens": 0}
     notes: list[str] = []
-    for section, kind in _SECTIONS:
-        part = results.manifest.get(section) or {}
+    for section, part in judge_sections(results.manifest).items():
+        kind = _KINDS.get(section, section)
         for name, planned in (part.get("dry_run") or {}).items():
             table.add_row(f"{name} ({kind})", *_cells(planned))
             for key in totals:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FIGURE_BASIS", "RunFigure", "run_figure"]
+__all__ = ["FIGURE_BASIS", "RunFigure", "judge_sections", "run_figure"]
 
 _KEYS = ("usage", "requests", "failed", "cost_usd")
 
@@ -42,10 +42,16 @@ class RunFigure:
     note: str
 
 
+def judge_sections(manifest: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The manifest's sections of judge work, by key (``judge``, ``judge_panel``,
+    ``claims``, ...): each counts its own requests, tokens, caps and dry-run plan."""
+    return {key: section for key, section in manifest.items()
+            if isinstance(section, Mapping) and any(k in section for k in _KEYS)}
+
+
 def run_figure(manifest: Mapping[str, Any], name: str) -> RunFigure:
     """The figure ``name`` (one of :data:`rageval.gate.model.RUN_FIGURES`) of a run."""
-    sections = {key: section for key, section in manifest.items()
-                if isinstance(section, Mapping) and any(k in section for k in _KEYS)}
+    sections = judge_sections(manifest)
     where = ", ".join(sections) if sections else "no judge work in this run"
     if name == "cost_usd":
         return _cost(sections, where)

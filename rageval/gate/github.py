@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rageval.core.results import Results, count_of
+from rageval.gate.figures import judge_sections
 from rageval.gate.model import GateRow, format_number
 
 if TYPE_CHECKING:
@@ -20,9 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["annotations", "summary_markdown"]
 
-# The manifest sections of judge work, and what their failed requests are called.
-_JUDGE_SECTIONS = (("judge", "judge"), ("judge_panel", "judge panel"),
-                   ("claims", "claim-level judge"))
+# What the failed requests of a manifest section of judge work are called.
+_LABELS = {"judge": "judge", "judge_panel": "judge panel", "claims": "claim-level judge"}
 
 
 def summary_markdown(results: Results, report: GateReport | None, name: str) -> str:
@@ -67,9 +67,9 @@ def annotations(results: Results, report: GateReport | None) -> list[str]:
         out.append(_command("error", "rageval gate",
                             f"{row.metric} = {format_number(row.observed)}, needed {row.rule}: "
                             f"{row.note}"))
-    for section, label in _JUDGE_SECTIONS:
-        part = results.manifest.get(section) or {}
+    for section, part in judge_sections(results.manifest).items():
         if part.get("failed"):
+            label = _LABELS.get(section, section)
             out.append(_command("warning", "rageval judge",
                                 f"{count_of(part['failed'], 'request')} to the {label} "
                                 "failed; their records are unscored with the reason"))

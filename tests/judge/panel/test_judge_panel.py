@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -254,3 +255,30 @@ def test_a_panel_and_the_single_judge_each_count_their_own_requests(
     assert results.manifest["judge"]["requests"] == 4  # one context per record
     assert results.manifest["judge_panel"]["requests"] == 8  # two members x four records
     assert run_figure(results.manifest, "requests").value == servers[0].requests == 12
+
+
+def test_a_panel_s_dry_run_and_cap_are_reported_like_a_single_judge_s(
+        tmp_path: Path, servers: list[JudgeServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, KEY)
+    records = _records(tmp_path / "r.jsonl", 3)
+    panel = ["--judge-model", "judge-model", "--judge-base-url", servers[0].base_url,
+             "--judge-api-key-env", ENV, "--cache", str(tmp_path / "c.sqlite"),
+             "--judge", "model=judge-model,seed=1", "--judge", "model=judge-model,seed=2"]
+    out = io.StringIO()
+    argv = ["score", str(records), "-m", "judge:faithfulness", *panel, "--dry-run",
+            "--no-progress"]
+    assert main(argv, stdout=out) == 0
+    assert "faithfulness (panel member)" in out.getvalue()
+    assert re.search(r"faithfulness \(panel member\)\s*│\s*6\s*│", out.getvalue())
+    assert servers[0].requests == 0
+    err = io.StringIO()
+    saved, sys.stderr = sys.stderr, err
+    try:
+        status = main(["score", str(records), "-m", "judge:faithfulness", *panel,
+                       "--judge-max-requests", "4", "--no-progress", "--bootstrap", "5"],
+                      stdout=io.StringIO())
+    finally:
+        sys.stderr = saved
+    assert status == 4 and servers[0].requests == 4
+    assert "the run reached its judge cap (--judge-max-requests 4): 2 requests not sent" in (
+        err.getvalue())
