@@ -103,8 +103,9 @@ def evaluate(
                            out=out, ci=ci)  # every setting checked before anything is read
     if isinstance(records, InputSpec) and records.max_line_bytes is not None:
         max_line_bytes = records.max_line_bytes  # the spec's own, as the more specific
+    # Where the judgments came from is known once the records are read: the orchestrator
+    # settles it (inputs.judgments) before the metrics sign with it.
     options = ScoreOptions(trec_convention=trec_convention,
-                           judgments_source="inline" if qrels is None else "qrels",
                            embedding_cache=embedding_cache, judge=judge,
                            max_line_bytes=max_line_bytes, steps=steps)
     provider = None

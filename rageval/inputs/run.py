@@ -65,7 +65,6 @@ class RunInputs:
         self.human = human
         self.source = _source(records)
         self.judgments = _join(qrels, self.source)
-        self._qrels_given = qrels is not None
 
     def windows(self) -> Iterator[list[Record]]:
         """The records, each window filled with its qrels' judgments as it is read: one
@@ -77,7 +76,7 @@ class RunInputs:
 
             loaded = load(records)
             if loaded.qrels is not None:  # a BEIR directory's
-                if self._qrels_given:
+                if self.judgments.qrels is not None:
                     raise UsageError("a BEIR directory gives the qrels: give qrels or the BEIR "
                                      "directory's, not both")
                 self.judgments = JudgmentsJoin(loaded.qrels, records_source=self.source,

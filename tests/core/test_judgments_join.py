@@ -21,12 +21,11 @@ def test_without_qrels_the_records_pass_as_they_are_and_are_inline() -> None:
     assert join.fill(records) is records
     windows = iter([records])
     assert join.filled(windows) is windows
-    assert (join.expected(), join.source()) == ("inline", "inline")
+    assert join.source() == "inline"
 
 
 def test_qrels_fill_the_records_as_the_windows_pass() -> None:
     join = JudgmentsJoin({"q1": {"1": 2}, "q9": {"1": 1}}, qrels_source="run.qrels")
-    assert join.expected() == "qrels"
     first, second = join.filled(iter([_records(False), _records(False, False)]))
     assert first[0].judgments is None  # q0: not in the qrels
     assert second[1].judgments == {"1": 2}

@@ -13,6 +13,7 @@ that holds 0 does not establish a difference, and the row says so.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ class RunLabels:
 
     def __init__(self, run: NamedRun, field: str) -> None:
         source = run.results.records_info.source
-        if source is None or source == "<memory>" or not _readable(source):
+        if source is None or source == "<memory>" or not Path(source).is_file():
             raise UsageError(f"--human {field}: run {run.name} scored records that cannot be "
                              f"read again ({source or 'unknown'}): calibrated differences need "
                              "the records files the runs scored")
@@ -115,11 +116,3 @@ def calibrated_metrics(rows: list[dict[str, Any]]) -> list[str]:
     calibrate (pairwise verdicts and claim-level shares are not labelled on their scale)."""
     return [r["metric"] for r in rows if r["headline"] and r["metric"].startswith(JUDGE_PREFIX)
             and not r["metric"].startswith(PAIRWISE_PREFIX)]
-
-
-def _readable(path: str) -> bool:
-    try:
-        with open(path, "rb"):
-            return True
-    except OSError:
-        return False

@@ -78,11 +78,6 @@ class JudgmentsJoin:
         self._inline = 0
         self._provided: str | None = None
 
-    def expected(self) -> str:
-        """The source a run signs with before its records are read: ``qrels`` with qrels,
-        else ``inline``."""
-        return "inline" if self.qrels is None else "qrels"
-
     def fill(self, records: list[Record]) -> list[Record]:
         """The records with the qrels' judgments, counting what they matched."""
         if self.qrels is None:
