@@ -37,7 +37,6 @@ class RequestBudget:
     max_cost: float | None = None
     sent: int = 0
     spent: float = 0.0  # USD of the replies received, as their usage reports
-    refused: int = 0
     reached: str | None = None  # the cap that stopped the run, as its flag says it
     _estimated: float = 0.0  # USD of the requests admitted whose replies are not in yet
     _completions: list[int] = field(default_factory=lambda: [0, 0])  # tokens, replies
@@ -49,7 +48,6 @@ class RequestBudget:
         with self._lock:
             reason = self._over(judge, prompt_tokens)
             if reason is not None:
-                self.refused += 1
                 return reason
             self.sent += 1
             return None

@@ -14,7 +14,6 @@ English text with OpenAI's tokenizers: the method is named beside every figure.
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
@@ -58,7 +57,14 @@ class PromptTokens:
             return -(-len(text) // CHARS_PER_TOKEN)
         if text not in self._known:
             path, key, reply = self._route
-            value = self._post(path, {key: text})
+            try:
+                value = self._post(path, {key: text})
+            except (OSError, ValueError):  # urllib's URLError is an OSError
+                # The tokenizer stopped answering: the rest is estimated, and the method says so.
+                self._route = None
+                self.method = (f"the endpoint's tokenizer until it failed, then "
+                               f"{CHARS_PER_TOKEN} characters a token, plus ChatML's framing")
+                return self._text(text)
             self._known[text] = int(value if reply == "count" else len(value))
         return self._known[text]
 
@@ -66,7 +72,7 @@ class PromptTokens:
         for path, key, reply in _ROUTES:
             try:
                 found = self._post(path, {key: "ok"}, reply)
-            except (OSError, ValueError, urllib.error.URLError):
+            except (OSError, ValueError):  # urllib's URLError is an OSError
                 continue
             if found is not None:
                 return path, key, reply
