@@ -192,7 +192,7 @@ CAPPED_EXIT = 4
 
 def _capped(results: Results) -> str | None:
     """What a judge cap kept from being sent, when one did."""
-    from rageval.gate.figures import judge_sections
+    from rageval.core.manifest import judge_sections
 
     for section in judge_sections(results.manifest).values():
         caps = section.get("caps") or {}

@@ -11,8 +11,8 @@ from rich.table import Table
 
 from rageval.api import evaluate
 from rageval.compare.command_output import console_for
+from rageval.core.manifest import judge_sections
 from rageval.core.names import parse
-from rageval.gate.figures import judge_sections
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -13,8 +13,10 @@ from typing import Any
 from rageval.core.metric import Metric
 from rageval.core.version import __version__
 
-__all__ = ["run_manifest"]
+__all__ = ["judge_sections", "run_manifest"]
 
+# What a manifest section of judge work holds (rageval.judge.llm.checks.judge_section).
+_JUDGE_WORK = ("usage", "requests", "failed", "cost_usd")
 # Libraries every run's values rest on; each metric adds its own (Metric.libraries).
 _ALWAYS_VERSIONED = ("numpy", "polars")
 
@@ -59,3 +61,11 @@ def _versions(metrics: Sequence[Metric]) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+def judge_sections(manifest: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The manifest's sections of judge work, by key (``judge``, ``judge_panel``,
+    ``claims``, ...), found by what they hold rather than by name: each counts its own
+    requests, tokens, caps and dry-run plan."""
+    return {key: section for key, section in manifest.items()
+            if isinstance(section, Mapping) and any(k in section for k in _JUDGE_WORK)}

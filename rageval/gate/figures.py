@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FIGURE_BASIS", "RunFigure", "judge_sections", "run_figure"]
+from rageval.core.manifest import judge_sections
 
-_KEYS = ("usage", "requests", "failed", "cost_usd")
+__all__ = ["FIGURE_BASIS", "RunFigure", "run_figure"]
 
 # What each run figure counts, as the rule text of a threshold says it.
 FIGURE_BASIS: dict[str, str] = {
@@ -40,13 +40,6 @@ class RunFigure:
     value: float | None
     basis: str  # what the number counts, for the rule text
     note: str
-
-
-def judge_sections(manifest: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The manifest's sections of judge work, by key (``judge``, ``judge_panel``,
-    ``claims``, ...): each counts its own requests, tokens, caps and dry-run plan."""
-    return {key: section for key, section in manifest.items()
-            if isinstance(section, Mapping) and any(k in section for k in _KEYS)}
 
 
 def run_figure(manifest: Mapping[str, Any], name: str) -> RunFigure:

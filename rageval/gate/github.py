@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rageval.core.manifest import judge_sections
 from rageval.core.results import Results, count_of
-from rageval.gate.figures import judge_sections
 from rageval.gate.model import GateRow, format_number
 
 if TYPE_CHECKING:
