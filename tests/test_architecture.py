@@ -33,6 +33,8 @@ ALLOWED: dict[str, set[str]] = {
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.
     "inputs": {"core", "retrieval"},
     "gate": {"core", "stats", "compare", "report"},
+    # Scores back to the Phoenix spans records came from (read again from their traces).
+    "phoenix": {"core", "inputs"},
 }
 FAMILY_WORDS = re.compile(r"\b(judge|retrieval|generation|bleu|rouge|bertscore|kernels)\w*",
                           re.IGNORECASE)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 from rageval.api import evaluate
 from rageval.cli.gate_step import plan_gate
 from rageval.cli.input_step import input_spec, run_records
+from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
@@ -98,6 +99,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
 
         return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
+    check_annotate(args, inputs)
     replaced = _check_out_dir(args.out) if args.out else False
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
         if path and (problem := creatable(Path(path).absolute().parent)) is not None:
@@ -142,8 +144,9 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.progress import final_line
 
         print(final_line(results), file=sys.stderr)
+    annotate_step(args, inputs, results)
     report = gate.apply(results, console) if gate is not None else None
-    name = args.out or str(inputs.records or inputs.run)
+    name = args.out or str(inputs.records or inputs.run or inputs.phoenix)
     if args.junit:
         _write_junit(results, report, args.junit, name, console)
     if args.markdown or _on_github(args):

@@ -18,9 +18,17 @@ if TYPE_CHECKING:
 
 def input_spec(args: argparse.Namespace) -> InputSpec:
     records, run = args.records, args.run
-    if records is None and run is None:
-        raise UsageError("no records: give a records file, or --run RUN to build them from a "
-                         "TREC run")
+    phoenix = getattr(args, "phoenix", None)
+    if records is None and run is None and phoenix is None:
+        raise UsageError("no records: give a records file, --run RUN to build them from a "
+                         "TREC run, or --phoenix URL --project NAME to read traces")
+    if phoenix is not None and (records is not None or run is not None) and not getattr(
+            args, "phoenix_annotate", False):
+        raise UsageError("--phoenix reads traces from the server: give it or a records file "
+                         "(or --run), not both (with --phoenix-annotate it is where the scores "
+                         "of a traces file go)")
+    if getattr(args, "project", None) is not None and phoenix is None:
+        raise UsageError("--project names the project of a Phoenix server: give --phoenix URL")
     if records is not None and run is not None:
         raise UsageError("give a records file or --run, not both")
     if run is None:
@@ -39,10 +47,15 @@ def input_spec(args: argparse.Namespace) -> InputSpec:
                              "leave out --queries, --corpus and --qrels")
     if args.depth is not None and args.depth < 1:
         raise UsageError(f"--depth must be at least 1, got {args.depth}")
-    return InputSpec(records=records, kind=args.input_format,
+    traces = args.input_format == "openinference" or (phoenix is not None and records is None)
+    return InputSpec(records=records, kind="openinference" if traces else args.input_format,
                      field_map=parse_field_map(args.field_map or ()), format=args.format,
                      run=run, queries=args.queries, corpus=args.corpus, beir=args.beir,
-                     split=args.split, depth=args.depth)
+                     split=args.split, depth=args.depth,
+                     phoenix=phoenix if records is None else None,
+                     project=args.project if phoenix is not None and records is None else None,
+                     trace_unit=getattr(args, "trace_unit", None) or "trace",
+                     references=getattr(args, "references", None))
 
 
 def run_records(results: Results) -> list[Record] | None:

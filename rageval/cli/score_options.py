@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rageval.inputs.spec import INPUT_KINDS
 from rageval.judge.llm.formats import MODES
 
 # Every option whose default is not None/False (argparse's own) is listed here, not in
@@ -29,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
     "judge_samples": 1,
     "input_format": "records",
     "split": "test",
+    "trace_unit": "trace",
+    "phoenix_annotate": False,
     "gate_on": "mean",
     # Switches are --x/--no-x (so that `run` can turn off what an evaluation file turns on).
     "trec_convention": False,
@@ -107,13 +110,24 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
 
 def _input_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("inputs in other formats (see docs/inputs.md)")
-    g.add_argument("--input-format", choices=("records", "ragas", "trec-rag"),
+    g.add_argument("--input-format", choices=INPUT_KINDS,
                    help="how the records file's columns are read: records (rageval's, the "
                    "default), ragas (question/contexts/answer/ground_truth columns, "
-                   "HF datasets style), trec-rag (a TREC RAG 2024 generation run)")
+                   "HF datasets style), trec-rag (a TREC RAG 2024 generation run), "
+                   "openinference (OpenTelemetry spans as OTLP/JSON: one record per trace)")
     g.add_argument("--map", dest="field_map", action="append", metavar="FIELD=COLUMN",
                    help="read rageval's FIELD from the file's COLUMN, repeatable: "
-                   "--map query=question")
+                   "--map query=question (for traces: a span attribute, --map id=metadata.qid)")
+    g.add_argument("--phoenix", metavar="URL", help="read the traces of --project from this "
+                   "Phoenix server (instead of a file); its API key from PHOENIX_API_KEY")
+    g.add_argument("--project", metavar="NAME", help="the Phoenix project of --phoenix")
+    g.add_argument("--trace-unit", metavar="KIND", help="one record per trace (trace, the "
+                   "default) or per top-level span of this OpenInference kind (e.g. CHAIN)")
+    g.add_argument("--references", metavar="FILE", help="references and judgments for records "
+                   "from traces: a records file of id, reference and/or judgments, joined by id")
+    g.add_argument("--phoenix-annotate", action=argparse.BooleanOptionalAction,
+                   help="after scoring, write each record's scores to the span it came from "
+                   "on the --phoenix server, as span annotations (a rerun updates them)")
     g.add_argument("--run", help="a TREC run file: one record per query, its documents as "
                    "contexts (instead of a records file)")
     g.add_argument("--queries", help="query texts for --run (BEIR queries.jsonl or "

@@ -53,7 +53,7 @@ def _fields(table: str, rows: list[tuple]) -> list[Field]:
 # The response formats and input kinds are listed here rather than imported so that reading a
 # file stays cheap; tests check they match rageval.judge.llm.formats.MODES and INPUT_KINDS.
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "text")
-INPUT_KINDS = ("records", "ragas", "trec-rag")
+INPUT_KINDS = ("records", "ragas", "trec-rag", "openinference")
 
 FIELDS: list[Field] = [
     *_fields("", [
@@ -76,6 +76,10 @@ FIELDS: list[Field] = [
         ("split", "split", "str", (), "the BEIR qrels split"),
         ("depth", "depth", "int", (), "contexts kept per query of the run"),
         ("max_line_bytes", "max_line_bytes", "int", (), "longest records line read"),
+        ("phoenix", "phoenix", "str", (), "a Phoenix server to read traces from"),
+        ("project", "project", "str", (), "the Phoenix project to read"),
+        ("trace_unit", "trace_unit", "str", (), "one record per trace, or per span of a kind"),
+        ("references", "references", "path", (), "references and judgments for traces"),
     ]),
     *_fields("scoring", [
         ("seed", "seed", "int", (), "bootstrap seed"),
@@ -128,6 +132,8 @@ FIELDS: list[Field] = [
         ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
         ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
         ("markdown", "markdown", "out", (), "the summary table as Markdown, at this path"),
+        ("phoenix_annotate", "phoenix_annotate", "bool", (),
+         "write each record's scores to its span on the Phoenix server"),
     ]),
     *_fields("gate", [
         ("fail_under", "fail_under", "limits", (), "metric = lowest acceptable value"),

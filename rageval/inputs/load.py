@@ -44,6 +44,13 @@ def _trec_rag(spec: InputSpec, limit: int) -> LoadedInputs:
     return LoadedInputs(load_trec_rag(path, spec.format, limit, corpus), path)
 
 
+def _traces(spec: InputSpec, limit: int) -> LoadedInputs:
+    from rageval.inputs.traces import trace_source, trace_windows
+
+    records = [record for window in trace_windows(spec, 10_000) for record in window]
+    return LoadedInputs(records, trace_source(spec))
+
+
 def _table(spec: InputSpec, limit: int) -> LoadedInputs:
     path = os.fspath(spec.records or "")
     return LoadedInputs(_table_records(spec, path, limit), path)
@@ -52,6 +59,7 @@ def _table(spec: InputSpec, limit: int) -> LoadedInputs:
 #: The reader of each kind of input (:meth:`InputSpec.reader`).
 _READERS: dict[str, Callable[[InputSpec, int], LoadedInputs]] = {
     "run": _run, "trec-rag": _trec_rag, "records": _table, "ragas": _table,
+    "openinference": _traces,
 }
 
 

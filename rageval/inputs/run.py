@@ -71,6 +71,10 @@ class RunInputs:
         window for records held in memory or read by an input format (read and checked
         here), windows of a records file read as the run goes otherwise."""
         records = self.records
+        if isinstance(records, InputSpec) and records.reader() == "openinference":
+            from rageval.inputs.traces import trace_windows
+
+            return self.judgments.filled(trace_windows(records, self.window, self.progress))
         if isinstance(records, InputSpec) and not records.is_plain():
             from rageval.inputs.load import load
 
@@ -95,6 +99,11 @@ def _source(records: RecordsIn) -> str:
     """Where the records come from, as the manifest names it."""
     if isinstance(records, InputSpec) and records.is_plain():
         return str(Path(records.records or ""))
+    if isinstance(records, InputSpec) and (records.phoenix is not None
+                                           or records.kind == "openinference"):
+        from rageval.inputs.traces import trace_source
+
+        return trace_source(records)
     if isinstance(records, InputSpec):
         named = records.run if records.run is not None else records.records
         return os.fspath(named or "")

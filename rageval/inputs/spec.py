@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError, did_you_mean
+from rageval.core.urls import public_url
 
 if TYPE_CHECKING:
     from rageval.core.records.judgments import Qrels
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 #: How the columns of a records file are read (:attr:`InputSpec.kind`).
-INPUT_KINDS: tuple[str, ...] = ("records", "ragas", "trec-rag")
+INPUT_KINDS: tuple[str, ...] = ("records", "ragas", "trec-rag", "openinference")
 
 #: The rageval fields a ``FIELD=COLUMN`` map may name (``claims`` and ``nuggets`` are read
 #: from a record's extra fields by the claim and nugget metrics).
@@ -54,10 +55,15 @@ class InputSpec:
     split: str = "test"
     depth: int | None = None
     max_line_bytes: int | None = None
+    phoenix: str | None = None
+    project: str | None = None
+    trace_unit: str = "trace"
+    references: str | None = None
 
     def is_plain(self) -> bool:
         """A records file in rageval's own format, read as :func:`load_records` reads it."""
-        if self.run is not None or self.kind != "records" or self.field_map or self.corpus:
+        if (self.run is not None or self.kind != "records" or self.field_map or self.corpus
+                or self.phoenix is not None):
             return False
         if self.format is not None:
             return self.format != "arrow"
@@ -70,10 +76,39 @@ class InputSpec:
         if self.run is not None:
             self._check_run()
             return "run"
+        if self.phoenix is not None or self.kind == "openinference":
+            self._check_traces()
+            return "openinference"
         self._check_records()
         if self.records is None:
             raise UsageError("nothing to read: give a records file or a run")
         return self.kind
+
+    def _check_traces(self) -> None:
+        from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS
+        from rageval.inputs.traces.spans import SPAN_KINDS
+
+        if self.phoenix is not None:
+            if self.records is not None:
+                raise UsageError("give a traces file or a Phoenix server (phoenix=), not both")
+            if not self.project:
+                raise UsageError("a Phoenix server needs the project to read (--project NAME)")
+        elif self.records is None:
+            raise UsageError("nothing to read: give a traces file (OTLP/JSON) or a Phoenix "
+                             "server and project")
+        if self.kind not in ("records", "openinference"):
+            raise UsageError(f"traces are read as 'openinference', not as {self.kind!r}")
+        for name in ("queries", "beir", "depth", "corpus"):
+            if getattr(self, name) is not None:
+                raise UsageError(f"{name} does not apply to traces")
+        for field, _ in check_field_map(self.field_map):
+            if field not in TRACE_MAP_FIELDS:
+                raise UsageError(f"a field map for traces reads {list(TRACE_MAP_FIELDS)} from "
+                                 f"span attributes; {field} cannot be mapped (contexts come "
+                                 "from RETRIEVER spans, judgments from --references or --qrels)")
+        if self.trace_unit != "trace" and self.trace_unit not in SPAN_KINDS:
+            raise UsageError(f"unknown trace unit {self.trace_unit!r}: 'trace' or a span kind, "
+                             f"one of {list(SPAN_KINDS)}")
 
     def _check_run(self) -> None:
         if self.records is not None:
@@ -101,6 +136,9 @@ class InputSpec:
                 raise UsageError(f"{name} applies to a run (give run=), not to a records file")
         if self.corpus is not None and self.kind != "trec-rag":
             raise UsageError("a corpus applies to a run or to a TREC RAG file (kind 'trec-rag')")
+        if self.references is not None or self.trace_unit != "trace" or self.project:
+            raise UsageError("references, a trace unit and a project apply to traces "
+                             "(--input-format openinference, or --phoenix)")
         if self.kind == "trec-rag" and self.field_map:
             raise UsageError("a field map does not apply to a TREC RAG file: its fields are "
                              "fixed")
@@ -109,6 +147,8 @@ class InputSpec:
         """Every field, JSON-able, so that :meth:`from_manifest` reads the records again."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["field_map"] = dict(self.field_map)
+        if self.phoenix is not None:  # refused when it carries secrets; stored without anyway
+            out["phoenix"] = public_url(self.phoenix)
         return out
 
     @classmethod
@@ -139,10 +179,24 @@ class InputSpec:
             if paths is not None:
                 out["qrels"] = paths[2]  # the split read, as the path of its qrels file
             return out
+        if self.phoenix is not None or self.kind == "openinference":
+            return self._describe_traces()
         out = {"records": None if self.records is None else os.fspath(self.records),
                "kind": self.kind, "map": dict(self.field_map)}
         if self.corpus is not None:
             out["corpus"] = os.fspath(self.corpus)
+        return out
+
+
+    def _describe_traces(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "openinference", "unit": self.trace_unit,
+                               "map": dict(self.field_map)}
+        if self.phoenix is not None:
+            out.update(phoenix=public_url(self.phoenix), project=self.project)
+        else:
+            out["records"] = os.fspath(self.records or "")
+        if self.references is not None:
+            out["references"] = os.fspath(self.references)
         return out
 
 

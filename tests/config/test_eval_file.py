@@ -39,7 +39,7 @@ def test_schema_choices_match_the_code() -> None:
     from rageval.judge.llm.formats import MODES
 
     assert RESPONSE_FORMATS == MODES
-    assert INPUT_KINDS == ("records", "ragas", "trec-rag")
+    assert INPUT_KINDS == ("records", "ragas", "trec-rag", "openinference")
     defaults = vars(build_parser().parse_args(["score"]))
     for spec in FIELDS:  # every field sets an option `rageval score` has
         if spec.dest not in ("optional_metrics", "description"):

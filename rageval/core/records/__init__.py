@@ -95,6 +95,7 @@ __all__ = [
     "iter_records",
     "iter_windows",
     "load_records",
+    "record_windows",
     "records_from_dicts",
 ]
 
@@ -178,18 +179,22 @@ def iter_windows(path: PathLike, size: int, *, format: str | None = None,
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise UsageError(f"the window size must be a positive integer, got {size!r}")
     records, ids = _validated(path, format, max_line_bytes, progress)
+    return record_windows(records, ids, size)
 
-    def windows() -> Iterator[list[Record]]:
-        while True:
-            with _gc_paused():
-                window = list(itertools.islice(records, size))
-            if not window:
-                return
-            ids.flush()  # every id of the window checked before anything of it is scored
-            yield window
-            window = []  # not held here while the next one is read
 
-    return windows()
+def record_windows(records: Iterator[Record], ids: IdCheck,
+                   size: int) -> Iterator[list[Record]]:
+    """``records`` (validated by :func:`~rageval.core.records.model.validate_records` with
+    ``ids``) in lists of at most ``size``, each with every id checked against every earlier
+    one before it is handed over."""
+    while True:
+        with _gc_paused():
+            window = list(itertools.islice(records, size))
+        if not window:
+            return
+        ids.flush()  # every id of the window checked before anything of it is scored
+        yield window
+        window = []  # not held here while the next one is read
 
 
 def records_from_dicts(

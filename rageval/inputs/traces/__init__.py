@@ -1,0 +1,109 @@
+"""Records from traces: OpenTelemetry spans following the OpenInference conventions.
+
+``--input-format openinference`` reads an OTLP/JSON file (:mod:`.otlp`); ``--phoenix URL
+--project NAME`` reads a Phoenix project (:mod:`.phoenix`). Either way the spans are grouped
+by trace and each trace (or each top-level span of a chosen kind) becomes a record
+(:mod:`.openinference`), joined with a file of references and judgments by id
+(:mod:`.references`) and validated as any record is. Records carry their ``trace_id`` and
+``span_id`` among their extra fields, for the scores to go back to the span they came from.
+
+A file is read window by window (a trace is held only until its last span is read); errors
+name the file and line of the span, or the trace, as well as the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rageval.core.errors import InputError
+from rageval.core.records import record_windows
+from rageval.core.records.ids import IdCheck
+from rageval.core.records.model import validate_records
+from rageval.inputs.files import check_file, line_limit
+from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, unit_records
+from rageval.inputs.traces.spans import SPAN_KINDS, Span
+
+if TYPE_CHECKING:
+    from rageval.core.progress import LoadProgress
+    from rageval.core.records.model import Record
+    from rageval.inputs.spec import InputSpec
+
+__all__ = ["SPAN_KINDS", "TRACE_MAP_FIELDS", "trace_source", "trace_windows"]
+
+
+def trace_source(spec: InputSpec) -> str:
+    """How the spec's traces are named in messages and the manifest."""
+    if spec.phoenix is not None:
+        from rageval.inputs.traces.phoenix import phoenix_source
+
+        return phoenix_source(spec.phoenix, spec.project or "")
+    return str(spec.records)
+
+
+def _traces(spec: InputSpec, progress: LoadProgress | None) -> Iterator[list[Span]]:
+    if spec.phoenix is not None:
+        from rageval.inputs.traces.phoenix import phoenix_traces
+
+        return phoenix_traces(spec.phoenix, spec.project or "")
+    from rageval.inputs.traces.otlp import otlp_traces
+
+    path = str(spec.records)
+    check_file(path)
+    return otlp_traces(path, line_limit(spec.max_line_bytes), progress)
+
+
+def trace_windows(spec: InputSpec, size: int,
+                  progress: LoadProgress | None = None) -> Iterator[list[Record]]:
+    """The records of the spec's traces in lists of at most ``size``, read as the run goes."""
+    source = trace_source(spec)
+    join = None
+    if spec.references is not None:
+        from rageval.inputs.traces.references import ReferencesJoin
+
+        join = ReferencesJoin(str(spec.references), max_line_bytes=spec.max_line_bytes)
+    places: dict[int, tuple[int | None, str]] = {}  # record number -> (line, trace), a window's
+    field_map = dict(spec.field_map)
+
+    def items() -> Iterator[tuple[int, Any]]:
+        count = 0
+        try:
+            for spans in _traces(spec, progress):
+                for line, item in unit_records(spans, spec.trace_unit, field_map, source):
+                    count += 1
+                    places[count] = (line or None, item["trace_id"])
+                    yield count, item if join is None else join.fill(item, source, line)
+        except InputError as error:  # placed at a span's line already: not a record number
+            raise _SpanError(error.message, path=error.path, line=error.line,
+                             field=error.field) from None
+        if not count:
+            kind = "" if spec.trace_unit == "trace" else f" (no span of kind {spec.trace_unit})"
+            raise InputError(f"no trace gave a record{kind}", path=source)
+        if join is not None:
+            join.finish()
+
+    ids = IdCheck(source, "record")
+    windows = record_windows(validate_records(items(), source, "record", ids), ids, size)
+    while True:
+        try:
+            window = next(windows, None)
+        except InputError as error:
+            raise _placed(error, places) from None
+        if window is None:
+            return
+        places.clear()
+        yield window
+
+
+class _SpanError(InputError):
+    """An error of the spans themselves, told at the span's line (not a record number)."""
+
+
+def _placed(error: InputError, places: dict[int, tuple[int | None, str]]) -> InputError:
+    """A validation error about record number ``n`` told with its trace and span line."""
+    place = places.get(error.line or 0)
+    if place is None or isinstance(error, _SpanError):
+        return error
+    line, trace = place
+    return InputError(f"record {error.line} (trace {trace}): {error.message}", path=error.path,
+                      line=line, field=error.field)

@@ -1,0 +1,184 @@
+"""A trace's spans as records, by the OpenInference conventions.
+
+A record comes from one *unit*: the whole trace (its root span, the one without a parent in
+the trace, stands for it), or each span of a chosen kind that has no ancestor of that kind
+(``unit="CHAIN"``: one record per top-level chain), with the spans below it. From the unit:
+
+* ``query``: the root span's ``input.value`` when it is text (not ``application/json``), else
+  the last ``user`` message of the unit's first LLM span (``llm.input_messages``);
+* ``contexts``: the documents of the unit's RETRIEVER spans (``retrieval.documents.<i>.
+  document.{id, content, score}``), span after span in the order they started (multi-hop
+  retrieval keeps its order), each span's in rank order. A document without an id takes its
+  1-based place among the record's contexts; the same document retrieved again keeps its first
+  rank, and two different texts under one id are an error;
+* ``answer``: the output message of the unit's last LLM span to end
+  (``llm.output_messages.0.message.content``, else its ``output.value`` when text).
+
+A field map (``--map query=input.value.question``) reads a field from a dotted attribute of the
+root span instead (then of the other spans, in the order they started), looking inside JSON
+text (see :func:`~rageval.inputs.traces.spans.attribute`). A unit without the span a field comes
+from leaves that field out: the metrics needing it leave the record unscored, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from rageval.core.errors import InputError
+from rageval.inputs.traces.spans import Span, attribute, documents
+
+__all__ = ["TRACE_MAP_FIELDS", "unit_records"]
+
+#: The fields a map may read from span attributes (contexts come from retriever spans).
+TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
+
+
+def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
+                 source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, record object)`` for each unit of one trace's spans (``unit`` is ``trace`` or
+    a span kind); the line is that of the unit's root span (0 for a server's spans)."""
+    order = sorted(range(len(spans)), key=lambda i: (spans[i].start, i))
+    ordered = [spans[i] for i in order]
+    if unit == "trace":
+        yield _record(_root(ordered), ordered, "trace", field_map, source)
+        return
+    children: dict[str, list[Span]] = {}
+    by_id = {span.span_id: span for span in ordered}
+    for span in ordered:
+        if span.parent_id is not None and span.parent_id in by_id:
+            children.setdefault(span.parent_id, []).append(span)
+    for span in ordered:
+        if span.kind == unit and not _has_ancestor_of_kind(span, by_id, unit):
+            yield _record(span, _subtree(span, children), "span", field_map, source)
+
+
+def _root(ordered: list[Span]) -> Span:
+    """The span without a parent in the trace (the first to start, if several)."""
+    ids = {span.span_id for span in ordered}
+    for span in ordered:
+        if span.parent_id is None or span.parent_id not in ids:
+            return span
+    return ordered[0]
+
+
+def _has_ancestor_of_kind(span: Span, by_id: dict[str, Span], kind: str) -> bool:
+    seen = {span.span_id}
+    parent = by_id.get(span.parent_id or "")
+    while parent is not None and parent.span_id not in seen:
+        if parent.kind == kind:
+            return True
+        seen.add(parent.span_id)
+        parent = by_id.get(parent.parent_id or "")
+    return False
+
+
+def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
+    out, stack, seen = [], [root], set()
+    while stack:
+        span = stack.pop()
+        if span.span_id in seen:
+            continue
+        seen.add(span.span_id)
+        out.append(span)
+        stack.extend(children.get(span.span_id, ()))
+    return sorted(out, key=lambda s: s.start)
+
+
+def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
+            source: str) -> tuple[int, dict[str, Any]]:
+    where = f"trace {root.trace_id}" if unit == "trace" else (
+        f"trace {root.trace_id}, span {root.span_id}")
+    item: dict[str, Any] = {"id": root.trace_id if unit == "trace" else root.span_id,
+                            "trace_id": root.trace_id, "span_id": root.span_id}
+    query, answer = _query(root, spans), _answer(spans)
+    if query is not None:
+        item["query"] = query
+    if answer is not None:
+        item["answer"] = answer
+    retrievers = [span for span in spans if span.kind == "RETRIEVER"]
+    if retrievers:
+        item["contexts"] = _contexts(retrievers, where, source)
+    for field, name in field_map.items():
+        value = _mapped(root, spans, name)
+        if value is None:
+            if field == "id":
+                raise InputError(f"{where}: no attribute {name!r} to read the record id from "
+                                 f"(--map id={name})", path=source, line=root.line)
+            item.pop(field, None)
+            continue
+        item[field] = str(value) if field in ("id", "query", "answer") and not isinstance(
+            value, str) else value
+    return root.line or 0, item
+
+
+def _mapped(root: Span, spans: list[Span], name: str) -> Any:
+    for span in [root, *(s for s in spans if s is not root)]:
+        value = attribute(span, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _text(span: Span, key: str) -> str | None:
+    value = span.attributes.get(key)
+    mime = span.attributes.get(key.replace(".value", ".mime_type"))
+    if not isinstance(value, str) or mime == "application/json":
+        return None
+    return value
+
+
+def _query(root: Span, spans: list[Span]) -> str | None:
+    text = _text(root, "input.value")
+    if text is not None:
+        return text
+    for span in spans:
+        if span.kind == "LLM":
+            return _last_user_message(span)
+    return None
+
+
+def _last_user_message(span: Span) -> str | None:
+    found, index = None, 0
+    while f"llm.input_messages.{index}.message.role" in span.attributes:
+        if span.attributes[f"llm.input_messages.{index}.message.role"] == "user":
+            content = span.attributes.get(f"llm.input_messages.{index}.message.content")
+            found = content if isinstance(content, str) else found
+        index += 1
+    return found
+
+
+def _answer(spans: list[Span]) -> str | None:
+    llms = [span for span in spans if span.kind == "LLM"]
+    if not llms:
+        return None
+    last = max(reversed(llms), key=lambda span: span.end)  # the first of equal end times
+    content = last.attributes.get("llm.output_messages.0.message.content")
+    return content if isinstance(content, str) else _text(last, "output.value")
+
+
+def _contexts(retrievers: list[Span], where: str, source: str) -> list[dict[str, Any]]:
+    contexts: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for span in retrievers:
+        for rank, doc in enumerate(documents(span)):
+            text = doc.get("content")
+            text = "" if text is None else str(text)
+            raw_id = doc.get("id")
+            doc_id = str(len(contexts) + 1) if raw_id in (None, "") else str(raw_id)
+            if doc_id in seen:
+                if seen[doc_id] != text:
+                    raise InputError(
+                        f"{where}: document id {doc_id!r} holds two different texts (span "
+                        f"{span.span_id}, retrieval.documents.{rank})", path=source,
+                        line=span.line)
+                continue  # retrieved again: its first rank stands
+            seen[doc_id] = text
+            context: dict[str, Any] = {"id": doc_id, "text": text}
+            score = doc.get("score")
+            if (isinstance(score, (int, float)) and not isinstance(score, bool)
+                    and math.isfinite(score)):  # a NaN score ranks nothing: left out
+                context["score"] = float(score)
+            contexts.append(context)
+    return contexts

@@ -1,0 +1,229 @@
+"""Spans from an OTLP/JSON file, handed over one whole trace at a time.
+
+The file holds ``ExportTraceServiceRequest`` objects in OTLP's JSON encoding, as the
+OpenTelemetry file exporters and the collector's file exporter write them: one per line (JSON
+Lines), or a single one filling the file (pretty-printed or not). Each holds
+``resourceSpans[].scopeSpans[].spans[]``; ids are hex (OTLP/JSON), or base64 as protobuf's
+generic JSON mapping writes them, and read either way.
+
+An exporter writes spans in batches as they end, so one trace's spans can be spread over many
+lines. To hand over each trace whole while holding only the traces not yet complete, the file
+is read twice: a first pass finds, for every trace id, the last line that names it (a byte scan,
+no JSON decoding), and the second decodes the spans and hands a trace over once its last line
+is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from rageval.core.errors import InputError
+from rageval.core.progress import LoadProgress
+from rageval.core.records.lines import binary_lines, decode_line, parse_json
+from rageval.inputs.traces.spans import Span, span_kind
+
+__all__ = ["otlp_traces"]
+
+_TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
+_SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
+
+
+def otlp_traces(path: str, limit: int,
+                progress: LoadProgress | None = None) -> Iterator[list[Span]]:
+    """Every trace of the OTLP/JSON file at ``path``, its spans in file order, traces in the
+    order they complete (the line of their last span), and in order of first mention within
+    a line. ``limit`` is the longest line read (see ``--max-line-bytes``)."""
+    closing = _closing_lines(path, limit)
+    pending: dict[str, list[Span]] = {}
+    done: set[str] = set()
+    for line, document in _documents(path, limit, progress):
+        for span in _spans_of(document, path, line):
+            if span.trace_id in done:
+                raise InputError(f"trace {span.trace_id} has a span after its last one was "
+                                 "read: the file changed while it was read", path=path,
+                                 line=line)
+            pending.setdefault(span.trace_id, []).append(span)
+        for trace_id in closing.pop(line, ()):
+            spans = pending.pop(trace_id, None)
+            if spans is not None:  # None: an id named only by a link
+                done.add(trace_id)
+                yield spans
+    for spans in pending.values():  # a file read whole as one document
+        yield spans
+
+
+def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
+    """For each line, the trace ids last named on it (a link's trace id counts too: that only
+    holds its trace a little longer)."""
+    last: dict[str, int] = {}
+    for number, raw in binary_lines(path, path, limit):
+        for match in _TRACE_ID.finditer(raw):
+            trace_id = _hex_id(match.group(1).decode("ascii", "replace"), 16)
+            if trace_id is not None:
+                last.pop(trace_id, None)  # re-insert: ids in order of their last mention
+                last[trace_id] = number
+    closing: dict[int, list[str]] = {}
+    for trace_id, number in last.items():
+        closing.setdefault(number, []).append(trace_id)
+    return closing
+
+
+def _documents(path: str, limit: int,
+               progress: LoadProgress | None) -> Iterator[tuple[int, Any]]:
+    """``(line, decoded object)`` of each non-blank line; a file whose first line is not JSON
+    but which holds one JSON object as a whole is that object, at line 1."""
+    lines = binary_lines(path, path, limit, progress)
+    for number, raw in lines:
+        if not raw or raw.isspace():
+            continue
+        text = decode_line(raw, path, number)
+        try:
+            first = json.loads(text)
+        except ValueError:
+            yield 1, _whole_file(path, number, text)
+            return
+        yield number, first
+        break
+    for number, raw in lines:
+        if raw and not raw.isspace():
+            yield number, parse_json(decode_line(raw, path, number), path, number)
+
+
+def _whole_file(path: str, number: int, text: str) -> Any:
+    """The file read as one JSON value; the first line's own error when that fails too."""
+    with open(path, encoding="utf-8-sig") as handle:
+        whole = handle.read()
+    try:
+        return json.loads(whole)
+    except ValueError:
+        return parse_json(text, path, number)  # raises, naming the first line
+
+
+def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
+    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
+        found = type(document).__name__ if not isinstance(document, dict) else "an object " \
+            f"with keys {sorted(document)[:5]}"
+        raise InputError(f"expected an OTLP/JSON trace export (an object with resourceSpans), "
+                         f"found {found}", path=path, line=line)
+    for r, resource in enumerate(document["resourceSpans"]):
+        where = f"resourceSpans[{r}]"
+        scopes = _list(resource, _SCOPES, where, path, line)
+        for s, scope in enumerate(scopes):
+            spans = _list(scope, ("spans",), f"{where}.scopeSpans[{s}]", path, line)
+            for i, raw in enumerate(spans):
+                yield _span(raw, f"{where}.scopeSpans[{s}].spans[{i}]", path, line)
+
+
+def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> list[Any]:
+    if not isinstance(obj, dict):
+        raise InputError(f"expected an object, found {type(obj).__name__}", path=path,
+                         line=line, field=where)
+    for key in keys:
+        value = obj.get(key)
+        if value is not None:
+            if not isinstance(value, list):
+                raise InputError(f"expected a list, found {type(value).__name__}", path=path,
+                                 line=line, field=f"{where}.{key}")
+            return value
+    return []
+
+
+def _span(raw: Any, where: str, path: str, line: int) -> Span:
+    def fail(message: str, field: str = "") -> InputError:
+        return InputError(message, path=path, line=line,
+                          field=f"{where}.{field}" if field else where)
+
+    if not isinstance(raw, dict):
+        raise fail(f"expected a span object, found {type(raw).__name__}")
+    trace_id = _hex_id(raw.get("traceId"), 16)
+    span_id = _hex_id(raw.get("spanId"), 8)
+    if trace_id is None:
+        raise fail(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
+                   "traceId")
+    if span_id is None:
+        raise fail(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
+                   "spanId")
+    parent = raw.get("parentSpanId") or None
+    parent_id = None if parent is None else _hex_id(parent, 8)
+    if parent is not None and parent_id is None:
+        raise fail(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
+                   "parentSpanId")
+    attributes = _attributes(raw.get("attributes"), fail)
+    name = raw.get("name")
+    return Span(trace_id, span_id, parent_id, name if isinstance(name, str) else "",
+                span_kind(attributes), _time(raw, "startTimeUnixNano", fail),
+                _time(raw, "endTimeUnixNano", fail), attributes, line)
+
+
+def _time(raw: dict[str, Any], key: str, fail: Any) -> int:
+    value = raw.get(key, 0)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise fail(f"expected nanoseconds since the epoch, found {value!r}", key) from None
+
+
+def _attributes(items: Any, fail: Any) -> dict[str, Any]:
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise fail(f"expected a list of key/value pairs, found {type(items).__name__}",
+                   "attributes")
+    out: dict[str, Any] = {}
+    for index, item in enumerate(items):
+        key = item.get("key") if isinstance(item, dict) else None
+        if not isinstance(key, str):
+            raise fail("expected an object with a string key", f"attributes[{index}]")
+        try:
+            out[key] = _value(item.get("value"))
+        except (TypeError, ValueError) as error:
+            raise fail(f"attribute {key!r}: {error}", f"attributes[{index}].value") from None
+    return out
+
+
+def _value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (64-bit integers arrive as JSON strings)."""
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an AnyValue object, found {type(value).__name__}")
+    if "stringValue" in value:
+        return str(value["stringValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in value:
+        pairs = (value["kvlistValue"] or {}).get("values", [])
+        return {pair["key"]: _value(pair.get("value")) for pair in pairs}
+    if "bytesValue" in value:
+        return str(value["bytesValue"])
+    raise ValueError(f"unknown value type {sorted(value)}")
+
+
+def _hex_id(value: Any, size: int) -> str | None:
+    """A trace or span id of ``size`` bytes as lower-case hex: given as hex (OTLP/JSON) or as
+    base64 (protobuf's JSON mapping); None when it is neither."""
+    if not isinstance(value, str):
+        return None
+    if len(value) == 2 * size:
+        try:
+            bytes.fromhex(value)
+        except ValueError:
+            pass
+        else:
+            return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw.hex() if len(raw) == size else None

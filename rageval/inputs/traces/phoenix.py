@@ -1,0 +1,104 @@
+"""Spans from a running Arize Phoenix server, through Phoenix's own client.
+
+``--phoenix URL --project NAME`` reads every span of the project (Phoenix's REST API, page by
+page) and hands the traces over whole, in the order their first span started. The server's API
+key, where it wants one, comes from ``PHOENIX_API_KEY`` as Phoenix's client reads it: a URL with
+user info or a query string is refused, so that no secret reaches a manifest or a message.
+A project's spans are held while they are grouped into traces (a server gives them newest
+first, not trace by trace); for exports larger than memory, read an OTLP/JSON file instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from rageval.core.errors import InputError, MissingDependencyError, UsageError
+from rageval.core.urls import has_secrets, public_url
+from rageval.inputs.traces.spans import Span, span_kind
+
+__all__ = ["phoenix_client", "phoenix_source", "phoenix_traces"]
+
+TIMEOUT_SECONDS = 60
+
+
+def phoenix_source(url: str, project: str) -> str:
+    """How a Phoenix project is named in messages and the manifest (no secrets)."""
+    return f"phoenix project {project!r} at {public_url(url)}"
+
+
+def phoenix_client(url: str) -> Any:
+    """Phoenix's client for the server at ``url`` (checked: http(s), a host, no secrets)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--phoenix must be an http(s) URL with a host, got "
+                         f"{public_url(url)!r}")
+    if has_secrets(url):
+        raise UsageError("--phoenix URL carries user info or a query string: give the "
+                         "server's API key in the PHOENIX_API_KEY environment variable instead")
+    try:
+        from phoenix.client import Client
+    except ImportError:
+        raise MissingDependencyError("arize-phoenix-client", "phoenix") from None
+    return Client(base_url=url.rstrip("/"))
+
+
+def phoenix_call(url: str, project: str, call: Any) -> Any:
+    """``call()``, with the server's failures told as :class:`InputError` naming it."""
+    import httpx
+
+    source = phoenix_source(url, project)
+    try:
+        return call()
+    except httpx.HTTPStatusError as error:
+        status = error.response.status_code
+        if status == 404:
+            raise InputError("no such project on the server (or no such span)",
+                             path=source) from None
+        if status in (401, 403):
+            raise InputError(f"the server refused the request (HTTP {status}): set "
+                             "PHOENIX_API_KEY to a key it accepts", path=source) from None
+        raise InputError(f"the server answered HTTP {status}", path=source) from None
+    except httpx.HTTPError as error:
+        raise InputError(f"cannot reach the server: {type(error).__name__}",
+                         path=source) from None
+
+
+def phoenix_traces(url: str, project: str) -> Iterator[list[Span]]:
+    """Every trace of ``project`` on the Phoenix server at ``url``, its spans in start order,
+    traces in the order their first span started."""
+    client = phoenix_client(url)
+    raw = phoenix_call(url, project, lambda: client.spans.get_spans(
+        project_identifier=project, limit=sys.maxsize, timeout=TIMEOUT_SECONDS))
+    source = phoenix_source(url, project)
+    traces: dict[str, list[Span]] = {}
+    for index, item in enumerate(raw):
+        span = _span(item, source, index)
+        traces.setdefault(span.trace_id, []).append(span)
+    ordered = sorted(traces.values(), key=lambda spans: (min(s.start for s in spans),
+                                                         spans[0].trace_id))
+    for spans in ordered:
+        yield sorted(spans, key=lambda s: s.start)
+
+
+def _span(item: Any, source: str, index: int) -> Span:
+    try:
+        context = item["context"]
+        attributes = dict(item.get("attributes") or {})
+        return Span(str(context["trace_id"]), str(context["span_id"]),
+                    item.get("parent_id") or None, str(item.get("name") or ""),
+                    span_kind(attributes, item.get("span_kind")),
+                    _microseconds(item["start_time"]), _microseconds(item["end_time"]),
+                    attributes)
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"span {index} of the server's answer is malformed ({error!r})",
+                         path=source) from None
+
+
+def _microseconds(stamp: str) -> int:
+    moment = datetime.fromisoformat(stamp)
+    return int(moment.timestamp()) * 1_000_000 + moment.microsecond

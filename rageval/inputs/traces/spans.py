@@ -1,0 +1,112 @@
+"""One span of a trace, as every trace source hands it over (:class:`Span`), and reading its
+attributes by the dotted names of the OpenInference conventions.
+
+OTLP files hold a span's attributes as a flat list of ``key``/``value`` pairs; Phoenix's API
+hands them flat too, but with a JSON-string attribute such as ``metadata`` already spread into
+``metadata.<key>`` entries. :func:`attribute` reads both the same way: a dotted name is looked
+up whole first, then as a key path inside the JSON text of a shorter attribute, so that
+``metadata.qid`` finds ``{"qid": ...}`` in a ``metadata`` attribute wherever the trace came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SPAN_KINDS", "Span", "attribute", "documents", "span_kind"]
+
+#: The span kinds of the OpenInference conventions (``openinference.span.kind``).
+SPAN_KINDS: tuple[str, ...] = (
+    "AGENT", "CHAIN", "DECISION", "EMBEDDING", "EVALUATOR", "GUARDRAIL", "LLM", "PROMPT",
+    "RERANKER", "RETRIEVER", "TOOL", "UNKNOWN",
+)
+_KIND_KEY = "openinference.span.kind"
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """What rageval reads of one span: its place in its trace, its kind, its times (any
+    unit that orders them; nanoseconds from OTLP, microseconds from Phoenix) and its flat
+    attributes. ``line`` is the line of the file it was read from (None from a server)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: str | None
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    line: int | None = None
+
+
+def span_kind(attributes: dict[str, Any], given: str | None = None) -> str | None:
+    """The OpenInference kind of a span: ``given`` (a server's own field) or the
+    ``openinference.span.kind`` attribute, upper-cased; None when neither says."""
+    kind = given if given else attributes.get(_KIND_KEY)
+    return kind.upper() if isinstance(kind, str) and kind else None
+
+
+def attribute(span: Span, name: str) -> Any:
+    """The value of the dotted attribute ``name``, or None when the span has none.
+
+    ``name`` is looked up whole; failing that, each shorter prefix that names an attribute
+    holding a JSON object (as text) is opened and the rest of the name looked up in it, key by
+    key (a list index is a number). A prefix whose text is not JSON has no keys.
+    """
+    attributes = span.attributes
+    if name in attributes:
+        return attributes[name]
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        if head not in attributes:
+            continue
+        found = _inside(attributes[head], parts[cut:])
+        if found is not _MISSING:
+            return found
+    return None
+
+
+def _inside(value: Any, keys: list[str]) -> Any:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return _MISSING
+    for key in keys:
+        if isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return _MISSING
+    return value
+
+
+def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str, Any]]:
+    """The documents of a retriever span (``<prefix>.<i>.document.<field>``), in the order of
+    their index ``i`` (the rank the retriever gave them), each as its fields by name
+    (``id``, ``content``, ``score``, ``metadata``). Indices may skip numbers; a list value
+    (some exporters write the documents as one list attribute) is read as is."""
+    listed = span.attributes.get(prefix)
+    if isinstance(listed, list):
+        return [_document_fields(item) for item in listed if isinstance(item, dict)]
+    start = prefix + "."
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in span.attributes.items():
+        if not key.startswith(start):
+            continue
+        index, sep, rest = key[len(start):].partition(".")
+        if not sep or not index.isdigit() or not rest.startswith("document."):
+            continue
+        found.setdefault(int(index), {})[rest[len("document."):]] = value
+    return [found[index] for index in sorted(found)]
+
+
+def _document_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """A document given as a nested object (``{"document": {"id": ...}}`` or its fields)."""
+    inner = item.get("document", item)
+    return dict(inner) if isinstance(inner, dict) else {}
