@@ -24,6 +24,7 @@ from rageval.core.errors import UsageError
 from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, RunHooks, ScoreOptions, settled
 from rageval.core.records import Record
+from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
 from rageval.core.records.human import LabelColumns
 from rageval.core.registry import create
@@ -95,6 +96,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         if not window:
             continue
         run = Batch(window, shared=state.shared)
+        state.digest.add(window)  # as read: judgments given during the run are not the set's
         for hooks, group in _by_hooks(state.metrics):
             hooks.check(window, group)
         if provider is not None:
@@ -131,6 +133,9 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
                                     noise=settings.resample_samples)
     for hooks, group in _by_hooks([*state.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
+    extra["data"] = state.digest.manifest(
+        {name: m.needs for m in signers for name in m.output_names()},
+        grading={name: m.grading() for m in signers if m.grades for name in m.output_names()})
     if state.labels is not None:
         extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
                                  "metrics": list(state.labels.scales)}
@@ -175,6 +180,8 @@ class _RunState:
         self.last_run: Batch = Batch([])
         self.helpers: list[Metric] = []  # the judgments provider's metrics
         self.labels: LabelColumns | None = None  # the human labels, when the run has them
+        # What was scored, for telling a baseline of other data (the manifest's "data").
+        self.digest = DataDigest(field for m in metrics for field in m.needs)
 
 
 def _score_window(state: _RunState, run: Batch, batch_size: int,

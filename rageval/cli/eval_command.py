@@ -21,7 +21,7 @@ _REPLACES: dict[str, tuple[str, ...]] = {
     "run": ("records", "input_format", "field_map", "format"),
     "beir": ("queries", "corpus"),
 }
-_GATE = ("fail_under", "fail_over", "gate_on", "baseline", "max_drop")
+_GATE = ("fail_under", "fail_over", "gate_on", "baseline", "max_drop", "allow_data_change")
 
 
 def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:

@@ -83,5 +83,6 @@ def _gate(args: argparse.Namespace, results: Results) -> GateReport | None:
     rows = check_thresholds(results, thresholds, on=args.gate_on)
     if args.baseline is not None:
         rows += check_regression(results, Results.load(args.baseline),
-                                 max_drop=args.max_drop or 0.0)
+                                 max_drop=args.max_drop or 0.0,
+                                 allow_data_change=args.allow_data_change)
     return GateReport(rows)

@@ -23,6 +23,7 @@ class GatePlan:
     on: str
     baseline: Results | None
     max_drop: float
+    allow_data_change: bool = False
 
     def apply(self, results: Results, console: Console) -> GateReport:
         """Check the run and print the table of checks."""
@@ -31,7 +32,8 @@ class GatePlan:
         rows = check_thresholds(results, self.thresholds, on=self.on)
         if self.baseline is not None:
             # Seed 0, not the run's: the same pair of runs always gets the same verdict.
-            rows += check_regression(results, self.baseline, max_drop=self.max_drop)
+            rows += check_regression(results, self.baseline, max_drop=self.max_drop,
+                                     allow_data_change=self.allow_data_change)
         report = GateReport(rows)
         console.print(gate_table(report))
         return report
@@ -42,6 +44,9 @@ def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan 
     there is nothing to check."""
     if args.max_drop is not None and args.baseline is None:
         raise UsageError("--max-drop is the largest drop against a baseline: give --baseline DIR")
+    if getattr(args, "allow_data_change", False) and args.baseline is None:
+        raise UsageError("--allow-data-change lets a baseline of other data be compared: "
+                         "give --baseline DIR")
     if args.max_drop is not None and not args.max_drop >= 0:
         raise UsageError(f"--max-drop must be 0 or more, got {args.max_drop}")
     texts = [(direction, text)
@@ -62,7 +67,8 @@ def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan 
         from rageval.core.results import Results
 
         baseline = Results.load(args.baseline)
-    return GatePlan(thresholds, args.gate_on, baseline, args.max_drop or 0.0)
+    return GatePlan(thresholds, args.gate_on, baseline, args.max_drop or 0.0,
+                    bool(getattr(args, "allow_data_change", False)))
 
 
 def _output_names(metrics: list[str], judge: JudgeOptions | None) -> list[str]:

@@ -128,6 +128,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
                    help="a run directory to compare with, as rageval score --baseline")
     p.add_argument("--max-drop", type=float, metavar="X",
                    help="largest drop allowed against --baseline (default 0)")
+    p.add_argument("--allow-data-change", action="store_true",
+                   help="compare with a --baseline that scored other data, saying what changed")
 
 
 def _add_cache(sub: argparse._SubParsersAction) -> None:

@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "split": "test",
     "trace_unit": "trace",
     "phoenix_annotate": False,
+    "allow_data_change": False,
     "gate_on": "mean",
     # Switches are --x/--no-x (so that `run` can turn off what an evaluation file turns on).
     "trec_convention": False,
@@ -255,6 +256,10 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
                    "than --max-drop and the paired randomization test says the drop is real")
     g.add_argument("--max-drop", type=float, metavar="X",
                    help="largest drop allowed against --baseline (default 0)")
+    g.add_argument("--allow-data-change", action=argparse.BooleanOptionalAction,
+                   help="compare with a --baseline that scored other data (other records, "
+                   "field values or judge configuration), saying what changed; refused by "
+                   "default")
     g.add_argument("--github", action=argparse.BooleanOptionalAction,
                    help="GitHub Actions output (on by itself where GITHUB_ACTIONS=true): the "
                    "summary table appended to $GITHUB_STEP_SUMMARY, and annotations for failed "

@@ -141,6 +141,8 @@ FIELDS: list[Field] = [
         ("on", "gate_on", "choice", ("mean", "ci"), "gate on the mean or the CI bound"),
         ("baseline", "baseline", "out", (), "a run directory to compare with"),
         ("max_drop", "max_drop", "float", (), "largest drop against the baseline"),
+        ("allow_data_change", "allow_data_change", "bool", (),
+         "compare with a baseline that scored other data"),
     ]),
 ]
 

@@ -137,6 +137,9 @@ class Metric(ABC):
     summary: ClassVar[str]  # one-line definition for `rageval metrics`
     # Record fields required: "contexts", ... (a name-prefixed family's, given to __init__).
     needs: frozenset[str] = frozenset()
+    # Whether the metric's configuration is part of the evaluation set, as a grader's is (a
+    # judge's model, prompt and parameters set the scale of its values): see :meth:`grading`.
+    grades: ClassVar[bool] = False
     # Work done once per run for every metric sharing these hooks (None: nothing to do).
     hooks: ClassVar[RunHooks | None] = None
     # Distributions whose version can change a value (the manifest records them).
@@ -237,6 +240,13 @@ class Metric(ABC):
         fields += self.signature_extra()
         fields.append(Field("rageval", __version__, "v", version=True))
         return Signature.of(fields)
+
+    def grading(self) -> str:
+        """What of the evaluation set this metric's configuration is, for the run's data
+        digest: for a grader (:attr:`grades`), its signature without versions; else nothing."""
+        if not self.grades:
+            return ""
+        return Signature.of(f for f in self.signature().fields if not f.version).format()
 
     def result_signature(self, result: MetricResult) -> Signature:
         """The signature written next to scored values; the same as :meth:`signature` unless a

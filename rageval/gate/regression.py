@@ -27,6 +27,7 @@ from rageval.compare.runs.pairing import NamedRun, pair_record_ids
 from rageval.compare.runs.statistics import compare_pair
 from rageval.core.errors import UsageError, check_int
 from rageval.core.results import Results
+from rageval.gate.data import data_row
 from rageval.gate.direction import lower_is_better
 from rageval.gate.model import GateRow
 from rageval.gate.model import format_number as num
@@ -49,15 +50,24 @@ def check_regression(
     seed: int = 0,
     resamples: int = 10_000,
     permutations: int = 10_000,
+    allow_data_change: bool = False,
 ) -> list[GateRow]:
     """One row per checked metric: the headline metrics both runs have (``metrics=None``, in
     the baseline's order) or the named ones (a name missing from either run fails). See the
-    module for the rule; ``seed``, ``resamples`` and ``permutations`` are compare's."""
+    module for the rule; ``seed``, ``resamples`` and ``permutations`` are compare's.
+
+    First, the data: a baseline that scored other data for a checked metric (other records,
+    other field values, another judge configuration; :mod:`rageval.gate.data`) gives one
+    failing ``data`` row and nothing is compared, unless ``allow_data_change``, which keeps the
+    row (passing, saying what changed) and compares."""
     _check_settings(max_drop, alpha, seed, resamples, permutations)
     wanted, absent = _wanted(results, baseline, metrics, max_drop)
     if not wanted and not absent:
         return [GateRow("regression", "*", _rule(max_drop, False), None, False,
                         "this run and the baseline share no headline metric: nothing compared")]
+    data = data_row(results, baseline, wanted, allow_data_change)
+    if data is not None and not data.passed:
+        return [data]
     rows: dict[str, GateRow] = dict(absent)
     if wanted:
         base = NamedRun(_BASE, _only(baseline, wanted))
@@ -73,7 +83,7 @@ def check_regression(
             rows[row["metric"]] = _row(row, None if math.isnan(p) else float(p), max_drop,
                                        alpha, tested, left_out)
     order = list(metrics) if metrics is not None else wanted
-    return [rows[name] for name in dict.fromkeys(order)]
+    return [*([data] if data is not None else []), *(rows[n] for n in dict.fromkeys(order))]
 
 
 def _wanted(results: Results, baseline: Results, metrics: Sequence[str] | None,

@@ -56,6 +56,7 @@ class ClaimLevelMetric(Metric):
     """One value read from a kind's per-record analysis (see the module)."""
 
     family = "judge"
+    grades = True  # its model, prompt and parameters are part of the evaluation set
     hooks = CLAIM_HOOKS
     kind: ClassVar[str]
     targets: ClassVar[tuple[str, ...]]

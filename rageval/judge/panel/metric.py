@@ -50,6 +50,7 @@ class PanelMetric(Metric):
     """``judge:<rubric>`` graded by every member of the run's judge panel."""
 
     family = "judge"
+    grades = True  # its model, prompt and parameters are part of the evaluation set
     base = "judge"
     hooks = PANEL_HOOKS
     summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"
