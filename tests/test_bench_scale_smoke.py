@@ -50,3 +50,15 @@ def test_the_end_to_end_score_benchmark_times_both_sides(tmp_path: Path) -> None
     rows = json.loads(out.read_text())["rows"]
     assert [row["mismatches"] for row in rows] == [0, 0]
     assert all(row["anchor_s"] > 0 and row["rageval_s"] > 0 for row in rows)
+
+
+def test_the_traces_benchmark_reads_and_scores_both_ways(tmp_path: Path) -> None:
+    """bench/bench_traces.py on 200 traces: the same records.jsonl both ways, four rows."""
+    out = tmp_path / "traces.json"
+    printed = run("bench_traces.py", "--traces", "200", "--repeats", "1", "--metrics", "ndcg@10",
+                  "rouge1", "--data-dir", str(tmp_path / "data"), "--json", str(out))
+    assert "identical records.jsonl both ways" in printed
+    result = json.loads(out.read_text())
+    assert result["spans"] == 600
+    assert set(result["rows"]) == {"read traces", "read JSONL", "score traces", "score JSONL"}
+    assert all(row["wall_s"] > 0 and row["rss_mib"] > 0 for row in result["rows"].values())

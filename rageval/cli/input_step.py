@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import InputError, UsageError
 from rageval.inputs import InputSpec, load_inputs, parse_field_map
 
 if TYPE_CHECKING:
@@ -69,7 +69,12 @@ def run_records(results: Results) -> list[Record] | None:
     spec = InputSpec.from_manifest(inputs)
     if spec.is_plain():
         return load_run_records(results)
-    named = [spec.records, spec.run, spec.queries, spec.corpus, spec.beir]
+    named = [spec.records, spec.run, spec.queries, spec.corpus, spec.beir, spec.references]
     if not all(Path(path).exists() for path in named if path is not None):
         return None
+    if spec.phoenix is not None:  # a server: the report goes without texts when it is away
+        try:
+            return load_inputs(spec).records
+        except InputError:
+            return None
     return load_inputs(spec).records

@@ -30,6 +30,7 @@ from rageval.inputs.traces.spans import Span, span_kind
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 
 
@@ -176,11 +177,17 @@ def _attributes(items: Any, fail: Any) -> dict[str, Any]:
                    "attributes")
     out: dict[str, Any] = {}
     for index, item in enumerate(items):
-        key = item.get("key") if isinstance(item, dict) else None
-        if not isinstance(key, str):
+        key = item.get("key") if type(item) is dict else None
+        if type(key) is not str:
             raise fail("expected an object with a string key", f"attributes[{index}]")
+        value = item.get("value")
+        # Most attributes are strings: read them here rather than through _value.
+        text = value.get("stringValue") if type(value) is dict else None
+        if type(text) is str:
+            out[key] = text
+            continue
         try:
-            out[key] = _value(item.get("value"))
+            out[key] = _value(value)
         except (TypeError, ValueError) as error:
             raise fail(f"attribute {key!r}: {error}", f"attributes[{index}].value") from None
     return out
@@ -213,15 +220,10 @@ def _value(value: Any) -> Any:
 def _hex_id(value: Any, size: int) -> str | None:
     """A trace or span id of ``size`` bytes as lower-case hex: given as hex (OTLP/JSON) or as
     base64 (protobuf's JSON mapping); None when it is neither."""
-    if not isinstance(value, str):
+    if type(value) is not str:
         return None
-    if len(value) == 2 * size:
-        try:
-            bytes.fromhex(value)
-        except ValueError:
-            pass
-        else:
-            return value.lower()
+    if len(value) == 2 * size and _HEX.fullmatch(value):
+        return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):

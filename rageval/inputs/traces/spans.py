@@ -95,14 +95,13 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
     if isinstance(listed, list):
         return [_document_fields(item) for item in listed if isinstance(item, dict)]
     start = prefix + "."
+    cut = len(start)
     found: dict[int, dict[str, Any]] = {}
     for key, value in span.attributes.items():
-        if not key.startswith(start):
-            continue
-        index, sep, rest = key[len(start):].partition(".")
-        if not sep or not index.isdigit() or not rest.startswith("document."):
-            continue
-        found.setdefault(int(index), {})[rest[len("document."):]] = value
+        if key.startswith(start):
+            index, sep, field = key[cut:].partition(".document.")
+            if sep and index.isdigit():
+                found.setdefault(int(index), {})[field] = value
     return [found[index] for index in sorted(found)]
 
 
