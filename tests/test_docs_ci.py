@@ -41,7 +41,8 @@ def test_the_workflow_runs_on_pull_requests_and_main_with_the_steps_described() 
     workflow = _workflow()
     assert set(workflow["on"]) == {"pull_request", "push"}
     assert workflow["on"]["push"]["branches"] == ["main"]
-    assert workflow["permissions"]["pull-requests"] == "write"
+    assert workflow["permissions"] == {"contents": "read", "actions": "read",
+                                       "pull-requests": "write"}
     uses = [step.get("uses", "").split("@")[0] for step in _steps()]
     assert uses[:2] == ["actions/checkout", "actions/setup-python"]
     assert "actions/upload-artifact" in uses and "dawidd6/action-download-artifact" in uses
@@ -51,6 +52,8 @@ def test_the_workflow_runs_on_pull_requests_and_main_with_the_steps_described() 
     download = next(s for s in _steps() if s.get("uses", "").startswith("dawidd6/"))
     assert upload["with"]["name"] == download["with"]["name"]  # the baseline is the kept run
     assert download["with"]["path"] == "out/baseline"
+    comment = next(s for s in _steps() if "gh pr comment" in s.get("run", ""))
+    assert comment["continue-on-error"] is True  # a comment never decides the job
 
 
 def test_its_rageval_commands_run_on_the_demo_data(tmp_path: Path,

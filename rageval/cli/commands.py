@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from rageval.core.results import Results
     from rageval.gate import GateReport
+    from rageval.inputs.spec import InputSpec
     from rageval.judge.llm.options import JudgeOptions
 
 
@@ -144,15 +145,15 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         from rageval.cli.progress import final_line
 
         print(final_line(results), file=sys.stderr)
-    annotate_step(args, inputs, results)
     report = gate.apply(results, console) if gate is not None else None
-    name = args.out or str(inputs.records or inputs.run or inputs.phoenix)
+    name = args.out or _run_name(inputs)
     if args.junit:
         _write_junit(results, report, args.junit, name, console)
     if args.markdown or _on_github(args):
         from rageval.cli.github_step import github_outputs
 
         github_outputs(results, report, name, args.markdown, _on_github(args), console)
+    annotated = annotate_step(args, inputs, results)  # after the outputs CI reads
     passed = report is None or report.passed
     capped = _capped(results)
     if capped is not None:
@@ -162,11 +163,20 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if empty:
         print(f"rageval: error: {empty[0]}", file=sys.stderr)
         return 1
-    if passed:
-        return 0
-    from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
+    if not passed:
+        from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
-    return GATE_FAILED_EXIT
+        return GATE_FAILED_EXIT
+    return 0 if annotated else 2
+
+
+def _run_name(inputs: InputSpec) -> str:
+    """The run's name in JUnit and Markdown when it has no output directory."""
+    if inputs.reader() == "openinference":
+        from rageval.inputs.traces import trace_source
+
+        return trace_source(inputs)
+    return str(inputs.records or inputs.run)
 
 
 def _on_github(args: argparse.Namespace) -> bool:

@@ -18,8 +18,10 @@ from rageval.core.errors import MissingDependencyError
 # texts and judgments it is joined with; a new BEIR directory replaces the texts.
 _REPLACES: dict[str, tuple[str, ...]] = {
     "records": ("run", "beir", "queries", "depth", "format"),
-    "run": ("records", "input_format", "field_map", "format"),
+    "run": ("records", "input_format", "field_map", "format", "phoenix", "project",
+            "references", "trace_unit"),
     "beir": ("queries", "corpus"),
+    "phoenix": ("run", "beir", "queries", "depth", "format"),
 }
 _GATE = ("fail_under", "fail_over", "gate_on", "baseline", "max_drop", "allow_data_change")
 
@@ -47,6 +49,9 @@ def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     settings = {"records": None, **score_defaults()}
     settings.update(from_file)
     settings.update(given)
+    if settings.get("records") and settings.get("phoenix") and not settings.get(
+            "phoenix_annotate"):  # the server was where a traces file's scores go: not now
+        settings["phoenix"] = settings["project"] = None
     settings["metrics"] = [*(settings.get("metrics") or []), *_installed(optional)]
     settings["eval_file"] = _file_entry(loaded.path)
     return run_score(argparse.Namespace(**settings), out)

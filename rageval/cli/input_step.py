@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rageval.core.errors import InputError, UsageError
+from rageval.core.errors import RagevalError, UsageError
 from rageval.inputs import InputSpec, load_inputs, parse_field_map
 
 if TYPE_CHECKING:
@@ -75,6 +75,6 @@ def run_records(results: Results) -> list[Record] | None:
     if spec.phoenix is not None:  # a server: the report goes without texts when it is away
         try:
             return load_inputs(spec).records
-        except InputError:
+        except RagevalError:  # away, refusing, or its client not installed
             return None
     return load_inputs(spec).records

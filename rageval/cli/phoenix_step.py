@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import RagevalError, UsageError
 
 if TYPE_CHECKING:
     from rageval.core.results import Results
@@ -26,18 +26,28 @@ def check_annotate(args: argparse.Namespace, spec: InputSpec) -> None:
         raise UsageError("--phoenix-annotate writes each record's scores to the span it came "
                          "from: read the records from traces (--input-format openinference, "
                          "or --phoenix URL --project NAME)")
+    from rageval.inputs.traces.phoenix import phoenix_client
+
+    phoenix_client(args.phoenix)  # the URL and the client checked before anything is scored
 
 
-def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results) -> None:
-    """Write the run's values to their spans, and say on stderr how many went where."""
+def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results) -> bool:
+    """Write the run's values to their spans, and say on stderr how many went where; False
+    (the error said) when the server could not take them: the run's results stand."""
     if not getattr(args, "phoenix_annotate", False):
-        return
+        return True
     from rageval.inputs.traces.phoenix import phoenix_source
     from rageval.phoenix import annotate_run
 
-    report = annotate_run(results, spec, args.phoenix, args.project)
+    try:
+        report = annotate_run(results, spec, args.phoenix, args.project)
+    except RagevalError as error:
+        print(f"{error.format()} (the scores were not written to Phoenix; the run's results "
+              "stand)", file=sys.stderr)
+        return False
     where = phoenix_source(args.phoenix, args.project)
     missing = (f"; {report.missing} records' spans are not in the project (not annotated)"
                if report.missing else "")
     print(f"wrote {report.written} annotations on {report.records} spans to {where}{missing}",
           file=sys.stderr)
+    return True

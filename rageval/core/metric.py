@@ -140,6 +140,9 @@ class Metric(ABC):
     # Whether the metric's configuration is part of the evaluation set, as a grader's is (a
     # judge's model, prompt and parameters set the scale of its values): see :meth:`grading`.
     grades: ClassVar[bool] = False
+    # Signature keys that say where a grader is reached, not how it grades (left out of
+    # :meth:`grading`: the same model behind another address grades the same).
+    reached_at: ClassVar[frozenset[str]] = frozenset()
     # Work done once per run for every metric sharing these hooks (None: nothing to do).
     hooks: ClassVar[RunHooks | None] = None
     # Distributions whose version can change a value (the manifest records them).
@@ -246,7 +249,8 @@ class Metric(ABC):
         digest: for a grader (:attr:`grades`), its signature without versions; else nothing."""
         if not self.grades:
             return ""
-        return Signature.of(f for f in self.signature().fields if not f.version).format()
+        return Signature.of(f for f in self.signature().fields
+                            if not f.version and f.key not in self.reached_at).format()
 
     def result_signature(self, result: MetricResult) -> Signature:
         """The signature written next to scored values; the same as :meth:`signature` unless a

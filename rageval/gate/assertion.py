@@ -24,6 +24,7 @@ def assert_rag_quality(
     on: str = "mean",
     baseline: Results | str | os.PathLike[str] | None = None,
     max_drop: float | None = None,
+    allow_data_change: bool = False,
 ) -> None:
     """Fail the test unless ``results`` (a run, or a run directory) meets every check.
 
@@ -32,7 +33,8 @@ def assert_rag_quality(
     ``failed_requests``). ``on="ci"`` compares the 95% CI bound instead of the mean.
     ``baseline`` (a run or a run directory) adds the regression check of every headline metric
     both runs have: fail when one drops by more than ``max_drop`` (default 0) and the paired
-    randomization test says the drop is real. See :mod:`rageval.gate`.
+    randomization test says the drop is real; a baseline that scored another evaluation set
+    fails unless ``allow_data_change``. See :mod:`rageval.gate`.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this function's
     if max_drop is not None and baseline is None:
@@ -45,7 +47,8 @@ def assert_rag_quality(
     rows = check_thresholds(run, thresholds, on=on)
     if baseline is not None:
         rows += check_regression(run, _load(baseline),
-                                 max_drop=0.0 if max_drop is None else max_drop)
+                                 max_drop=0.0 if max_drop is None else max_drop,
+                                 allow_data_change=allow_data_change)
     message = quality_message(run, thresholds, rows, on)
     if message:
         raise AssertionError(message)

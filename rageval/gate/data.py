@@ -50,7 +50,8 @@ def data_row(results: Results, baseline: Results, names: Sequence[str],
         note = f"data changed for {shown} (allowed by --allow-data-change): {what}"
         return GateRow("regression", "data", _RULE, None, True, note)
     note = (f"the baseline scored other data for {shown}: {what}; its numbers do not measure "
-            "this change (give --allow-data-change to compare anyway)")
+            "this change (give --allow-data-change, or allow_data_change=True, to compare "
+            "anyway)")
     return GateRow("regression", "data", _RULE, None, False, note)
 
 

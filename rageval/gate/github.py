@@ -56,6 +56,8 @@ def summary_markdown(results: Results, report: GateReport | None, name: str) -> 
     if failed:
         lines += ["", "Failed checks:", ""]
         lines += [f"- `{_cell(r.metric)}` {_cell(r.rule)}: {_cell(r.note)}" for r in failed]
+    # A data check that passed says what changed (--allow-data-change) or what was not checked.
+    lines += [f"\nData: {_cell(r.note)}" for r in rows if r.passed and r.metric == "data"]
     return "\n".join(lines) + "\n"
 
 
@@ -64,9 +66,9 @@ def annotations(results: Results, report: GateReport | None) -> list[str]:
     a warning per kind of judge work whose requests failed."""
     out = []
     for row in report.failures if report is not None else []:
-        out.append(_command("error", "rageval gate",
-                            f"{row.metric} = {format_number(row.observed)}, needed {row.rule}: "
-                            f"{row.note}"))
+        observed = "" if row.metric == "data" else (
+            f"{row.metric} = {format_number(row.observed)}, needed {row.rule}: ")
+        out.append(_command("error", "rageval gate", observed + row.note))
     for section, part in judge_sections(results.manifest).items():
         if part.get("failed"):
             label = _LABELS.get(section, section)

@@ -106,13 +106,24 @@ class InputSpec:
                 raise UsageError(f"a field map for traces reads {list(TRACE_MAP_FIELDS)} from "
                                  f"span attributes; {field} cannot be mapped (contexts come "
                                  "from RETRIEVER spans, judgments from --references or --qrels)")
-        if self.trace_unit != "trace" and self.trace_unit not in SPAN_KINDS:
+        if self.format is not None:
+            raise UsageError("traces are read as OTLP/JSON: a records format does not apply")
+        if self.unit() != "trace" and self.unit() not in SPAN_KINDS:
             raise UsageError(f"unknown trace unit {self.trace_unit!r}: 'trace' or a span kind, "
                              f"one of {list(SPAN_KINDS)}")
+
+    def unit(self) -> str:
+        """The trace unit, spelled as the conventions do: ``trace`` or an upper-case kind."""
+        unit = self.trace_unit
+        return "trace" if unit.lower() == "trace" else unit.upper()
 
     def _check_run(self) -> None:
         if self.records is not None:
             raise UsageError("give a records file or a run, not both")
+        if (self.phoenix is not None or self.references is not None or self.project
+                or self.unit() != "trace"):
+            raise UsageError("a Phoenix server, references, a project and a trace unit apply "
+                             "to traces, not to a run")
         if self.field_map:
             raise UsageError("a field map applies to a records file, not to a run")
         if self.format is not None:
@@ -136,7 +147,7 @@ class InputSpec:
                 raise UsageError(f"{name} applies to a run (give run=), not to a records file")
         if self.corpus is not None and self.kind != "trec-rag":
             raise UsageError("a corpus applies to a run or to a TREC RAG file (kind 'trec-rag')")
-        if self.references is not None or self.trace_unit != "trace" or self.project:
+        if self.references is not None or self.unit() != "trace" or self.project:
             raise UsageError("references, a trace unit and a project apply to traces "
                              "(--input-format openinference, or --phoenix)")
         if self.kind == "trec-rag" and self.field_map:

@@ -102,3 +102,37 @@ def test_allow_data_change_needs_a_baseline(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", str(DEMO), "-m", "ndcg@3", "--allow-data-change"]) == 2
     assert "give --baseline DIR" in capsys.readouterr().err
+
+
+def test_an_allowed_change_is_said_in_the_markdown_table(baseline: Path, tmp_path: Path) -> None:
+    records = _write(tmp_path / "r.jsonl", _rows()[:6])
+    table = tmp_path / "table.md"
+    assert main(["score", str(records), "-m", "ndcg@3", "-m", "rouge1", "--no-progress",
+                 "--baseline", str(baseline), "--allow-data-change", "--markdown",
+                 str(table)]) == 0
+    assert "Data: data changed for ndcg@3, rouge1 (allowed by --allow-data-change): 2 records " \
+           "dropped ('q7', 'q8')" in table.read_text()
+
+
+def test_assert_rag_quality_takes_allow_data_change(baseline: Path, tmp_path: Path) -> None:
+    from rageval.api import evaluate
+    from rageval.gate.assertion import assert_rag_quality
+
+    run = evaluate(str(_write(tmp_path / "r.jsonl", _rows()[:6])), ["ndcg@3", "rouge1"])
+    with pytest.raises(AssertionError, match="allow_data_change=True"):
+        assert_rag_quality(run, baseline=baseline)
+    assert_rag_quality(run, baseline=baseline, allow_data_change=True)
+
+
+def test_where_a_judge_is_reached_is_not_its_configuration() -> None:
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
+    from rageval.judge.llm.options import JudgeOptions
+
+    def grading(url: str) -> str:
+        options = ScoreOptions(judge=JudgeOptions(model="m", base_url=url))
+        return create("judge:faithfulness", options).grading()
+
+    here, there = grading("http://127.0.0.1:8011/v1"), grading("http://localhost:9/v1")
+    assert here == there and "judge:m|" in here and "endpoint" not in here
+    assert create("ndcg@3", ScoreOptions()).grading() == ""

@@ -148,3 +148,28 @@ def test_annotating_records_not_from_traces_is_refused_before_scoring(
                  "--project", "p", "--phoenix-annotate", "--out", str(tmp_path / "o")])
     assert code == 2 and "read the records from traces" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_server_that_cannot_take_the_scores_fails_after_the_results_are_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The URL and client are checked first; the annotations go last, after the results and
+    the CI outputs, and a server that is away fails the run with status 2, the rest intact."""
+    spans = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "spans.otlp.jsonl"
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    references = spans.with_name("references.jsonl")
+    code = main(["score", str(spans), "--input-format", "openinference", "-m", "rouge1",
+                 "-m", "ndcg@3", "--map", "id=metadata.qid", "--references", str(references),
+                 "--phoenix", closed, "--project", "p", "--phoenix-annotate",
+                 "--junit", str(tmp_path / "j.xml"), "--no-progress", "--out",
+                 str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot reach the server" in err and "results stand" in err
+    assert (tmp_path / "o" / "records.jsonl").exists() and (tmp_path / "j.xml").exists()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

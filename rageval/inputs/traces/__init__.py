@@ -69,7 +69,7 @@ def trace_windows(spec: InputSpec, size: int,
         count = 0
         try:
             for spans in _traces(spec, progress):
-                for line, item in unit_records(spans, spec.trace_unit, field_map, source):
+                for line, item in unit_records(spans, spec.unit(), field_map, source):
                     count += 1
                     places[count] = (line or None, item["trace_id"])
                     yield count, item if join is None else join.fill(item, source, line)
@@ -77,7 +77,7 @@ def trace_windows(spec: InputSpec, size: int,
             raise _SpanError(error.message, path=error.path, line=error.line,
                              field=error.field) from None
         if not count:
-            kind = "" if spec.trace_unit == "trace" else f" (no span of kind {spec.trace_unit})"
+            kind = "" if spec.unit() == "trace" else f" (no span of kind {spec.unit()})"
             raise InputError(f"no trace gave a record{kind}", path=source)
         if join is not None:
             join.finish()

@@ -37,8 +37,8 @@ _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP befo
 def otlp_traces(path: str, limit: int,
                 progress: LoadProgress | None = None) -> Iterator[list[Span]]:
     """Every trace of the OTLP/JSON file at ``path``, its spans in file order, traces in the
-    order they complete (the line of their last span), and in order of first mention within
-    a line. ``limit`` is the longest line read (see ``--max-line-bytes``)."""
+    order they complete (the line of their last span) and, within a line, in the order of
+    their last mention. ``limit`` is the longest line read (see ``--max-line-bytes``)."""
     closing = _closing_lines(path, limit)
     pending: dict[str, list[Span]] = {}
     done: set[str] = set()
@@ -64,7 +64,13 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     last: dict[str, int] = {}
     for number, raw in binary_lines(path, path, limit):
         for match in _TRACE_ID.finditer(raw):
-            trace_id = _hex_id(match.group(1).decode("ascii", "replace"), 16)
+            found = match.group(1)
+            if b"\\" in found:  # an escaped character (base64's "\/"): read it as JSON does
+                try:
+                    found = json.loads(b'"' + found + b'"').encode("utf-8")
+                except ValueError:
+                    continue
+            trace_id = _hex_id(found.decode("ascii", "replace"), 16)
             if trace_id is not None:
                 last.pop(trace_id, None)  # re-insert: ids in order of their last mention
                 last[trace_id] = number
@@ -85,7 +91,7 @@ def _documents(path: str, limit: int,
         text = decode_line(raw, path, number)
         try:
             first = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             yield 1, _whole_file(path, number, text)
             return
         yield number, first
@@ -96,12 +102,15 @@ def _documents(path: str, limit: int,
 
 
 def _whole_file(path: str, number: int, text: str) -> Any:
-    """The file read as one JSON value; the first line's own error when that fails too."""
-    with open(path, encoding="utf-8-sig") as handle:
-        whole = handle.read()
+    """The file read as one JSON value, when its first line opens an object that the line does
+    not close; the first line's own error otherwise."""
+    if not text.lstrip().startswith("{"):
+        return parse_json(text, path, number)  # raises, naming the first line
     try:
+        with open(path, "rb") as handle:
+            whole = handle.read().decode("utf-8-sig")
         return json.loads(whole)
-    except ValueError:
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return parse_json(text, path, number)  # raises, naming the first line
 
 
@@ -165,8 +174,8 @@ def _time(raw: dict[str, Any], key: str, fail: Any) -> int:
     value = raw.get(key, 0)
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise fail(f"expected nanoseconds since the epoch, found {value!r}", key) from None
+    except (TypeError, ValueError, OverflowError):
+        raise fail(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
 
 
 def _attributes(items: Any, fail: Any) -> dict[str, Any]:
@@ -188,8 +197,8 @@ def _attributes(items: Any, fail: Any) -> dict[str, Any]:
             continue
         try:
             out[key] = _value(value)
-        except (TypeError, ValueError) as error:
-            raise fail(f"attribute {key!r}: {error}", f"attributes[{index}].value") from None
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
+            raise fail(f"attribute {key!r}: {error}"[:200], f"attributes[{index}].value") from None
     return out
 
 
@@ -200,21 +209,34 @@ def _value(value: Any) -> Any:
     if not isinstance(value, dict):
         raise TypeError(f"expected an AnyValue object, found {type(value).__name__}")
     if "stringValue" in value:
-        return str(value["stringValue"])
+        return _typed(value["stringValue"], str, "stringValue")
     if "boolValue" in value:
-        return bool(value["boolValue"])
+        return _typed(value["boolValue"], bool, "boolValue")
     if "intValue" in value:
-        return int(value["intValue"])
+        number = value["intValue"]
+        if isinstance(number, (bool, float)):
+            raise TypeError(f"intValue: expected an integer, found {number!r}")
+        return None if number is None else int(number)
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        number = value["doubleValue"]
+        return None if number is None else float(number)
     if "arrayValue" in value:
-        return [_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        items = (value["arrayValue"] or {}).get("values") or []
+        return [_value(v) for v in _typed(items, list, "arrayValue.values")]
     if "kvlistValue" in value:
-        pairs = (value["kvlistValue"] or {}).get("values", [])
-        return {pair["key"]: _value(pair.get("value")) for pair in pairs}
+        pairs = (value["kvlistValue"] or {}).get("values") or []
+        return {_typed(pair["key"], str, "kvlistValue key"): _value(pair.get("value"))
+                for pair in _typed(pairs, list, "kvlistValue.values")}
     if "bytesValue" in value:
-        return str(value["bytesValue"])
+        return _typed(value["bytesValue"], str, "bytesValue")
     raise ValueError(f"unknown value type {sorted(value)}")
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    """``value`` when it is of ``kind`` (or null); a TypeError naming ``what`` otherwise."""
+    if value is None or isinstance(value, kind):
+        return value
+    raise TypeError(f"{what}: expected {kind.__name__}, found {type(value).__name__}")
 
 
 def _hex_id(value: Any, size: int) -> str | None:

@@ -19,7 +19,8 @@ from rageval.core.errors import InputError, MissingDependencyError, UsageError
 from rageval.core.urls import has_secrets, public_url
 from rageval.inputs.traces.spans import Span, span_kind
 
-__all__ = ["phoenix_client", "phoenix_source", "phoenix_traces"]
+__all__ = ["check_phoenix_url", "phoenix_call", "phoenix_client", "phoenix_source",
+           "phoenix_traces"]
 
 TIMEOUT_SECONDS = 60
 
@@ -31,20 +32,30 @@ def phoenix_source(url: str, project: str) -> str:
 
 def phoenix_client(url: str) -> Any:
     """Phoenix's client for the server at ``url`` (checked: http(s), a host, no secrets)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--phoenix must be an http(s) URL with a host, got "
-                         f"{public_url(url)!r}")
-    if has_secrets(url):
-        raise UsageError("--phoenix URL carries user info or a query string: give the "
-                         "server's API key in the PHOENIX_API_KEY environment variable instead")
+    check_phoenix_url(url)
     try:
         from phoenix.client import Client
     except ImportError:
         raise MissingDependencyError("arize-phoenix-client", "phoenix") from None
     return Client(base_url=url.rstrip("/"))
+
+
+def check_phoenix_url(url: str) -> None:
+    """Refuse a ``--phoenix`` URL that is not http(s) with a host and a numeric port, or that
+    carries a secret; the messages show the URL without its user info or query."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError("--phoenix must be an http(s) URL with a host (and a numeric port), "
+                         f"got {public_url(url)!r}")
+    if has_secrets(url):
+        raise UsageError("--phoenix URL carries user info or a query string: give the "
+                         "server's API key in the PHOENIX_API_KEY environment variable instead")
 
 
 def phoenix_call(url: str, project: str, call: Any) -> Any:
@@ -63,9 +74,15 @@ def phoenix_call(url: str, project: str, call: Any) -> Any:
             raise InputError(f"the server refused the request (HTTP {status}): set "
                              "PHOENIX_API_KEY to a key it accepts", path=source) from None
         raise InputError(f"the server answered HTTP {status}", path=source) from None
-    except httpx.HTTPError as error:
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise InputError(f"cannot reach the server: {type(error).__name__}",
                          path=source) from None
+    except Exception as error:
+        from phoenix.client.exceptions import PhoenixException
+
+        if isinstance(error, PhoenixException):  # a server too old for the call, say
+            raise InputError(f"the server cannot do this: {error}", path=source) from None
+        raise
 
 
 def phoenix_traces(url: str, project: str) -> Iterator[list[Span]]:

@@ -57,6 +57,7 @@ class ClaimLevelMetric(Metric):
 
     family = "judge"
     grades = True  # its model, prompt and parameters are part of the evaluation set
+    reached_at = frozenset({"endpoint"})
     hooks = CLAIM_HOOKS
     kind: ClassVar[str]
     targets: ClassVar[tuple[str, ...]]

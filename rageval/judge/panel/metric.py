@@ -51,6 +51,7 @@ class PanelMetric(Metric):
 
     family = "judge"
     grades = True  # its model, prompt and parameters are part of the evaluation set
+    reached_at = frozenset({"endpoint"})
     base = "judge"
     hooks = PANEL_HOOKS
     summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"

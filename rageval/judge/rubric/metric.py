@@ -78,6 +78,7 @@ class JudgeMetric(Metric):
 
     family = "judge"
     grades = True  # its model, prompt and parameters are part of the evaluation set
+    reached_at = frozenset({"endpoint"})
     base = "judge"
     hooks = JUDGE_HOOKS
     # Where the run counts this metric's judge work (the manifest section's account).

@@ -249,3 +249,55 @@ def test_specs_that_do_not_hold_together(tmp_path: Path, more: dict[str, Any],
         load_inputs(spec(tmp_path / "x.jsonl", **more))
     with pytest.raises(UsageError, match="apply to traces"):
         load_inputs(InputSpec(records=str(tmp_path / "x.jsonl"), references="r.jsonl"))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"arrayValue": [1, 2]}, "attribute 'x'"),
+    ({"kvlistValue": {"values": [{"value": {"stringValue": "v"}}]}}, "attribute 'x'"),
+    ({"intValue": 1e400}, "attribute 'x'"),
+    ({"boolValue": "false"}, "boolValue: expected bool"),
+    ({"stringValue": 5}, "stringValue: expected str"),
+])
+def test_odd_attribute_values_are_errors_not_crashes(two_traces: Path, value: Any,
+                                                     message: str) -> None:
+    bad = _corrupt(two_traces, lambda ls: _span(ls, 1)["attributes"].append(
+        {"key": "x", "value": value}))
+    with pytest.raises(InputError, match=message) as error:
+        records(bad)
+    assert error.value.line == 2
+
+
+def test_a_time_too_large_and_a_file_not_utf8_are_errors(two_traces: Path,
+                                                          tmp_path: Path) -> None:
+    bad = _corrupt(two_traces, lambda ls: _span(ls, 1).update(startTimeUnixNano=1e400))
+    with pytest.raises(InputError, match="nanoseconds"):
+        records(bad)
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(b'{"resourceSpans": [\n\xff\xfe]}\n')
+    with pytest.raises(InputError) as error:
+        records(broken)
+    assert error.value.line == 1
+
+
+def test_escaped_base64_ids_and_a_lower_case_unit(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    with tracer(path) as t:
+        rag_trace(t, "q1", "Who?", [[("d1", "one")]], "Ann.")
+    doc = json.loads(path.read_text())
+    for scope in doc["resourceSpans"][0]["scopeSpans"]:
+        for span in scope["spans"]:
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if span.get(key):
+                    span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+    escaped = tmp_path / "escaped.jsonl"
+    escaped.write_text(json.dumps(doc).replace("/", "\\/") + "\n")
+    assert [r.to_dict() for r in records(escaped)] == [r.to_dict() for r in records(path)]
+    (record,) = records(path, trace_unit="chain", field_map=(("id", "metadata.qid"),))
+    assert record.id == "q1"
+
+
+def test_trace_options_on_a_run_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="apply to traces, not to a run"):
+        load_inputs(InputSpec(run=str(tmp_path / "run.trec"), references="r.jsonl"))
+    with pytest.raises(UsageError, match="a records format does not apply"):
+        load_inputs(spec(tmp_path / "x.jsonl", format="csv"))
