@@ -19,7 +19,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rageval.core.errors import InputError
@@ -31,6 +31,8 @@ __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX = re.compile(r"[0-9a-fA-F]+")
+# Builds the error of one span: its message, and the field under the span's path.
+_Fail = Callable[..., InputError]
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 
 
@@ -170,7 +172,7 @@ def _span(raw: Any, where: str, path: str, line: int) -> Span:
                 _time(raw, "endTimeUnixNano", fail), attributes, line)
 
 
-def _time(raw: dict[str, Any], key: str, fail: Any) -> int:
+def _time(raw: dict[str, Any], key: str, fail: _Fail) -> int:
     value = raw.get(key, 0)
     try:
         return int(value)
@@ -178,7 +180,7 @@ def _time(raw: dict[str, Any], key: str, fail: Any) -> int:
         raise fail(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
 
 
-def _attributes(items: Any, fail: Any) -> dict[str, Any]:
+def _attributes(items: Any, fail: _Fail) -> dict[str, Any]:
     if items is None:
         return {}
     if not isinstance(items, list):

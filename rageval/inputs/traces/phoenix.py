@@ -11,9 +11,9 @@ first, not trace by trace); for exports larger than memory, read an OTLP/JSON fi
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from rageval.core.errors import InputError, MissingDependencyError, UsageError
 from rageval.core.urls import has_secrets, public_url
@@ -23,6 +23,7 @@ __all__ = ["check_phoenix_url", "phoenix_call", "phoenix_client", "phoenix_sourc
            "phoenix_traces"]
 
 TIMEOUT_SECONDS = 60
+T = TypeVar("T")
 
 
 def phoenix_source(url: str, project: str) -> str:
@@ -58,7 +59,7 @@ def check_phoenix_url(url: str) -> None:
                          "server's API key in the PHOENIX_API_KEY environment variable instead")
 
 
-def phoenix_call(url: str, project: str, call: Any) -> Any:
+def phoenix_call(url: str, project: str, call: Callable[[], T]) -> T:
     """``call()``, with the server's failures told as :class:`InputError` naming it."""
     import httpx
 
