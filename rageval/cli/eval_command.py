@@ -19,7 +19,7 @@ from rageval.core.errors import MissingDependencyError
 _REPLACES: dict[str, tuple[str, ...]] = {
     "records": ("run", "beir", "queries", "depth", "format"),
     "run": ("records", "input_format", "field_map", "format", "phoenix", "project",
-            "references", "trace_unit"),
+            "references", "trace_unit", "phoenix_since", "phoenix_until"),
     "beir": ("queries", "corpus"),
     "phoenix": ("run", "beir", "queries", "depth", "format"),
 }
@@ -51,7 +51,8 @@ def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     settings.update(given)
     if settings.get("records") and settings.get("phoenix") and not settings.get(
             "phoenix_annotate"):  # the server was where a traces file's scores go: not now
-        settings["phoenix"] = settings["project"] = None
+        for key in ("phoenix", "project", "phoenix_since", "phoenix_until"):
+            settings[key] = None
     settings["metrics"] = [*(settings.get("metrics") or []), *_installed(optional)]
     settings["eval_file"] = _file_entry(loaded.path)
     return run_score(argparse.Namespace(**settings), out)

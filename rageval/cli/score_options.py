@@ -122,6 +122,9 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--phoenix", metavar="URL", help="read the traces of --project from this "
                    "Phoenix server (instead of a file); its API key from PHOENIX_API_KEY")
     g.add_argument("--project", metavar="NAME", help="the Phoenix project of --phoenix")
+    g.add_argument("--phoenix-since", metavar="TIME", help="read the traces of --project with "
+                   "a span that started at TIME or later (ISO 8601, UTC unless a zone is given)")
+    g.add_argument("--phoenix-until", metavar="TIME", help="... and before TIME")
     g.add_argument("--trace-unit", metavar="KIND", help="one record per trace (trace, the "
                    "default) or per top-level span of this OpenInference kind (e.g. CHAIN)")
     g.add_argument("--references", metavar="FILE", help="references and judgments for records "

@@ -78,6 +78,8 @@ FIELDS: list[Field] = [
         ("max_line_bytes", "max_line_bytes", "int", (), "longest records line read"),
         ("phoenix", "phoenix", "str", (), "a Phoenix server to read traces from"),
         ("project", "project", "str", (), "the Phoenix project to read"),
+        ("phoenix_since", "phoenix_since", "str", (), "its spans that started at or after"),
+        ("phoenix_until", "phoenix_until", "str", (), "its spans that started before"),
         ("trace_unit", "trace_unit", "str", (), "one record per trace, or per span of a kind"),
         ("references", "references", "path", (), "references and judgments for traces"),
     ]),

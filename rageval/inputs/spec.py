@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError, did_you_mean
@@ -24,6 +25,7 @@ __all__ = [
     "InputSpec",
     "LoadedInputs",
     "check_field_map",
+    "moment",
     "parse_field_map",
 ]
 
@@ -59,6 +61,8 @@ class InputSpec:
     project: str | None = None
     trace_unit: str = "trace"
     references: str | None = None
+    since: str | None = None
+    until: str | None = None
 
     def is_plain(self) -> bool:
         """A records file in rageval's own format, read as :func:`load_records` reads it."""
@@ -108,6 +112,11 @@ class InputSpec:
                                  "from RETRIEVER spans, judgments from --references or --qrels)")
         if self.format is not None:
             raise UsageError("traces are read as OTLP/JSON: a records format does not apply")
+        if (self.since is not None or self.until is not None) and self.phoenix is None:
+            raise UsageError("a time window (since, until) selects the spans of a Phoenix "
+                             "project: give a Phoenix server")
+        for name in ("since", "until"):
+            moment(getattr(self, name), name)
         if self.unit() != "trace" and self.unit() not in SPAN_KINDS:
             raise UsageError(f"unknown trace unit {self.trace_unit!r}: 'trace' or a span kind, "
                              f"one of {list(SPAN_KINDS)}")
@@ -147,9 +156,10 @@ class InputSpec:
                 raise UsageError(f"{name} applies to a run (give run=), not to a records file")
         if self.corpus is not None and self.kind != "trec-rag":
             raise UsageError("a corpus applies to a run or to a TREC RAG file (kind 'trec-rag')")
-        if self.references is not None or self.unit() != "trace" or self.project:
-            raise UsageError("references, a trace unit and a project apply to traces "
-                             "(--input-format openinference, or --phoenix)")
+        if (self.references is not None or self.unit() != "trace" or self.project
+                or self.since is not None or self.until is not None):
+            raise UsageError("references, a trace unit, a project and a time window apply to "
+                             "traces (--input-format openinference, or --phoenix)")
         if self.kind == "trec-rag" and self.field_map:
             raise UsageError("a field map does not apply to a TREC RAG file: its fields are "
                              "fixed")
@@ -204,11 +214,25 @@ class InputSpec:
                                "map": dict(self.field_map)}
         if self.phoenix is not None:
             out.update(phoenix=public_url(self.phoenix), project=self.project)
+            out.update({k: v for k, v in (("since", self.since), ("until", self.until)) if v})
         else:
             out["records"] = os.fspath(self.records or "")
         if self.references is not None:
             out["references"] = os.fspath(self.references)
         return out
+
+
+def moment(text: str | None, name: str) -> datetime | None:
+    """An ISO 8601 time (``2026-11-26T09:00``, ``2026-11-26``), in UTC when it names no
+    zone; None for None. A :class:`UsageError` naming ``name`` when it is not one."""
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name}: expected an ISO 8601 time (2026-11-26T09:00:00, in UTC "
+                         f"unless it names a zone), got {text!r}") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -173,3 +173,17 @@ def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_a_time_window_selects_the_traces(phoenix: PhoenixServer, traced: tuple[str, Path],
+                                          tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    project, files = traced
+    base = ["score", "--phoenix", phoenix.url, "--project", project, "--map", "id=metadata.qid",
+            "-m", "rouge1", "--references", str(files / "references.jsonl"), "--no-progress"]
+    assert main([*base, "--phoenix-since", "2000-01-01", "--phoenix-until", "2999-01-01",
+                 "--out", str(tmp_path / "all")]) == 0
+    assert len(_records(tmp_path / "all")) == len(QUESTIONS)
+    capsys.readouterr()
+    assert main([*base, "--phoenix-since", "2999-01-01T00:00:00+00:00"]) == 2
+    assert "no trace gave a record" in capsys.readouterr().err

@@ -43,9 +43,11 @@ def trace_source(spec: InputSpec) -> str:
 
 def _traces(spec: InputSpec, progress: LoadProgress | None) -> Iterator[list[Span]]:
     if spec.phoenix is not None:
+        from rageval.inputs.spec import moment
         from rageval.inputs.traces.phoenix import phoenix_traces
 
-        return phoenix_traces(spec.phoenix, spec.project or "")
+        return phoenix_traces(spec.phoenix, spec.project or "", moment(spec.since, "since"),
+                              moment(spec.until, "until"))
     from rageval.inputs.traces.otlp import otlp_traces
 
     path = str(spec.records)

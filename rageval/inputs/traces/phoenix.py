@@ -86,12 +86,15 @@ def phoenix_call(url: str, project: str, call: Callable[[], T]) -> T:
         raise
 
 
-def phoenix_traces(url: str, project: str) -> Iterator[list[Span]]:
-    """Every trace of ``project`` on the Phoenix server at ``url``, its spans in start order,
-    traces in the order their first span started."""
+def phoenix_traces(url: str, project: str, since: datetime | None = None,
+                   until: datetime | None = None) -> Iterator[list[Span]]:
+    """Every trace of ``project`` on the Phoenix server at ``url`` (with a span that started
+    at ``since`` or later and before ``until``, when given), its spans in start order, traces
+    in the order their first span started."""
     client = phoenix_client(url)
     raw = phoenix_call(url, project, lambda: client.spans.get_spans(
-        project_identifier=project, limit=sys.maxsize, timeout=TIMEOUT_SECONDS))
+        project_identifier=project, start_time=since, end_time=until, limit=sys.maxsize,
+        timeout=TIMEOUT_SECONDS))
     source = phoenix_source(url, project)
     traces: dict[str, list[Span]] = {}
     for index, item in enumerate(raw):

@@ -301,3 +301,10 @@ def test_trace_options_on_a_run_are_refused(tmp_path: Path) -> None:
         load_inputs(InputSpec(run=str(tmp_path / "run.trec"), references="r.jsonl"))
     with pytest.raises(UsageError, match="a records format does not apply"):
         load_inputs(spec(tmp_path / "x.jsonl", format="csv"))
+
+
+def test_a_time_window_needs_a_server_and_iso_times(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="selects the spans of a Phoenix project"):
+        load_inputs(spec(tmp_path / "x.jsonl", since="2026-01-01"))
+    with pytest.raises(UsageError, match="since: expected an ISO 8601 time"):
+        load_inputs(InputSpec(phoenix="http://127.0.0.1:1", project="p", since="yesterday"))
