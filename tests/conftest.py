@@ -32,6 +32,18 @@ def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _phoenix_home_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Importing Phoenix's server package (the test extra's, beside its client) makes its
+    working folders, under ~/.phoenix unless told otherwise: here, a folder of the session's
+    (set before any module's fixture imports it)."""
+    folder: Path = tmp_path_factory.getbasetemp() / "phoenix-home"
+    folder.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PHOENIX_WORKING_DIR", str(folder))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _not_a_github_job(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test suite run by GitHub Actions would otherwise give every scoring run of the tests
