@@ -15,8 +15,9 @@ once to ``--data-dir`` (git-ignored) and reused.
 Two measurements, each in its own process, medians over ``--repeats`` (wall time and peak RSS
 from ``os.wait4``), the JSONL path as the anchor:
 
-- **read**: every window of records read and validated, nothing scored (``trace_windows``
-  against ``iter_windows``), in spans per second and records per second;
+- **read**: every window of records read, validated and joined with its judgments as a run
+  reads them (``RunInputs.windows``), nothing scored, in spans per second and records per
+  second;
 - **score**: ``rageval score ... --out DIR`` with the metrics given, in records per second.
 
 Both paths must give the same records.jsonl: the benchmark checks that once before timing.
@@ -38,14 +39,15 @@ from bench_proc import rageval_command, run_process
 from bench_stream import records_file
 
 METRICS = ["ndcg@10", "recall@5", "rouge1", "rougeL"]
+# Both read as a run reads its records (RunInputs: windows, the judgments joined), no scoring.
 _READ_TRACES = (
-    "import sys; from rageval.inputs import InputSpec; from rageval.inputs.traces import "
-    "trace_windows; spec = InputSpec(records=sys.argv[1], kind='openinference', "
+    "import sys; from rageval.inputs import InputSpec; from rageval.inputs.run import "
+    "RunInputs; spec = InputSpec(records=sys.argv[1], kind='openinference', "
     "field_map=(('id', 'metadata.qid'),), references=sys.argv[2]); "
-    "print(sum(len(w) for w in trace_windows(spec, 10000)))")
+    "print(sum(len(w) for w in RunInputs(spec).windows()))")
 _READ_JSONL = (
-    "import sys; from rageval.core.records import iter_windows; "
-    "print(sum(len(w) for w in iter_windows(sys.argv[1], 10000)))")
+    "import sys; from rageval.inputs.run import RunInputs; "
+    "print(sum(len(w) for w in RunInputs(sys.argv[1]).windows()))")
 
 
 def trace_files(records: Path, data_dir: Path) -> tuple[Path, Path, int]:

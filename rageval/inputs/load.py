@@ -45,10 +45,14 @@ def _trec_rag(spec: InputSpec, limit: int) -> LoadedInputs:
 
 
 def _traces(spec: InputSpec, limit: int) -> LoadedInputs:
-    from rageval.inputs.traces import trace_source, trace_windows
+    from rageval.inputs.traces import references_of, trace_source, trace_windows
 
-    records = [record for window in trace_windows(spec, 10_000) for record in window]
-    return LoadedInputs(records, trace_source(spec))
+    join = references_of(spec)
+    records = [record for window in trace_windows(spec, 10_000, join=join) for record in window]
+    if join is None or join.qrels is None:
+        return LoadedInputs(records, trace_source(spec))
+    return LoadedInputs(records, trace_source(spec), qrels=join.qrels,
+                        qrels_path=str(spec.references))
 
 
 def _table(spec: InputSpec, limit: int) -> LoadedInputs:

@@ -72,19 +72,20 @@ class RunInputs:
         here), windows of a records file read as the run goes otherwise."""
         records = self.records
         if isinstance(records, InputSpec) and records.reader() == "openinference":
-            from rageval.inputs.traces import trace_windows
+            from rageval.inputs.traces import references_of, trace_windows
 
-            return self.judgments.filled(trace_windows(records, self.window, self.progress))
+            join = references_of(records)
+            if join is not None and join.qrels is not None:
+                self._join_qrels(join.qrels, str(records.references), "a references file")
+            return self.judgments.filled(trace_windows(records, self.window, self.progress,
+                                                       join=join))
         if isinstance(records, InputSpec) and not records.is_plain():
             from rageval.inputs.load import load
 
             loaded = load(records)
             if loaded.qrels is not None:  # a BEIR directory's
-                if self.judgments.qrels is not None:
-                    raise UsageError("a BEIR directory gives the qrels: give qrels or the BEIR "
-                                     "directory's, not both")
-                self.judgments = JudgmentsJoin(loaded.qrels, records_source=self.source,
-                                               qrels_source=loaded.qrels_path or "<qrels>")
+                self._join_qrels(loaded.qrels, loaded.qrels_path or "<qrels>",
+                                 "a BEIR directory")
             return self.judgments.filled(iter([loaded.records]))
         if isinstance(records, InputSpec):  # a records file read as rageval's own
             records = records.records or ""
@@ -93,6 +94,14 @@ class RunInputs:
         windows = iter_windows(records, self.window, format=self.format,
                                max_line_bytes=self.max_line_bytes, progress=self.progress)
         return self.judgments.filled(windows)
+
+    def _join_qrels(self, qrels: Qrels, source: str, given_by: str) -> None:
+        """Join the qrels the input itself gives (a BEIR directory's, a references file's
+        judgments) where every judgment joins; refused beside the run's own qrels."""
+        if self.judgments.qrels is not None:
+            raise UsageError(f"{given_by} gives the qrels: give qrels or {given_by}'s, not "
+                             "both")
+        self.judgments = JudgmentsJoin(qrels, records_source=self.source, qrels_source=source)
 
 
 def _source(records: RecordsIn) -> str:

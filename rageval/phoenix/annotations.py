@@ -12,7 +12,7 @@ updates the values in place and never adds a second one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
@@ -100,7 +100,6 @@ def record_spans(spec: InputSpec) -> dict[str, str]:
         raise UsageError("--phoenix-annotate writes scores to the spans records came from: "
                          "read the records from traces (--input-format openinference, or "
                          "--phoenix URL --project NAME)")
-    spec = replace(spec, references=None)  # the ids are all that is needed
     return {record.id: str(record.extra["span_id"])
             for window in trace_windows(spec, 10_000) for record in window}
 

@@ -3,8 +3,8 @@
 ``--input-format openinference`` reads an OTLP/JSON file (:mod:`.otlp`); ``--phoenix URL
 --project NAME`` reads a Phoenix project (:mod:`.phoenix`). Either way the spans are grouped
 by trace and each trace (or each top-level span of a chosen kind) becomes a record
-(:mod:`.openinference`), joined with a file of references and judgments by id
-(:mod:`.references`) and validated as any record is. Records carry their ``trace_id`` and
+(:mod:`.openinference`), joined with a file of references by id (:mod:`.references`; its
+judgments join as qrels do) and validated as any record is. Records carry their ``trace_id`` and
 ``span_id`` among their extra fields, for the scores to go back to the span they came from.
 
 A file is read window by window (a trace is held only until its last span is read); errors
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress
     from rageval.core.records.model import Record
     from rageval.inputs.spec import InputSpec
+    from rageval.inputs.traces.references import ReferencesJoin
 
-__all__ = ["SPAN_KINDS", "TRACE_MAP_FIELDS", "trace_source", "trace_windows"]
+__all__ = ["SPAN_KINDS", "TRACE_MAP_FIELDS", "references_of", "trace_source", "trace_windows"]
 
 
 def trace_source(spec: InputSpec) -> str:
@@ -55,15 +56,21 @@ def _traces(spec: InputSpec, progress: LoadProgress | None) -> Iterator[list[Spa
     return otlp_traces(path, line_limit(spec.max_line_bytes), progress)
 
 
-def trace_windows(spec: InputSpec, size: int,
-                  progress: LoadProgress | None = None) -> Iterator[list[Record]]:
-    """The records of the spec's traces in lists of at most ``size``, read as the run goes."""
-    source = trace_source(spec)
-    join = None
-    if spec.references is not None:
-        from rageval.inputs.traces.references import ReferencesJoin
+def references_of(spec: InputSpec) -> ReferencesJoin | None:
+    """The spec's references file, read (None without one): its references join the trace
+    records in :func:`trace_windows`, its judgments (``.qrels``) where a run's judgments join."""
+    if spec.references is None:
+        return None
+    from rageval.inputs.traces.references import ReferencesJoin
 
-        join = ReferencesJoin(str(spec.references), max_line_bytes=spec.max_line_bytes)
+    return ReferencesJoin(str(spec.references), max_line_bytes=spec.max_line_bytes)
+
+
+def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = None, *,
+                  join: ReferencesJoin | None = None) -> Iterator[list[Record]]:
+    """The records of the spec's traces in lists of at most ``size``, read as the run goes,
+    with the references of ``join`` (:func:`references_of`; None: none joined)."""
+    source = trace_source(spec)
     places: dict[int, tuple[int | None, str]] = {}  # record number -> (line, trace), a window's
     field_map = dict(spec.field_map)
 

@@ -2,10 +2,13 @@
 
 Traces hold what a pipeline did, not what it should have answered: the reference answers and
 the relevance judgments come from a file beside them, a records file (any format rageval reads)
-whose records carry an ``id`` and a ``reference`` and/or ``judgments``. They join the trace
+whose records carry an ``id`` and a ``reference`` and/or ``judgments``, joined to the trace
 records whose id is the same (``--map id=metadata.qid`` gives trace records the ids the file
-uses). A field the trace record already has from its own spans (a mapped ``reference``) and the
-file gives too is an error rather than a silent choice.
+uses). The references join here; the judgments are handed over as qrels (:attr:`qrels`), to
+join where every run's judgments join (:class:`~rageval.core.records.judgments.JudgmentsJoin`),
+so that the run signs them as it signs ``--qrels``. A reference the trace record already has
+from its own spans (a mapped ``reference``) and the file gives too is an error rather than a
+silent choice.
 """
 
 from __future__ import annotations
@@ -19,46 +22,44 @@ __all__ = ["ReferencesJoin"]
 
 
 class ReferencesJoin:
-    """The references file, read whole (ids and the two fields, nothing else), joined into
-    record objects one by one (:meth:`fill`); :meth:`finish` refuses a file none of whose ids
-    matched a record."""
+    """The references file, read whole (ids and the two fields, nothing else): its references
+    joined into record objects one by one (:meth:`fill`), its judgments as :attr:`qrels` (None
+    when it has none); :meth:`finish` refuses a file none of whose ids matched a record."""
 
-    def __init__(self, path: str, *, format: str | None = None,
-                 max_line_bytes: int | None = None) -> None:
+    def __init__(self, path: str, *, max_line_bytes: int | None = None) -> None:
         self.path = path
-        self._entries: dict[str, dict[str, Any]] = {}
-        for record in iter_records(path, format=format, max_line_bytes=max_line_bytes):
-            entry: dict[str, Any] = {}
-            if record.references:
-                refs = list(record.references)
-                entry["reference"] = refs[0] if len(refs) == 1 else refs
+        self._references: dict[str, Any] = {}  # id -> its reference(s), None when it has none
+        qrels: dict[str, dict[str, int]] = {}
+        for record in iter_records(path, max_line_bytes=max_line_bytes):
+            refs = list(record.references)
+            self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None
             if record.judgments is not None:
-                entry["judgments"] = dict(record.judgments)
-            self._entries[record.id] = entry
+                qrels[record.id] = dict(record.judgments)
+        self.qrels = qrels or None
         self.matched = 0
         self._example: str | None = None
 
     def fill(self, item: dict[str, Any], source: str, line: int) -> dict[str, Any]:
-        """``item`` (a record object) with the file's fields for its id."""
+        """``item`` (a record object) with the file's reference for its id."""
         record_id = str(item["id"])
         self._example = self._example or record_id
-        entry = self._entries.get(record_id)
-        if entry is None:
+        if record_id not in self._references:
             return item
         self.matched += 1
-        for field, value in entry.items():
-            if item.get(field) is not None:
-                raise InputError(f"record {record_id!r} has a {field} from its trace and from "
+        reference = self._references[record_id]
+        if reference is not None:
+            if item.get("reference") is not None:
+                raise InputError(f"record {record_id!r} has a reference from its trace and from "
                                  f"{self.path}: give it in one place", path=source,
-                                 line=line or None, field=field)
-            item[field] = value
+                                 line=line or None, field="reference")
+            item["reference"] = reference
         return item
 
     def finish(self) -> None:
         """Refuse a references file that matched no record (the ids are not the same kind)."""
-        if self.matched or not self._entries:
+        if self.matched or not self._references:
             return
-        theirs = next(iter(self._entries))
+        theirs = next(iter(self._references))
         raise InputError(f"no record id of this file matched a trace record (the file has ids "
                          f"like {theirs!r}, the traces {self._example!r}): map the traces' ids "
                          "with --map id=ATTRIBUTE (e.g. id=metadata.qid)", path=self.path)

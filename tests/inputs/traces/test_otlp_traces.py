@@ -308,3 +308,20 @@ def test_a_time_window_needs_a_server_and_iso_times(tmp_path: Path) -> None:
         load_inputs(spec(tmp_path / "x.jsonl", since="2026-01-01"))
     with pytest.raises(UsageError, match="since: expected an ISO 8601 time"):
         load_inputs(InputSpec(phoenix="http://127.0.0.1:1", project="p", since="yesterday"))
+
+
+def test_a_references_file_s_judgments_join_as_qrels_do(two_traces: Path,
+                                                        tmp_path: Path) -> None:
+    from rageval.api import evaluate
+    from rageval.inputs.run import RunInputs
+
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"id": "q1", "reference": "Ann", "judgments": {"d1": 2}}\n'
+                    '{"id": "q2", "judgments": {"d9": 1}}\n')
+    traces = spec(two_traces, field_map=(("id", "metadata.qid"),), references=str(refs))
+    run = evaluate(traces, ["ndcg@3"])
+    assert run.manifest["judgments"] == "qrels"
+    assert "|j:qrels|" in run.summary["ndcg@3"].short_signature
+    assert [r.scores["ndcg@3"] for r in run.records] == [1.0, 0.0]
+    with pytest.raises(UsageError, match="a references file gives the qrels: give qrels or"):
+        RunInputs(traces, qrels={"q1": {"d1": 1}}).windows()
