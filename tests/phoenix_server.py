@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 
 import pytest
+
+from rageval.judge.local.server import free_port
 
 START_SECONDS = 120.0
 
@@ -30,18 +31,12 @@ def need_phoenix() -> None:
         pytest.skip(message)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class PhoenixServer:
     """One Phoenix server process; :attr:`url` is its base URL, :attr:`otlp` where spans go."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.otlp = f"{self.url}/v1/traces"
         self._process: subprocess.Popen[bytes] | None = None
@@ -49,7 +44,7 @@ class PhoenixServer:
     def __enter__(self) -> PhoenixServer:
         env = {**os.environ, "PHOENIX_WORKING_DIR": str(self.workdir),
                "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(self.port),
-               "PHOENIX_GRPC_PORT": str(_free_port()), "PHOENIX_TELEMETRY_ENABLED": "false"}
+               "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_TELEMETRY_ENABLED": "false"}
         env.pop("PHOENIX_API_KEY", None)
         log = open(self.workdir / "server.log", "wb")
         self._process = subprocess.Popen(

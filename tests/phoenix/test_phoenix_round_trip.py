@@ -155,7 +155,9 @@ def test_a_server_that_cannot_take_the_scores_fails_after_the_results_are_writte
     """The URL and client are checked first; the annotations go last, after the results and
     the CI outputs, and a server that is away fails the run with status 2, the rest intact."""
     spans = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "spans.otlp.jsonl"
-    closed = f"http://127.0.0.1:{_closed_port()}"
+    from rageval.judge.local.server import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     references = spans.with_name("references.jsonl")
     code = main(["score", str(spans), "--input-format", "openinference", "-m", "rouge1",
                  "-m", "ndcg@3", "--map", "id=metadata.qid", "--references", str(references),
@@ -165,14 +167,6 @@ def test_a_server_that_cannot_take_the_scores_fails_after_the_results_are_writte
     err = capsys.readouterr().err
     assert code == 2 and "cannot reach the server" in err and "results stand" in err
     assert (tmp_path / "o" / "records.jsonl").exists() and (tmp_path / "j.xml").exists()
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_a_time_window_selects_the_traces(phoenix: PhoenixServer, traced: tuple[str, Path],
@@ -187,3 +181,17 @@ def test_a_time_window_selects_the_traces(phoenix: PhoenixServer, traced: tuple[
     capsys.readouterr()
     assert main([*base, "--phoenix-since", "2999-01-01T00:00:00+00:00"]) == 2
     assert "no trace gave a record" in capsys.readouterr().err
+
+
+def test_traces_the_project_does_not_hold_are_not_annotated(
+        phoenix: PhoenixServer, traced: tuple[str, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The fixture's traces were never sent to this server: nothing to annotate, said."""
+    project, _ = traced
+    spans = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "spans.otlp.jsonl"
+    code = main(["score", str(spans), "--input-format", "openinference", "-m", "rouge1",
+                 "--map", "id=metadata.qid", "--references",
+                 str(spans.with_name("references.jsonl")), "--phoenix", phoenix.url,
+                 "--project", project, "--phoenix-annotate", "--no-progress"])
+    assert code == 2
+    assert "none of the run's spans is in this project" in capsys.readouterr().err

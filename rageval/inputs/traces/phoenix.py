@@ -60,8 +60,10 @@ def check_phoenix_url(url: str) -> None:
 
 
 def phoenix_call(url: str, project: str, call: Callable[[], T]) -> T:
-    """``call()``, with the server's failures told as :class:`InputError` naming it."""
+    """``call()``, with the server's failures told as :class:`InputError` naming it (after
+    :func:`phoenix_client`: Phoenix's client is installed)."""
     import httpx
+    from phoenix.client.exceptions import PhoenixException
 
     source = phoenix_source(url, project)
     try:
@@ -78,12 +80,8 @@ def phoenix_call(url: str, project: str, call: Callable[[], T]) -> T:
     except (httpx.HTTPError, httpx.InvalidURL) as error:
         raise InputError(f"cannot reach the server: {type(error).__name__}",
                          path=source) from None
-    except Exception as error:
-        from phoenix.client.exceptions import PhoenixException
-
-        if isinstance(error, PhoenixException):  # a server too old for the call, say
-            raise InputError(f"the server cannot do this: {error}", path=source) from None
-        raise
+    except PhoenixException as error:  # a server too old for the call, say
+        raise InputError(f"the server cannot do this: {error}", path=source) from None
 
 
 def phoenix_traces(url: str, project: str, since: datetime | None = None,

@@ -5,7 +5,7 @@ under ``dry_run``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,8 +39,7 @@ class Planned:
         self.prompt_tokens += prompt_tokens
 
     def merge(self, other: Planned) -> None:
-        for name in ("hits", "to_send", "prompt_tokens", "cached_completion_tokens",
-                     "cached_with_usage"):
+        for name in (f.name for f in fields(self)):  # every field is a count
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def completion_estimate(self, max_tokens: int | None) -> tuple[int | None, str]:
