@@ -11,7 +11,14 @@ from rageval.core.errors import InputError
 from rageval.inputs.traces.phoenix import phoenix_call
 
 httpx = pytest.importorskip("httpx")
-pytest.importorskip("phoenix.client", reason="the Phoenix tests need arize-phoenix-client")
+
+
+@pytest.fixture(autouse=True)
+def _phoenix_client() -> None:
+    # Imported here, not at collection: with Phoenix's server package installed, importing it
+    # makes its working folders, which the session points at a temporary one by then.
+    pytest.importorskip("phoenix.client", reason="the Phoenix tests need arize-phoenix-client")
+
 
 URL = "http://127.0.0.1:6006"
 
