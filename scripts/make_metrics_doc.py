@@ -98,12 +98,21 @@ def _claim_entries(kind: str) -> Iterator[Entry]:
                     cls.params, cls.cutoff_rule, (f"Judge steps: {steps}.",))
 
 
+def _tool_entries() -> Iterator[Entry]:
+    from rageval.tools.metric import KINDS, ToolCallMetric
+
+    for kind, summary in KINDS.items():
+        yield Entry(f"tools:{kind}", "tools:", ToolCallMetric, f"{summary[0].upper()}"
+                    f"{summary[1:]} (0-1).", ToolCallMetric.params, ToolCallMetric.cutoff_rule)
+
+
 #: How the metrics of each built-in namespace are listed.
 NAMESPACES: dict[str, Callable[[], Iterator[Entry]]] = {
     "judge": _judge_entries,
     "claims": lambda: _claim_entries("claims"),
     "nuggets": lambda: _claim_entries("nuggets"),
     "citations": lambda: _claim_entries("citations"),
+    "tools": _tool_entries,
 }
 
 
@@ -157,7 +166,7 @@ type, default, meaning), the reference implementation its values are held agains
 value and the signature are computed, and the tests that hold it. Paths are relative to the
 repository root; `Class.method in file` names the code. Definitions, edge cases and worked
 examples: [retrieval](retrieval.md), [generation](generation.md), [judge](judge.md),
-[claims](claims.md); the name grammar: [Metric names](#metric-names).
+[claims](claims.md), [tool calls](conversations.md#tool-calls); the name grammar: [Metric names](#metric-names).
 
 ## Metric names
 
@@ -165,7 +174,7 @@ examples: [retrieval](retrieval.md), [generation](generation.md), [judge](judge.
 `@` where the metric takes one (`p@5`, `p(rel=2)@5`, `ndcg(gain=exp)@10`, `err(gmax=3)@10`).
 Parameters left at their default are omitted from the canonical name, the one every output
 uses. Judge and claim-level metrics are prefixed by their namespace (`judge:faithfulness`,
-`claims:f1`, `nuggets:vital_strict(source=contexts)`).
+`claims:f1`, `nuggets:vital_strict(source=contexts)`, `tools:f1(match=name)`).
 
 ## Index
 
@@ -226,7 +235,7 @@ def _section(entry: Entry, reference: Reference) -> list[str]:
 
 
 FAMILIES = (("retrieval", "Retrieval"), ("lexical", "Generation: lexical"),
-            ("semantic", "Generation: semantic"), ("judge", "Judge"))
+            ("semantic", "Generation: semantic"), ("judge", "Judge"), ("tools", "Tool calls"))
 
 
 def render() -> tuple[str, list[str]]:

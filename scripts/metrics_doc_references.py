@@ -129,6 +129,18 @@ REFERENCES: dict[str, Reference] = {
     ), (
         "tests/judge/claims/test_claim_scores.py::test_nuggets_hand_computed",
         "tests/judge/claims/test_claim_metrics.py::test_every_value_recomputes_from_records_jsonl")),
+    "tools:": Reference(
+        "none: rageval's own definition; ragas 0.4.3 (`ToolCallF1`, `ToolCallAccuracy`) where "
+        "the two coincide", (
+            "tests/tools/test_ragas_oracle.py::test_f1_equals_ragas_tool_call_f1",
+            "tests/tools/test_ragas_oracle.py::"
+            "test_strict_accuracy_is_one_exactly_when_every_call_is_in_place",
+            "tests/tools/test_ragas_oracle.py::"
+            "test_any_order_accuracy_is_one_exactly_when_the_calls_agree"), (
+            "tests/tools/test_tool_metrics.py::test_worked_example_extra_call",
+            "tests/tools/test_tool_metrics.py::test_worked_example_order_and_arguments",
+            "tests/tools/test_tool_metrics.py::test_pairing_invariants"),
+        "Where the definitions differ is in docs/conversations.md (tool calls)."),
     "citations:": Reference(
         "ALCE (`compute_autoais`), ported: ALCE is not a package, so no parity test runs it",
         (), (

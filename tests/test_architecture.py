@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "rageval"
 MAX_LINES = 400
 
 # The metric families: each imports only the core and itself.
-FAMILIES = ("retrieval", "generation", "judge")
+FAMILIES = ("retrieval", "generation", "judge", "tools")
 # What each part of the house may import (besides itself); a part not listed here may import
 # everything (the command line, the public ``evaluate``, the package's lazy ``__init__``).
 ALLOWED: dict[str, set[str]] = {

@@ -79,7 +79,7 @@ def _home(parsed: MetricName) -> str:
     imports only its metrics' families (all of them cost a lexical run more than its scoring
     of a small file). Names found nowhere there load every family before they are refused."""
     if parsed.namespace is not None:
-        return _NAMESPACE_HOME
+        return _NAMESPACE_HOMES.get(parsed.namespace.lower(), _NAMESPACE_HOME)
     base = parsed.base.lower()
     return next((module for prefix, module in _HOMES if base.startswith(prefix)),
                 _RETRIEVAL_HOME)
@@ -123,6 +123,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "rageval.generation.bleu",
     "rageval.generation.bertscore",
     "rageval.judge.registration",
+    "rageval.tools",
 )
 _loaded = False
 # Where each built-in name lives, by prefix; anything else is a retrieval measure or unknown.
@@ -132,6 +133,7 @@ _HOMES: tuple[tuple[str, str], ...] = (
     ("bertscore", "rageval.generation.bertscore"),
 )
 _NAMESPACE_HOME = "rageval.judge.registration"
+_NAMESPACE_HOMES = {"tools": "rageval.tools"}
 _RETRIEVAL_HOME = "rageval.retrieval.measures"
 
 

@@ -4,7 +4,7 @@ A :class:`ColumnPlan` says which source column holds each rageval field: the use
 first, then (for ragas tables) the first of the default column names present. Every other
 column is kept under its own name (in :attr:`Record.extra`, or as the native field of that
 name). Rows are converted to rageval's JSON form and validated by
-:func:`~rageval.core.records.model.validate_records`, so errors read as the native format's do;
+:func:`~rageval.core.records.validation.validate_records`, so errors read as the native format's do;
 a field path in an error is then renamed back to the column the user wrote (``question``, not
 ``query``).
 """
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rageval.core.errors import InputError, close_matches
-from rageval.core.records.model import Record, validate_records
+from rageval.core.records.model import Record
+from rageval.core.records.validation import validate_records
 from rageval.inputs.files import json_cell
 from rageval.inputs.tables import Table
 

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.records.model import Record, validate_records
+from rageval.core.records.model import Record
+from rageval.core.records.validation import validate_records
 from rageval.inputs.columns import renamed_errors
 from rageval.inputs.files import iter_raw
 from rageval.inputs.texts import read_corpus

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rageval.core.errors import InputError
 from rageval.core.records import ids as record_ids
 from rageval.core.records.ids import SeenIds, digests
-from rageval.core.records.model import validate_records
+from rageval.core.records.validation import validate_records
 
 
 def first_duplicate(ids: list[str]) -> tuple[int, str, int] | None:

@@ -35,6 +35,13 @@ Fields:
     grade (negative grades are allowed, as in TREC). An empty object ``{}`` means "judged,
     nothing relevant"; absent or ``null`` means "no judgments" (``None``).
 
+``tool_calls``, ``reference_tool_calls``
+    The tool calls the system made and those expected of it
+    (:mod:`rageval.core.records.tools`).
+``turns``
+    Makes the record a conversation: each turn is a record of its own, ``<id>#<turn>``
+    (:mod:`rageval.core.records.validation`).
+
 Every other top-level key is kept, untouched, in :attr:`Record.extra`.
 
 Blank lines are skipped. Other formats carry the same fields:
@@ -72,11 +79,7 @@ from rageval.core.progress import LoadProgress
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.judgments import apply_judgments
 from rageval.core.records.model import MAX_GRADE as MAX_GRADE  # public here before the split
-from rageval.core.records.model import (
-    Context,
-    Record,
-    validate_records,
-)
+from rageval.core.records.model import Context, Conversation, Record
 from rageval.core.records.readers import (
     DEFAULT_MAX_LINE_BYTES,
     FORMATS,
@@ -85,12 +88,16 @@ from rageval.core.records.readers import (
     file_error,
     resolve_format,
 )
+from rageval.core.records.tools import ToolCall
+from rageval.core.records.validation import validate_records
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FORMATS",
     "Context",
+    "Conversation",
     "Record",
+    "ToolCall",
     "apply_judgments",
     "iter_records",
     "iter_windows",

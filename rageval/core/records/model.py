@@ -12,19 +12,26 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from rageval.core.errors import InputError, UsageError
-from rageval.core.records.ids import IdCheck
+from rageval.core.errors import UsageError
+from rageval.core.records.checks import (
+    FieldError,
+    expected,
+    identifier,
+    is_integer,
+    optional_str,
+)
+from rageval.core.records.tools import ToolCall, validate_tool_calls
 
-__all__ = ["MAX_GRADE", "Context", "FieldError", "Record", "validate_judgments", "validate_records"]
+__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "record_object",
+           "validate_judgments"]
 
-_RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments"})
+_RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
+                          "tool_calls", "reference_tool_calls", "turns"})
 _CONTEXT_KEYS = frozenset({"id", "text", "score"})
-
-_REPR_LIMIT = 40
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -83,6 +90,14 @@ class Record:
     references: tuple[str, ...] = ()
     judgments: Mapping[str, int] | None = None
     extra: Mapping[str, Any] = dataclasses.field(default_factory=_empty_mapping)
+    # The calls the system made (None: not recorded) and those expected of it (None: none
+    # given): rageval.core.records.tools.
+    tool_calls: tuple[ToolCall, ...] | None = None
+    reference_tool_calls: tuple[ToolCall, ...] | None = None
+    # A turn of a conversation: the conversation (every turn of it) and this turn's 1-based
+    # position in it; None and 0 for a record on its own.
+    conversation: Conversation | None = dataclasses.field(default=None, repr=False)
+    turn: int = 0
 
     def __post_init__(self) -> None:
         if type(self.contexts) is not tuple:
@@ -103,20 +118,31 @@ class Record:
         """The first reference answer, or ``None`` when there is none."""
         return self.references[0] if self.references else None
 
+    @property
+    def history(self) -> tuple[Record, ...]:
+        """The turns before this one in its conversation (none for a record on its own)."""
+        if self.conversation is None:
+            return ()
+        return self.conversation.turns[: self.turn - 1]
+
     def has(self, field: str) -> bool:
         """Whether the record has ``field`` (``query``, ``contexts``, ``answer``,
-        ``reference`` or ``judgments``), as metrics need it: an empty list of contexts or
-        references is none; empty judgments are judgments (every context unjudged)."""
+        ``reference``, ``judgments``, ``tool_calls``, ``reference_tool_calls`` or
+        ``conversation``), as metrics need it: an empty list of contexts or references is
+        none; empty judgments are judgments (every context unjudged), and an empty list of
+        tool calls is calls recorded (none made)."""
         if field == "contexts":
             return bool(self.contexts)
         if field in ("reference", "references"):
             return bool(self.references)
-        if field in ("query", "answer", "judgments"):
+        if field in _PRESENT_UNLESS_NONE:
             return getattr(self, field) is not None
         raise ValueError(f"unknown record field {field!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of this record; loading it again gives an equal record."""
+        """The JSON form of this record; loading it again gives an equal record (a turn of a
+        conversation gives itself as a record on its own: :meth:`Conversation.to_dict` gives
+        the conversation)."""
         out: dict[str, Any] = {"id": self.id}
         if self.query is not None:
             out["query"] = self.query
@@ -130,69 +156,56 @@ class Record:
             out["reference"] = list(self.references)
         if self.judgments is not None:
             out["judgments"] = dict(self.judgments)
+        if self.tool_calls is not None:
+            out["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.reference_tool_calls is not None:
+            out["reference_tool_calls"] = [call.to_dict() for call in self.reference_tool_calls]
         if self.extra:
             out.update(self.extra)
         return out
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Conversation:
+    """A conversation: its id and its turns in order, each a record of its own (id
+    ``<conversation>#<turn>``, without the link back that the records scored carry), and what
+    it gives for the whole conversation (``reference``: what resolving the user's need looks
+    like; other keys in ``extra``)."""
+
+    id: str
+    turns: tuple[Record, ...]
+    references: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=_empty_mapping)
+
+    def records(self) -> list[Record]:
+        """The turns as the records a run scores, each knowing its conversation and place."""
+        return [dataclasses.replace(turn, conversation=self, turn=position)
+                for position, turn in enumerate(self.turns, 1)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of the conversation; loading it again gives an equal one."""
+        turns = []
+        prefix = f"{self.id}#"
+        for position, turn in enumerate(self.turns, 1):
+            item = turn.to_dict()
+            own = item.pop("id")[len(prefix):]
+            turns.append(item if own == str(position) else {"id": own, **item})
+        out: dict[str, Any] = {"id": self.id, "turns": turns}
+        if len(self.references) == 1:
+            out["reference"] = self.references[0]
+        elif self.references:
+            out["reference"] = list(self.references)
+        out.update(self.extra)
+        return out
+
+
+_PRESENT_UNLESS_NONE = frozenset({"query", "answer", "judgments", "tool_calls",
+                                  "reference_tool_calls", "conversation"})
+
+
 # --------------------------------------------------------------------------------------------
 # Validation of one record (format independent)
 # --------------------------------------------------------------------------------------------
-
-
-class FieldError(Exception):
-    """A validation failure inside one record; the caller adds the file and the line."""
-
-    def __init__(self, message: str, field: str | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-
-_TYPE_NAMES: dict[type, str] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    list: "array",
-    dict: "object",
-    type(None): "null",
-}
-
-
-def _describe(value: Any) -> str:
-    """Type name and short repr of a found value, for error messages."""
-    if value is None:
-        return "null"
-    name = _TYPE_NAMES.get(type(value), type(value).__name__)
-    text = repr(value)
-    if len(text) > _REPR_LIMIT:
-        text = text[: _REPR_LIMIT - 3] + "..."
-    return f"{name} {text}"
-
-
-def _expected(what: str, value: Any, field: str | None) -> FieldError:
-    return FieldError(f"expected {what}, found {_describe(value)}", field)
-
-
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _identifier(value: Any, field: str) -> str:
-    """A record or context id: a non-empty string, or an integer converted with ``str()``."""
-    if type(value) is str or isinstance(value, str):
-        if value:
-            return value
-    elif _is_integer(value):
-        return str(int(value))
-    raise _expected("a non-empty string or an integer", value, field)
-
-
-def _optional_str(value: Any, field: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise _expected("a string", value, field)
 
 
 def _score(value: Any, field: str) -> float | None:
@@ -202,7 +215,7 @@ def _score(value: Any, field: str) -> float | None:
         number = float(value)
         if math.isfinite(number):
             return number
-    raise _expected("a finite number", value, field)
+    raise expected("a finite number", value, field)
 
 
 # Grades are stored as int64 and used as exponents (2^g - 1 gains): keep them in a sane range.
@@ -212,10 +225,10 @@ MAX_GRADE = 1000
 def _grade(value: Any, field: str) -> int:
     if type(value) is int:
         grade = value
-    elif _is_integer(value) or (isinstance(value, float) and value.is_integer()):
+    elif is_integer(value) or (isinstance(value, float) and value.is_integer()):
         grade = int(value)
     else:
-        raise _expected("an integer grade", value, field)
+        raise expected("an integer grade", value, field)
     if abs(grade) > MAX_GRADE:
         raise FieldError(f"grade {grade} is outside -{MAX_GRADE}..{MAX_GRADE}", field)
     return grade
@@ -227,11 +240,11 @@ def validate_judgments(value: Any, field: str = "judgments") -> Mapping[str, int
     if value is None:
         return None
     if type(value) is not dict and not isinstance(value, Mapping):
-        raise _expected("an object mapping doc ids to integer grades", value, field)
+        raise expected("an object mapping doc ids to integer grades", value, field)
     grades: dict[str, int] = {}
     for doc, grade in value.items():
         if not isinstance(doc, str) or not doc:
-            raise _expected("non-empty string doc ids", doc, field)
+            raise expected("non-empty string doc ids", doc, field)
         grades[doc] = _grade(grade, f"{field}.{doc}")
     return MappingProxyType(grades)
 
@@ -244,9 +257,9 @@ def _references(value: Any) -> tuple[str, ...]:
     if isinstance(value, list | tuple) and value:
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                raise _expected("a string", item, f"reference[{index}]")
+                raise expected("a string", item, f"reference[{index}]")
         return tuple(value)
-    raise _expected("a string or a non-empty list of strings", value, "reference")
+    raise expected("a string or a non-empty list of strings", value, "reference")
 
 
 def _context_object(item: Mapping[str, Any], index: int) -> Context:
@@ -257,9 +270,9 @@ def _context_object(item: Mapping[str, Any], index: int) -> Context:
         name = missing.args[0]
         raise FieldError(f"missing required field {name!r}", f"contexts[{index}].{name}") from None
     if type(context_id) is not str or not context_id:
-        context_id = _identifier(context_id, f"contexts[{index}].id")
+        context_id = identifier(context_id, f"contexts[{index}].id")
     if type(text) is not str:
-        raise _expected("a string", text, f"contexts[{index}].text")
+        raise expected("a string", text, f"contexts[{index}].text")
     score = item.get("score")
     if score is not None and not (type(score) is float and math.isfinite(score)):
         score = _score(score, f"contexts[{index}].score")
@@ -269,7 +282,7 @@ def _context_object(item: Mapping[str, Any], index: int) -> Context:
     for key, value in item.items():
         if key not in _CONTEXT_KEYS:
             if not isinstance(key, str):
-                raise _expected("string keys", key, f"contexts[{index}]")
+                raise expected("string keys", key, f"contexts[{index}]")
             metadata[key] = value
     return Context(context_id, text, score, MappingProxyType(metadata))
 
@@ -278,7 +291,7 @@ def _contexts(value: Any) -> tuple[Context, ...]:
     if value is None:
         return ()
     if type(value) is not list and not isinstance(value, list | tuple):
-        raise _expected("a list of strings or objects", value, "contexts")
+        raise expected("a list of strings or objects", value, "contexts")
     contexts: list[Context] = []
     positions: dict[str, int] = {}
     for index, item in enumerate(value):
@@ -287,7 +300,7 @@ def _contexts(value: Any) -> tuple[Context, ...]:
         elif isinstance(item, str):
             context = Context(str(index + 1), item)
         else:
-            raise _expected("a string or an object", item, f"contexts[{index}]")
+            raise expected("a string or an object", item, f"contexts[{index}]")
         first = positions.setdefault(context.id, index)
         if first != index:
             raise FieldError(
@@ -305,57 +318,26 @@ def _extra(item: Mapping[str, Any]) -> Mapping[str, Any]:
     for key, value in item.items():
         if key not in _RECORD_KEYS:
             if not isinstance(key, str):
-                raise _expected("string keys", key, None)
+                raise expected("string keys", key, None)
             extra[key] = value
     return MappingProxyType(extra)
 
 
-def _record(item: Any) -> Record:
-    """Validate one decoded record object; raises :class:`FieldError`."""
+def record_object(item: Any) -> Record:
+    """Validate one decoded record object (not a conversation); raises :class:`FieldError`."""
     if type(item) is not dict and not isinstance(item, Mapping):
-        raise _expected("a record object", item, None)
+        raise expected("a record object", item, None)
     if "id" not in item:
         raise FieldError("missing required field 'id'", "id")
     return Record(
-        id=_identifier(item["id"], "id"),
-        query=_optional_str(item.get("query"), "query"),
+        id=identifier(item["id"], "id"),
+        query=optional_str(item.get("query"), "query"),
         contexts=_contexts(item.get("contexts")),
-        answer=_optional_str(item.get("answer"), "answer"),
+        answer=optional_str(item.get("answer"), "answer"),
         references=_references(item.get("reference")),
         judgments=validate_judgments(item.get("judgments")),
         extra=_extra(item),
+        tool_calls=validate_tool_calls(item.get("tool_calls"), "tool_calls"),
+        reference_tool_calls=validate_tool_calls(item.get("reference_tool_calls"),
+                                                 "reference_tool_calls"),
     )
-
-
-def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
-                     ids: IdCheck | None = None) -> Iterator[Record]:
-    """Validate ``(line, object)`` pairs into records; checks duplicate ids and emptiness.
-
-    A record is yielded as soon as it is valid. An id used twice within a few thousand records
-    is refused at once; one used long before is refused when its chunk of ids is checked
-    against every earlier id (kept as digests, :class:`~rageval.core.records.ids.SeenIds`),
-    at most a few thousand records later, and always before a later problem of the file.
-    ``ids`` (default: a new one) is the check, for a reader that flushes it at its own
-    boundaries (a window about to be scored)."""
-    ids = IdCheck(source, unit) if ids is None else ids
-    lines = iter(raw)
-    while True:
-        try:
-            pair = next(lines, None)
-        except InputError:
-            ids.flush()  # a duplicate before the unreadable line is the first problem
-            raise
-        if pair is None:
-            break
-        line, item = pair
-        try:
-            record = _record(item)
-        except FieldError as error:
-            ids.flush()
-            message = error.message if unit != "row" else f"{error.message} (row {line})"
-            raise InputError(message, path=source, line=line, field=error.field) from None
-        ids.add(record.id, line)
-        yield record
-    ids.flush()
-    if not ids.count:
-        raise InputError("contains no records", path=source)

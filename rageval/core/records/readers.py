@@ -299,6 +299,18 @@ def _parquet_row(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
         item["contexts"] = [_drop_nulls(context) for context in contexts]
     if "judgments" in item:
         item["judgments"] = _parquet_judgments(item["judgments"], source, line)
+    for name in ("tool_calls", "reference_tool_calls"):
+        calls = item.get(name)
+        if isinstance(calls, str):
+            item[name] = parse_json(calls, source, line, name)
+        elif isinstance(calls, list):
+            item[name] = [_drop_nulls(call) for call in calls]
+    turns = item.get("turns")
+    if isinstance(turns, str):  # a conversation's turns as JSON text
+        item["turns"] = parse_json(turns, source, line, "turns")
+    elif isinstance(turns, list):  # as a list of structs: each turn read as a row is
+        item["turns"] = [_parquet_row(turn, source, line) if isinstance(turn, dict) else turn
+                         for turn in turns]
     return item
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import InputError
 from rageval.core.records import record_windows
 from rageval.core.records.ids import IdCheck
-from rageval.core.records.model import validate_records
+from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
 from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, unit_records
 from rageval.inputs.traces.spans import SPAN_KINDS, Span
