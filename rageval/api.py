@@ -49,6 +49,7 @@ def evaluate(
     max_line_bytes: int | None = None,
     out: str | os.PathLike[str] | None = None,
     window: int | None = None,
+    turn_thresholds: Mapping[str, float] | None = None,
     engine: str = "local",
     ray_address: str | None = None,
     ray_workers: int | None = None,
@@ -92,6 +93,11 @@ def evaluate(
     judging, ``judgments_from``) are scored over one window holding the whole run. Values
     never depend on ``window``.
 
+    ``turn_thresholds`` (output name -> value) give, for a run with conversations, the value
+    under which a turn fails (over which, where lower is better): each conversation's
+    ``first_failing`` turn in :meth:`~rageval.core.results.Results.conversations` and
+    ``conversations.jsonl`` (docs/conversations.md).
+
     ``engine="ray"`` scores each window's batches on a Ray cluster (``pip install
     'rageval[ray]'``): the one at ``ray_address``, else a local one started for the run, with
     ``ray_workers`` actors (default: its CPUs, at most 8). Values, summaries and signatures
@@ -100,7 +106,8 @@ def evaluate(
     started = time.perf_counter()
     settings = RunSettings(seed=seed, bootstrap=bootstrap, batch_size=batch_size, window=window,
                            engine=engine, ray_address=ray_address, ray_workers=ray_workers,
-                           out=out, ci=ci)  # every setting checked before anything is read
+                           out=out, ci=ci, turn_thresholds=dict(turn_thresholds or {}))
+    # (every setting checked before anything is read)
     if isinstance(records, InputSpec) and records.max_line_bytes is not None:
         max_line_bytes = records.max_line_bytes  # the spec's own, as the more specific
     # Where the judgments came from is known once the records are read: the orchestrator

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from rageval.core.errors import UsageError
+from rageval.core.conversations import TurnRules
+from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, RunHooks, ScoreOptions, settled
 from rageval.core.records import Record
@@ -83,6 +84,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
          engine: Engine) -> Results:
     provider = inputs.provider
     state = _RunState(_resolve(metrics, options))
+    rules = _turn_rules(state.metrics, settings)
     state.helpers = provider.metrics() if provider is not None else []
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
@@ -96,6 +98,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         if not window:
             continue
         run = Batch(window, shared=state.shared)
+        _check_conversations(window, settings, inputs)
         state.digest.add(window)  # as read: judgments given during the run are not the set's
         for hooks, group in _by_hooks(state.metrics):
             hooks.check(window, group)
@@ -136,6 +139,9 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     extra["data"] = state.digest.manifest(
         {name: m.needs for m in signers for name in m.output_names()},
         grading={name: m.grading() for m in signers if m.grades for name in m.output_names()})
+    if state.parts.groups.conversations:
+        extra["conversations"] = {"count": state.parts.groups.conversations,
+                                  "turns": state.parts.groups.turns, **rules.to_json()}
     if state.labels is not None:
         extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
                                  "metrics": list(state.labels.scales)}
@@ -192,7 +198,10 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
     told the run's size when the window is the whole run."""
     done = state.count
     total = len(run.records) if single else None
+    start = 0
     for scored in engine.score(state.metrics, run, batch_size):
+        state.parts.add_records(run.records[start : start + len(scored.block)])
+        start += len(scored.block)
         sink.write(scored.block)
         for metric, (part, reasons) in zip(state.metrics, scored.parts, strict=True):
             state.parts.add_part(metric, part, reasons)
@@ -201,6 +210,34 @@ def _score_window(state: _RunState, run: Batch, batch_size: int,
         if progress is not None:
             progress(done, total)
     state.count += len(run.records)
+
+
+def _check_conversations(window: list[Record], settings: RunSettings,
+                         inputs: RunInputs) -> None:
+    """A run of conversations resamples conversations: the options that resample records
+    (within records, or against human labels) are refused before its first is scored."""
+    if not any(record.conversation is not None for record in window):
+        return
+    if settings.resample_samples:
+        raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
+                         "of conversations resamples conversations: leave --ci out")
+    if inputs.human is not None:
+        raise UsageError("human labels calibrate record by record; a run of conversations "
+                         "is summed up by conversation: leave --human out")
+
+
+def _turn_rules(metrics: list[Metric], settings: RunSettings) -> TurnRules:
+    """How conversations.jsonl rates turns; a threshold on no output of the run is refused
+    before anything is read."""
+    outputs = [name for m in metrics for name in m.output_names()]
+    for name in settings.turn_thresholds:
+        if name not in outputs:
+            hint = did_you_mean(name, outputs, n=3)
+            raise UsageError(f"turn threshold {name}: not an output of this run"
+                             f"{'; ' + hint if hint else ''}")
+    lower = frozenset(name for m in metrics for name in m.output_names()
+                      if m.lower_is_better(name))
+    return TurnRules(dict(settings.turn_thresholds), lower)
 
 
 def _check_labels_found(labels: LabelColumns) -> None:

@@ -166,7 +166,8 @@ type, default, meaning), the reference implementation its values are held agains
 value and the signature are computed, and the tests that hold it. Paths are relative to the
 repository root; `Class.method in file` names the code. Definitions, edge cases and worked
 examples: [retrieval](retrieval.md), [generation](generation.md), [judge](judge.md),
-[claims](claims.md), [tool calls](conversations.md#tool-calls); the name grammar: [Metric names](#metric-names).
+[claims](claims.md), [tool calls](conversations.md#tool-calls); the name grammar:
+[Metric names](#metric-names).
 
 ## Metric names
 

@@ -51,7 +51,8 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
         assert summary["metrics"][name]["n"] > 0
         assert "|judge:smollm2-135m-instruct|" in summary["metrics"][name]["signature"]
     assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == [
-        "eval.toml", "judge_cache.jsonl", "records.jsonl"]  # the replay wrote nothing beside
+        "conversations.jsonl", "eval.toml", "judge_cache.jsonl",
+        "records.jsonl"]  # the replay wrote nothing beside
 
 
 def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import shlex
 import sys
@@ -17,6 +18,7 @@ from rageval.cli.input_step import input_spec, run_records
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
+from rageval.core.conversations import CONVERSATIONS_FILE
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.core.results import count_of
@@ -129,6 +131,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             max_line_bytes=args.max_line_bytes,
             out=args.out,
             window=args.window,
+            turn_thresholds=_turn_thresholds(args.turn_thresholds),
             engine=args.engine,
             ray_address=args.ray_address,
             ray_workers=args.ray_workers,
@@ -168,6 +171,23 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
 
         return GATE_FAILED_EXIT
     return 0 if annotated else 2
+
+
+def _turn_thresholds(texts: list[str] | None) -> dict[str, float]:
+    """``--turn-threshold METRIC=VALUE`` items (split on the last ``=``: metric names hold
+    ``=`` themselves, ``p(rel=2)@5=0.3``)."""
+    out: dict[str, float] = {}
+    for text in texts or ():
+        name, equals, value = text.rpartition("=")
+        try:
+            limit = float(value)
+        except ValueError:
+            limit = math.nan
+        if not equals or not name.strip() or not math.isfinite(limit):
+            raise UsageError(f"--turn-threshold {text!r}: expected METRIC=VALUE with a finite "
+                             "number, e.g. 'ndcg@10=0.5'")
+        out[name.strip()] = limit
+    return out
 
 
 def _run_name(inputs: InputSpec) -> str:
@@ -223,7 +243,10 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
     changed since, so the summary is written again; ``replaced``: a run was there before)."""
     written = results.write(out_dir) if rewrite else Path(out_dir)
     note = ", replacing the run that was there" if replaced else ""
-    console.print(f"wrote {written / 'records.jsonl'} and {written / 'summary.json'}{note}",
+    files = [written / "records.jsonl", written / "summary.json"]
+    if "conversations" in results.manifest:
+        files.insert(1, written / CONVERSATIONS_FILE)
+    console.print(f"wrote {', '.join(map(str, files[:-1]))} and {files[-1]}{note}",
                   markup=False)
     report = written / "report.html"
     command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(report))}, "

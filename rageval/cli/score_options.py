@@ -99,6 +99,11 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--signatures", action=argparse.BooleanOptionalAction,
                    help="show each value's full signature under the table (default: the short "
                    "form, once per configuration)")
+    p.add_argument("--turn-threshold", dest="turn_thresholds", action="append",
+                   metavar="METRIC=VALUE",
+                   help="in conversations.jsonl, the first turn of each conversation whose "
+                   "METRIC falls under VALUE (over it where lower is better), repeatable: "
+                   "--turn-threshold ndcg@10=0.5")
     _input_options(p)
     _judge_options(p)
     _gate_options(p)

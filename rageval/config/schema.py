@@ -134,6 +134,8 @@ FIELDS: list[Field] = [
         ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
         ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
         ("markdown", "markdown", "out", (), "the summary table as Markdown, at this path"),
+        ("turn_thresholds", "turn_thresholds", "limits", (),
+         "metric = value under which a conversation's turn fails (conversations.jsonl)"),
         ("phoenix_annotate", "phoenix_annotate", "bool", (),
          "write each record's scores to its span on the Phoenix server"),
     ]),

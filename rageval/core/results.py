@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.calibration import Calibration
+from rageval.core.conversations import TurnRules, conversation_rows, write_conversations
 from rageval.core.errors import InputError, MissingDependencyError, UsageError
 from rageval.core.files import atomic_write
 
@@ -135,20 +136,26 @@ class RecordResult:
     scores: dict[str, float | None]
     errors: dict[str, str]
     details: dict[str, Any]
+    # A turn of a conversation: the conversation's id and the turn's 1-based position.
+    conversation: str | None = None
+    turn: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "scores": {k: _json_float(v) for k, v in self.scores.items()},
-            "details": self.details,
-            "errors": self.errors,
-        }
+        out: dict[str, Any] = {"id": self.id}
+        if self.conversation is not None:
+            out["conversation"], out["turn"] = self.conversation, self.turn
+        out.update(scores={k: _json_float(v) for k, v in self.scores.items()},
+                   details=self.details, errors=self.errors)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecordResult:
         scores = {k: _float_or_nan(v) for k, v in data.get("scores", {}).items()}
+        conversation = data.get("conversation")
         return cls(str(data["id"]), scores,  # type: ignore[arg-type]
-                   dict(data.get("errors", {})), dict(data.get("details", {})))
+                   dict(data.get("errors", {})), dict(data.get("details", {})),
+                   None if conversation is None else str(conversation),
+                   None if conversation is None else int(data["turn"]))
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,15 @@ class Results:
         records = [record_result(line, records_path, number)
                    for number, line in enumerate(text.split("\n"), 1) if line.strip()]
         return cls(records, summary, manifest)
+
+    def conversations(self) -> list[dict[str, Any]]:
+        """Each conversation of the run summed up from its turns (what
+        ``conversations.jsonl`` holds: :mod:`rageval.core.conversations`); empty for a run
+        without conversations."""
+        section = self.manifest.get("conversations")
+        if not isinstance(section, Mapping):
+            return []
+        return list(conversation_rows(self.records, TurnRules.from_json(section)))
 
     def scored_nothing(self) -> list[str]:
         """One line for each requested metric that scored no record at all: what failed, how
@@ -288,7 +304,8 @@ class Results:
         }
 
     def write(self, out_dir: str | os.PathLike[str]) -> Path:
-        """Write ``records.jsonl`` and ``summary.json`` into ``out_dir`` (created if needed).
+        """Write ``records.jsonl`` and ``summary.json`` into ``out_dir`` (created if needed),
+        and ``conversations.jsonl`` for a run with conversations.
 
         Each file is written to a temporary name and renamed, so a crash never leaves a torn
         file; the summary, written second, holds the SHA-256 of the records, so a crash between
@@ -306,6 +323,7 @@ class Results:
             records = "".join(line + "\n" for line in lines).encode("utf-8")
             atomic_write(target, records)
             digest = hashlib.sha256(records).hexdigest()
+        write_conversations(directory, self.records, self.manifest)
         document = {**self.summary_json(), RECORDS_DIGEST: digest}
         summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(directory / "summary.json", summary + "\n")

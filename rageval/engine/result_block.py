@@ -38,6 +38,9 @@ class ResultBlock:
     columns: list[list[float | None]]
     errors: list[dict[str, str] | None]
     details: list[dict[str, Any] | None]
+    # Per record, its conversation's id and its turn (None for a record on its own); None
+    # when no record of the block is a turn.
+    threads: list[tuple[str, int] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -46,9 +49,11 @@ class ResultBlock:
         """One :class:`~rageval.core.results.RecordResult` per record (a run held in memory)."""
         names = self.names
         values = zip(*self.columns, strict=True) if self.columns else [()] * len(self.ids)
-        return [RecordResult(rid, dict(zip(names, row, strict=True)), errors or {}, details or {})
-                for rid, row, errors, details in zip(self.ids, values, self.errors,
-                                                     self.details, strict=True)]
+        threads = self.threads or [None] * len(self.ids)
+        return [RecordResult(rid, dict(zip(names, row, strict=True)), errors or {}, details or {},
+                             *(thread or (None, None)))
+                for rid, row, errors, details, thread in zip(self.ids, values, self.errors,
+                                                             self.details, threads, strict=True)]
 
     def json_lines(self) -> str:
         """The block's lines of ``records.jsonl``: ``{"id", "scores", "details", "errors"}``
@@ -62,15 +67,18 @@ class ResultBlock:
             # at the first one's place, as a dict does.
             return "".join(_line(row) for row in self.rows())
         keys = [_ENCODE(name).replace("%", "%%") for name in self.names]
-        template = ('{"id": %s, "scores": {' + ", ".join(f"{k}: %s" for k in keys)
+        template = ('{"id": %s%s, "scores": {' + ", ".join(f"{k}: %s" for k in keys)
                     + '}, "details": %s, "errors": %s}\n')
         # A column of floats and None encodes as "[v, v, ...]": no value holds ", ".
         encoded = [_ENCODE(column)[1:-1].split(", ") for column in self.columns]
         ids = [_ENCODE(rid) for rid in self.ids]
+        threads = ([f', "conversation": {_ENCODE(t[0])}, "turn": {t[1]}' if t else ""
+                    for t in self.threads] if self.threads else [""] * len(ids))
         details = [_EMPTY if not d else _ENCODE(d) for d in self.details]
         errors = [_EMPTY if not e else _ENCODE(e) for e in self.errors]
         return "".join([template % values
-                        for values in zip(ids, *encoded, details, errors, strict=True)])
+                        for values in zip(ids, threads, *encoded, details, errors,
+                                          strict=True)])
 
 
 def result_block(records: Sequence[Record],
@@ -94,12 +102,18 @@ def result_block(records: Sequence[Record],
             if detail is not None:
                 # Metrics that share one analysis (claim-level judging) share one key.
                 _entry(details, i).setdefault(key, detail)
-    return ResultBlock([r.id for r in records], names, columns, errors, details)
+    threads = None
+    if any(r.conversation is not None for r in records):
+        threads = [None if r.conversation is None else (r.conversation.id, r.turn)
+                   for r in records]
+    return ResultBlock([r.id for r in records], names, columns, errors, details, threads)
 
 
 def _line(row: RecordResult) -> str:
     """One row encoded on its own: what the template builds, for any block."""
-    return _ENCODE({"id": row.id, "scores": row.scores, "details": row.details,
+    thread = {} if row.conversation is None else {"conversation": row.conversation,
+                                                  "turn": row.turn}
+    return _ENCODE({"id": row.id, **thread, "scores": row.scores, "details": row.details,
                     "errors": row.errors}) + "\n"
 
 

@@ -4,9 +4,10 @@ before anything is read, sent or written."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError, check_int
@@ -39,8 +40,9 @@ class RunSettings:
     """The settings of a run that change no value: the bootstrap's ``seed`` and resample
     count, the ``batch_size`` records are scored in, the ``window`` a records file is read in
     (None: :data:`DEFAULT_WINDOW`, or :data:`DEFAULT_RAY_WINDOW` on Ray), the ``engine`` and
-    its Ray cluster, the run directory ``out`` the results are written to as they finish, and
-    ``ci``, how the summary's intervals are drawn (one of :data:`CI_METHODS`).
+    its Ray cluster, the run directory ``out`` the results are written to as they finish,
+    ``ci``, how the summary's intervals are drawn (one of :data:`CI_METHODS`), and
+    ``turn_thresholds``, the value under which a turn of a conversation fails, by output.
 
     Building one checks every setting, so a run stops on a bad one before it reads a record.
     """
@@ -54,6 +56,9 @@ class RunSettings:
     ray_workers: int | None = None
     out: str | os.PathLike[str] | None = None
     ci: str = "records"
+    # Output name -> the value under which a turn fails, for conversations.jsonl's
+    # "first_failing" (rageval.core.conversations).
+    turn_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, value, low in (("seed", self.seed, 0), ("bootstrap", self.bootstrap, 1),
@@ -69,6 +74,11 @@ class RunSettings:
         if self.engine == "local" and (self.ray_address is not None
                                        or self.ray_workers is not None):
             raise UsageError("ray_address and ray_workers go with engine='ray'")
+        for name, value in self.turn_thresholds.items():
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value)):
+                raise UsageError(f"turn threshold {name}: expected a finite number, got "
+                                 f"{value!r}")
         if self.out is not None and (problem := creatable(self.out)) is not None:
             raise UsageError(f"out {os.fspath(self.out)}: cannot write the results there: "
                              f"{problem}")

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from rageval.core.conversations import write_conversations
 from rageval.core.files import atomic_write, open_temporary
 from rageval.core.results import RECORDS_DIGEST, RecordResult
 from rageval.core.run_records import RecordsFile
@@ -94,14 +95,15 @@ class FileSink:
 
     def commit(self, summary: dict[str, Any]) -> None:
         """Put ``records.jsonl`` in place, then ``summary.json`` with its digest."""
-        self._flush()
+        records = self.records()  # every line flushed and hashed
         handle = self._open()
         handle.flush()
         os.fsync(handle.fileno())
         handle.close()
         os.replace(self._partial, self._final)
-        if self._records is not None:
-            self._records.seal()
+        records.seal()
+        # Each conversation summed up from its turns, before the summary that seals the run.
+        write_conversations(self.directory, records, summary.get("manifest", {}))
         document = {**summary, RECORDS_DIGEST: self._digest.hexdigest()}
         text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(self.directory / "summary.json", text + "\n")

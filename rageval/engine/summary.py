@@ -7,15 +7,19 @@ records' details. A run streamed window by window keeps only this, however long 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, MetricResult
+from rageval.core.records import Record
 from rageval.core.results import MetricSummary
 from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
+from rageval.engine.grouped import ConversationGroups, summarise_conversations
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
 
@@ -26,6 +30,11 @@ class SummaryParts:
     def __init__(self, metrics: list[Metric]) -> None:
         self._stores: dict[str, MetricStore] = {str(m): MetricStore() for m in metrics}
         self._reasons: dict[str, Counter[str]] = {str(m): Counter() for m in metrics}
+        self.groups = ConversationGroups()
+
+    def add_records(self, records: Sequence[Record]) -> None:
+        """Note the records whose parts come next, in their order (their conversations)."""
+        self.groups.add(records)
 
     def add_part(self, metric: Metric, part: MetricResult,
                  reasons: list[str | None]) -> None:
@@ -44,12 +53,13 @@ class SummaryParts:
         the run, which may differ from those that scored it by run options only)."""
         out: dict[str, MetricSummary] = {}
         means: dict[str, np.ndarray] = {}  # outputs whose CI is the mean's, resampled together
+        groups = self.groups.array()
         for scored, signing in zip(self._stores, metrics, strict=True):
             store = self._stores[scored]
             labels = store.labels()
             result = store.result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
-                                 labels, noise))
+                                 labels, noise, groups))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
         for name, ci in zip(names, cis, strict=True):
@@ -140,7 +150,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
               bootstrap: int, means: dict[str, np.ndarray] | None = None,
               labels: np.ndarray | None = None, noise: bool = False,
-              ) -> dict[str, MetricSummary]:
+              groups: np.ndarray | None = None) -> dict[str, MetricSummary]:
     """Each output's summary: the mean (or the metric's corpus figure for its headline), the
     seeded bootstrap CI, scored and unscored counts, and the signature; with human ``labels``
     (aligned with the records), the headline's mean calibrated by them; with ``noise``, the
@@ -148,7 +158,14 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
     (:meth:`~rageval.core.metric.Metric.noise_samples`) resamples them too.
 
     With ``means`` given, outputs whose CI is the mean's are left without one and their scored
-    values put in ``means``, for the caller to resample every metric's together."""
+    values put in ``means``, for the caller to resample every metric's together. With
+    ``groups`` (each record's conversation), the summary is over conversations
+    (:mod:`.grouped`)."""
+    if groups is not None:
+        if noise and metric.noise_samples(result) is not None:
+            raise UsageError("--ci judge-noise resamples the samples of records; a run of "
+                             "conversations resamples conversations: leave --ci out")
+        return summarise_conversations(metric, result, reasons, seed, bootstrap, means, groups)
     signature = metric.result_signature(result)
     within = metric.noise_samples(result) if noise else None
     flagged = Counter(flag for detail in result.details or () if detail

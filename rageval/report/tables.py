@@ -23,8 +23,7 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
 
     Unless ``components`` is set, only each metric's headline values are shown.
     """
-    table = Table(title=f"rageval summary ({count_of(len(results.records), 'record')})",
-                  title_justify="left")
+    table = Table(title=f"rageval summary ({_run_size(results)})", title_justify="left")
     # Numbers never wrap or shrink; on a narrow terminal a long metric name folds instead.
     table.add_column("metric", style="bold", overflow="fold")
     table.add_column("value", justify="right", no_wrap=True, min_width=7)
@@ -38,6 +37,19 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
         label = name + (" (corpus)" if item.aggregate == "corpus" else "")
         table.add_row(label, _fmt(item.value), ci, str(item.n), str(item.unscored))
     return table
+
+
+def _run_size(results: Results) -> str:
+    """``8 records``, or for a run with conversations what it summed up over."""
+    total = len(results.records)
+    section = results.manifest.get("conversations")
+    if not isinstance(section, dict):
+        return count_of(total, "record")
+    text = f"{count_of(section['count'], 'conversation')} of {count_of(section['turns'], 'turn')}"
+    alone = total - section["turns"]
+    if alone:
+        text += f" and {count_of(alone, 'record')} on {'its' if alone == 1 else 'their'} own"
+    return f"{text}; n counts conversations"
 
 
 def signatures_table(results: Results) -> Table:
@@ -66,8 +78,9 @@ def unscored_lines(results: Results) -> list[str]:
         if item.signature in seen:
             continue
         seen.add(item.signature)
+        what = "unscored turns" if item.ci_method == "conversations" else "unscored"
         for reason, count in item.reasons.items():
-            lines.append(f"{name}: {count} unscored: {reason}")
+            lines.append(f"{name}: {count} {what}: {reason}")
         lines += [f"{name}: {flagged_text(flag, count)}" for flag, count in item.flagged.items()]
     return lines
 

@@ -57,6 +57,18 @@ def test_demo_matches_the_local_engine() -> None:
     assert comparable(on_ray) == comparable(local)
 
 
+def test_conversations_match_the_local_engine(tmp_path: Path) -> None:
+    conversations = DEMO.with_name("conversations.jsonl")
+    metrics = [*LEXICAL, "tools:f1"]
+    local = evaluate(conversations, metrics, bootstrap=100, seed=2, out=tmp_path / "local",
+                     turn_thresholds={"rouge1": 0.5})
+    on_ray = evaluate(conversations, metrics, bootstrap=100, seed=2, engine="ray",
+                      ray_workers=2, batch_size=2, out=tmp_path / "ray",
+                      turn_thresholds={"rouge1": 0.5})
+    assert comparable(on_ray) == comparable(local)
+    assert on_ray.conversations() == local.conversations() != []
+
+
 def write_records(path: Path, count: int) -> Path:
     lines = []
     for i in range(count):

@@ -1,0 +1,150 @@
+"""A run's summary over conversations: which conversation each scored record belongs to, and
+each output's values summed up per conversation.
+
+A run with conversations aggregates over conversations, not turns: a conversation's value is
+the mean of its scored turns, the run's value the mean of those, and the bootstrap resamples
+conversations (a cluster bootstrap: turns of one conversation are not independent draws). A
+record on its own counts as a conversation of one turn, so a run without conversations is
+summed up exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rageval.core.metric import Metric, MetricResult
+from rageval.core.records import Conversation, Record
+from rageval.core.results import MetricSummary
+from rageval.core.signature import Field
+from rageval.engine.columns import GrowingColumn
+from rageval.stats.resampling import bootstrap_ci
+
+#: The signature field of every value summed up over conversations.
+UNIT = Field("unit", "conversation", "u")
+
+__all__ = ["ConversationGroups", "PerConversation", "per_conversation",
+           "summarise_conversations"]
+
+
+class ConversationGroups:
+    """The conversation (a number from 0, in the order met) of each record scored, kept only
+    once a run has met a conversation (before that, every record is its own)."""
+
+    def __init__(self) -> None:
+        self._column: GrowingColumn | None = None
+        self._last: Conversation | None = None
+        self._count = 0  # records seen
+        self._groups = 0  # groups numbered so far
+        self.conversations = 0  # of those, conversations (not records on their own)
+        self.turns = 0  # the records that are turns of one
+
+    def add(self, records: Sequence[Record]) -> None:
+        """Note the records scored next, in their order."""
+        if self._column is None:
+            if all(r.conversation is None for r in records):
+                self._count += len(records)
+                self._groups += len(records)
+                return
+            self._column = GrowingColumn(np.int64)
+            self._column.append(np.arange(self._count, dtype=np.int64))
+        numbers = np.empty(len(records), dtype=np.int64)
+        for i, record in enumerate(records):
+            conversation = record.conversation
+            if conversation is None or conversation is not self._last:
+                self._groups += 1
+                self.conversations += conversation is not None
+            self.turns += conversation is not None
+            numbers[i] = self._groups - 1
+            self._last = conversation
+        self._column.append(numbers)
+        self._count += len(records)
+
+    def array(self) -> np.ndarray | None:
+        """Each record's conversation number; None for a run without conversations."""
+        return None if self._column is None else self._column.array()
+
+
+@dataclass(frozen=True)
+class PerConversation:
+    """One output summed up per conversation, for the conversations with a scored turn:
+    the mean, the lowest value and the last turn's value (NaN when the last is unscored),
+    and the scored turns' positions in the run, conversation by conversation."""
+
+    means: np.ndarray
+    lowest: np.ndarray
+    last: np.ndarray
+    turns: list[np.ndarray]
+    conversations: int  # every conversation of the run, scored or not
+
+    def turn_indices(self) -> Callable[[np.ndarray], np.ndarray]:
+        """Resampled conversations (indices into :attr:`means`) -> their turns' positions."""
+        return lambda picked: np.concatenate([self.turns[i] for i in picked])
+
+
+def per_conversation(values: np.ndarray, groups: np.ndarray) -> PerConversation:
+    """``values`` (one per record, NaN unscored) summed up by ``groups``
+    (:meth:`ConversationGroups.array`)."""
+    count = int(groups[-1]) + 1 if len(groups) else 0
+    scored = ~np.isnan(values)
+    kept, where = values[scored], groups[scored]
+    sums = np.bincount(where, weights=kept, minlength=count)
+    sizes = np.bincount(where, minlength=count)
+    has = sizes > 0
+    lowest = np.full(count, np.inf)
+    np.minimum.at(lowest, where, kept)
+    ends = np.flatnonzero(np.append(groups[1:] != groups[:-1], True))  # each one's last row
+    positions = np.flatnonzero(scored)
+    turns = np.split(positions, np.cumsum(sizes)[:-1])
+    return PerConversation(sums[has] / sizes[has], lowest[has], values[ends][has],
+                           [t for t, h in zip(turns, has, strict=True) if h], count)
+
+
+def summarise_conversations(metric: Metric, result: MetricResult, reasons: Counter[str],
+                            seed: int, bootstrap: int, means: dict[str, np.ndarray] | None,
+                            groups: np.ndarray) -> dict[str, MetricSummary]:
+    """Each output's summary over conversations (see the module): ``n`` counts the
+    conversations with a scored turn, ``unscored`` those without; the turns scored and
+    unscored, and the means of each conversation's lowest and last value, are figures beside
+    it. A corpus figure (corpus BLEU) is over every scored turn, its CI from resampled
+    conversations. ``means`` as :func:`~rageval.engine.summary.summarise` takes it."""
+    signature = metric.result_signature(result).extend([UNIT])
+    headline = metric.output_names()[0]
+    flagged = Counter(flag for detail in result.details or () if detail
+                      for flag in detail.get("flags", ()))
+    out: dict[str, MetricSummary] = {}
+    for name, values in result.values.items():
+        grouped = per_conversation(values, groups)
+        scored = int((~np.isnan(values)).sum())
+        corpus = None
+        if name == headline and len(grouped.means):
+            corpus = metric.corpus_value(result, np.flatnonzero(~np.isnan(values)))
+        if corpus is not None:
+            value, aggregate = corpus, "corpus"
+            expand = grouped.turn_indices()
+            ci = bootstrap_ci(grouped.means, resamples=bootstrap, seed=seed,
+                              statistic=lambda picked, e=expand: metric.corpus_value(
+                                  result, e(picked)))
+        else:
+            value = float(grouped.means.mean()) if len(grouped.means) else None
+            aggregate = "mean"
+            if means is None:
+                ci = bootstrap_ci(grouped.means, resamples=bootstrap, seed=seed)
+            else:
+                ci, means[name] = None, grouped.means
+        last = grouped.last[~np.isnan(grouped.last)]
+        figures: dict[str, object] = {"turns": {"scored": scored, "unscored": len(values) - scored},
+                   "conversation_min": float(grouped.lowest.mean()) if len(grouped.means)
+                   else None,
+                   "conversation_last": float(last.mean()) if len(last) else None}
+        if name == headline:
+            figures.update(metric.summary_figures(result))
+        out[name] = MetricSummary(
+            value, len(grouped.means), grouped.conversations - len(grouped.means), ci,
+            signature.format(), dict(reasons), aggregate, signature.format(short=True),
+            in_table=name in metric.table_names(), flagged=dict(flagged), figures=figures,
+            ci_method="conversations")
+    return out
