@@ -17,13 +17,13 @@ hooks. The public entry point is :func:`rageval.evaluate`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rageval.core.conversations import TurnRules
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
-from rageval.core.metric import Batch, Metric, RunHooks, ScoreOptions, settled
+from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
@@ -34,6 +34,7 @@ from rageval.engine.local import Engine, LocalEngine, merge_run_wide
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.summary import SummaryParts
+from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
 
 # (records done, records total): the total is None while a run streamed from a file is read.
@@ -83,8 +84,11 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
          settings: RunSettings, progress: ProgressHook | None, sink: Sink,
          engine: Engine) -> Results:
     provider = inputs.provider
-    state = _RunState(_resolve(metrics, options))
-    rules = _turn_rules(state.metrics, settings)
+    resolved = _resolve(metrics, options)
+    state = _RunState([m for m in resolved if m.level != "conversation"])
+    whole = WholeConversations([m for m in resolved if m.level == "conversation"],
+                               state.shared)
+    rules = _turn_rules(state.metrics, whole.metrics, settings)
     state.helpers = provider.metrics() if provider is not None else []
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
@@ -100,8 +104,10 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         run = Batch(window, shared=state.shared)
         _check_conversations(window, settings, inputs)
         state.digest.add(window)  # as read: judgments given during the run are not the set's
-        for hooks, group in _by_hooks(state.metrics):
+        ending = conversations_ending(window) if whole.metrics else []
+        for hooks, group in by_hooks(state.metrics):
             hooks.check(window, group)
+        whole.check(ending)
         if provider is not None:
             state.fields.require(window, but="judgments")  # before the provider's work
             provider.check(window)
@@ -120,21 +126,31 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
                 state.parts.add_labels(name, labels)
             if single:
                 _check_labels_found(state.labels)
-        for hooks, group in _by_hooks(state.metrics):
+        for hooks, group in by_hooks(state.metrics):
             hooks.prepare(run, group)
         _score_window(state, run, settings.batch_size, progress, sink, engine, single)
+        if whole.metrics:
+            whole.score(ending, single=single, options=options,
+                        judgments=inputs.judgments.source(), batch_size=settings.batch_size,
+                        sink=sink, engine=engine)
         # The manifest hooks read a run of one window whole; of several, what is run-wide.
         state.last_run = run if single else Batch([], shared=state.shared)
         window = run = None  # type: ignore[assignment]  # not held while the next is read
     # Where the judgments came from, once every record was read (qrels may have matched none).
-    signers = settled(state.metrics, options, inputs.judgments.source())
+    turn_signers = settled(state.metrics, options, inputs.judgments.source())
+    whole_signers = settled(whole.metrics, options, inputs.judgments.source())
     if not single:
         state.fields.check()
+        whole.fields.check()
         if state.labels is not None:
             _check_labels_found(state.labels)
-    summary = state.parts.summarise(signers, settings.seed, settings.bootstrap,
-                                    noise=settings.resample_samples)
-    for hooks, group in _by_hooks([*state.metrics, *state.helpers]):
+    summary = {**state.parts.summarise(turn_signers, settings.seed, settings.bootstrap,
+                                       noise=settings.resample_samples),
+               **whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
+    order = {str(m): i for i, m in enumerate(resolved)}
+    signers = sorted([*turn_signers, *whole_signers], key=lambda m: order[str(m)])
+    summary = {name: summary[name] for m in signers for name in m.output_names()}
+    for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
     extra["data"] = state.digest.manifest(
         {name: m.needs for m in signers for name in m.output_names()},
@@ -226,33 +242,26 @@ def _check_conversations(window: list[Record], settings: RunSettings,
                          "is summed up by conversation: leave --human out")
 
 
-def _turn_rules(metrics: list[Metric], settings: RunSettings) -> TurnRules:
-    """How conversations.jsonl rates turns; a threshold on no output of the run is refused
-    before anything is read."""
+def _turn_rules(metrics: list[Metric], wholes: list[Metric],
+                settings: RunSettings) -> TurnRules:
+    """How conversations.jsonl rates turns; a threshold on no output of the run's turns is
+    refused before anything is read."""
     outputs = [name for m in metrics for name in m.output_names()]
     for name in settings.turn_thresholds:
         if name not in outputs:
             hint = did_you_mean(name, outputs, n=3)
-            raise UsageError(f"turn threshold {name}: not an output of this run"
-                             f"{'; ' + hint if hint else ''}")
+            raise UsageError(f"turn threshold {name}: not an output scored per turn in this "
+                             f"run{'; ' + hint if hint else ''}")
     lower = frozenset(name for m in metrics for name in m.output_names()
                       if m.lower_is_better(name))
-    return TurnRules(dict(settings.turn_thresholds), lower)
+    whole = tuple(name for m in wholes for name in m.output_names())
+    return TurnRules(dict(settings.turn_thresholds), lower, whole)
 
 
 def _check_labels_found(labels: LabelColumns) -> None:
     if labels.found == 0:
         raise UsageError(f"human labels: no record of {labels.source} has a field "
                          f"{labels.field!r}")
-
-
-def _by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:
-    """The metrics grouped by the run hooks they share, in the order first met."""
-    groups: dict[int, tuple[RunHooks, list[Metric]]] = {}
-    for metric in metrics:
-        if metric.hooks is not None:
-            groups.setdefault(id(metric.hooks), (metric.hooks, []))[1].append(metric)
-    return list(groups.values())
 
 
 def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:

@@ -71,6 +71,9 @@ def _judge_entries() -> Iterator[Entry]:
         source = _relative(Path(rubric.source))
         per_context = " (each context; the record's value is the mean)" if (
             "context" in rubric.inputs) else ""
+        if rubric.level == "conversation":
+            per_context = (" (each whole conversation, on its own line: see "
+                           "[Conversations](conversations.md#judging-whole-conversations))")
         extra = (f"Rubric file: `{source}` (version {rubric.version}); scale "
                  f"{rubric.scale_min}-{rubric.scale_max}{per_context}; inputs: "
                  f"{', '.join(rubric.inputs)}.",)

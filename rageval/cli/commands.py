@@ -78,6 +78,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         response_format=args.judge_response_format, timeout=args.judge_timeout,
         first_reply_timeout=args.judge_first_reply_timeout,
         max_retries=args.judge_max_retries, max_tokens=args.judge_max_tokens,
+        history_chars=args.judge_history_chars,
         api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
         temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
         logprobs=args.judge_logprobs, price_in=args.judge_price_in,

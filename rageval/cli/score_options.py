@@ -176,6 +176,9 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
     j.add_argument("--judge-max-tokens", type=int, metavar="N",
                    help="the longest reply asked for (default: the endpoint's; set it for "
                    "small local models, which can write until their context is full)")
+    j.add_argument("--judge-history-chars", type=int, metavar="N",
+                   help="show a turn of a conversation with at most N characters of the turns "
+                   "before it, the oldest left out first (default: all of them)")
     j.add_argument("--judge-extra", action="append", metavar="KEY=VALUE",
                    help="a request field of the server's own, sent as it is (repeatable; VALUE "
                    "read as JSON where it is, else text): e.g. repeat_penalty=1.1 or "

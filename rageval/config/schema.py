@@ -107,6 +107,7 @@ FIELDS: list[Field] = [
         ("timeout", "judge_timeout", "float", (), ""),
         ("first_reply_timeout", "judge_first_reply_timeout", "float", (), ""),
         ("max_tokens", "judge_max_tokens", "int", (), ""),
+        ("history_chars", "judge_history_chars", "int", (), ""),
         ("extra", "judge_extra", "params", (), "request fields of the server's own"),
         ("any_served_model", "judge_any_served_model", "bool", (), ""),
         ("max_retries", "judge_max_retries", "int", (), ""),

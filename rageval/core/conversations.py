@@ -7,11 +7,14 @@ turn, with ``conversation`` and ``turn``), one line per conversation::
      "scores": {"ndcg@10": {"mean": 0.71, "min": 0.5, "last": 0.9, "scored": 3,
                             "first_failing": 2}}}
 
-For each output: the mean and the lowest of the scored turns' values, the last turn's value
-(``null`` when the last turn is unscored), how many turns were scored, and, for an output given
+For each output scored per turn: the mean and the lowest of the scored turns' values, the last
+turn's value (``null`` when the last turn is unscored), how many turns were scored, and, for an
+output given
 a turn threshold (``--turn-threshold NAME=VALUE``), the first turn (1-based) whose value falls
 under it (over it, for an output where lower is better), ``null`` when none does. An output no
-turn scored has ``mean``, ``min`` and ``last`` ``null``.
+turn scored has ``mean``, ``min`` and ``last`` ``null``. The outputs scored on whole
+conversations (``judge:resolution``) come under ``conversation_scores``, one value each
+(``null``: unscored, the reason on the conversation's line of ``records.jsonl``).
 
 Turns of one conversation are consecutive in ``records.jsonl``: a conversation is summed up as
 soon as its last turn's results are in, and a long run never holds more than one.
@@ -48,21 +51,25 @@ CONVERSATIONS_FILE = "conversations.jsonl"
 
 @dataclass(frozen=True)
 class TurnRules:
-    """How turns are judged when a conversation is summed up: the turn threshold of each
-    output that has one, and the outputs where lower is better."""
+    """How turns are rated when a conversation is summed up: the turn threshold of each
+    output that has one, and the outputs where lower is better; and the outputs scored on
+    whole conversations (their values come on each conversation's own line)."""
 
     thresholds: Mapping[str, float] = field(default_factory=dict)
     lower_is_better: frozenset[str] = frozenset()
+    conversation_outputs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"turn_thresholds": dict(self.thresholds),
-                "lower_is_better": sorted(self.lower_is_better)}
+                "lower_is_better": sorted(self.lower_is_better),
+                "conversation_outputs": list(self.conversation_outputs)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> TurnRules:
         data = data or {}
         return cls({str(k): float(v) for k, v in (data.get("turn_thresholds") or {}).items()},
-                   frozenset(data.get("lower_is_better") or ()))
+                   frozenset(data.get("lower_is_better") or ()),
+                   tuple(data.get("conversation_outputs") or ()))
 
     def fails(self, name: str, value: float) -> bool:
         limit = self.thresholds[name]
@@ -71,18 +78,33 @@ class TurnRules:
 
 def conversation_rows(records: Iterable[RecordResult],
                       rules: TurnRules) -> Iterator[dict[str, Any]]:
-    """One summary per conversation, in the order met (records on their own are skipped)."""
+    """One summary per conversation, in the order met (records on their own are skipped).
+    With outputs scored on whole conversations, a conversation's summary waits for its own
+    line (which follows its turns, at most a window later) and takes its values."""
+    waiting: dict[str, dict[str, Any]] = {}  # summed up, their own line not read yet
     current: str | None = None
     turns: list[RecordResult] = []
     for record in records:
-        if record.conversation != current and turns:
-            yield _summed(current, turns, rules)  # type: ignore[arg-type]
+        own_line = record.conversation is not None and record.turn is None
+        if turns and (own_line or record.conversation != current):
+            row = _summed(current, turns, rules)  # type: ignore[arg-type]
             turns = []
+            if rules.conversation_outputs:
+                waiting[row["id"]] = row
+            else:
+                yield row
         current = record.conversation
-        if current is not None:
+        if own_line:
+            row = waiting.pop(current, None) or {"id": current, "turns": 0, "scores": {}}
+            row["conversation_scores"] = {name: _value(record.scores.get(name))
+                                          for name in rules.conversation_outputs}
+            current = None
+            yield row
+        elif current is not None:
             turns.append(record)
     if turns:
-        yield _summed(current, turns, rules)  # type: ignore[arg-type]
+        waiting[current] = _summed(current, turns, rules)  # type: ignore[index,arg-type]
+    yield from waiting.values()
 
 
 def conversation_lines(records: Iterable[RecordResult], rules: TurnRules) -> Iterator[str]:

@@ -137,6 +137,10 @@ class Metric(ABC):
     summary: ClassVar[str]  # one-line definition for `rageval metrics`
     # Record fields required: "contexts", ... (a name-prefixed family's, given to __init__).
     needs: frozenset[str] = frozenset()
+    # What it scores: every record, a conversation's turns among them ("turn"), or each
+    # conversation as a whole ("conversation": the run hands it one record per conversation,
+    # with ``turn`` 0, and writes its values on the conversation's own line).
+    level: str = "turn"
     # Whether the metric's configuration is part of the evaluation set, as a grader's is (a
     # judge's model, prompt and parameters set the scale of its values): see :meth:`grading`.
     grades: ClassVar[bool] = False
@@ -362,6 +366,15 @@ class JudgmentsProvider(ABC):
              source: str) -> tuple[list[Record], str, dict[str, Any]]:
         """The records with judgments filled in, the new judgments source for signatures
         (``source`` is where the existing ones came from), and its manifest section."""
+
+
+def by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:
+    """The metrics grouped by the run hooks they share, in the order first met."""
+    groups: dict[int, tuple[RunHooks, list[Metric]]] = {}
+    for metric in metrics:
+        if metric.hooks is not None:
+            groups.setdefault(id(metric.hooks), (metric.hooks, []))[1].append(metric)
+    return list(groups.values())
 
 
 def settled(metrics: Sequence[Metric], options: ScoreOptions,

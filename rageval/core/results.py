@@ -136,14 +136,17 @@ class RecordResult:
     scores: dict[str, float | None]
     errors: dict[str, str]
     details: dict[str, Any]
-    # A turn of a conversation: the conversation's id and the turn's 1-based position.
+    # A turn of a conversation: the conversation's id and the turn's 1-based position; a
+    # conversation's own line (its conversation-level values) has the id and no turn.
     conversation: str | None = None
     turn: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
         if self.conversation is not None:
-            out["conversation"], out["turn"] = self.conversation, self.turn
+            out["conversation"] = self.conversation
+            if self.turn is not None:  # none on a conversation's own line
+                out["turn"] = self.turn
         out.update(scores={k: _json_float(v) for k, v in self.scores.items()},
                    details=self.details, errors=self.errors)
         return out
@@ -155,7 +158,7 @@ class RecordResult:
         return cls(str(data["id"]), scores,  # type: ignore[arg-type]
                    dict(data.get("errors", {})), dict(data.get("details", {})),
                    None if conversation is None else str(conversation),
-                   None if conversation is None else int(data["turn"]))
+                   None if data.get("turn") is None else int(data["turn"]))
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ class ResultBlock:
     columns: list[list[float | None]]
     errors: list[dict[str, str] | None]
     details: list[dict[str, Any] | None]
-    # Per record, its conversation's id and its turn (None for a record on its own); None
-    # when no record of the block is a turn.
-    threads: list[tuple[str, int] | None] | None = None
+    # Per record, its conversation's id and its turn (None for a record on its own, no turn
+    # for a conversation's own line); None when no record of the block is in a conversation.
+    threads: list[tuple[str, int | None] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -72,8 +72,8 @@ class ResultBlock:
         # A column of floats and None encodes as "[v, v, ...]": no value holds ", ".
         encoded = [_ENCODE(column)[1:-1].split(", ") for column in self.columns]
         ids = [_ENCODE(rid) for rid in self.ids]
-        threads = ([f', "conversation": {_ENCODE(t[0])}, "turn": {t[1]}' if t else ""
-                    for t in self.threads] if self.threads else [""] * len(ids))
+        threads = ([_thread(t) for t in self.threads] if self.threads
+                   else [""] * len(ids))
         details = [_EMPTY if not d else _ENCODE(d) for d in self.details]
         errors = [_EMPTY if not e else _ENCODE(e) for e in self.errors]
         return "".join([template % values
@@ -104,15 +104,27 @@ def result_block(records: Sequence[Record],
                 _entry(details, i).setdefault(key, detail)
     threads = None
     if any(r.conversation is not None for r in records):
-        threads = [None if r.conversation is None else (r.conversation.id, r.turn)
+        threads = [None if r.conversation is None else (r.conversation.id, r.turn or None)
                    for r in records]
     return ResultBlock([r.id for r in records], names, columns, errors, details, threads)
 
 
+def _thread(thread: tuple[str, int | None] | None) -> str:
+    """A line's conversation and turn, after its id ("" for a record on its own; no turn on
+    a conversation's own line)."""
+    if thread is None:
+        return ""
+    turn = "" if thread[1] is None else f', "turn": {thread[1]}'
+    return f', "conversation": {_ENCODE(thread[0])}{turn}'
+
+
 def _line(row: RecordResult) -> str:
     """One row encoded on its own: what the template builds, for any block."""
-    thread = {} if row.conversation is None else {"conversation": row.conversation,
-                                                  "turn": row.turn}
+    thread: dict[str, Any] = {}
+    if row.conversation is not None:
+        thread["conversation"] = row.conversation
+        if row.turn is not None:
+            thread["turn"] = row.turn
     return _ENCODE({"id": row.id, **thread, "scores": row.scores, "details": row.details,
                     "errors": row.errors}) + "\n"
 

@@ -19,7 +19,7 @@ from rageval.core.records import Record
 from rageval.core.results import MetricSummary
 from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
-from rageval.engine.grouped import ConversationGroups, summarise_conversations
+from rageval.engine.grouped import UNIT, ConversationGroups, summarise_conversations
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
 
@@ -27,10 +27,12 @@ class SummaryParts:
     """Per metric: the summary parts of every batch scored so far, and its reasons counted.
     Metrics are known by name, which run options never change."""
 
-    def __init__(self, metrics: list[Metric]) -> None:
+    def __init__(self, metrics: list[Metric], *, over_conversations: bool = False) -> None:
         self._stores: dict[str, MetricStore] = {str(m): MetricStore() for m in metrics}
         self._reasons: dict[str, Counter[str]] = {str(m): Counter() for m in metrics}
         self.groups = ConversationGroups()
+        # Each record stands for a conversation (the conversation-level metrics' records).
+        self.over_conversations = over_conversations
 
     def add_records(self, records: Sequence[Record]) -> None:
         """Note the records whose parts come next, in their order (their conversations)."""
@@ -59,7 +61,7 @@ class SummaryParts:
             labels = store.labels()
             result = store.result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
-                                 labels, noise, groups))
+                                 labels, noise, groups, self.over_conversations))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
         for name, ci in zip(names, cis, strict=True):
@@ -150,7 +152,8 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed: int,
               bootstrap: int, means: dict[str, np.ndarray] | None = None,
               labels: np.ndarray | None = None, noise: bool = False,
-              groups: np.ndarray | None = None) -> dict[str, MetricSummary]:
+              groups: np.ndarray | None = None, over_conversations: bool = False,
+              ) -> dict[str, MetricSummary]:
     """Each output's summary: the mean (or the metric's corpus figure for its headline), the
     seeded bootstrap CI, scored and unscored counts, and the signature; with human ``labels``
     (aligned with the records), the headline's mean calibrated by them; with ``noise``, the
@@ -160,13 +163,16 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
     With ``means`` given, outputs whose CI is the mean's are left without one and their scored
     values put in ``means``, for the caller to resample every metric's together. With
     ``groups`` (each record's conversation), the summary is over conversations
-    (:mod:`.grouped`)."""
+    (:mod:`.grouped`); with ``over_conversations``, each record already stands for a
+    conversation (the conversation-level metrics': :mod:`.whole`)."""
     if groups is not None:
         if noise and metric.noise_samples(result) is not None:
             raise UsageError("--ci judge-noise resamples the samples of records; a run of "
                              "conversations resamples conversations: leave --ci out")
         return summarise_conversations(metric, result, reasons, seed, bootstrap, means, groups)
     signature = metric.result_signature(result)
+    if over_conversations:
+        signature = signature.extend([UNIT])
     within = metric.noise_samples(result) if noise else None
     flagged = Counter(flag for detail in result.details or () if detail
                       for flag in detail.get("flags", ()))
@@ -198,6 +204,7 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
             in_table=name in metric.table_names(), flagged=dict(flagged),
             calibrated=calibrate(values, labels) if labels is not None and headline else None,
             figures=metric.summary_figures(result) if headline else {},
-            ci_method="judge-noise" if within is not None and headline else "records",
+            ci_method=("judge-noise" if within is not None and headline
+                       else "conversations" if over_conversations else "records"),
         )
     return out

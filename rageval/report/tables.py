@@ -41,8 +41,10 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
 
 def _run_size(results: Results) -> str:
     """``8 records``, or for a run with conversations what it summed up over."""
-    total = len(results.records)
+    total = results.records_info.count
     section = results.manifest.get("conversations")
+    if total is None:
+        total = len(results.records)
     if not isinstance(section, dict):
         return count_of(total, "record")
     text = f"{count_of(section['count'], 'conversation')} of {count_of(section['turns'], 'turn')}"

@@ -130,7 +130,8 @@ def test_the_summary_is_over_conversations_and_resamples_them():
     assert bleu.aggregate == "corpus" and bleu.ci_method == "conversations"
     assert results.manifest["conversations"] == {"count": 3, "turns": 6,
                                                  "turn_thresholds": {},
-                                                 "lower_is_better": []}
+                                                 "lower_is_better": [],
+                                                 "conversation_outputs": []}
 
 
 def test_conversations_jsonl(tmp_path):
@@ -173,7 +174,7 @@ def test_options_that_resample_records_are_refused_before_scoring(tmp_path):
     records = records_from_dicts(CONVERSATIONS)
     with pytest.raises(UsageError, match="resamples conversations: leave --ci out"):
         evaluate(records, ["rouge1"], ci="judge-noise")
-    with pytest.raises(UsageError, match="turn threshold rouge2: not an output of this run"):
+    with pytest.raises(UsageError, match="turn threshold rouge2: not an output scored per turn"):
         evaluate(records, ["rouge1"], turn_thresholds={"rouge2": 0.5})
     with pytest.raises(UsageError, match="turn threshold rouge1: expected a finite number"):
         evaluate(records, ["rouge1"], turn_thresholds={"rouge1": math.inf})

@@ -120,9 +120,12 @@ class Record:
 
     @property
     def history(self) -> tuple[Record, ...]:
-        """The turns before this one in its conversation (none for a record on its own)."""
+        """The turns before this one in its conversation (none for a record on its own); for
+        the record standing for a whole conversation (``turn`` 0), every turn."""
         if self.conversation is None:
             return ()
+        if self.turn == 0:
+            return self.conversation.turns
         return self.conversation.turns[: self.turn - 1]
 
     def has(self, field: str) -> bool:
@@ -181,6 +184,12 @@ class Conversation:
         """The turns as the records a run scores, each knowing its conversation and place."""
         return [dataclasses.replace(turn, conversation=self, turn=position)
                 for position, turn in enumerate(self.turns, 1)]
+
+    def as_record(self) -> Record:
+        """The conversation as one record (``turn`` 0), for the metrics that grade it whole:
+        its id, its reference and its other keys; its turns through ``conversation``."""
+        return Record(self.id, references=self.references, extra=self.extra, conversation=self,
+                      turn=0)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of the conversation; loading it again gives an equal one."""

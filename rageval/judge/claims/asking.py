@@ -22,6 +22,7 @@ from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Reply, Unit, gather, make_unit, provenance
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.prompting.history import history_of
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -85,7 +86,8 @@ class Asker:
     def ask(self, record: int, step: str, inputs: dict[str, list[str]],
             schema: ReplySchema) -> Asked:
         """One request of ``step`` for record ``record`` (not sent until :meth:`send`)."""
-        messages = render_step(self.prompt(step), inputs)
+        history = history_of(self.records[record], self.judge.history_chars)
+        messages = render_step(self.prompt(step), inputs, history)
         unit = make_unit(self.judge, schema, record, None, 0, messages, own_schema=True)
         return Asked(unit, record, step)
 

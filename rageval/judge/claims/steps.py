@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.prompting.history import History
 from rageval.judge.prompting.prompt_files import (
     PromptFile,
     builtin_prompts,
@@ -35,7 +36,7 @@ __all__ = ["ASSIGN_LABELS", "CHECK_LABELS", "IMPORTANCE_LABELS", "RENDER_VERSION
            "StepPrompt", "labels_schema", "list_schema", "load_step", "render_step"]
 
 #: Version of the fixed text :func:`render_step` wraps around a step's template.
-RENDER_VERSION = "claims-1"
+RENDER_VERSION = "claims-2"
 
 CHECK_LABELS = ("entailment", "neutral", "contradiction")
 IMPORTANCE_LABELS = ("vital", "okay")
@@ -126,15 +127,20 @@ _TAIL_NUMBERED = ("Reply with one JSON object only: {reply}, with exactly one ke
                   "numbered {item}, \"1\" to \"{n}\".")
 
 
-def render_step(prompt: StepPrompt, inputs: dict[str, list[str]]) -> list[dict[str, str]]:
+def render_step(prompt: StepPrompt, inputs: dict[str, list[str]],
+                history: History | None = None) -> list[dict[str, str]]:
     """The chat messages of one request of ``prompt``'s step: ``inputs`` maps each of the
     step's inputs to its texts (an empty list for a query the record lacks: shown as "(none
-    given)"). The output depends only on the prompt file and the texts (a stable cache key)."""
+    given)"); a turn of a conversation is shown after the turns before it (``history``). The
+    output depends only on the prompt file and the texts (a stable cache key)."""
     spec = STEPS[prompt.id]
     texts = {name: list(inputs.get(name, [])) for name in spec.inputs}
-    nonce = slot_nonce(prompt.hash, texts)
+    seen = texts if history is None else {**texts, "conversation": history.texts()}
+    nonce = slot_nonce(prompt.hash, seen)
     blocks = {name: _block(name, values, nonce) for name, values in texts.items()}
     body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], prompt.template)
+    if history is not None:
+        body = f"{history.block(nonce)}\n\n{body}"
     numbered = next((name for name in ("claims", "nuggets") if name in spec.inputs), None)
     if numbered is None:
         tail = _TAIL.format(reply=spec.reply)

@@ -74,7 +74,8 @@ class JudgeOptions:
     the first request within which some reply must arrive, else the run stops (None: 300, or
     twice ``timeout`` when that is longer). ``max_tokens``: the longest reply asked
     for (None: the endpoint's default; small local models can otherwise write until their
-    context is full).
+    context is full). ``history_chars``: the most characters of earlier turns shown with a
+    turn of a conversation, the oldest left out first (None: all of them).
     ``samples``: replies per item; the value is their mean and the spread goes in the details.
     ``seed``: sent with each request (sample ``i`` gets ``seed + i``, so samples differ on
     endpoints that honour seeds). ``logprobs``: score by the expected value of the score token's
@@ -102,6 +103,9 @@ class JudgeOptions:
     max_retries: int = 5
     response_format: str = "auto"
     max_tokens: int | None = None
+    # The most characters of earlier turns a turn of a conversation is judged with (None:
+    # every earlier turn): rageval.judge.prompting.history.
+    history_chars: int | None = None
     seed: int | None = None
     samples: int = 1
     logprobs: bool = False
@@ -226,6 +230,8 @@ class JudgeOptions:
         check_int("--judge-max-retries", self.max_retries, 0)
         if self.max_tokens is not None:
             check_int("--judge-max-tokens", self.max_tokens, 1)
+        if self.history_chars is not None:
+            check_int("--judge-history-chars", self.history_chars, 0)
         if self.seed is not None:
             check_int("judge seed", self.seed, 0)
         if self.rpm is not None and self.rpm <= 0:

@@ -65,6 +65,7 @@ _INPUT_FIELD = {
     "context": "contexts",
     "answer": "answer",
     "reference": "reference",
+    "conversation": "conversation",
 }
 
 
@@ -97,10 +98,17 @@ class JudgeMetric(Metric):
         self.target = target
         self.rubric: Rubric = load_rubric(target, judge.prompts_dir)
         self.per_context = "context" in self.rubric.inputs
+        self.level = self.rubric.level
         # One schema for every request: it remembers its encodings for the cache keys.
         self._schema = reply_schema(self.rubric)
         super().__init__(cutoff=cutoff, options=opts, name=f"judge:{target}",
-                         needs=(_INPUT_FIELD[name] for name in self.rubric.inputs), **params)
+                         needs=(_INPUT_FIELD[name] for name in self._required()), **params)
+
+    def _required(self) -> list[str]:
+        """The rubric's inputs a record must have (a turn's conversation is shown when there
+        is one)."""
+        return [name for name in self.rubric.inputs
+                if name != "conversation" or self.rubric.level == "conversation"]
 
     @property
     def judge(self) -> JudgeOptions:
@@ -176,8 +184,10 @@ class JudgeMetric(Metric):
 
     def missing_input(self, record: Record) -> str | None:
         """Why ``record`` cannot be shown to the judge under this rubric, or None."""
-        for name in self.rubric.inputs:
+        for name in self._required():
             field_name = _INPUT_FIELD[name]
+            if name == "conversation" and (record.conversation is None or record.turn != 0):
+                return "not a conversation (a conversation-level rubric grades whole ones)"
             if not record.has(field_name):
                 return f"no {field_name} (the record has no '{field_name}')"
         return None
@@ -192,7 +202,7 @@ class JudgeMetric(Metric):
                                       else [None])
         out = []
         for context in contexts:
-            messages = render(self.rubric, record, context)
+            messages = render(self.rubric, record, context, judge.history_chars)
             for sample in range(judge.samples):
                 out.append(make_unit(judge, schema, index, context, sample, messages))
         return out
@@ -373,6 +383,8 @@ def judge_fields(judge: JudgeOptions) -> list[Field]:
         Field("temperature", f"{judge.temperature:g}", "t"),
         Field("samples", str(judge.samples), "n"),
         *([Field("max_tokens", str(judge.max_tokens), "mt")] if judge.max_tokens else []),
+        *([Field("history_chars", str(judge.history_chars), "hc")]
+          if judge.history_chars is not None else []),
         *([Field("extra", judge.extra_text, "x")] if judge.extra else []),
     ]
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.prompting.history import history_of
 from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
 from rageval.judge.rubric.rubrics import Rubric
 
@@ -28,7 +29,7 @@ __all__ = ["RENDER_VERSION", "render", "reply_schema", "response_format", "slot_
 
 #: Version of the fixed text :func:`render` wraps around a rubric (system message, slot
 #: format, reply instructions). Part of signatures, next to the rubric hash.
-RENDER_VERSION = "2"
+RENDER_VERSION = "3"
 
 # The system message depends on the rubric alone, and the user message starts with the
 # rubric's own instructions: requests for one rubric share a long prefix, which servers with a
@@ -62,6 +63,8 @@ def slot_texts(rubric: Rubric, record: Record, context_index: int | None) -> dic
     """The untrusted texts of each input, in order; raises when the record lacks one."""
     texts: dict[str, list[str]] = {}
     for name in rubric.inputs:
+        if name == "conversation":
+            continue  # shown apart: rageval.judge.prompting.history
         if name == "query":
             value = [] if record.query is None else [record.query]
         elif name == "answer":
@@ -91,24 +94,38 @@ def slot_texts(rubric: Rubric, record: Record, context_index: int | None) -> dic
 
 
 def render(
-    rubric: Rubric, record: Record, context_index: int | None = None
+    rubric: Rubric, record: Record, context_index: int | None = None,
+    history_chars: int | None = None,
 ) -> list[dict[str, str]]:
     """The chat messages (system, then user) asking the judge to grade ``record``.
 
     ``context_index`` (0-based) picks the context graded by a rubric with the ``context``
     input. Every untrusted text (query, answer, each context, each reference) goes into its
     own slot ``<name-NONCE ...>`` ... ``</name-NONCE>``, escaped with
-    :func:`~rageval.judge.prompting.slots.escape`. The output depends only on the rubric file
-    and the record's texts, so it is a stable cache key.
+    :func:`~rageval.judge.prompting.slots.escape`. A turn of a conversation is shown with the
+    turns before it (at most ``history_chars`` characters of them): where the rubric places
+    ``{conversation}``, else above the rubric's text; a record on its own renders as it did
+    before conversations existed. The output depends only on the rubric file and the texts,
+    so it is a stable cache key.
 
     Raises :class:`~rageval.core.errors.InputError` when the record lacks an input the rubric
     needs (the caller names the file), :class:`~rageval.core.errors.UsageError` when
     ``context_index`` is required but missing.
     """
     texts = slot_texts(rubric, record, context_index)
-    nonce = slot_nonce(rubric.hash, texts)
+    history = history_of(record, history_chars)
+    if rubric.level == "conversation" and (history is None or not history.whole):
+        raise InputError(f"record {record.id!r} is not a conversation, needed by rubric "
+                         f"{rubric.id!r}", field="turns")
+    seen = texts if history is None else {**texts, "conversation": history.texts()}
+    nonce = slot_nonce(rubric.hash, seen)
     blocks = {name: slot_block(name, values, nonce) for name, values in texts.items()}
+    shown = "" if history is None else history.block(nonce)
+    if "conversation" in rubric.inputs:
+        blocks["conversation"] = shown
     body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rubric.template)
+    if shown and "conversation" not in rubric.inputs:  # the rubric's text, after the turns
+        body = f"{shown}\n\n{body}"
     system, tail = _fixed_text(rubric)
     return [{"role": "system", "content": system}, {"role": "user", "content": body + tail}]
 
@@ -120,7 +137,7 @@ def _fixed_text(rubric: Rubric) -> tuple[str, str]:
     anchors = "\n".join(f"{score} = {text}" for score, text in rubric.anchors)
     low, high = rubric.scale_min, rubric.scale_max
     example = "answer" if "answer" in rubric.inputs else rubric.inputs[-1]
-    example = "context" if example == "contexts" else example
+    example = {"contexts": "context", "conversation": "assistant"}.get(example, example)
     system = _SYSTEM.format(
         criterion=rubric.id,
         description=rubric.description,

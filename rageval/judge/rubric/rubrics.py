@@ -22,7 +22,11 @@ A rubric is a TOML file, one per criterion (``faithfulness``, ``correctness``, .
     5 = "Fully faithful: ..."
 
 ``inputs`` names the record fields the judge sees, among :data:`INPUTS`; the ``template``
-places each of them exactly once with a ``{name}`` placeholder. ``anchors`` describes every
+places each of them exactly once with a ``{name}`` placeholder. ``level`` (optional, one of
+:data:`LEVELS`) is ``turn`` by default; a ``conversation`` rubric grades each conversation as a
+whole, from its ``conversation`` input. A turn-level rubric that places ``{conversation}``
+shows the turns before the one judged there (nothing for a record on its own); one that does
+not gets them above its template. ``anchors`` describes every
 integer score of the scale. The built-in rubrics live in the repository's top-level
 ``prompts/`` and ship inside the wheel (located by :func:`builtin_prompts`); user rubrics are
 loaded by path or by name from a directory.
@@ -50,14 +54,17 @@ from rageval.judge.prompting.prompt_files import (
 )
 from rageval.judge.prompting.slots import PLACEHOLDER
 
-__all__ = ["INPUTS", "Rubric", "list_rubrics", "load_rubric"]
+__all__ = ["INPUTS", "LEVELS", "Rubric", "list_rubrics", "load_rubric"]
 
 #: The inputs a rubric may ask for: the record's query, all its contexts, the one context
-#: being graded (``context_index``), its answer and its reference answer(s).
-INPUTS: tuple[str, ...] = ("query", "contexts", "context", "answer", "reference")
+#: being graded (``context_index``), its answer, its reference answer(s), and the
+#: conversation it belongs to (:mod:`rageval.judge.prompting.history`).
+INPUTS: tuple[str, ...] = ("query", "contexts", "context", "answer", "reference", "conversation")
+#: What a rubric grades: each turn (or record on its own), or each whole conversation.
+LEVELS: tuple[str, ...] = ("turn", "conversation")
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_KEYS = ("id", "version", "description", "inputs", "template", "scale", "anchors")
+_KEYS = ("id", "version", "description", "level", "inputs", "template", "scale", "anchors")
 _MAX_SCALE_POINTS = 11  # e.g. 0-10
 
 
@@ -82,6 +89,7 @@ class Rubric:
     source: str
     hash: str
     builtin: bool = False
+    level: str = "turn"
 
     @property
     def short_hash(self) -> str:
@@ -95,9 +103,11 @@ class Rubric:
 
     @property
     def needs(self) -> frozenset[str]:
-        """The :class:`~rageval.core.records.Record` fields a record must have to be rendered."""
+        """The :class:`~rageval.core.records.Record` fields a record must have to be rendered
+        (a turn's conversation is shown when there is one, never needed)."""
         fields = {"context": "contexts", "reference": "references"}
-        return frozenset(fields.get(name, name) for name in self.inputs)
+        optional = {"conversation"} if self.level == "turn" else set()
+        return frozenset(fields.get(name, name) for name in self.inputs if name not in optional)
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,6 +263,16 @@ def _validate(
     if len(set(inputs)) != len(inputs):
         raise _fail(source, "inputs", "lists an input more than once")
 
+    level = table.get("level", "turn")
+    if level not in LEVELS:
+        raise _fail(source, "level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
+    if level == "conversation" and "conversation" not in inputs:
+        raise _fail(source, "inputs", "a conversation-level rubric grades the conversation: "
+                    "list 'conversation' among its inputs")
+    if level == "conversation" and {"context", "contexts"} & set(inputs):
+        raise _fail(source, "inputs", "a conversation-level rubric sees the conversation's "
+                    "messages; its turns' contexts are graded turn by turn")
+
     template = _string(table, "template", source).strip("\n")
     seen = [match.group(1) for match in PLACEHOLDER.finditer(template)]
     for name in seen:
@@ -310,4 +330,5 @@ def _validate(
         source=source,
         hash=digest,
         builtin=builtin,
+        level=level,
     )
