@@ -20,16 +20,22 @@ def _readme_commands() -> list[str]:
 
 def test_readme_opens_with_demo_and_test_commands() -> None:
     demo, tests = _readme_commands()[:2]
-    assert demo == "pip install . && rageval run fixtures/demo/eval.toml"
+    assert demo == ("pip install . && rageval run fixtures/demo/eval.toml && "
+                    "rageval run fixtures/demo/conversations.toml")
     assert "pytest" in tests
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert tests in ci  # CI runs the README's test command verbatim
 
 
+def _demo_runs() -> list[list[str]]:
+    """The README demo's rageval commands (after the install), as argument lists."""
+    argvs = [shlex.split(part) for part in _readme_commands()[0].split("&&")[1:]]
+    assert all(argv[:2] == ["rageval", "run"] for argv in argvs)
+    return argvs
+
+
 def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
-    demo = _readme_commands()[0]
-    argv = shlex.split(demo.split("&&", 1)[1])
-    assert argv[:2] == ["rageval", "run"]
+    argv = _demo_runs()[0]
     monkeypatch.chdir(ROOT)
     out = io.StringIO()
     assert main([*argv[1:], "--out", str(tmp_path / "demo"), "--no-progress"], stdout=out) == 0
@@ -50,9 +56,35 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
                  "nuggets:vital_strict", "citations:recall", "citations:precision"):
         assert summary["metrics"][name]["n"] > 0
         assert "|judge:smollm2-135m-instruct|" in summary["metrics"][name]["signature"]
-    assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == [
-        "conversations.jsonl", "eval.toml", "judge_cache.jsonl",
-        "records.jsonl"]  # the replay wrote nothing beside
+    assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == DEMO_FILES
+
+
+# What fixtures/demo holds: a replay writes nothing beside.
+DEMO_FILES = ["conversations.jsonl", "conversations.toml", "conversations_cache.jsonl",
+              "eval.toml", "judge_cache.jsonl", "records.jsonl"]
+
+
+def test_readme_conversation_demo_runs(tmp_path: Path, monkeypatch) -> None:
+    argv = _demo_runs()[1]
+    monkeypatch.chdir(ROOT)
+    out = io.StringIO()
+    run = tmp_path / "conversations"
+    assert main([*argv[1:], "--out", str(run), "--no-progress"], stdout=out) == 0
+    assert "3 conversations of 7 turns" in out.getvalue()
+    summary = json.loads((run / "summary.json").read_text())
+    judge = summary["manifest"]["judge"]
+    assert judge["offline"] is True and judge["requests"] == 0 and judge["cache"]["misses"] == 0
+    for name in ("judge:answer_relevance", "judge:faithfulness", "judge:resolution",
+                 "judge:consistency", "ndcg@3", "rouge1", "tools:f1"):
+        item = summary["metrics"][name]
+        assert item["ci_method"] == "conversations" and "|unit:conversation|" in item["signature"]
+    assert summary["metrics"]["judge:resolution"]["n"] == 3
+    rows = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["conv-revenue", "conv-cash", "conv-europe"]
+    assert all(set(r["conversation_scores"]) == {"judge:resolution", "judge:consistency"}
+               for r in rows)
+    assert all("first_failing" in r["scores"]["rouge1"] for r in rows)
+    assert sorted(p.name for p in (ROOT / "fixtures" / "demo").iterdir()) == DEMO_FILES
 
 
 def test_demo_judge_cache_comes_from_the_local_model(tmp_path: Path) -> None:
@@ -125,3 +157,31 @@ def test_demo_claim_level_replay_matches_the_cached_steps() -> None:
             stored = row.scores[name]
             assert (stored is None and value != value) or stored == value, (row.id, name)
     assert sum(results.summary[name].n for name in metrics) >= 0.8 * len(metrics) * 8
+
+
+def test_conversation_demo_cache_comes_from_the_local_model() -> None:
+    """The conversation demo's replies were written by SmolLM2 through the local judge
+    (scripts/make_demo_judge_cache.py --set conversations), and the replay reproduces each
+    whole-conversation score its reply holds."""
+    from rageval.api import evaluate
+    from rageval.judge.llm.options import JudgeOptions
+    from rageval.judge.local import DEFAULT_MODEL_NAME
+    from rageval.judge.rubric.parsing import parse_reply
+    from rageval.judge.rubric.rubrics import load_rubric
+
+    cache = ROOT / "fixtures" / "demo" / "conversations_cache.jsonl"
+    entries = [json.loads(line) for line in cache.read_text(encoding="utf-8").splitlines()]
+    assert len(entries) == 22  # 8 turns and records x 2 rubrics, 3 conversations x 2
+    for entry in entries:
+        assert entry["model"] == entry["meta"]["served_model"] == DEFAULT_MODEL_NAME
+        assert entry["meta"]["format"] == "json_object+schema"
+    whole = {(e["meta"]["record"], e["meta"]["rubric"]):
+             parse_reply(e["reply"], load_rubric(e["meta"]["rubric"])).score
+             for e in entries if e["meta"]["rubric"] in ("resolution", "consistency")}
+    assert len(whole) == 6
+    judge = JudgeOptions(model=DEFAULT_MODEL_NAME, cache=str(cache), offline=True)
+    results = evaluate(str(ROOT / "fixtures" / "demo" / "conversations.jsonl"),
+                       ["judge:resolution", "judge:consistency"], judge=judge, bootstrap=1)
+    for row in results.conversations():
+        for name in ("resolution", "consistency"):
+            assert row["conversation_scores"][f"judge:{name}"] == whole[(row["id"], name)]

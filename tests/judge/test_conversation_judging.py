@@ -181,3 +181,19 @@ def test_a_conversation_rubric_file_is_checked(tmp_path: Path) -> None:
     first, second = (render(rubric, r)[-1]["content"] for r in records[:2])
     assert "before this turn" not in first and "before this turn" in second
     assert rubric.needs == frozenset({"answer"})
+
+
+def test_claim_steps_see_the_conversation_so_far(tmp_path: Path, server: JudgeServer) -> None:
+    records = records_from_dicts([{"id": "c", "turns": [
+        {"query": "Who founded it?", "answer": "Ada founded it.", "reference": "Ada.",
+         "contexts": ["Ada founded the firm."]},
+        {"query": "When?", "answer": "She founded it in 1998.", "reference": "In 1998.",
+         "contexts": ["The firm was founded in 1998."]}]}])
+    results = evaluate(records, ["claims:f1"], judge=options(server, tmp_path / "c.sqlite"),
+                       bootstrap=20)
+    second = [_user(b) for b in server.bodies if "She founded it in 1998." in _user(b)]
+    assert second and all("Who founded it?" in p and "Ada founded it." in p for p in second)
+    first = [_user(b) for b in server.bodies if "Ada founded it." in _user(b)
+             and "before this turn" not in _user(b)]
+    assert first  # the first turn has no earlier turn to show
+    assert "|render:claims-2|" in results.summary["claims:f1"].signature
