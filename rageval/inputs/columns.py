@@ -20,6 +20,7 @@ from rageval.core.errors import InputError, close_matches
 from rageval.core.records.model import Record
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import json_cell
+from rageval.inputs.ragas_turns import is_multi_turn, multi_turn
 from rageval.inputs.tables import Table
 
 __all__ = ["RAGAS_COLUMNS", "ColumnPlan", "plan_columns", "records_from_table", "renamed_errors"]
@@ -161,6 +162,8 @@ def _converted(table: Table, plan: ColumnPlan, source: str,
                               else _frame_value(field, out[field], source, line, column))
         if plan.number_ids:
             out["id"] = str(ordinal)
+        if literals and is_multi_turn(out):  # a ragas MultiTurnSample: a conversation
+            out = multi_turn(out, source, line, columns.get("query", "query"))
         yield line, out
 
 

@@ -22,7 +22,10 @@ from rageval.core.params import Param
 from rageval.core.records import Record
 from rageval.tools.matching import MATCH_RULES, ORDER_RULES, Pairing, pair_calls
 
-__all__ = ["KINDS", "ToolCallMetric"]
+__all__ = ["KINDS", "SCOPES", "ToolCallMetric"]
+
+#: What one value covers: a record or turn, or a whole conversation.
+SCOPES: tuple[str, ...] = ("turn", "conversation")
 
 #: The metrics of the ``tools:`` namespace, with their one-line definitions.
 KINDS: dict[str, str] = {
@@ -51,6 +54,9 @@ class ToolCallMetric(Metric):
               "keep the order of both lists", choices=ORDER_RULES),
         Param("tol", float, 0.0, "numbers in arguments are equal within this absolute "
               "difference", minimum=0),
+        Param("scope", str, "turn", "turn: each record or turn's calls against its own "
+              "reference_tool_calls; conversation: every call of a conversation, in order, "
+              "against the conversation's reference_tool_calls", choices=SCOPES),
     )
     needs = frozenset({"tool_calls", "reference_tool_calls"})
 
@@ -60,6 +66,8 @@ class ToolCallMetric(Metric):
             raise UsageError(f"unknown metric 'tools:{kind}'; the tools: metrics are "
                              f"{', '.join('tools:' + k for k in KINDS)}")
         self.summary = KINDS[kind]
+        # Scoped to conversations, it grades each conversation whole (its own line).
+        self.level = "conversation" if params.get("scope") == "conversation" else "turn"
         super().__init__(cutoff, options, name=f"tools:{kind}", **params)
         if not math.isfinite(self.values["tol"]):
             raise UsageError(f"tools:{kind}: tol must be a finite number, got "
@@ -78,7 +86,8 @@ class ToolCallMetric(Metric):
         return f"tools{rules}"
 
     def score(self, batch: Batch) -> MetricResult:
-        key = ("tools", self.values["match"], self.values["order"], self.values["tol"])
+        key = ("tools", self.values["match"], self.values["order"], self.values["tol"],
+               self.values["scope"])
         pairings = batch.cached(key, lambda: [self._pairing(r) for r in batch.records])
         values = np.full(len(batch), np.nan)
         reasons: list[str | None] = [None] * len(batch)

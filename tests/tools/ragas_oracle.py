@@ -23,6 +23,7 @@ RAGAS = "ragas==0.4.3"
 PINS = (RAGAS, "langchain-community==0.4.1")
 HOME = Path(__file__).resolve().parents[2] / ".oracles" / "ragas-0.4.3"
 SCORER = Path(__file__).with_name("ragas_score.py")
+MULTI_TURN = Path(__file__).with_name("ragas_multi_turn.py")
 
 
 def ragas_python() -> Path:
@@ -50,11 +51,23 @@ def ragas_python() -> Path:
 def ragas_scores(cases: list[dict[str, Any]]) -> list[dict[str, float]]:
     """ragas' ``ToolCallF1`` and ``ToolCallAccuracy`` (strict and any order) of each case
     (``{"calls": [...], "expected": [...]}``, calls as ``{"name", "arguments"}``)."""
+    return _run(SCORER, cases)
+
+
+def ragas_multi_turn(cases: list[dict[str, Any]], jsonl: Path) -> list[dict[str, float]]:
+    """Each case (a conversation: ``{"turns": [{"query", "calls", "results", "answer"}],
+    "expected": [...]}``) built as ragas' ``MultiTurnSample`` and written by ragas to
+    ``jsonl``; ragas' ``ToolCallF1`` and ``ToolCallAccuracy`` of each."""
+    return _run(MULTI_TURN, cases, str(jsonl))
+
+
+def _run(script: Path, cases: list[dict[str, Any]], *args: str) -> list[dict[str, float]]:
     python = ragas_python()
     with tempfile.TemporaryDirectory() as home:  # where ragas could write its user files
         env = {**os.environ, "HOME": home, "RAGAS_DO_NOT_TRACK": "true"}
-        done = subprocess.run([str(python), str(SCORER)], input=json.dumps(cases), env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run([str(python), str(script), *args], input=json.dumps(cases),
+                              env=env, capture_output=True, text=True, timeout=600,
+                              check=False)
     if done.returncode != 0:
-        raise AssertionError(f"the ragas scorer failed:\n{done.stderr[-3000:]}")
+        raise AssertionError(f"the ragas script {script.name} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)

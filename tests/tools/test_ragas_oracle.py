@@ -8,7 +8,10 @@ cases where the two definitions coincide (docs/tools.md says where they differ):
   is 1 (unless an expected call without arguments meets a call with some, which ragas scores
   0), and 0 whenever the names differ in order (``tools:f1(match=name,order=strict)`` < 1);
 - any-order accuracy: on calls whose arguments have the same keys for one name, ragas gives 1
-  exactly when ``tools:f1`` (exact, any order) is 1.
+  exactly when ``tools:f1`` (exact, any order) is 1;
+- multi-turn samples built and written by ragas itself, read with ``--input-format ragas``:
+  ``tools:f1(scope=conversation)`` equals ``ToolCallF1``, and the strict accuracy holds as
+  above over the conversation's calls.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import random
 from typing import Any
 
 import pytest
-from ragas_oracle import ragas_scores
+from ragas_oracle import ragas_multi_turn, ragas_scores
 
+from rageval.api import evaluate
 from rageval.core.records import ToolCall
 from rageval.tools.matching import pair_calls
 
@@ -129,3 +133,42 @@ def test_any_order_accuracy_is_one_exactly_when_the_calls_agree(scored):
         assert (ragas["accuracy_any"] == 1.0) == (_f1(case, "exact", "any") == 1.0), case
         compared += 1
     assert compared > 100
+
+
+def test_multi_turn_samples_written_by_ragas_score_as_ragas_scores_them(tmp_path):
+    rng = random.Random(11)
+    cases = []
+    for case in _cases(12, 60, same_keys=False):
+        if _repeats(case["calls"]) or _repeats(case["expected"]) or not case["expected"]:
+            continue
+        calls = list(case["calls"])
+        turns = []
+        for n in range(rng.randint(1, 3)):  # the calls spread over the turns, in order
+            take = calls[: rng.randint(0, len(calls))] if n < 2 else calls
+            calls = calls[len(take):]
+            turns.append({"query": f"question {n}", "calls": take,
+                          "results": [f"result of {c['name']}" for c in take],
+                          "answer": f"answer {n}"})
+        turns[-1]["calls"] += calls
+        turns[-1]["results"] += [f"result of {c['name']}" for c in calls]
+        cases.append({"turns": turns, "expected": case["expected"]})
+    jsonl = tmp_path / "ragas.jsonl"
+    scores = ragas_multi_turn(cases, jsonl)
+    from rageval.inputs import InputSpec
+
+    results = evaluate(InputSpec(str(jsonl), kind="ragas"),
+                       ["tools:f1(scope=conversation)",
+                        "tools:f1(match=args_subset,order=strict,scope=conversation)"],
+                       bootstrap=10)
+    whole = [r for r in results.records if r.turn is None and r.conversation is not None]
+    assert len(whole) == len(cases) > 30
+    for row, case, ragas in zip(whole, cases, scores, strict=True):
+        made = [c for turn in case["turns"] for c in turn["calls"]]
+        assert round(row.scores["tools:f1(scope=conversation)"], 4) == ragas["f1"], case
+        if made:
+            in_place = row.scores[
+                "tools:f1(match=args_subset,order=strict,scope=conversation)"] == 1.0
+            if in_place and any(not want["arguments"] and call["arguments"]
+                                for call, want in zip(made, case["expected"], strict=True)):
+                continue  # ragas scores an expected call without arguments 0 (see above)
+            assert (ragas["accuracy"] == 1.0) == in_place, case

@@ -173,12 +173,16 @@ class Conversation:
     """A conversation: its id and its turns in order, each a record of its own (id
     ``<conversation>#<turn>``, without the link back that the records scored carry), and what
     it gives for the whole conversation (``reference``: what resolving the user's need looks
-    like; other keys in ``extra``)."""
+    like; ``reference_tool_calls``: the calls expected over all its turns; other keys in
+    ``extra``)."""
 
     id: str
     turns: tuple[Record, ...]
     references: tuple[str, ...] = ()
     extra: Mapping[str, Any] = dataclasses.field(default_factory=_empty_mapping)
+    # The tool calls expected over the whole conversation (None: none given), for the tool
+    # metrics that score conversations whole (ragas' multi-turn samples carry these).
+    reference_tool_calls: tuple[ToolCall, ...] | None = None
 
     def records(self) -> list[Record]:
         """The turns as the records a run scores, each knowing its conversation and place."""
@@ -188,8 +192,11 @@ class Conversation:
     def as_record(self) -> Record:
         """The conversation as one record (``turn`` 0), for the metrics that grade it whole:
         its id, its reference and its other keys; its turns through ``conversation``."""
-        return Record(self.id, references=self.references, extra=self.extra, conversation=self,
-                      turn=0)
+        made = [turn.tool_calls for turn in self.turns if turn.tool_calls is not None]
+        calls = tuple(call for calls in made for call in calls) if made else None
+        return Record(self.id, references=self.references, extra=self.extra,
+                      tool_calls=calls, reference_tool_calls=self.reference_tool_calls,
+                      conversation=self, turn=0)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form of the conversation; loading it again gives an equal one."""
@@ -204,6 +211,8 @@ class Conversation:
             out["reference"] = self.references[0]
         elif self.references:
             out["reference"] = list(self.references)
+        if self.reference_tool_calls is not None:
+            out["reference_tool_calls"] = [call.to_dict() for call in self.reference_tool_calls]
         out.update(self.extra)
         return out
 

@@ -12,7 +12,8 @@ Each turn holds the fields of a record (``query`` required; ``contexts``, ``answ
 ``nuggets``, ``rewritten_query`` and any other key as a record has them) and is scored as the
 record ``<conversation id>#<turn>``: its 1-based position, or its own ``id`` when it gives one
 (unique within the conversation). The conversation itself may give a ``reference`` (what
-resolving the user's need looks like) and keeps any other key in
+resolving the user's need looks like) and ``reference_tool_calls`` (the calls expected over all
+its turns, for ``tools:*(scope=conversation)``), and keeps any other key in
 :attr:`~rageval.core.records.model.Conversation.extra`; the fields of a turn belong to turns.
 A problem in a turn names the conversation, the turn and the field (``turns[1].query``).
 """
@@ -27,13 +28,14 @@ from rageval.core.errors import InputError
 from rageval.core.records.checks import FieldError, expected, identifier, optional_str
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.model import Conversation, Record, record_object
+from rageval.core.records.tools import validate_tool_calls
 
 __all__ = ["conversation_object", "validate_records"]
 
-_CONVERSATION_KEYS = frozenset({"id", "turns", "reference"})
+_CONVERSATION_KEYS = frozenset({"id", "turns", "reference", "reference_tool_calls"})
 # Record fields a conversation leaves to its turns (a conversation's own are above).
-_TURN_FIELDS = ("query", "contexts", "answer", "judgments", "tool_calls",
-                "reference_tool_calls", "rewritten_query", "claims", "nuggets")
+_TURN_FIELDS = ("query", "contexts", "answer", "judgments", "tool_calls", "rewritten_query",
+                "claims", "nuggets")
 
 
 def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
@@ -111,12 +113,18 @@ def conversation_object(item: Mapping[str, Any]) -> Conversation:
                              f"{prefix}.id")
         records.append(record)
     references = _conversation_reference(item.get("reference"), where)
+    try:
+        expected_calls = validate_tool_calls(item.get("reference_tool_calls"),
+                                             "reference_tool_calls")
+    except FieldError as error:
+        raise error.within("", where) from None
     extra = {key: value for key, value in item.items()
              if key not in _CONVERSATION_KEYS and key not in _TURN_FIELDS}
     for key in extra:
         if not isinstance(key, str):
             raise expected("string keys", key, None)
-    return Conversation(conversation, tuple(records), references, MappingProxyType(extra))
+    return Conversation(conversation, tuple(records), references, MappingProxyType(extra),
+                        expected_calls)
 
 
 def _turn(conversation: str, turn: Any, index: int) -> Record:
