@@ -19,7 +19,7 @@ from rageval.core.errors import MissingDependencyError
 _REPLACES: dict[str, tuple[str, ...]] = {
     "records": ("run", "beir", "queries", "depth", "format"),
     "run": ("records", "input_format", "field_map", "format", "phoenix", "project",
-            "references", "trace_unit", "phoenix_since", "phoenix_until"),
+            "references", "trace_unit", "trace_sessions", "phoenix_since", "phoenix_until"),
     "beir": ("queries", "corpus"),
     "phoenix": ("run", "beir", "queries", "depth", "format"),
 }

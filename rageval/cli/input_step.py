@@ -55,6 +55,7 @@ def input_spec(args: argparse.Namespace) -> InputSpec:
                      phoenix=phoenix if records is None else None,
                      project=args.project if phoenix is not None and records is None else None,
                      trace_unit=getattr(args, "trace_unit", None) or "trace",
+                     sessions=bool(getattr(args, "trace_sessions", False)),
                      references=getattr(args, "references", None),
                      since=getattr(args, "phoenix_since", None),
                      until=getattr(args, "phoenix_until", None))

@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "input_format": "records",
     "split": "test",
     "trace_unit": "trace",
+    "trace_sessions": False,
     "phoenix_annotate": False,
     "allow_data_change": False,
     "gate_on": "mean",
@@ -132,6 +133,9 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--phoenix-until", metavar="TIME", help="... and before TIME")
     g.add_argument("--trace-unit", metavar="KIND", help="one record per trace (trace, the "
                    "default) or per top-level span of this OpenInference kind (e.g. CHAIN)")
+    g.add_argument("--trace-sessions", action=argparse.BooleanOptionalAction,
+                   help="the records of traces sharing an OpenInference session.id become the "
+                   "turns of one conversation, in the order they started")
     g.add_argument("--references", metavar="FILE", help="references and judgments for records "
                    "from traces: a records file of id, reference and/or judgments, joined by id")
     g.add_argument("--phoenix-annotate", action=argparse.BooleanOptionalAction,

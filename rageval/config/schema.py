@@ -81,6 +81,7 @@ FIELDS: list[Field] = [
         ("phoenix_since", "phoenix_since", "str", (), "its spans that started at or after"),
         ("phoenix_until", "phoenix_until", "str", (), "its spans that started before"),
         ("trace_unit", "trace_unit", "str", (), "one record per trace, or per span of a kind"),
+        ("sessions", "trace_sessions", "bool", (), "traces of one session.id: one conversation"),
         ("references", "references", "path", (), "references and judgments for traces"),
     ]),
     *_fields("scoring", [

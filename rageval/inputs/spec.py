@@ -60,6 +60,9 @@ class InputSpec:
     phoenix: str | None = None
     project: str | None = None
     trace_unit: str = "trace"
+    # Records of traces that share an OpenInference session.id become the turns of one
+    # conversation (the whole input held until it is read: rageval.inputs.traces).
+    sessions: bool = False
     references: str | None = None
     since: str | None = None
     until: str | None = None
@@ -130,9 +133,9 @@ class InputSpec:
         if self.records is not None:
             raise UsageError("give a records file or a run, not both")
         if (self.phoenix is not None or self.references is not None or self.project
-                or self.unit() != "trace"):
-            raise UsageError("a Phoenix server, references, a project and a trace unit apply "
-                             "to traces, not to a run")
+                or self.unit() != "trace" or self.sessions):
+            raise UsageError("a Phoenix server, references, a project, a trace unit and "
+                             "sessions apply to traces, not to a run")
         if self.field_map:
             raise UsageError("a field map applies to a records file, not to a run")
         if self.format is not None:
@@ -157,9 +160,9 @@ class InputSpec:
         if self.corpus is not None and self.kind != "trec-rag":
             raise UsageError("a corpus applies to a run or to a TREC RAG file (kind 'trec-rag')")
         if (self.references is not None or self.unit() != "trace" or self.project
-                or self.since is not None or self.until is not None):
-            raise UsageError("references, a trace unit, a project and a time window apply to "
-                             "traces (--input-format openinference, or --phoenix)")
+                or self.since is not None or self.until is not None or self.sessions):
+            raise UsageError("references, a trace unit, sessions, a project and a time window "
+                             "apply to traces (--input-format openinference, or --phoenix)")
         if self.kind == "trec-rag" and self.field_map:
             raise UsageError("a field map does not apply to a TREC RAG file: its fields are "
                              "fixed")
@@ -212,6 +215,8 @@ class InputSpec:
     def _describe_traces(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": "openinference", "unit": self.trace_unit,
                                "map": dict(self.field_map)}
+        if self.sessions:
+            out["sessions"] = True
         if self.phoenix is not None:
             out.update(phoenix=public_url(self.phoenix), project=self.project)
             out.update({k: v for k, v in (("since", self.since), ("until", self.until)) if v})

@@ -8,7 +8,9 @@ judgments join as qrels do) and validated as any record is. Records carry their 
 ``span_id`` among their extra fields, for the scores to go back to the span they came from.
 
 A file is read window by window (a trace is held only until its last span is read); errors
-name the file and line of the span, or the trace, as well as the record.
+name the file and line of the span, or the trace, as well as the record. With sessions
+(``--trace-sessions``), the records of traces sharing an OpenInference ``session.id`` are held
+until every trace is read and become the turns of one conversation (:mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rageval.core.records.ids import IdCheck
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
 from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, unit_records
+from rageval.inputs.traces.sessions import Sessions
 from rageval.inputs.traces.spans import SPAN_KINDS, Span
 
 if TYPE_CHECKING:
@@ -76,12 +79,20 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
 
     def items() -> Iterator[tuple[int, Any]]:
         count = 0
+        sessions = Sessions() if spec.sessions else None
         try:
             for spans in _traces(spec, progress):
                 for line, item in unit_records(spans, spec.unit(), field_map, source):
+                    item = item if join is None else join.fill(item, source, line)
+                    if sessions is not None and sessions.hold(spans, line, item):
+                        continue
                     count += 1
-                    places[count] = (line or None, item["trace_id"])
-                    yield count, item if join is None else join.fill(item, source, line)
+                    places[count] = (line or None, f"trace {item['trace_id']}")
+                    yield count, item
+            for line, session, item in sessions.conversations() if sessions else ():
+                count += 1
+                places[count] = (line or None, f"session {session}")
+                yield count, item
         except InputError as error:  # placed at a span's line already: not a record number
             raise _SpanError(error.message, path=error.path, line=error.line,
                              field=error.field) from None
@@ -113,6 +124,6 @@ def _placed(error: InputError, places: dict[int, tuple[int | None, str]]) -> Inp
     place = places.get(error.line or 0)
     if place is None or isinstance(error, _SpanError):
         return error
-    line, trace = place
-    return InputError(f"record {error.line} (trace {trace}): {error.message}", path=error.path,
+    line, unit = place
+    return InputError(f"record {error.line} ({unit}): {error.message}", path=error.path,
                       line=line, field=error.field)
