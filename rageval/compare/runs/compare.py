@@ -33,6 +33,12 @@ were produced under the same signature. The statistics (all seeded, never a glob
   component rows (``rouge2.precision``, ``bleu.p1`` ...) another. Showing or adding components
   therefore never changes a headline's adjusted p-value, and the default table shows exactly
   the headline family. ``holm_family`` on each row says which.
+- **Conversations.** Runs of conversations pair turns by conversation and position, and a
+  conversation's own line by its id. A mean metric's value, delta and counts are then over
+  conversations (each the mean of its paired turns), as the runs' summaries are, and the
+  bootstrap and the relabellings take conversations whole. ``per_turn`` adds, for each turn
+  position, the paired difference over the conversations that reach it
+  (:mod:`~rageval.compare.runs.turns`).
 - **Signatures.** A metric whose signature differs between the two runs is still compared but
   flagged: ``signature_mismatch`` is ``"config"`` when any field other than the rageval version
   differs (tokenizer, model, prompt hash, a library version ...: the numbers may not be
@@ -60,7 +66,13 @@ from rageval.compare.runs.output import (
     significance_mark,
     write_json,
 )
-from rageval.compare.runs.pairing import RunLike, load_runs, pair_record_ids, pick_baseline
+from rageval.compare.runs.pairing import (
+    RunLike,
+    conversation_groups,
+    load_runs,
+    pair_record_ids,
+    pick_baseline,
+)
 from rageval.compare.runs.statistics import (
     LEVEL,
     Comparison,
@@ -68,6 +80,7 @@ from rageval.compare.runs.statistics import (
     mismatch_kind,
     signature_diff,
 )
+from rageval.compare.runs.turns import per_turn_rows
 from rageval.core.errors import check_int
 
 __all__ = [
@@ -114,12 +127,19 @@ def compare_runs(
     labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
               if human is not None else None)
     rows: list[dict[str, Any]] = []
+    turn_rows: list[dict[str, Any]] = []
     not_compared: dict[str, dict[str, list[str]]] = {}
+    threads = conversation_groups(base.results.records, positions[base.name])
+    groups = None if threads is None else threads[0]
     for system in systems:
         pair_rows, missing = compare_pair(
             base, system, positions[base.name], positions[system.name],
-            resamples=resamples, permutations=permutations, seed=seed,
+            resamples=resamples, permutations=permutations, seed=seed, groups=groups,
         )
+        if threads is not None:
+            turn_rows += per_turn_rows(base, system, positions[base.name],
+                                       positions[system.name], threads[1],
+                                       resamples=resamples, seed=seed)
         if labels is not None:
             add_calibrated(pair_rows, base, system, positions[base.name],
                            positions[system.name], labels[base.name], labels[system.name])
@@ -138,11 +158,16 @@ def compare_runs(
         "holm": "per comparison; headline rows and component rows are separate families",
         "intersect": intersect,
     }
+    if groups is not None:
+        settings["unit"] = ("conversation: turns paired by conversation and position; each "
+                            "conversation's value the mean of its paired turns; conversations "
+                            "resampled and relabelled whole")
+        settings["ci"] = "paired percentile bootstrap of the delta (conversations resampled)"
     if human is not None:
         settings["calibrated"] = ("PPI on the paired differences, human labels in field "
                                   f"{human!r} of each run's records")
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
-                      settings, not_compared)
+                      settings, not_compared, turn_rows)
 
 
 def _check_settings(resamples: int, permutations: int, seed: int) -> None:

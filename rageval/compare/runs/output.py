@@ -21,6 +21,7 @@ __all__ = [
     "json_rows",
     "render_comparison",
     "significance_mark",
+    "turn_table",
     "write_json",
 ]
 
@@ -35,6 +36,10 @@ def render_comparison(comparison: Comparison, console: Console, *,
     for system in comparison.systems:
         rows = [r for r in comparison.rows_for(system) if r["headline"] or components]
         console.print(comparison_table(comparison, system, rows))
+        turns = [r for r in comparison.per_turn
+                 if r["system"] == system and (r["headline"] or components)]
+        if turns:
+            console.print(turn_table(comparison, system, turns))
         for line, style in _notes(comparison, system, rows):
             console.print(line, style=style, markup=False, highlight=False)
     dropped = {k: v for k, v in comparison.dropped.items() if v}
@@ -49,8 +54,11 @@ def render_comparison(comparison: Comparison, console: Console, *,
 def comparison_table(comparison: Comparison, system: str,
                      rows: Sequence[dict[str, Any]]) -> Table:
     """The table of one comparison (rows already filtered)."""
+    unit = ""
+    if "unit" in comparison.settings:
+        unit = "; n counts conversations"
     title = (f"{system} vs baseline {comparison.baseline} "
-             f"({comparison.n_records} paired records)")
+             f"({comparison.n_records} paired records{unit})")
     # Text, not markup: paths and metric names may hold brackets ("p(rel=2)@5", "run[1]").
     table = Table(title=Text(title), title_justify="left")
     table.add_column("metric", style="bold")
@@ -77,6 +85,23 @@ def comparison_table(comparison: Comparison, system: str,
     return table
 
 
+def turn_table(comparison: Comparison, system: str,
+               rows: Sequence[dict[str, Any]]) -> Table:
+    """The paired differences at each turn position (runs of conversations)."""
+    title = f"{system} vs baseline {comparison.baseline}, turn by turn"
+    table = Table(title=Text(title), title_justify="left")
+    table.add_column("metric", style="bold")
+    for label in ("turn", "baseline", "system", "delta", f"{LEVEL:.0%} CI", "n"):
+        table.add_column(label, justify="right")
+    for row in rows:
+        ci = row["ci95"]
+        cells = (row["metric"], str(row["turn"]), _fmt(row["baseline_value"]),
+                 _fmt(row["system_value"]), _fmt(row["delta"], signed=True),
+                 f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]", str(row["n"]))
+        table.add_row(*(Text(cell) for cell in cells))
+    return table
+
+
 def significance_mark(p_adjusted: float | None) -> str:
     """``**`` below 0.01, ``*`` below 0.05, else nothing (on Holm-adjusted p-values)."""
     if p_adjusted is None:
@@ -86,12 +111,14 @@ def significance_mark(p_adjusted: float | None) -> str:
 
 def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
     """What ``--json`` writes: a list of rows, one per (system, metric), each carrying the
-    settings that reproduce its statistics (resamples, permutations, seed, level)."""
+    settings that reproduce its statistics (resamples, permutations, seed, level); for runs
+    of conversations, then one per (system, metric, turn position), with ``turn``."""
     keep = ("level", "resamples", "permutations", "seed", "intersect")
     settings = {key: comparison.settings[key] for key in keep}
     counts = {"records_paired": comparison.n_records,
               "records_dropped": dict(comparison.dropped)}
-    return [{**row, **counts, **settings} for row in comparison.rows]
+    turn_by_turn = [{**row, **counts, **settings} for row in comparison.per_turn]
+    return [{**row, **counts, **settings} for row in comparison.rows] + turn_by_turn
 
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.results import Results
+from rageval.core.results import RecordResult, Results
 
-__all__ = ["NamedRun", "RunLike", "load_runs", "pair_record_ids", "pick_baseline"]
+__all__ = ["NamedRun", "RunLike", "conversation_groups", "load_runs", "pair_key",
+           "pair_record_ids", "pick_baseline"]
 
 # How many missing ids an error message spells out before giving the count only.
 _SHOWN_IDS = 5
@@ -85,8 +86,10 @@ def _find(runs: list[NamedRun], baseline: RunLike) -> int | None:
 def pair_record_ids(
     runs: list[NamedRun], intersect: bool
 ) -> tuple[list[str], dict[str, np.ndarray], dict[str, int]]:
-    """Ids in the baseline's order, each run's positions of them, and records each run lost."""
-    id_lists = {run.name: [r.id for r in run.results.records] for run in runs}
+    """Ids in the baseline's order, each run's positions of them, and records each run lost.
+    A turn of a conversation pairs by its conversation and position
+    (``<conversation>#<position>``), whatever its own id."""
+    id_lists = {run.name: [pair_key(r) for r in run.results.records] for run in runs}
     for run in runs:
         _check_unique(run.name, id_lists[run.name])
     base_ids = id_lists[runs[0].name]
@@ -106,6 +109,29 @@ def pair_record_ids(
         positions[name] = np.array([where[i] for i in ids], dtype=np.int64)
     dropped = {name: len(run_ids) - len(ids) for name, run_ids in id_lists.items()}
     return ids, positions, dropped
+
+
+def pair_key(record: RecordResult) -> str:
+    """What a record pairs by: its id, or for a turn its conversation and position."""
+    if record.conversation is not None and record.turn is not None:
+        return f"{record.conversation}#{record.turn}"
+    return record.id
+
+
+def conversation_groups(records: Sequence[RecordResult], positions: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    """For the paired records (``positions`` in ``records``): each one's conversation, numbered
+    from 0 (a record on its own is one of its own; a conversation's own line is in its
+    conversation), and its turn (0 where it is not a turn); None when no record is in a
+    conversation."""
+    picked = [records[int(p)] for p in positions]
+    if all(r.conversation is None for r in picked):
+        return None
+    numbers: dict[str, int] = {}
+    groups = np.fromiter((numbers.setdefault(r.conversation or f"\0{r.id}", len(numbers))
+                          for r in picked), dtype=np.int64, count=len(picked))
+    turns = np.fromiter((r.turn or 0 for r in picked), dtype=np.int64, count=len(picked))
+    return groups, turns
 
 
 def _check_unique(name: str, ids: list[str]) -> None:

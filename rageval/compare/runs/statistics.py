@@ -23,7 +23,8 @@ from rageval.core.registry import create
 from rageval.core.results import Results
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
-__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "mismatch_kind", "signature_diff"]
+__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "group_means", "mismatch_kind",
+           "signature_diff"]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -45,6 +46,8 @@ class Comparison:
     n_records: int
     settings: dict[str, Any]
     not_compared: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # For runs of conversations: the paired differences at each turn position (.turns).
+    per_turn: list[dict[str, Any]] = field(default_factory=list)
 
     def rows_for(self, system: str) -> list[dict[str, Any]]:
         return [row for row in self.rows if row["system"] == system]
@@ -58,6 +61,7 @@ class Comparison:
             "settings": dict(self.settings),
             "not_compared": {k: dict(v) for k, v in self.not_compared.items()},
             "rows": [dict(row) for row in self.rows],
+            **({"per_turn": [dict(row) for row in self.per_turn]} if self.per_turn else {}),
         }
 
 
@@ -86,9 +90,12 @@ def compare_pair(
     resamples: int,
     permutations: int,
     seed: int,
+    groups: np.ndarray | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """The rows of one baseline-system comparison (Holm-adjusted within it), and the output
-    names only one of the two runs has (``baseline_only``, ``system_only``)."""
+    names only one of the two runs has (``baseline_only``, ``system_only``). With ``groups``
+    (each paired record's conversation), values, deltas and counts are over conversations
+    (each the mean of its paired turns) and conversations are resampled and relabelled whole."""
     bsum, ssum = base.results.summary, system.results.summary
     missing = {"baseline_only": [n for n in bsum if n not in ssum],
                "system_only": [n for n in ssum if n not in bsum]}
@@ -97,22 +104,31 @@ def compare_pair(
         b = column(base.results, name)[base_pos]
         s = column(system.results, name)[system_pos]
         corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
-        metrics.append(_Metric(name, b, s, corpus, _row_head(name, base, system, b, s, corpus)))
+        metrics.append(_Metric(name, b, s, corpus,
+                               _row_head(name, base, system, b, s, corpus, groups)))
     tested = [m for m in metrics if m.row["n"] > 0]
     if tested:
-        _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed)
+        _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed,
+                 groups)
     rows = [m.row for m in metrics]
     _adjust(rows)
     return rows, missing
 
 
 def _row_head(name: str, base: NamedRun, system: NamedRun, b: np.ndarray, s: np.ndarray,
-              corpus: bool) -> dict[str, Any]:
-    """The row's identity, counts and signature check (the statistics come from _measure)."""
+              corpus: bool, groups: np.ndarray | None = None) -> dict[str, Any]:
+    """The row's identity, counts and signature check (the statistics come from _measure);
+    with ``groups``, wins, ties, losses and counts are of conversations."""
     diff = signature_diff(base.results.summary[name].signature,
                           system.results.summary[name].signature)
     kept = ~(np.isnan(b) | np.isnan(s))
     bk, sk = b[kept], s[kept]
+    if groups is not None:  # each conversation's mean over its paired turns
+        count = int(groups.max()) + 1
+        scored = np.bincount(groups[kept], minlength=count) > 0
+        bk = group_means(b, kept, groups, count)[scored]
+        sk = group_means(s, kept, groups, count)[scored]
+        kept = scored
     return {
         "metric": name,
         "baseline": base.name,
@@ -146,6 +162,7 @@ def _measure(
     resamples: int,
     permutations: int,
     seed: int,
+    groups: np.ndarray | None = None,
 ) -> None:
     """Values, delta, CI and p-value of every metric of one comparison.
 
@@ -154,13 +171,23 @@ def _measure(
     only counts its scored pairs: in a resample, its statistic is computed over the pairs drawn
     that it scores (undefined when none is drawn); a relabelling of an unscored pair changes
     nothing (its difference is 0, its statistics are absent on both sides).
+
+    With ``groups``, the draws and relabellings are of conversations, spread to their records;
+    each record of a mean metric weighs one over its conversation's paired turns, so that the
+    statistic is the mean over conversations of each one's mean difference.
     """
-    n = len(base_pos)
+    n = len(base_pos) if groups is None else int(groups.max()) + 1
+    spread = (lambda w: w) if groups is None else (lambda w: w[:, groups])
     means = [m for m in metrics if not m.corpus]
     corpora = [m for m in metrics if m.corpus]
     masks = np.column_stack([m.kept for m in means]).astype(np.float64) if means else None
     diffs = (np.column_stack([np.where(m.kept, m.system - m.base, 0.0) for m in means])
              if means else None)
+    if groups is not None and masks is not None and diffs is not None:
+        shares = np.column_stack([_shares(m.kept, groups, n) for m in means])
+        masks, diffs = masks * shares, diffs * shares
+        values = [(np.where(m.kept, m.base, 0.0) * shares[:, k],
+                   np.where(m.kept, m.system, 0.0) * shares[:, k]) for k, m in enumerate(means)]
     # Per corpus metric, statistics read once: each side's, and both (the baseline's records
     # then the system's) for relabellings, which exchange a record's two sides.
     scorers = []
@@ -169,7 +196,8 @@ def _measure(
         scorers.append((_resampler(metric.name, db), _resampler(metric.name, ds),
                         _resampler(metric.name, db + ds)))
 
-    def resampled(weights: np.ndarray) -> np.ndarray:
+    def resampled(drawn: np.ndarray) -> np.ndarray:
+        weights = spread(drawn)
         columns = []
         if means:
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -180,7 +208,8 @@ def _measure(
             columns.append(delta[:, None])
         return np.hstack(columns)
 
-    def relabelled(swaps: np.ndarray) -> np.ndarray:
+    def relabelled(swapped: np.ndarray) -> np.ndarray:
+        swaps = spread(swapped)
         columns = [] if diffs is None else [(1.0 - 2.0 * swaps) @ diffs]
         if corpora:
             stay, moved = ~swaps, swaps
@@ -198,6 +227,11 @@ def _measure(
             base_score, system_score, _ = scorers[k - len(means)]
             base_value, system_value = float(base_score(None)[0]), float(system_score(None)[0])
             delta = system_value - base_value
+        elif groups is not None:  # means over conversations of their paired turns' means
+            units = float(masks[:, k].sum())  # type: ignore[index]
+            base_value = float(values[k][0].sum()) / units
+            system_value = float(values[k][1].sum()) / units
+            delta = float(sums[k]) / units
         else:
             base_value = float(metric.base[kept].mean())
             system_value = float(metric.system[kept].mean())
@@ -212,6 +246,21 @@ def _measure(
             "p_value": _finite(p[k]),
             "p_method": "exact" if exact else "monte-carlo",
         })
+
+
+def group_means(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
+                count: int) -> np.ndarray:
+    """Each conversation's mean of ``values`` over its ``kept`` records (NaN: none)."""
+    sums = np.bincount(groups[kept], weights=values[kept], minlength=count)
+    sizes = np.bincount(groups[kept], minlength=count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / sizes
+
+
+def _shares(kept: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
+    """Each kept record's weight within its conversation: one over its kept records."""
+    sizes = np.bincount(groups[kept], minlength=count)
+    return np.where(kept, 1.0 / np.maximum(sizes[groups], 1), 0.0)
 
 
 def _resampler(name: str, details: list[dict[str, Any] | None]
