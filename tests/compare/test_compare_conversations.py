@@ -15,7 +15,7 @@ from rageval.compare.runs.compare import compare_runs
 from rageval.core.records import records_from_dicts
 from rageval.stats.resampling import paired_bootstrap_ci
 
-WORDS = "the cat sat on a mat and the dog ran to the park".split()
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "and", "the", "dog", "ran", "to", "the", "park"]
 
 
 def _conversations(seed: int, own_ids: bool = False) -> list[dict]:

@@ -49,6 +49,7 @@ from rageval.report.html.io import load_run_records, write_report
 from rageval.report.html.markup import esc, run_label
 from rageval.report.html.records import records_section
 from rageval.report.html.sections import distribution_section, manifest_section, summary_section
+from rageval.report.html.threads import threads_section
 
 __all__ = ["build_report", "load_run_records", "write_report"]
 
@@ -77,6 +78,7 @@ def build_report(
         summary_section(prepared),
         distribution_section(prepared, metrics),
         comparison_section(prepared, rows) if rows else "",
+        threads_section(prepared, metrics),
         records_section(prepared, metrics),
         manifest_section(prepared),
     ]
