@@ -2,7 +2,7 @@
 
     python bench/bench_stream.py [--records 5000,20000,100000] [--repeats 3] [--seed 0]
         [--metrics ndcg@10 map ...] [--data-dir bench/data] [--engine local] [--json out.json]
-        [--rss-curve]
+        [--rss-curve] [--turns 5]
 
 Each run is ``rageval score FILE -m ... --out TMP --no-progress`` in its own process (plus
 ``--engine ENGINE`` when one other than ``local`` is asked for); its wall time and peak RSS come
@@ -13,7 +13,9 @@ the records grow and the time per record constant; one that holds every record g
 The records (5 contexts of ~40 words, answers ~30, references ~25 overlapping their answer) are
 slices of a seeded stream of words drawn (Zipf-weighted) from a fixed vocabulary, so ROUGE and
 BLEU are neither 0 nor 1. Each size is written once to ``--data-dir`` (git-ignored) as
-``stream-<n>-seed<seed>.jsonl`` and reused.
+``stream-<n>-seed<seed>.jsonl`` and reused. ``--turns N`` regroups the same records as
+conversations of N turns (``stream-<n>-seed<seed>-turns<N>.jsonl``) and scores those too, so a
+run of conversations is measured beside the same turns scored as records on their own.
 """
 
 from __future__ import annotations
@@ -108,6 +110,31 @@ def records_file(data_dir: Path, count: int, seed: int) -> Path:
     return path
 
 
+def conversations_file(data_dir: Path, count: int, seed: int, turns: int) -> Path:
+    """The records of :func:`records_file` regrouped as conversations of ``turns`` turns (the
+    same texts, in the same order: turn ``t`` of conversation ``c`` is record
+    ``c * turns + t``), written first if it is missing."""
+    path = data_dir / f"stream-{count}-seed{seed}-turns{turns}.jsonl"
+    if path.exists():
+        return path
+    flat = records_file(data_dir, count, seed)
+    partial = path.with_suffix(".partial")
+    with flat.open(encoding="utf-8") as source, partial.open("w", encoding="utf-8") as out:
+        group: list[dict[str, Any]] = []
+        written = 0
+        for line in source:
+            record = json.loads(line)
+            record.pop("id")
+            group.append(record)
+            if len(group) == turns:
+                out.write(json.dumps({"id": f"c{written}", "turns": group}) + "\n")
+                written, group = written + 1, []
+        if group:
+            out.write(json.dumps({"id": f"c{written}", "turns": group}) + "\n")
+    partial.replace(path)
+    return path
+
+
 def run_once(path: Path, metrics: list[str], engine: str | None,
              source: str | None) -> tuple[float, int]:
     """One ``rageval score`` process: (wall seconds, peak RSS in KiB)."""
@@ -128,6 +155,19 @@ def measure(path: Path, count: int, args: argparse.Namespace) -> dict[str, Any]:
             "runs": [{"wall_s": w, "peak_rss_kib": r} for w, r in runs],
             "wall_s": wall, "rss_mib": statistics.median(r for _, r in runs) / 1024,
             "us_per_record": wall / count * 1e6}
+
+
+def print_shapes(flat: list[dict[str, Any]], grouped: list[dict[str, Any]],
+                 turns: int) -> None:
+    """The same turns scored as records on their own (the anchor) and as conversations."""
+    header = (f"{'records':>10}{'conversations':>15}{'flat RSS MiB':>14}{'conv RSS MiB':>14}"
+              f"{'flat wall s':>13}{'conv wall s':>13}{'RSS ratio':>11}{'wall ratio':>12}")
+    print(header)
+    print("-" * len(header))
+    for a, b in zip(flat, grouped, strict=True):
+        print(f"{a['records']:>10,}{-(-a['records'] // turns):>15,}{a['rss_mib']:>14.1f}"
+              f"{b['rss_mib']:>14.1f}{a['wall_s']:>13.2f}{b['wall_s']:>13.2f}"
+              f"{b['rss_mib'] / a['rss_mib']:>11.2f}{b['wall_s'] / a['wall_s']:>12.2f}")
 
 
 def print_table(rows: list[dict[str, Any]], curve: bool) -> None:
@@ -166,6 +206,9 @@ def main() -> None:
                         help="run rageval from this source checkout (an earlier commit's "
                         "worktree, to measure before and after) instead of the installed one")
     parser.add_argument("--rss-curve", action="store_true", help="print peak RSS as bars")
+    parser.add_argument("--turns", type=int, metavar="N",
+                        help="also score the same records as conversations of N turns, and "
+                        "print both shapes side by side (the records on their own the anchor)")
     args = parser.parse_args()
     sizes = sorted({int(n.replace("_", "")) for n in args.records.split(",") if n.strip()})
     paths = {n: records_file(args.data_dir, n, args.seed) for n in sizes}
@@ -173,9 +216,16 @@ def main() -> None:
           f"median of {args.repeats}")
     rows = [measure(paths[n], n, args) for n in sizes]
     print_table(rows, args.rss_curve)
+    grouped: list[dict[str, Any]] = []
+    if args.turns:
+        grouped = [measure(conversations_file(args.data_dir, n, args.seed, args.turns), n, args)
+                   for n in sizes]
+        print(f"\nthe same records as conversations of {args.turns} turns:")
+        print_shapes(rows, grouped, args.turns)
     if args.json:
         result = {"metrics": args.metrics, "engine": args.engine or "local",
-                  "repeats": args.repeats, "seed": args.seed, "rows": rows}
+                  "repeats": args.repeats, "seed": args.seed, "rows": rows,
+                  **({"turns": args.turns, "conversation_rows": grouped} if grouped else {})}
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 

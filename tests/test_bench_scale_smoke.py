@@ -22,11 +22,16 @@ def test_the_stream_benchmark_measures_each_size(tmp_path: Path) -> None:
     out = tmp_path / "stream.json"
     printed = run("bench_stream.py", "--records", "200,400", "--repeats", "1",
                   "--metrics", "map", "rouge1", "--data-dir", str(tmp_path / "data"),
-                  "--json", str(out), "--rss-curve")
-    rows = json.loads(out.read_text())["rows"]
+                  "--json", str(out), "--rss-curve", "--turns", "5")
+    result = json.loads(out.read_text())
+    rows = result["rows"]
     assert [row["records"] for row in rows] == [200, 400]
     assert all(row["rss_mib"] > 0 and row["wall_s"] > 0 for row in rows)
     assert "peak RSS MiB" in printed
+    assert [row["records"] for row in result["conversation_rows"]] == [200, 400]
+    assert "as conversations of 5 turns" in printed
+    grouped = tmp_path / "data" / "stream-400-seed0-turns5.jsonl"
+    assert len(grouped.read_text().splitlines()) == 80
 
 
 def test_the_simulation_holds_the_shared_cap(tmp_path: Path) -> None:
