@@ -28,8 +28,9 @@ from typing import Any
 
 from rageval.core.calibration import Calibration
 from rageval.core.conversations import TurnRules, conversation_rows, write_conversations
-from rageval.core.errors import InputError, MissingDependencyError, UsageError
+from rageval.core.errors import InputError
 from rageval.core.files import atomic_write
+from rageval.core.frames import calibration_columns, frame
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.
@@ -246,8 +247,9 @@ class Results:
         return lines
 
     def records_frame(self, backend: str = "polars", *, details: bool = False) -> Any:
-        """Per-record scores as a DataFrame: ``id`` then one float column per output name
-        (null/NaN where unscored). ``backend`` is ``"polars"`` or ``"pandas"``.
+        """Per-record scores as a DataFrame: ``id`` (and, for a run of conversations,
+        ``conversation`` and ``turn``) then one float column per output name (null/NaN where
+        unscored). ``backend`` is ``"polars"`` or ``"pandas"``.
 
         ``details=True`` adds two columns: ``errors`` (each unscored value's reason, by output
         name) and ``details`` (what the metrics recorded: judge reasoning, claims, ...). With
@@ -257,6 +259,9 @@ class Results:
         rows = list(self.records)  # one pass over a run read back from its file
         names = list(dict.fromkeys(n for r in rows for n in r.scores))
         columns: dict[str, list[Any]] = {"id": [r.id for r in rows]}
+        if any(r.conversation is not None for r in rows):  # a run of conversations
+            columns["conversation"] = [r.conversation for r in rows]
+            columns["turn"] = [r.turn for r in rows]
         for name in names:
             columns[name] = [_none_if_nan(r.scores.get(name)) for r in rows]
         if details:
@@ -265,7 +270,7 @@ class Results:
                 values = [getattr(r, key) for r in rows]
                 columns[key] = ([json.dumps(v, ensure_ascii=False) for v in values] if as_text
                                 else values)
-        return _frame(columns, backend)
+        return frame(columns, backend)
 
     def to_pandas(self, *, details: bool = False) -> Any:
         """One row per record, one column per metric output (NaN where unscored): the pandas
@@ -292,13 +297,13 @@ class Results:
             "signature": [s.signature for _, s in items],
         }
         if any(s.calibrated is not None for _, s in items):
-            columns.update(_calibration_columns([s.calibrated for _, s in items]))
+            columns.update(calibration_columns([s.calibrated for _, s in items]))
         for figure, keys in (("stability", ("flip_rate", "mean_sd")),
                              ("panel", ("krippendorff_alpha",))):
             if any(figure in s.figures for _, s in items):
                 for key in keys:
                     columns[key] = [(s.figures.get(figure) or {}).get(key) for _, s in items]
-        return _frame(columns, backend)
+        return frame(columns, backend)
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -359,39 +364,7 @@ def _none_if_nan(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def _frame(columns: dict[str, list[Any]], backend: str) -> Any:
-    if backend == "polars":
-        import polars as pl
-
-        text = {"id", "metric", "aggregate", "signature", "errors", "details"}
-        schema = {k: pl.String if k in text else (pl.Int64 if k in ("n", "unscored")
-                                                 else pl.Float64) for k in columns}
-        return pl.DataFrame(columns, schema=schema)
-    if backend == "pandas":
-        try:
-            import pandas as pd
-        except ImportError:
-            raise MissingDependencyError("pandas", "pandas") from None
-        return pd.DataFrame(columns)
-    raise UsageError(f"unknown DataFrame backend {backend!r}: use 'polars' or 'pandas'")
-
-
 def _json_float(value: float | None) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return float(value)
-
-
-def _calibration_columns(items: Sequence[Calibration | None]) -> dict[str, list[Any]]:
-    """The summary frame's columns of judge means calibrated by human labels."""
-    def pick(get: Any) -> list[Any]:
-        return [None if c is None else get(c) for c in items]
-
-    return {
-        "calibrated": pick(lambda c: c.mean),
-        "calibrated_ci95_low": pick(lambda c: c.ci95[0] if c.ci95 else None),
-        "calibrated_ci95_high": pick(lambda c: c.ci95[1] if c.ci95 else None),
-        "human_mean": pick(lambda c: c.human_mean),
-        "labelled": pick(lambda c: c.labelled),
-        "unlabelled": pick(lambda c: c.unlabelled),
-    }
