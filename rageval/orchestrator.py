@@ -105,6 +105,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         _check_conversations(window, settings, inputs)
         state.digest.add(window)  # as read: judgments given during the run are not the set's
         ending = conversations_ending(window) if whole.metrics else []
+        whole.digest.add(ending)  # what the whole-conversation metrics read of each
         for hooks, group in by_hooks(state.metrics):
             hooks.check(window, group)
         whole.check(ending)
@@ -139,6 +140,8 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     # Where the judgments came from, once every record was read (qrels may have matched none).
     turn_signers = settled(state.metrics, options, inputs.judgments.source())
     whole_signers = settled(whole.metrics, options, inputs.judgments.source())
+    if whole.metrics and not whole.count:
+        raise whole.no_conversations()
     if not single:
         state.fields.check()
         whole.fields.check()
@@ -152,9 +155,10 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     summary = {name: summary[name] for m in signers for name in m.output_names()}
     for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
-    extra["data"] = state.digest.manifest(
-        {name: m.needs for m in signers for name in m.output_names()},
-        grading={name: m.grading() for m in signers if m.grades for name in m.output_names()})
+    extra["data"] = state.digest.manifest(*_data_needs(turn_signers))
+    if whole.metrics:  # their evaluation set is the conversations, digested apart
+        extra["data"]["metrics"].update(
+            whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
     if state.parts.groups.conversations:
         extra["conversations"] = {"count": state.parts.groups.conversations,
                                   "turns": state.parts.groups.turns, **rules.to_json()}
@@ -240,6 +244,12 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if inputs.human is not None:
         raise UsageError("human labels calibrate record by record; a run of conversations "
                          "is summed up by conversation: leave --human out")
+
+
+def _data_needs(metrics: list[Metric]) -> tuple[dict[str, Any], dict[str, str]]:
+    """What each output reads of the records, and the graders' configuration, by output."""
+    return ({name: m.needs for m in metrics for name in m.output_names()},
+            {name: m.grading() for m in metrics if m.grades for name in m.output_names()})
 
 
 def _turn_rules(metrics: list[Metric], wholes: list[Metric],

@@ -16,8 +16,10 @@ turn scored has ``mean``, ``min`` and ``last`` ``null``. The outputs scored on w
 conversations (``judge:resolution``) come under ``conversation_scores``, one value each
 (``null``: unscored, the reason on the conversation's line of ``records.jsonl``).
 
-Turns of one conversation are consecutive in ``records.jsonl``: a conversation is summed up as
-soon as its last turn's results are in, and a long run never holds more than one.
+Turns of one conversation are consecutive among the turn lines of ``records.jsonl``: a
+conversation is summed up as soon as its last turn's results are in. A run that grades whole
+conversations writes each one's own line at the end of the window holding its last turn, so a
+summary may wait up to a window for it; a long run holds at most a window's conversations.
 """
 
 from __future__ import annotations
@@ -78,29 +80,34 @@ class TurnRules:
 
 def conversation_rows(records: Iterable[RecordResult],
                       rules: TurnRules) -> Iterator[dict[str, Any]]:
-    """One summary per conversation, in the order met (records on their own are skipped).
-    With outputs scored on whole conversations, a conversation's summary waits for its own
-    line (which follows its turns, at most a window later) and takes its values."""
+    """One summary per conversation (records on their own are skipped). A conversation's turns
+    are consecutive among the turn lines; with outputs scored on whole conversations, its own
+    line follows its last turn at the end of the window that held it (after turns of the next
+    conversation, perhaps), and its summary waits for that line and takes its values. In the
+    order the summaries complete: the turns' end, or the own line."""
     waiting: dict[str, dict[str, Any]] = {}  # summed up, their own line not read yet
-    current: str | None = None
+    current: str | None = None  # the conversation whose turns are being read
     turns: list[RecordResult] = []
     for record in records:
-        own_line = record.conversation is not None and record.turn is None
-        if turns and (own_line or record.conversation != current):
+        conversation = record.conversation
+        own_line = conversation is not None and record.turn is None
+        # The current conversation's turns are over at a line of another record or turn, or
+        # at its own line (another conversation's own line may come between its turns).
+        if turns and (conversation == current) == own_line:
             row = _summed(current, turns, rules)  # type: ignore[arg-type]
-            turns = []
+            turns, current = [], None
             if rules.conversation_outputs:
                 waiting[row["id"]] = row
             else:
                 yield row
-        current = record.conversation
         if own_line:
-            row = waiting.pop(current, None) or {"id": current, "turns": 0, "scores": {}}
+            row = waiting.pop(conversation, None) or {  # type: ignore[arg-type]
+                "id": conversation, "turns": 0, "scores": {}}
             row["conversation_scores"] = {name: _value(record.scores.get(name))
                                           for name in rules.conversation_outputs}
-            current = None
             yield row
-        elif current is not None:
+        elif conversation is not None:
+            current = conversation
             turns.append(record)
     if turns:
         waiting[current] = _summed(current, turns, rules)  # type: ignore[index,arg-type]

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.records import Record
+from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
 from rageval.engine.local import Engine, merge_run_wide
 from rageval.engine.sink import Sink
@@ -40,6 +42,14 @@ class WholeConversations:
         self.fields = NeededFields({str(m): m.needs for m in metrics})
         self.shared = shared  # the run's: their judge work is counted with the rest
         self.count = 0
+        # What they read of the conversations, for the manifest's "data" (apart from the
+        # turns': a change of a conversation's own expectations leaves the turns' digests).
+        self.digest = DataDigest(field for m in metrics for field in m.needs)
+
+    def no_conversations(self) -> UsageError:
+        names = ", ".join(str(m) for m in self.metrics)
+        return UsageError(f"{names} grade{'s' if len(self.metrics) == 1 else ''} whole "
+                          "conversations, and no record of this run has turns")
 
     def check(self, records: Sequence[Record]) -> None:
         """Before the window is scored: their hooks' checks, on its conversations."""
@@ -50,6 +60,8 @@ class WholeConversations:
               judgments: str, batch_size: int, sink: Sink, engine: Engine) -> None:
         """Score the conversations ending in a window (``single``: the whole run)."""
         if single:
+            if not records:
+                raise self.no_conversations()
             self.fields.require(records)
             self.metrics = settled(self.metrics, options, judgments)
         else:

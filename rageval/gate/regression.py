@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.runs.pairing import NamedRun, pair_record_ids
+from rageval.compare.runs.pairing import (
+    NamedRun,
+    PairKey,
+    conversation_groups,
+    pair_key,
+    pair_record_ids,
+)
 from rageval.compare.runs.statistics import compare_pair
 from rageval.core.errors import UsageError, check_int
 from rageval.core.results import Results
@@ -73,8 +79,10 @@ def check_regression(
         base = NamedRun(_BASE, _only(baseline, wanted))
         current = NamedRun(_CURRENT, _only(results, wanted))
         ids, positions, _ = pair_record_ids([base, current], intersect=True)
+        threads = conversation_groups(base.results.records, positions[_BASE])
         compared, _ = compare_pair(base, current, positions[_BASE], positions[_CURRENT],
-                                   resamples=resamples, permutations=permutations, seed=seed)
+                                   resamples=resamples, permutations=permutations, seed=seed,
+                                   groups=None if threads is None else threads[0])
         p_values = [math.nan if r["p_value"] is None else r["p_value"] for r in compared]
         adjusted = holm(np.array(p_values, dtype=np.float64))
         tested = sum(not math.isnan(p) for p in p_values)
@@ -160,11 +168,11 @@ def _extras(row: dict[str, Any], left_out: str) -> str:
     return out + left_out
 
 
-def _left_out(baseline: Results, results: Results, paired: set[str]) -> str:
+def _left_out(baseline: Results, results: Results, paired: set[PairKey]) -> str:
     """``; 2 ids only in the baseline ('q7', 'q8') left out`` for each run, or nothing."""
     out = ""
     for where, run in (("the baseline", baseline), ("this run", results)):
-        extra = [r.id for r in run.records if r.id not in paired]
+        extra = [r.id for r in run.records if pair_key(r) not in paired]
         if extra:
             shown = ", ".join(repr(i) for i in extra[:_SHOWN_IDS])
             more = f" and {len(extra) - _SHOWN_IDS} more" if len(extra) > _SHOWN_IDS else ""

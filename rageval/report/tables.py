@@ -80,7 +80,8 @@ def unscored_lines(results: Results) -> list[str]:
         if item.signature in seen:
             continue
         seen.add(item.signature)
-        what = "unscored turns" if item.ci_method == "conversations" else "unscored"
+        # A value scored per turn and summed up over conversations counts its reasons by turn.
+        what = "unscored turns" if "turns" in item.figures else "unscored"
         for reason, count in item.reasons.items():
             lines.append(f"{name}: {count} {what}: {reason}")
         lines += [f"{name}: {flagged_text(flag, count)}" for flag, count in item.flagged.items()]

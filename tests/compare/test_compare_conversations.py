@@ -93,3 +93,15 @@ def test_turn_by_turn_differences(runs: tuple[Path, Path]) -> None:
         assert row["delta"] == pytest.approx(np.mean([s - b for b, s in pairs]))
         assert not math.isnan(row["ci95"][0])
     assert all(r["metric"] != "bleu" for r in comparison.per_turn)  # a corpus figure
+
+
+def test_turns_records_and_conversations_never_pair_with_each_other(tmp_path: Path) -> None:
+    items = [{"id": "b#1", "query": "q", "answer": "a b", "reference": "a b"},
+             {"id": "b", "turns": [{"id": "z", "query": "q", "answer": "a", "reference": "a"}]}]
+    runs = []
+    for name in ("one", "two"):
+        evaluate(records_from_dicts(items), ["rouge1"], bootstrap=10, out=tmp_path / name)
+        runs.append(tmp_path / name)
+    comparison = compare_runs(runs, resamples=100, permutations=100)
+    assert comparison.n_records == 2  # the record "b#1" and the first turn of "b"
+    assert comparison.rows[0]["delta"] == 0.0

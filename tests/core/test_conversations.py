@@ -117,9 +117,12 @@ def test_a_turn_field_on_the_conversation_is_refused(tmp_path):
 
 
 def test_a_conversation_used_twice_is_a_duplicate(tmp_path):
+    # Its id is also its own line's in records.jsonl: no record on its own may take it.
+    error = _refused(tmp_path, {"id": "c", "query": "q"}, {"id": "c", "turns": [{"query": "a"}]})
+    assert "duplicate record id 'c' (first used at line 1)" in error.message
     error = _refused(tmp_path, {"id": "c", "turns": [{"query": "b"}]},
                      {"id": "c", "turns": [{"query": "a"}]})
-    assert "duplicate record id 'c#1' (first used at line 1)" in error.message
+    assert "duplicate record id 'c' (first used at line 1)" in error.message
 
 
 _TEXT = st.text(min_size=1, max_size=8)

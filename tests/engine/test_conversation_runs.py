@@ -187,3 +187,59 @@ def test_a_run_without_conversations_is_summed_up_as_before():
     assert results.summary["rouge1"].ci_method == "records"
     assert "unit:" not in results.summary["rouge1"].signature
     assert results.conversations() == []
+
+
+WHOLE = [
+    {"id": "c1", "reference_tool_calls": [{"name": "x"}], "turns": [
+        {"query": "a", "tool_calls": [], "reference_tool_calls": []},
+        {"query": "b", "tool_calls": [], "reference_tool_calls": [{"name": "x"}]}]},
+    {"id": "c3", "reference_tool_calls": [], "turns": [
+        {"query": "a", "tool_calls": [], "reference_tool_calls": []},
+        {"query": "b", "tool_calls": [], "reference_tool_calls": [{"name": "x"}]}]},
+    {"id": "b#1", "query": "q", "tool_calls": [], "reference_tool_calls": []},
+    {"id": "b", "reference_tool_calls": [], "turns": [
+        {"id": "z", "query": "q", "tool_calls": [], "reference_tool_calls": []}]},
+]
+
+
+def test_conversations_split_across_windows_sum_up_whole(tmp_path):
+    """A conversation's own line comes at the end of the window holding its last turn, after
+    the next conversation's first turns: each conversation still sums up all of its turns."""
+    path = tmp_path / "convs.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in WHOLE))
+    metrics = ["tools:f1", "tools:f1(scope=conversation)"]
+    rows = []
+    for window in (3, 100):
+        results = evaluate(str(path), metrics, window=window, bootstrap=10,
+                           out=tmp_path / f"w{window}")
+        rows.append(results.conversations())
+        if window == 3:
+            assert [(r.id, r.turn) for r in results.records][:4] == [
+                ("c1#1", 1), ("c1#2", 2), ("c3#1", 1), ("c1", None)]
+    assert rows[0] == rows[1]
+    by_id = {row["id"]: row for row in rows[0]}
+    assert by_id["c3"]["turns"] == 2 and by_id["c3"]["scores"]["tools:f1"]["scored"] == 2
+    assert by_id["c3"]["scores"]["tools:f1"]["mean"] == 0.5
+    assert by_id["c1"]["conversation_scores"] == {"tools:f1(scope=conversation)": 0.0}
+
+
+def test_the_data_digest_sees_the_expected_calls(tmp_path):
+    metrics = ["tools:f1", "tools:f1(scope=conversation)"]
+    first = evaluate(records_from_dicts(WHOLE), metrics, bootstrap=10)
+    changed = json.loads(json.dumps(WHOLE))
+    changed[0]["reference_tool_calls"] = [{"name": "y"}]  # a conversation's own expectation
+    second = evaluate(records_from_dicts(changed), metrics, bootstrap=10)
+    data = first.manifest["data"], second.manifest["data"]
+    name = "tools:f1(scope=conversation)"
+    assert data[0]["metrics"][name] != data[1]["metrics"][name]
+    assert data[0]["metrics"]["tools:f1"] == data[1]["metrics"]["tools:f1"]
+
+
+def test_whole_conversation_metrics_need_conversations(tmp_path):
+    flat = [{"id": "r", "query": "q", "tool_calls": [], "reference_tool_calls": []}]
+    path = tmp_path / "flat.jsonl"
+    path.write_text(json.dumps(flat[0]) + "\n" + json.dumps({**flat[0], "id": "s"}) + "\n")
+    for records, window in ((records_from_dicts(flat), None), (str(path), 1)):
+        with pytest.raises(UsageError, match="grades whole conversations, and no record of "
+                                             "this run has turns"):
+            evaluate(records, ["tools:f1(scope=conversation)"], bootstrap=10, window=window)

@@ -196,4 +196,4 @@ def test_claim_steps_see_the_conversation_so_far(tmp_path: Path, server: JudgeSe
     first = [_user(b) for b in server.bodies if "Ada founded it." in _user(b)
              and "before this turn" not in _user(b)]
     assert first  # the first turn has no earlier turn to show
-    assert "|render:claims-2|" in results.summary["claims:f1"].signature
+    assert "|unit:conversation|" in results.summary["claims:f1"].signature

@@ -18,7 +18,7 @@ import numpy as np
 from rageval.core.errors import InputError, UsageError
 from rageval.core.results import RecordResult, Results
 
-__all__ = ["NamedRun", "RunLike", "conversation_groups", "load_runs", "pair_key",
+__all__ = ["NamedRun", "PairKey", "RunLike", "conversation_groups", "load_runs", "pair_key",
            "pair_record_ids", "pick_baseline"]
 
 # How many missing ids an error message spells out before giving the count only.
@@ -85,7 +85,7 @@ def _find(runs: list[NamedRun], baseline: RunLike) -> int | None:
 
 def pair_record_ids(
     runs: list[NamedRun], intersect: bool
-) -> tuple[list[str], dict[str, np.ndarray], dict[str, int]]:
+) -> tuple[list[PairKey], dict[str, np.ndarray], dict[str, int]]:
     """Ids in the baseline's order, each run's positions of them, and records each run lost.
     A turn of a conversation pairs by its conversation and position
     (``<conversation>#<position>``), whatever its own id."""
@@ -111,11 +111,26 @@ def pair_record_ids(
     return ids, positions, dropped
 
 
-def pair_key(record: RecordResult) -> str:
-    """What a record pairs by: its id, or for a turn its conversation and position."""
-    if record.conversation is not None and record.turn is not None:
-        return f"{record.conversation}#{record.turn}"
-    return record.id
+PairKey = str | tuple[str, ...] | tuple[str, int]
+
+
+def pair_key(record: RecordResult) -> PairKey:
+    """What a record pairs by: its id; for a turn, its conversation and position; for a
+    conversation's own line, its conversation (keys of the three kinds never collide)."""
+    if record.conversation is None:
+        return record.id
+    if record.turn is None:
+        return (record.conversation,)
+    return (record.conversation, record.turn)
+
+
+def _label(key: PairKey) -> str:
+    """A pairing key as messages show it."""
+    if isinstance(key, str):
+        return repr(key)
+    if len(key) == 1:
+        return f"conversation {key[0]!r}"
+    return f"{key[0]!r} turn {key[1]}"
 
 
 def conversation_groups(records: Sequence[RecordResult], positions: np.ndarray
@@ -134,27 +149,29 @@ def conversation_groups(records: Sequence[RecordResult], positions: np.ndarray
     return groups, turns
 
 
-def _check_unique(name: str, ids: list[str]) -> None:
+def _check_unique(name: str, ids: list[PairKey]) -> None:
     repeated = [i for i, count in Counter(ids).items() if count > 1]
     if repeated:
         raise InputError(f"record ids must be unique to pair records; repeated: "
                          f"{_some(repeated)}", path=name)
 
 
-def _pairing_problems(base_name: str, sets: dict[str, set[str]]) -> list[str]:
+def _pairing_problems(base_name: str, sets: dict[str, set[PairKey]]) -> list[str]:
     base = sets[base_name]
     problems = []
     for name, ids in sets.items():
         if name == base_name:
             continue
         if base - ids:
-            problems.append(f"{name} lacks {_some(sorted(base - ids))} (in {base_name})")
+            problems.append(f"{name} lacks {_some(sorted(base - ids, key=_label))} "
+                            f"(in {base_name})")
         if ids - base:
-            problems.append(f"{base_name} lacks {_some(sorted(ids - base))} (in {name})")
+            problems.append(f"{base_name} lacks {_some(sorted(ids - base, key=_label))} "
+                            f"(in {name})")
     return problems
 
 
-def _some(ids: list[str]) -> str:
-    shown = ", ".join(repr(i) for i in ids[:_SHOWN_IDS])
+def _some(ids: list[PairKey]) -> str:
+    shown = ", ".join(_label(i) for i in ids[:_SHOWN_IDS])
     more = f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else ""
     return f"{len(ids)} id{'s' if len(ids) != 1 else ''} ({shown}{more})"

@@ -18,6 +18,7 @@ configuration for judge outputs; the digests of the answers and contexts stay in
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -26,9 +27,10 @@ from rageval.core.records.model import Record
 __all__ = ["DIGEST_FIELDS", "SET_FIELDS", "DataDigest", "metric_digest"]
 
 #: The record fields a metric can read, in the order their digests are combined.
-DIGEST_FIELDS: tuple[str, ...] = ("query", "contexts", "answer", "reference", "judgments")
+DIGEST_FIELDS: tuple[str, ...] = ("query", "contexts", "answer", "reference", "judgments",
+                                  "tool_calls", "reference_tool_calls")
 #: The fields of the evaluation set (not the outputs of the system scored).
-SET_FIELDS: tuple[str, ...] = ("query", "reference", "judgments")
+SET_FIELDS: tuple[str, ...] = ("query", "reference", "judgments", "reference_tool_calls")
 _MOD = 1 << 128
 _SEP = b"\x1f"
 
@@ -52,6 +54,12 @@ def _encoded(record: Record, field: str) -> bytes:
                         for c in record.contexts])
     elif field == "reference":
         text = "".join([f"{len(r)}:{r}" for r in record.references])
+    elif field in ("tool_calls", "reference_tool_calls"):
+        calls = getattr(record, field)
+        if calls is None:
+            return b"\x00"
+        text = json.dumps([call.to_dict() for call in calls], sort_keys=True,
+                          ensure_ascii=False)
     elif record.judgments is None:
         return b"\x00"
     else:

@@ -69,6 +69,8 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
             ids.flush()
             message = error.message if unit != "row" else f"{error.message} (row {line})"
             raise InputError(message, path=source, line=line, field=error.field) from None
+        if records[0].conversation is not None:  # its own line of results has its id
+            ids.add(records[0].conversation.id, line)
         for record in records:
             ids.add(record.id, line)
             yield record

@@ -36,7 +36,9 @@ __all__ = ["ASSIGN_LABELS", "CHECK_LABELS", "IMPORTANCE_LABELS", "RENDER_VERSION
            "StepPrompt", "labels_schema", "list_schema", "load_step", "render_step"]
 
 #: Version of the fixed text :func:`render_step` wraps around a step's template.
-RENDER_VERSION = "claims-2"
+# The history of a turn (prompting.history) renders only in runs of conversations, which sign
+# with unit:conversation: a record on its own renders, and signs, as before.
+RENDER_VERSION = "claims-1"
 
 CHECK_LABELS = ("entailment", "neutral", "contradiction")
 IMPORTANCE_LABELS = ("vital", "okay")

@@ -29,7 +29,10 @@ __all__ = ["RENDER_VERSION", "render", "reply_schema", "response_format", "slot_
 
 #: Version of the fixed text :func:`render` wraps around a rubric (system message, slot
 #: format, reply instructions). Part of signatures, next to the rubric hash.
-RENDER_VERSION = "3"
+# A turn of a conversation is shown after the turns before it (prompting.history): wording
+# that only a run of conversations renders, whose signatures say so (unit:conversation), so a
+# record on its own still renders, and signs, as version 2.
+RENDER_VERSION = "2"
 
 # The system message depends on the rubric alone, and the user message starts with the
 # rubric's own instructions: requests for one rubric share a long prefix, which servers with a
