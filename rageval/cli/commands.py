@@ -22,7 +22,7 @@ from rageval.core.conversations import CONVERSATIONS_FILE
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.core.results import count_of
-from rageval.report.tables import metrics_table, print_summary
+from rageval.report.tables import metrics_table, named_metrics_table, print_summary
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -264,6 +264,11 @@ def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:
 
     console.print(rubrics_table(args.prompts_dir))
     console.print(claim_level_table())
+    from rageval.tools.metric import KINDS, ToolCallMetric
+
+    console.print(named_metrics_table(
+        "tool-call metrics (tools:, docs/conversations.md)",
+        [(f"tools:{kind}", ToolCallMetric, summary) for kind, summary in KINDS.items()]))
     return 0
 
 

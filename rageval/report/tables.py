@@ -165,6 +165,18 @@ def metrics_table() -> Table:
     return table
 
 
+def named_metrics_table(title: str, entries: list[tuple[str, type[Metric], str]]) -> Table:
+    """Metrics of a name-prefixed family (``tools:f1``, ...): each name with its class's
+    parameters and its definition."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("parameters", overflow="fold")
+    table.add_column("definition", overflow="fold")
+    for name, cls, summary in entries:
+        table.add_row(name, _params_text(cls), summary)
+    return table
+
+
 def _cutoff_text(cls: type[Metric]) -> str:
     return {"none": "", "optional": "@k optional", "required": "@k required"}[cls.cutoff_rule]
 
