@@ -3,6 +3,7 @@ bad conversation input refused with the conversation, the turn and the field nam
 
 from __future__ import annotations
 
+import csv
 import json
 
 import polars as pl
@@ -73,6 +74,20 @@ def test_jsonl_json_and_parquet_read_the_same(tmp_path):
              for t in CONVERSATION["turns"]]
     pl.DataFrame([{**CONVERSATION, "turns": turns}]).write_parquet(parquet)
     assert [r.to_dict() for r in load_records(parquet)] == [r.to_dict() for r in expected]
+
+
+def test_csv_reads_turns_and_tool_calls_from_json_cells(tmp_path):
+    path = tmp_path / "c.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "turns", "reference", "query"])
+        writer.writerow([CONVERSATION["id"], json.dumps(CONVERSATION["turns"]),
+                         CONVERSATION["reference"], ""])
+        writer.writerow(["alone", "", "", "hello"])
+    conversation = records_from_dicts([CONVERSATION])[0].conversation
+    first, *_, alone = load_records(path)
+    assert first.conversation.turns == conversation.turns
+    assert alone.conversation is None and alone.query == "hello"
 
 
 def _refused(tmp_path, item, *lines_before) -> InputError:

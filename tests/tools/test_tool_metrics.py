@@ -118,7 +118,7 @@ def test_bad_names_are_refused(name, message):
 def test_signature_names_the_rules():
     metric = create("tools:recall(match=name,order=strict)")
     assert metric.signature().format().startswith(
-        "metric:tools:recall|match:name|order:strict|tol:0.0|rageval:")
+        "metric:tools:recall|match:name|order:strict|tol:0.0|scope:turn|rageval:")
 
 
 def test_json_equality():

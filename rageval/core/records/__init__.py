@@ -49,7 +49,8 @@ Blank lines are skipped. Other formats carry the same fields:
 * ``.json``: JSON Lines, or a single JSON array of record objects.
 * ``.csv``: a header row naming the columns ``id`` (required), ``query``, ``answer``,
   ``reference``, ``contexts`` and ``judgments``; other columns go to ``extra`` as strings.
-  ``contexts`` cells hold a JSON array, ``judgments`` cells a JSON object, and a
+  ``contexts``, ``tool_calls``, ``reference_tool_calls`` and ``turns`` cells hold a JSON
+  array, ``judgments`` cells a JSON object, and a
   ``reference`` cell is a plain string or, when it starts with ``[``, a JSON array of
   strings. An empty cell means the field is absent. Line numbers are physical lines of the
   file (the header is line 1).

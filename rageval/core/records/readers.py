@@ -261,11 +261,15 @@ def csv_cells(path: PathLike, source: str, limit: int, progress: LoadProgress | 
     return header, rows()
 
 
+# CSV cells that hold JSON: a record's lists and objects, and a conversation's turns.
+_JSON_CELLS = ("contexts", "judgments", "tool_calls", "reference_tool_calls", "turns")
+
+
 def _iter_csv(path: PathLike, source: str, limit: int,
               progress: LoadProgress | None = None) -> Iterator[tuple[int, Any]]:
     _, rows = csv_cells(path, source, limit, progress, required=("id",))
     for line, cells in rows:
-        for name in ("contexts", "judgments"):
+        for name in _JSON_CELLS:
             if name in cells:
                 cells[name] = parse_json(cells[name], source, line, name)
         if "reference" in cells:
