@@ -1,5 +1,5 @@
-"""Keeps bench/bench_trec.py from rotting: a tiny end-to-end run must time both tools and
-find that their values agree."""
+"""Keeps bench/bench_trec.py from rotting: a tiny end-to-end run must time both tools (and the
+parse floor) and find that their values agree."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def test_tiny_benchmark_runs_both_sides_and_agrees(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "values agree" in proc.stdout
     result = json.loads(out.read_text())
-    assert set(result["sides"]) == {"pytrec_eval", "rageval"}
+    assert set(result["sides"]) == {"pytrec_eval", "rageval", "parse_floor"}
+    assert result["ratio_time_rageval_over_parse_floor"] > 0
+    assert "rageval / parse floor" in proc.stdout
     for side in result["sides"].values():
         assert len(side["times_s"]) == 1
         assert side["median_s"] > 0
