@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from rageval.core.conversations import TurnRules
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
@@ -30,6 +29,7 @@ from rageval.core.records.field_hints import NeededFields
 from rageval.core.records.human import LabelColumns
 from rageval.core.registry import create
 from rageval.core.results import Results
+from rageval.core.results.conversations import TurnRules
 from rageval.engine.local import Engine, LocalEngine, merge_run_wide
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink

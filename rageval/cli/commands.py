@@ -18,10 +18,10 @@ from rageval.cli.input_step import input_spec, run_records
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
 from rageval.compare.command_output import console_for
-from rageval.core.conversations import CONVERSATIONS_FILE
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
 from rageval.core.results import count_of
+from rageval.core.results.conversations import CONVERSATIONS_FILE
 from rageval.report.tables import metrics_table, named_metrics_table, print_summary
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ class RunSettings:
     out: str | os.PathLike[str] | None = None
     ci: str = "records"
     # Output name -> the value under which a turn fails, for conversations.jsonl's
-    # "first_failing" (rageval.core.conversations).
+    # "first_failing" (rageval.core.results.conversations).
     turn_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from rageval.core.conversations import write_conversations
 from rageval.core.files import atomic_write, open_temporary
 from rageval.core.results import RECORDS_DIGEST, RecordResult
-from rageval.core.run_records import RecordsFile
+from rageval.core.results.conversations import write_conversations
+from rageval.core.results.run_records import RecordsFile
 from rageval.engine.result_block import ResultBlock
 
 # Lines are handed to the file in blocks of about this many bytes.

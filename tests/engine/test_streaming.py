@@ -25,7 +25,7 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, RunHooks
 from rageval.core.records import iter_windows, load_records
 from rageval.core.results import Results
-from rageval.core.run_records import RecordsFile
+from rageval.core.results.run_records import RecordsFile
 from rageval.judge.llm.options import JudgeOptions
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.calibration import Calibration
-from rageval.core.conversations import TurnRules, conversation_rows, write_conversations
 from rageval.core.errors import InputError
 from rageval.core.files import atomic_write
-from rageval.core.frames import calibration_columns, frame
+from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
+from rageval.core.results.frames import calibration_columns, frame
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.
@@ -167,7 +167,7 @@ class Results:
     """Everything a run produced: per-record values, the summary and the manifest.
 
     ``records`` is a list, or for a run written to its directory as it went a
-    :class:`~rageval.core.run_records.RecordsFile` that reads them back from there when
+    :class:`~rageval.core.results.run_records.RecordsFile` that reads them back from there when
     asked."""
 
     records: Sequence[RecordResult]
@@ -221,7 +221,7 @@ class Results:
 
     def conversations(self) -> list[dict[str, Any]]:
         """Each conversation of the run summed up from its turns (what
-        ``conversations.jsonl`` holds: :mod:`rageval.core.conversations`); empty for a run
+        ``conversations.jsonl`` holds: :mod:`rageval.core.results.conversations`); empty for a run
         without conversations."""
         section = self.manifest.get("conversations")
         if not isinstance(section, Mapping):
@@ -323,7 +323,7 @@ class Results:
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / "records.jsonl"
         copy_to = getattr(self.records, "copy_to", None)
-        if copy_to is not None:  # written as the run went (rageval.core.run_records)
+        if copy_to is not None:  # written as the run went (rageval.core.results.run_records)
             digest = copy_to(target)
         else:
             lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False)
