@@ -21,6 +21,7 @@ from rageval.core.records import Conversation, Record
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
 from rageval.engine.columns import GrowingColumn
+from rageval.stats.groups import group_sums
 from rageval.stats.resampling import bootstrap_ci
 
 #: The signature field of every value summed up over conversations.
@@ -90,12 +91,10 @@ def per_conversation(values: np.ndarray, groups: np.ndarray) -> PerConversation:
     (:meth:`ConversationGroups.array`)."""
     count = int(groups[-1]) + 1 if len(groups) else 0
     scored = ~np.isnan(values)
-    kept, where = values[scored], groups[scored]
-    sums = np.bincount(where, weights=kept, minlength=count)
-    sizes = np.bincount(where, minlength=count)
+    sums, sizes = group_sums(values, scored, groups, count)
     has = sizes > 0
     lowest = np.full(count, np.inf)
-    np.minimum.at(lowest, where, kept)
+    np.minimum.at(lowest, groups[scored], values[scored])
     ends = np.flatnonzero(np.append(groups[1:] != groups[:-1], True))  # each one's last row
     positions = np.flatnonzero(scored)
     turns = np.split(positions, np.cumsum(sizes)[:-1])

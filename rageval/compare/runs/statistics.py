@@ -21,10 +21,10 @@ from rageval.compare.runs.pairing import NamedRun
 from rageval.core.errors import InputError, UsageError
 from rageval.core.registry import create
 from rageval.core.results import Results
+from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
-__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "group_means", "mismatch_kind",
-           "signature_diff"]
+__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "mismatch_kind", "signature_diff"]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -248,18 +248,9 @@ def _measure(
         })
 
 
-def group_means(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
-                count: int) -> np.ndarray:
-    """Each conversation's mean of ``values`` over its ``kept`` records (NaN: none)."""
-    sums = np.bincount(groups[kept], weights=values[kept], minlength=count)
-    sizes = np.bincount(groups[kept], minlength=count)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums / sizes
-
-
 def _shares(kept: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     """Each kept record's weight within its conversation: one over its kept records."""
-    sizes = np.bincount(groups[kept], minlength=count)
+    _, sizes = group_sums(np.zeros(len(kept)), kept, groups, count)
     return np.where(kept, 1.0 / np.maximum(sizes[groups], 1), 0.0)
 
 

@@ -59,6 +59,12 @@ class ToolCall:
     def has_result(self) -> bool:
         return self.result is not _NO_RESULT
 
+    def text(self) -> str:
+        """The call as prompts and reports show it: ``name({"arg": value})``, arguments as
+        JSON with sorted keys."""
+        arguments = json.dumps(dict(self.arguments), ensure_ascii=False, sort_keys=True)
+        return f"{self.name}({arguments})"
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "arguments": dict(self.arguments)}
         if self.has_result:

@@ -74,14 +74,11 @@ def history_of(record: Record, budget: int | None = None) -> History | None:
 def _messages(position: int, turn: Record) -> list[tuple[int, str, str]]:
     out = [(position, "user", turn.query or "")]
     for call in turn.tool_calls or ():
-        text = f"{call.name}({_json(dict(call.arguments))})"
+        text = call.text()
         if call.has_result:
-            text += f" returned {_json(call.result)}"
+            text += f" returned {json.dumps(call.result, ensure_ascii=False, sort_keys=True)}"
         out.append((position, "tool_call", text))
     if turn.answer is not None:
         out.append((position, "assistant", turn.answer))
     return out
 
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)

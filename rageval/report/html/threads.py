@@ -11,7 +11,6 @@ position, as ``rageval compare`` pairs them.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rageval.core.records import Record
@@ -98,8 +97,7 @@ def _texts(run: ReportRun, result: RecordResult | None) -> str:
     if record.query is not None:
         parts.append(f'<div class="user"><b>user</b> {esc(record.query)}</div>')
     for call in record.tool_calls or ():
-        arguments = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True)
-        parts.append(f'<div class="tool"><b>tool</b> {esc(call.name)}({esc(arguments)})</div>')
+        parts.append(f'<div class="tool"><b>tool</b> {esc(call.text())}</div>')
     if record.answer is not None:
         parts.append(f'<div class="assistant"><b>assistant</b> {esc(record.answer)}</div>')
     return "".join(parts)

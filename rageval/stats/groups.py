@@ -1,0 +1,25 @@
+"""Values summed up by group: a run's conversations (records grouped by the conversation they
+belong to, numbered from 0), for the summary and for comparisons over conversations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["group_means", "group_sums"]
+
+
+def group_sums(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
+               count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (``count`` of them), the sum of ``values`` over its ``kept`` records and how
+    many those are."""
+    where = groups[kept]
+    return (np.bincount(where, weights=values[kept], minlength=count),
+            np.bincount(where, minlength=count))
+
+
+def group_means(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
+                count: int) -> np.ndarray:
+    """Per group, the mean of ``values`` over its ``kept`` records (NaN: none kept)."""
+    sums, sizes = group_sums(values, kept, groups, count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums / sizes
