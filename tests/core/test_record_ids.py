@@ -24,12 +24,18 @@ def first_duplicate(ids: list[str]) -> tuple[int, str, int] | None:
     return None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(ids=st.lists(st.sampled_from([f"q{i}" for i in range(30)]), min_size=1, max_size=60),
-       chunk=st.integers(1, 9))
-def test_the_first_clash_by_line_is_refused(ids: list[str], chunk: int) -> None:
+       chunk=st.integers(1, 9), memory=st.sampled_from([0, 1, 5, 1 << 17]),
+       bucket=st.integers(1, 8))
+def test_the_first_clash_by_line_is_refused(ids: list[str], chunk: int, memory: int,
+                                            bucket: int) -> None:
+    """Whether the earlier use is kept in memory or on disk (``memory``: the ids kept in
+    memory; ``bucket``: the ids sorted at once on disk)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(record_ids, "ID_CHUNK", chunk)
+        patch.setattr(record_ids, "MEMORY_IDS", memory)
+        patch.setattr(record_ids, "BUCKET_IDS", bucket)
         items = [(line, {"id": record_id}) for line, record_id in enumerate(ids, 1)]
         expected = first_duplicate(ids)
         if expected is None:
@@ -62,3 +68,27 @@ def test_seen_ids_find_first_lines_across_levels() -> None:
     shared.add(halves, np.array([1, 2, 3]))
     probe = np.array([[5, 2], [5, 3], [7, 1]], dtype=np.uint64)
     assert shared.first_lines(probe).tolist() == [2, 0, 3]
+
+
+def test_ids_past_memory_go_to_disk_and_clash_at_the_end(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path) -> None:
+    monkeypatch.setattr(record_ids, "MEMORY_IDS", 100)
+    monkeypatch.setattr(record_ids, "BUCKET_IDS", 64)
+    monkeypatch.setattr(record_ids, "ID_CHUNK", 50)
+    ids = [f"id-{i}" for i in range(1000)] + ["id-512", "late"]
+    items = [(line, {"id": i}) for line, i in enumerate(ids, 1)]
+    seen = []
+    with pytest.raises(InputError) as info:
+        for record in validate_records(items, "f", "line"):
+            seen.append(record.id)
+    assert len(seen) == 1002  # the spilled ids are checked among themselves at the end
+    assert info.value.line == 1001
+    assert "duplicate record id 'id-512' (first used at line 513)" in str(info.value)
+    # An id of the first hundred is refused as soon as its chunk is checked.
+    early = [(line, {"id": i}) for line, i in enumerate(
+        [f"id-{i}" for i in range(300)] + ["id-7"] + [f"x{i}" for i in range(200)], 1)]
+    read = 0
+    with pytest.raises(InputError, match="'id-7' \\(first used at line 8\\)"):
+        for _ in validate_records(early, "f", "line"):
+            read += 1
+    assert read < 400

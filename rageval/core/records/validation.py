@@ -46,7 +46,8 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
     against every earlier id (kept as digests, :class:`~rageval.core.records.ids.SeenIds`),
-    at most a few thousand records later, and always before a later problem of the file.
+    at most a few thousand records later, and always before a later problem of the file;
+    past the ids kept in memory, a clash among the later ones is refused when the input ends.
     ``ids`` (default: a new one) is the check, for a reader that flushes it at its own
     boundaries (a window about to be scored)."""
     ids = IdCheck(source, unit) if ids is None else ids
@@ -55,7 +56,7 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
         try:
             pair = next(lines, None)
         except InputError:
-            ids.flush()  # a duplicate before the unreadable line is the first problem
+            ids.finish()  # a duplicate before the unreadable line is the first problem
             raise
         if pair is None:
             break
@@ -66,7 +67,7 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
             else:
                 records = _records(item)
         except FieldError as error:
-            ids.flush()
+            ids.finish()
             message = error.message if unit != "row" else f"{error.message} (row {line})"
             raise InputError(message, path=source, line=line, field=error.field) from None
         if records[0].conversation is not None:  # its own line of results has its id
@@ -74,7 +75,7 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
         for record in records:
             ids.add(record.id, line)
             yield record
-    ids.flush()
+    ids.finish()
     if not ids.count:
         raise InputError("contains no records", path=source)
 
