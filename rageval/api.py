@@ -65,7 +65,9 @@ def evaluate(
     of leaving them unscored.
     ``seed`` and ``bootstrap`` drive the CIs; ``ci="judge-noise"`` draws the CI of a judge
     metric asked several times per record (``JudgeOptions(samples=N)``) from the records and
-    then each record's samples, so that it holds the judge's own noise (docs/judge.md).
+    then each record's samples, so that it holds the judge's own noise (docs/judge.md);
+    ``ci="poisson"`` draws every CI from running sums with Poisson weights, as a run past
+    100,000 records does (docs/scale.md).
     ``progress`` is called after each batch.
     ``load_progress`` is told how far a records file has been read (``(done, total)``, see
     :func:`~rageval.core.records.load_records`); ``steps`` (a

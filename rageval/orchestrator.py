@@ -85,9 +85,9 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
          engine: Engine) -> Results:
     provider = inputs.provider
     resolved = _resolve(metrics, options)
-    state = _RunState([m for m in resolved if m.level != "conversation"])
+    state = _RunState([m for m in resolved if m.level != "conversation"], settings)
     whole = WholeConversations([m for m in resolved if m.level == "conversation"],
-                               state.shared)
+                               state.shared, state.parts_options)
     rules = _turn_rules(state.metrics, whole.metrics, settings)
     state.helpers = provider.metrics() if provider is not None else []
     # How to read the records again (rageval report), when an input spec named them.
@@ -197,9 +197,14 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
 class _RunState:
     """What a run keeps between its windows."""
 
-    def __init__(self, metrics: list[Metric]) -> None:
+    def __init__(self, metrics: list[Metric], settings: RunSettings) -> None:
         self.metrics = metrics
-        self.parts = SummaryParts(metrics)
+        # How the summary is kept: the bootstrap's seed and resamples, and how many records
+        # keep every value (see rageval.engine.summary.SummaryParts).
+        self.parts_options: dict[str, Any] = {
+            "seed": settings.seed, "bootstrap": settings.bootstrap,
+            "exact_records": settings.exact_records}
+        self.parts = SummaryParts(metrics, **self.parts_options)
         self.fields = NeededFields({str(m): m.needs for m in metrics})
         self.shared: dict[Any, Any] = {}
         self.count = 0
@@ -241,6 +246,9 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if settings.resample_samples:
         raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
                          "of conversations resamples conversations: leave --ci out")
+    if settings.ci == "poisson":
+        raise UsageError("--ci poisson weighs records; a run of conversations resamples "
+                         "conversations, with every value kept: leave --ci out")
     if inputs.human is not None:
         raise UsageError("human labels calibrate record by record; a run of conversations "
                          "is summed up by conversation: leave --human out")

@@ -71,10 +71,13 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="bootstrap seed (default 0)")
     p.add_argument("--bootstrap", type=int, help="bootstrap resamples for the 95%% CI "
                    "(default 1000)")
-    p.add_argument("--ci", choices=("records", "judge-noise"),
-                   help="how the 95%% CIs are drawn: records (default), or judge-noise: for a "
-                   "judge metric asked several times per record (--judge-samples), the records "
-                   "and then each record's samples, so that the CI holds the judge's own noise")
+    p.add_argument("--ci", choices=("records", "judge-noise", "poisson"),
+                   help="how the 95%% CIs are drawn: records (default: the percentile "
+                   "bootstrap of the records, in running sums with Poisson weights past "
+                   "100,000 records), judge-noise: for a judge metric asked several times per "
+                   "record (--judge-samples), the records and then each record's samples, so "
+                   "that the CI holds the judge's own noise, or poisson: running sums with "
+                   "Poisson weights from the first record")
     p.add_argument("--batch-size", type=int, help="records per scoring batch (default 1000)")
     p.add_argument("--engine", choices=("local", "ray"),
                    help="what scores the batches: this process (local, the default) or a Ray "

@@ -5,7 +5,8 @@
   :mod:`~rageval.core.records.readers`;
 - :mod:`~rageval.core.names`: the metric-name grammar (``parse(str(name)) == name``);
 - :mod:`~rageval.core.metric`: the metric base class, its parameters and its run lifecycle
-  (:class:`RunHooks`, :class:`JudgmentsProvider`);
+  (:class:`RunHooks`); :mod:`~rageval.core.providers`: what fills in judgments
+  (:class:`JudgmentsProvider`);
 - :mod:`~rageval.core.registry`: the name -> metric table and the built-in families;
 - :mod:`~rageval.core.signature`: signatures of scored values;
 - :mod:`~rageval.core.results`: the results of a run and their files;

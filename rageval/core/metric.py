@@ -276,6 +276,16 @@ class Metric(ABC):
         """
         return None
 
+    def corpus_sums(self, stats: np.ndarray) -> np.ndarray | None:
+        """For a metric with a corpus figure: the additive integer statistics of each row of a
+        summary part's ``stats``, all a summary kept as running sums keeps of them (the
+        figure is :meth:`corpus_from_sums` of their sum); None: no corpus figure."""
+        return None
+
+    def corpus_from_sums(self, sums: np.ndarray) -> float | None:
+        """The corpus figure of records whose :meth:`corpus_sums` add up to ``sums``."""
+        return None
+
     def corpus_resampler(
         self, details: Sequence[Mapping[str, Any] | None]
     ) -> Callable[[np.ndarray | None], np.ndarray] | None:
@@ -294,6 +304,17 @@ class Metric(ABC):
         read. Reasons are counted apart. The default drops the details; a metric whose
         signature reads them keeps the little it reads."""
         return MetricResult(result.values, [], None, result.stats)
+
+    def signature_rows(self, part: MetricResult) -> MetricResult:
+        """What :meth:`result_signature` reads of a summary part once the summary no longer
+        keeps every record: the details (the caller keeps distinct ones; the signature reads
+        which values occur). A metric whose signature reads ``stats`` keeps the rows it needs."""
+        return MetricResult({}, [], part.details, None)
+
+    def summary_keeps_rows(self) -> bool:
+        """Whether the summary reads every record's row of :meth:`summary_part` (agreement or
+        stability over the records): then its parts are held whole, however long the run."""
+        return False
 
     def streams(self) -> bool:
         """Whether the metric can score a run read window by window, each window prepared on
@@ -338,34 +359,6 @@ class RunHooks:
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         """The manifest section of these metrics (None: none)."""
         return None
-
-
-class JudgmentsProvider(ABC):
-    """Fills in the relevance judgments of records that carry none (``judgments_from=``).
-
-    Registered by name (:func:`rageval.core.registry.register_judgments`); it grades with
-    metrics of its own family (:meth:`metrics`). The orchestrator hands those metrics to their
-    :class:`RunHooks` for the manifest and counts their libraries; their checks are the
-    provider's own :meth:`check`, which knows which records it will grade. ``prepare`` is not
-    called for them: :meth:`fill` does their whole work.
-    """
-
-    section: ClassVar[str]  # the manifest key of :meth:`fill`'s account
-
-    @abstractmethod
-    def metrics(self) -> list[Metric]:
-        """The metrics it grades with."""
-
-    @abstractmethod
-    def check(self, records: Sequence[Record]) -> None:
-        """Before any work: raise if the records cannot be graded as asked (running the
-        :meth:`RunHooks.check` of its metrics over the records it will grade)."""
-
-    @abstractmethod
-    def fill(self, records: list[Record], run: Batch,
-             source: str) -> tuple[list[Record], str, dict[str, Any]]:
-        """The records with judgments filled in, the new judgments source for signatures
-        (``source`` is where the existing ones came from), and its manifest section."""
 
 
 def by_hooks(metrics: Sequence[Metric]) -> list[tuple[RunHooks, list[Metric]]]:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.metric import (
-    JudgmentsProvider,
     Metric,
     ScoreOptions,
 )
 from rageval.core.names import MetricName, parse
+from rageval.core.providers import JudgmentsProvider
 
 __all__ = ["create", "judgments_provider", "metric_classes", "register", "register_family",
            "register_judgments", "register_namespace"]

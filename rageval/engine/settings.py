@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError, check_int
 from rageval.core.files import creatable
+from rageval.engine.online import EXACT_RECORDS
 from rageval.engine.sink import FileSink
 
 if TYPE_CHECKING:
@@ -22,9 +23,11 @@ __all__ = ["CI_METHODS", "DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "Run
 #: What can score a run's batches: this process, or a Ray cluster.
 ENGINES = ("local", "ray")
 
-#: How the summary's CIs are drawn: the records (a percentile bootstrap), or for a metric
-#: judged with several samples the records and then each record's samples (two levels).
-CI_METHODS = ("records", "judge-noise")
+#: How the summary's CIs are drawn: the records (a percentile bootstrap; past
+#: rageval.engine.online.EXACT_RECORDS records, running sums with Poisson weights), for a
+#: metric judged with several samples the records and then each record's samples (two
+#: levels), or running sums with Poisson weights from the first record.
+CI_METHODS = ("records", "judge-noise", "poisson")
 
 #: Records read and scored together when a records file is streamed: large enough that the
 #: judge keeps its requests flowing across batches, small enough that a window's records and
@@ -87,6 +90,11 @@ class RunSettings:
     def resample_samples(self) -> bool:
         """Whether a metric's CI resamples the samples within each record too."""
         return self.ci == "judge-noise"
+
+    @property
+    def exact_records(self) -> int | None:
+        """Up to how many records the summary keeps every value (0: none)."""
+        return 0 if self.ci == "poisson" else EXACT_RECORDS
 
     @property
     def window_size(self) -> int:

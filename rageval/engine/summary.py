@@ -20,23 +20,78 @@ from rageval.core.results import MetricSummary
 from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
 from rageval.engine.grouped import UNIT, ConversationGroups, summarise_conversations
+from rageval.engine.online import EXACT_RECORDS, OnlineBlocks, OnlineStore
+from rageval.stats.poisson import seeded_keys, unit_keys
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
 
 class SummaryParts:
     """Per metric: the summary parts of every batch scored so far, and its reasons counted.
-    Metrics are known by name, which run options never change."""
+    Metrics are known by name, which run options never change.
 
-    def __init__(self, metrics: list[Metric], *, over_conversations: bool = False) -> None:
-        self._stores: dict[str, MetricStore] = {str(m): MetricStore() for m in metrics}
+    Up to ``exact_records`` records every value is kept, for the exact percentile bootstrap
+    (:class:`MetricStore`); past them the parts go into running sums with the Poisson
+    bootstrap's weights (:class:`~rageval.engine.online.OnlineStore`), so that what a run
+    keeps no longer grows with its records (0: running sums from the first record; None:
+    never). A metric whose summary reads every record stays whole, and so does a run of
+    conversations."""
+
+    def __init__(self, metrics: list[Metric], *, over_conversations: bool = False,
+                 seed: int = 0, bootstrap: int = 1000,
+                 exact_records: int | None = EXACT_RECORDS) -> None:
+        self._metrics = {str(m): m for m in metrics}
+        self._stores: dict[str, MetricStore | OnlineStore] = {
+            str(m): MetricStore() for m in metrics}
         self._reasons: dict[str, Counter[str]] = {str(m): Counter() for m in metrics}
         self.groups = ConversationGroups()
         # Each record stands for a conversation (the conversation-level metrics' records).
         self.over_conversations = over_conversations
+        self.seed, self.bootstrap = seed, bootstrap
+        self._exact_records = exact_records
+        self._held_keys = GrowingColumn(np.uint64)  # the records' keys while values are held
+        self._blocks: OnlineBlocks | None = None
+        self._count = 0
 
     def add_records(self, records: Sequence[Record]) -> None:
         """Note the records whose parts come next, in their order (their conversations)."""
         self.groups.add(records)
+        if self._blocks is None and self._exact_records is None:
+            return
+        keys = seeded_keys(unit_keys([r.id for r in records]), self.seed)
+        if self._blocks is None:
+            self._held_keys.append(keys)
+            limit = self._exact_records
+            if self._count + len(records) > limit and not self.groups.conversations:
+                self._go_online()
+        else:
+            if self.groups.conversations:
+                raise UsageError(
+                    f"a conversation after {self._count:,} records on their own: past "
+                    f"{self._exact_records:,} records the summary resamples records, not "
+                    "conversations; put the conversations first, or score them apart")
+            self._blocks.advance(self._online())
+            self._blocks.add(keys)
+        self._count += len(records)
+
+    def _go_online(self) -> None:
+        """Move the values held so far into running sums, for every metric that can be."""
+        blocks = OnlineBlocks(self.bootstrap)
+        for name, store in self._stores.items():
+            metric = self._metrics[name]
+            if isinstance(store, MetricStore) and store.can_go_online(metric):
+                online = OnlineStore(metric, metric.output_names(), self.bootstrap)
+                if store.count:
+                    online.add(store.result())
+                self._stores[name] = online
+        held = self._held_keys.array()
+        self._held_keys = GrowingColumn(np.uint64)
+        if len(held):
+            blocks.add(held)
+        self._blocks = blocks
+        blocks.advance(self._online())
+
+    def _online(self) -> list[OnlineStore]:
+        return [s for s in self._stores.values() if isinstance(s, OnlineStore)]
 
     def add_part(self, metric: Metric, part: MetricResult,
                  reasons: list[str | None]) -> None:
@@ -47,17 +102,31 @@ class SummaryParts:
 
     def add_labels(self, name: str, labels: list[float]) -> None:
         """Keep the human labels of the records scored next, in their order (NaN: none)."""
-        self._stores[name].add_labels(labels)
+        store = self._stores[name]
+        if not isinstance(store, MetricStore):
+            raise UsageError(f"{name}: human labels need every value kept; the summary "
+                             "keeps running sums")
+        store.add_labels(labels)
 
     def summarise(self, metrics: list[Metric], seed: int, bootstrap: int,
                   noise: bool = False) -> dict[str, MetricSummary]:
         """The run's summary, one item per output name (``metrics``: the metrics as they sign
         the run, which may differ from those that scored it by run options only)."""
+        if (seed, bootstrap) != (self.seed, self.bootstrap) and self._blocks is not None:
+            raise ValueError("the running sums were weighed with another seed or resample "
+                             "count")
+        if self._blocks is not None:
+            self._blocks.advance(self._online(), final=True)
         out: dict[str, MetricSummary] = {}
         means: dict[str, np.ndarray] = {}  # outputs whose CI is the mean's, resampled together
         groups = self.groups.array()
+        extra = [UNIT] if self.over_conversations else []
         for scored, signing in zip(self._stores, metrics, strict=True):
             store = self._stores[scored]
+            if isinstance(store, OnlineStore):
+                store.metric = signing
+                out.update(store.summarise(self._reasons[scored], extra))
+                continue
             labels = store.labels()
             result = store.result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
@@ -84,6 +153,11 @@ class MetricStore:
         self._details: list[dict[str, Any] | None] | None = None
         self._labels: GrowingColumn | None = None
         self.count = 0
+
+    def can_go_online(self, metric: Metric) -> bool:
+        """Whether this store's values can become running sums: not when the summary reads
+        every record of the metric, nor when human labels calibrate it."""
+        return self._labels is None and not metric.summary_keeps_rows()
 
     def add_labels(self, labels: list[float]) -> None:
         if self._labels is None:

@@ -36,9 +36,10 @@ def conversations_ending(records: Sequence[Record]) -> list[Record]:
 class WholeConversations:
     """The conversation-level metrics of a run and what they keep between windows."""
 
-    def __init__(self, metrics: list[Metric], shared: dict[Any, Any]) -> None:
+    def __init__(self, metrics: list[Metric], shared: dict[Any, Any],
+                 parts_options: dict[str, Any] | None = None) -> None:
         self.metrics = metrics
-        self.parts = SummaryParts(metrics, over_conversations=True)
+        self.parts = SummaryParts(metrics, over_conversations=True, **(parts_options or {}))
         self.fields = NeededFields({str(m): m.needs for m in metrics})
         self.shared = shared  # the run's: their judge work is counted with the rest
         self.count = 0
@@ -71,7 +72,10 @@ class WholeConversations:
         run = Batch(records, shared=self.shared)
         for hooks, group in by_hooks(self.metrics):
             hooks.prepare(run, group)
+        start = 0
         for scored in engine.score(self.metrics, run, batch_size):
+            self.parts.add_records(records[start : start + len(scored.block)])
+            start += len(scored.block)
             sink.write(scored.block)
             for metric, (part, reasons) in zip(self.metrics, scored.parts, strict=True):
                 self.parts.add_part(metric, part, reasons)

@@ -12,7 +12,6 @@ references)``; over the records scored, the summary's headline is exactly
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,10 +26,17 @@ from rageval.core.metric import (
     answer_reference_reason,
 )
 from rageval.core.params import Param
-from rageval.core.registry import create, register
+from rageval.core.registry import register
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
-from rageval.generation.bleu_stats import corpus_statistics
+from rageval.generation.bleu_corpus import (
+    STATS_WIDTH,
+    corpus_bleu_scorer,
+    stats_columns,
+    stats_matrix,
+    stats_row,
+)
+from rageval.generation.bleu_stats import MAX_ORDER, corpus_statistics
 
 if TYPE_CHECKING:
     from sacrebleu.metrics.bleu import BLEU as SacreBLEU
@@ -38,7 +44,6 @@ if TYPE_CHECKING:
 
     from rageval.core.records import Record
 
-MAX_ORDER = 4
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 # Components after the headline, in output order: "<name>.sentence", "<name>.bp", ...
 COMPONENTS = ("sentence", "bp", "ratio", *(f"p{n}" for n in range(1, MAX_ORDER + 1)))
@@ -152,7 +157,7 @@ class Bleu(Metric):
         """The signature of scored results: ``nrefs`` is the reference count of the scored
         records, or ``var`` when it varies (as sacrebleu prints it)."""
         if result.stats is not None:  # the last column: each record's references (0: unscored)
-            counts = {int(n) for n in np.unique(result.stats[:, _STATS_WIDTH]) if n > 0}
+            counts = {int(n) for n in np.unique(result.stats[:, STATS_WIDTH]) if n > 0}
             label = UNKNOWN_NREFS if not counts else (
                 str(counts.pop()) if len(counts) == 1 else "var")
             return self._signature(label)
@@ -184,14 +189,14 @@ class Bleu(Metric):
         values = {name: np.full(len(records), np.nan) for name in names}
         details: list[dict[str, Any] | None] = [None] * len(records)
         rows = self._segment_stats([records[i] for i in scored])
-        stats = np.zeros((len(records), _STATS_WIDTH + 1), dtype=np.int32)
+        stats = np.zeros((len(records), STATS_WIDTH + 1), dtype=np.int32)
         for i, row in zip(scored, rows, strict=True):
             result = self._compute(row, effective_order=True)
             for name, value in zip(names, _outputs(result), strict=True):
                 values[name][i] = value
             details[i] = _details(row, result, len(records[i].references))
-            stats[i, :_STATS_WIDTH] = row
-            stats[i, _STATS_WIDTH] = len(records[i].references)
+            stats[i, :STATS_WIDTH] = row
+            stats[i, STATS_WIDTH] = len(records[i].references)
         return MetricResult(values, reasons, details, stats)
 
     def _segment_stats(self, records: Sequence[Record]) -> list[Stats]:
@@ -228,7 +233,7 @@ class Bleu(Metric):
     def corpus_value(self, result: MetricResult, indices: np.ndarray) -> float | None:
         """Corpus BLEU of the records ``indices`` (repeats allowed: a bootstrap resample)
         from their summed statistics."""
-        matrix = _stats_matrix(result)
+        matrix = stats_matrix(result)
         if len(indices) * 4 < len(matrix):
             summed = matrix[indices].sum(axis=0, dtype=np.int64)
         else:
@@ -236,8 +241,23 @@ class Bleu(Metric):
             # statistics, reads them in order (a gather of random rows misses the caches).
             # Sums of integers below 2**53 are exact in float64.
             counts = np.bincount(indices, minlength=len(matrix)).astype(np.float64)
-            summed = np.rint(_columns(result, matrix) @ counts).astype(np.int64)
-        return float(self._compute(summed.tolist(), effective_order=False).score)
+            summed = np.rint(stats_columns(result, matrix) @ counts).astype(np.int64)
+        return self.corpus_from_sums(summed)
+
+    def corpus_sums(self, stats: np.ndarray) -> np.ndarray:
+        """sacrebleu's sufficient statistics of each record (zeros for an unscored one)."""
+        return stats[:, :STATS_WIDTH]
+
+    def corpus_from_sums(self, sums: np.ndarray) -> float:
+        return float(self._compute([int(v) for v in sums], effective_order=False).score)
+
+    def signature_rows(self, part: MetricResult) -> MetricResult:
+        """One statistics row for each reference count among the part's records (the
+        signature's ``nrefs``)."""
+        if part.stats is None:
+            return super().signature_rows(part)
+        _, first = np.unique(part.stats[:, STATS_WIDTH], return_index=True)
+        return MetricResult({}, [], None, part.stats[first])
 
     def corpus_resampler(
         self, details: Sequence[Mapping[str, Any] | None]
@@ -248,44 +268,11 @@ class Bleu(Metric):
         """sacrebleu's corpus ``BLEUScore`` (score, precisions, bp, ratio, lengths) recomputed
         from per-record ``details`` (e.g. read back from ``records.jsonl``); None entries
         (unscored records) are skipped."""
-        rows = [_row(d) for d in details if d is not None]
+        rows = [stats_row(d) for d in details if d is not None]
         if not rows:
             raise ValueError("corpus BLEU needs at least one scored record")
         summed = np.asarray(rows, dtype=np.int64).sum(axis=0)
         return self._compute(summed.tolist(), effective_order=False)
-
-
-def corpus_bleu_scorer(
-    details: Sequence[Mapping[str, Any] | None], *, metric: str = "bleu"
-) -> Callable[[np.ndarray | None], np.ndarray]:
-    """Corpus BLEU of weighted sets of records, recomputed from their per-record ``details``.
-
-    ``details`` are the records' ``details[metric]`` as ``records.jsonl`` holds them (None for
-    an unscored record: it adds nothing). Their statistics are read once; the function returned
-    takes a ``(k, n)`` array of non-negative integer multiplicities, one row per corpus
-    (bootstrap resamples, randomization relabellings), and returns the ``k`` corpus BLEU values:
-    each row's statistics are summed (one matrix product for all rows) and BLEU is computed from
-    the sums as :meth:`Bleu.corpus_value` does, with the smoothing of the ``metric`` name
-    (``"bleu(smooth=floor)"``). Given None it scores every record once: the one value is the
-    run's corpus BLEU (``sacrebleu.corpus_bleu``).
-    """
-    scorer = create(metric)
-    if not isinstance(scorer, Bleu):
-        raise UsageError(f"{metric} is not a BLEU metric: no corpus BLEU to recompute")
-    matrix = np.zeros((len(details), 2 + 2 * MAX_ORDER), dtype=np.float64)
-    for i, detail in enumerate(details):
-        if detail is not None:
-            matrix[i] = _row(detail)
-
-    def score(weights: np.ndarray | None) -> np.ndarray:
-        rows = np.ones((1, len(matrix))) if weights is None else np.asarray(weights, np.float64)
-        if rows.ndim != 2 or rows.shape[1] != len(matrix):
-            raise ValueError(f"weights must have shape (k, {len(matrix)}), got {rows.shape}")
-        # Float products are exact for these integer sums (far below 2**53); sacrebleu gets ints.
-        sums = np.rint(rows @ matrix).astype(np.int64).tolist()
-        return np.array([scorer._compute(row, effective_order=False).score for row in sums])
-
-    return score
 
 
 # ---- helpers ----------------------------------------------------------------------------
@@ -347,53 +334,8 @@ def _details(stats: Stats, result: BLEUScore, nrefs: int) -> dict[str, Any]:
     }
 
 
-def _row(detail: Mapping[str, Any]) -> Stats:
-    """A record's statistics back in sacrebleu's layout."""
-    return [int(detail["sys_len"]), int(detail["ref_len"]),
-            *(int(c) for c in detail["counts"]), *(int(t) for t in detail["totals"])]
-
-
 def _nrefs_label(details: Sequence[Mapping[str, Any] | None]) -> str:
     counts = {int(d["nrefs"]) for d in details if d is not None}
     if not counts:
         return UNKNOWN_NREFS
     return str(counts.pop()) if len(counts) == 1 else "var"
-
-
-# sys_len, ref_len, then the matches and totals of each n-gram order (sacrebleu's layout).
-_STATS_WIDTH = 2 + 2 * MAX_ORDER
-# The statistics matrix of a result without ``stats`` (one built from details), built once
-# and reused by every bootstrap resample.
-_MATRICES: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
-
-
-# The statistics of a result by column, as float64, for the resamples of its bootstrap.
-_COLUMNS: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
-
-
-def _columns(result: MetricResult, matrix: np.ndarray) -> np.ndarray:
-    key = id(result)
-    cached = _COLUMNS.get(key)
-    if cached is not None and cached[0]() is result:
-        return cached[1]
-    columns = np.ascontiguousarray(matrix.T, dtype=np.float64)
-    _COLUMNS[key] = (weakref.ref(result, lambda _ref: _COLUMNS.pop(key, None)), columns)
-    return columns
-
-
-def _stats_matrix(result: MetricResult) -> np.ndarray:
-    if result.stats is not None:  # kept by score() (and by a streamed run's summary)
-        return result.stats[:, :_STATS_WIDTH]
-    key = id(result)
-    cached = _MATRICES.get(key)
-    if cached is not None and cached[0]() is result:
-        return cached[1]
-    details = result.details or []
-    width = 2 + 2 * MAX_ORDER
-    matrix = np.zeros((len(details), width), dtype=np.int64)
-    for i, detail in enumerate(details):
-        if detail is not None:
-            matrix[i] = _row(detail)
-    _MATRICES[key] = (weakref.ref(result, lambda _ref: _MATRICES.pop(key, None)), matrix)
-    return matrix
-

@@ -16,8 +16,8 @@ from rageval.core.records.judgments import JudgmentsJoin, Qrels
 from rageval.inputs.spec import InputSpec
 
 if TYPE_CHECKING:
-    from rageval.core.metric import JudgmentsProvider
     from rageval.core.progress import LoadProgress
+    from rageval.core.providers import JudgmentsProvider
     from rageval.core.records.model import Record
 
 __all__ = ["RecordsIn", "RunInputs"]

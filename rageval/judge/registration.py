@@ -8,8 +8,9 @@ or retrieval metrics never pays for openai, the rubric machinery or the claim pi
 from __future__ import annotations
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import JudgmentsProvider, Metric, ScoreOptions
+from rageval.core.metric import Metric, ScoreOptions
 from rageval.core.names import MetricName
+from rageval.core.providers import JudgmentsProvider
 from rageval.core.registry import register_judgments, register_namespace
 
 # The claim-level namespaces; a test holds this equal to ``claims.metrics.KINDS``.

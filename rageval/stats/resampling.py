@@ -42,6 +42,14 @@ def _percentiles(stats: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def percentile_interval(stats: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """The percentile interval of resampled statistics, NaN (a resample in which the
+    statistic is undefined) left out; None when none is defined."""
+    _check_bootstrap(1, level)
+    defined = stats[~np.isnan(stats)]
+    return _percentiles(defined, level) if len(defined) else None
+
+
 def bootstrap_ci(
     values: np.ndarray,
     *,

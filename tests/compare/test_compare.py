@@ -28,7 +28,7 @@ from rageval.compare.runs.compare import (
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
 from rageval.core.results import MetricSummary, RecordResult, Results
-from rageval.generation.bleu import corpus_bleu_scorer
+from rageval.generation.bleu_corpus import corpus_bleu_scorer
 from rageval.stats.resampling import bootstrap_ci, bootstrap_weights, paired_randomization_test
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"

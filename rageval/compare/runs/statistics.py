@@ -309,7 +309,13 @@ def signature_diff(baseline: str, system: str) -> dict[str, list[str | None]]:
     side only), each with ``[baseline value, system value]``."""
     ours, theirs = _fields(baseline), _fields(system)
     keys = dict.fromkeys([*ours, *theirs])
-    return {k: [ours.get(k), theirs.get(k)] for k in keys if ours.get(k) != theirs.get(k)}
+    return {k: [ours.get(k), theirs.get(k)] for k in keys
+            if ours.get(k) != theirs.get(k) and k not in _INTERVAL_KEYS}
+
+
+# Fields that say how a run's interval was drawn, not what its value is: a run past the
+# records kept whole (ci:poisson) is compared with a shorter one as it is.
+_INTERVAL_KEYS = frozenset({"ci"})
 
 
 def mismatch_kind(diff: dict[str, list[str | None]]) -> str | None:

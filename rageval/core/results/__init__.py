@@ -56,8 +56,9 @@ class MetricSummary:
     calibrated: Calibration | None = None
     # Figures beside the value, by key (a judge's "stability" over its samples).
     figures: dict[str, Any] = field(default_factory=dict)
-    # How the CI was drawn: "records" (the bootstrap of records), or "judge-noise" (records,
-    # then each record's judge samples).
+    # How the CI was drawn: "records" (the bootstrap of records), "judge-noise" (records,
+    # then each record's judge samples), "conversations" (of conversations), or "poisson"
+    # (running sums with Poisson weights: a run past the records kept whole, or --ci poisson).
     ci_method: str = "records"
 
     def to_json(self) -> dict[str, Any]:

@@ -153,6 +153,10 @@ class PanelMetric(Metric):
                   Field("rageval", __version__, "v", version=True)]
         return Signature.of(fields)
 
+    def summary_keeps_rows(self) -> bool:
+        """The members' agreement reads every record's grid of values."""
+        return True
+
     def summary_figures(self, result: MetricResult) -> dict[str, Any]:
         grid = result.stats
         if grid is None:

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, JudgmentsProvider, Metric, ScoreOptions
+from rageval.core.metric import Batch, Metric, ScoreOptions
+from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import apply_judgments
 from rageval.judge.rubric.metric import JudgeMetric
 

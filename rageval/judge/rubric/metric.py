@@ -162,6 +162,10 @@ class JudgeMetric(Metric):
             return {}
         return {"stability": stability(result.stats, self.judge.samples)}
 
+    def summary_keeps_rows(self) -> bool:
+        """With several samples, the stability figures read every record's samples."""
+        return self.judge.samples > 1
+
     def noise_samples(self, result: MetricResult) -> np.ndarray | None:
         if result.stats is None:
             return None
