@@ -246,9 +246,6 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if settings.resample_samples:
         raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
                          "of conversations resamples conversations: leave --ci out")
-    if settings.ci == "poisson":
-        raise UsageError("--ci poisson weighs records; a run of conversations resamples "
-                         "conversations, with every value kept: leave --ci out")
     if inputs.human is not None:
         raise UsageError("human labels calibrate record by record; a run of conversations "
                          "is summed up by conversation: leave --human out")

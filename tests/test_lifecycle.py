@@ -16,13 +16,13 @@ from rageval.core import registry
 from rageval.core.errors import UsageError
 from rageval.core.metric import (
     Batch,
-    JudgmentsProvider,
     Metric,
     MetricResult,
     RunHooks,
     ScoreOptions,
 )
 from rageval.core.names import MetricName
+from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record, apply_judgments, records_from_dicts
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "records.jsonl"

@@ -33,7 +33,8 @@ __all__ = ["ConversationGroups", "PerConversation", "per_conversation",
 
 class ConversationGroups:
     """The conversation (a number from 0, in the order met) of each record scored, kept only
-    once a run has met a conversation (before that, every record is its own)."""
+    once a run has met a conversation (before that, every record is its own), and only while
+    :attr:`hold` (a summary kept as running sums folds each batch's turns as it comes)."""
 
     def __init__(self) -> None:
         self._column: GrowingColumn | None = None
@@ -42,31 +43,55 @@ class ConversationGroups:
         self._groups = 0  # groups numbered so far
         self.conversations = 0  # of those, conversations (not records on their own)
         self.turns = 0  # the records that are turns of one
+        self.hold = True
 
-    def add(self, records: Sequence[Record]) -> None:
-        """Note the records scored next, in their order."""
-        if self._column is None:
-            if all(r.conversation is None for r in records):
-                self._count += len(records)
-                self._groups += len(records)
-                return
+    def add(self, records: Sequence[Record]) -> tuple[np.ndarray, list[Record]]:
+        """Note the records scored next, in their order: their group numbers, and the records
+        that start a group (a conversation's first turn here, or a record on its own)."""
+        if self._column is None and all(r.conversation is None for r in records):
+            numbers = np.arange(self._groups, self._groups + len(records), dtype=np.int64)
+            self._count += len(records)
+            self._groups += len(records)
+            self._last = None
+            return numbers, list(records)
+        if self._column is None and self.hold:
             self._column = GrowingColumn(np.int64)
             self._column.append(np.arange(self._count, dtype=np.int64))
         numbers = np.empty(len(records), dtype=np.int64)
+        starts: list[Record] = []
         for i, record in enumerate(records):
             conversation = record.conversation
             if conversation is None or conversation is not self._last:
                 self._groups += 1
                 self.conversations += conversation is not None
+                starts.append(record)
             self.turns += conversation is not None
             numbers[i] = self._groups - 1
             self._last = conversation
-        self._column.append(numbers)
+        if self._column is not None:
+            self._column.append(numbers)
         self._count += len(records)
+        return numbers, starts
+
+    @property
+    def open(self) -> bool:
+        """Whether the last record noted is a turn, whose conversation may go on."""
+        return self._last is not None
 
     def array(self) -> np.ndarray | None:
-        """Each record's conversation number; None for a run without conversations."""
+        """Each record's conversation number; None for a run without conversations (or one
+        whose numbers are no longer held)."""
         return None if self._column is None else self._column.array()
+
+    def array_copy(self) -> np.ndarray | None:
+        """:meth:`array`, still held."""
+        return None if self._column is None else self._column.copy().array()
+
+    def release(self) -> np.ndarray | None:
+        """The numbers held so far, no longer held from here on."""
+        held = self.array()
+        self._column, self.hold = None, False
+        return held
 
 
 @dataclass(frozen=True)

@@ -43,76 +43,84 @@ def block_rows(resamples: int) -> int:
 
 
 class OnlineStore:
-    """A metric's running sums (see the module). Rows wait in :attr:`pending` until the run's
-    next block of records is complete, then :meth:`consume` sums them."""
+    """A metric's running sums (see the module). Each batch's rows are folded into units,
+    records on their own or whole conversations (:class:`UnitFolder`), which wait in a queue
+    until the run's next block of units is complete; then :meth:`consume` sums them."""
 
     def __init__(self, metric: Metric, names: list[str], resamples: int) -> None:
         self.metric = metric
         self.names = names
-        self.count = 0  # rows summed or pending
-        self.pending: list[MetricResult] = []
-        self._pending_rows = 0
+        self.count = 0  # rows (records) added
+        self.units = 0  # units folded
+        self._folder = UnitFolder(len(names))
+        self._queue: list[Units] = []
         width = len(names)
-        self._exact = ExactSums(width)
-        self._scored = np.zeros(width, dtype=np.int64)
+        self._exact = ExactSums(3 * width)  # unit means, then lowest and last values
+        self._scored = np.zeros(width, dtype=np.int64)  # units with a scored row
+        self._has_last = np.zeros(width, dtype=np.int64)  # units whose last row is scored
+        self.turns = np.zeros(width, dtype=np.int64)  # scored rows
         self._corpus: np.ndarray | None = None  # exact sums of the additive statistics
-        # Per resample: weighted sums of the values, then the weights of the scored rows,
-        # then (with a corpus figure) the weighted additive statistics.
+        # Per resample: weighted sums of the unit means, then the weights of the units with a
+        # scored row, then (with a corpus figure) the weighted additive statistics.
         self._replicates: np.ndarray | None = None
-        self._resamples = resamples
         self.flagged: Counter[str] = Counter()
         self._details: dict[str, dict[str, Any]] = {}
         self._stats_rows: np.ndarray | None = None
 
-    def add(self, part: MetricResult) -> None:
-        """Keep a batch's summary part until its block is summed."""
+    def add(self, part: MetricResult, groups: np.ndarray, open_last: bool) -> None:
+        """Fold a batch's summary part into units (``groups``: each row's unit number; with
+        ``open_last``, the last unit may go on in the next batch)."""
         self._note(part)
-        self.pending.append(part)
-        rows = len(part.values[self.names[0]]) if self.names else len(part.reasons)
-        self._pending_rows += rows
-        self.count += rows
+        values = np.column_stack([part.values[n] for n in self.names])
+        self.turns += (~np.isnan(values)).sum(axis=0)
+        sums = self.metric.corpus_sums(part.stats) if part.stats is not None else None
+        self.count += len(values)
+        units = self._folder.fold(values, sums, groups, open_last)
+        if units is not None:
+            self._queue.append(units)
+            self.units += len(units.means)
 
-    def consume(self, rows: int, weights: np.ndarray) -> None:
-        """Sum the first ``rows`` pending rows, weighted by ``weights`` (``(rows, resamples)``)
-        in the resamples."""
-        taken = self._take(rows)
-        values = np.column_stack([taken.values[n] for n in self.names]) if self.names else (
-            np.empty((rows, 0)))
-        scored = ~np.isnan(values)
-        filled = np.where(scored, values, 0.0)
-        self._exact.add(filled)
-        self._scored += scored.sum(axis=0)
-        columns = [filled, scored.astype(np.float64)]
-        sums = self.metric.corpus_sums(taken.stats) if taken.stats is not None else None
-        if sums is not None:
-            exact = sums.sum(axis=0, dtype=np.int64)
+    def close(self) -> None:
+        """The last unit is complete."""
+        units = self._folder.close()
+        if units is not None:
+            self._queue.append(units)
+            self.units += len(units.means)
+
+    def consume(self, count: int, weights: np.ndarray) -> None:
+        """Sum the next ``count`` units, weighted by ``weights`` (``(count, resamples)``)."""
+        units = self._take(count)
+        has = ~np.isnan(units.means)
+        filled = np.where(has, units.means, 0.0)
+        self._scored += has.sum(axis=0)
+        last = ~np.isnan(units.last)
+        self._has_last += last.sum(axis=0)
+        self._exact.add(np.concatenate([filled, np.where(has, units.lowest, 0.0),
+                                        np.where(last, units.last, 0.0)], axis=1))
+        columns = [filled, has.astype(np.float64)]
+        if units.stats is not None:
+            exact = units.stats.sum(axis=0, dtype=np.int64)
             self._corpus = exact if self._corpus is None else self._corpus + exact
-            columns.append(sums.astype(np.float64))
-        matrix = np.concatenate(columns, axis=1)
-        weighted = matrix.T @ weights
+            columns.append(units.stats.astype(np.float64))
+        weighted = np.concatenate(columns, axis=1).T @ weights
         if self._replicates is None:
             self._replicates = weighted
         else:
             self._replicates += weighted
 
-    def _take(self, rows: int) -> MetricResult:
-        """The first ``rows`` pending rows, as one part, removed from :attr:`pending`."""
-        parts: list[MetricResult] = []
-        needed = rows
-        while needed:
-            part = self.pending[0]
-            size = len(part.values[self.names[0]]) if self.names else len(part.reasons)
-            if size <= needed:
-                parts.append(self.pending.pop(0))
-                needed -= size
+    def _take(self, count: int) -> Units:
+        """The next ``count`` units, removed from the queue."""
+        taken: list[Units] = []
+        while count:
+            first = self._queue[0]
+            if len(first.means) <= count:
+                taken.append(self._queue.pop(0))
+                count -= len(first.means)
             else:
-                parts.append(_rows(part, slice(0, needed)))
-                self.pending[0] = _rows(part, slice(needed, size))
-                needed = 0
-        self._pending_rows -= rows
-        values = {n: np.concatenate([p.values[n] for p in parts]) for n in self.names}
-        stats = [p.stats for p in parts if p.stats is not None]
-        return MetricResult(values, [], None, np.concatenate(stats) if stats else None)
+                taken.append(first.rows(slice(0, count)))
+                self._queue[0] = first.rows(slice(count, None))
+                count = 0
+        return Units.join(taken)
 
     def _note(self, part: MetricResult) -> None:
         """Count the part's flags and keep what the signature reads of its details and
@@ -135,44 +143,132 @@ class OnlineStore:
         """The distinct details and statistics rows kept, as a result (no values)."""
         return MetricResult({}, [], list(self._details.values()) or None, self._stats_rows)
 
-    def summarise(self, reasons: Counter[str], extra: list[Field],
+    def summarise(self, reasons: Counter[str], extra: list[Field], conversations: bool,
                   level: float = 0.95) -> dict[str, MetricSummary]:
-        """Each output's summary: the exact mean (or the corpus figure from the exact sums of
-        its statistics), the Poisson bootstrap's percentile interval, and the counts;
-        ``extra``: signature fields after the metric's own."""
+        """Each output's summary: the exact mean of the unit means (or the corpus figure from
+        the exact sums of its statistics), the Poisson bootstrap's percentile interval, and
+        the counts; ``extra``: signature fields after the metric's own; with
+        ``conversations``, the units are conversations, summed up as
+        :func:`~rageval.engine.grouped.summarise_conversations` does."""
         metric = self.metric
         signature = metric.result_signature(self.signature_part()).extend([*extra, POISSON])
         headline = metric.output_names()[0]
-        width = len(self.names)
         out: dict[str, MetricSummary] = {}
         for k, name in enumerate(self.names):
             scored = int(self._scored[k])
-            value: float | None = self._exact.mean(k, scored) if scored else None
-            aggregate, ci = "mean", None
+            value, aggregate = (self._exact.mean(k, scored) if scored else None), "mean"
+            ci = None
             if scored and self._replicates is not None:
-                sums, weights = self._replicates[k], self._replicates[width + k]
-                replicated = np.divide(sums, weights, out=np.full_like(sums, np.nan),
-                                       where=weights > 0)
+                replicated = self._replicated(k)
                 if name == headline and self._corpus is not None:
                     value, aggregate = metric.corpus_from_sums(self._corpus), "corpus"
-                    replicated = np.array([metric.corpus_from_sums(np.rint(column))
-                                           for column in self._replicates[2 * width:].T])
+                    replicated = np.array([metric.corpus_from_sums(np.rint(column)) for column
+                                           in self._replicates[2 * len(self.names):].T])
                 ci = percentile_interval(replicated, level)
+            figures = self._figures(k) if conversations else {}
             out[name] = MetricSummary(
-                value, scored, self.count - scored, ci, signature.format(), dict(reasons),
+                value, scored, self.units - scored, ci, signature.format(), dict(reasons),
                 aggregate, signature.format(short=True), in_table=name in metric.table_names(),
-                flagged=dict(self.flagged), ci_method="poisson")
+                flagged=dict(self.flagged), figures=figures, ci_method="poisson")
         return out
 
+    def _replicated(self, k: int) -> np.ndarray:
+        """Output ``k``'s weighted mean in each resample (NaN: no scored unit drawn)."""
+        assert self._replicates is not None
+        sums, weights = self._replicates[k], self._replicates[len(self.names) + k]
+        return np.divide(sums, weights, out=np.full_like(sums, np.nan), where=weights > 0)
 
-def _rows(part: MetricResult, rows: slice) -> MetricResult:
-    return MetricResult({n: v[rows] for n, v in part.values.items()}, [], None,
-                        part.stats[rows] if part.stats is not None else None)
+    def _figures(self, k: int) -> dict[str, Any]:
+        """The turns and the conversations' lowest and last values, as for every value kept."""
+        width, scored, last = len(self.names), int(self._scored[k]), int(self._has_last[k])
+        return {"turns": {"scored": int(self.turns[k]), "unscored": self.count - int(
+                    self.turns[k])},
+                "conversation_min": self._exact.mean(width + k, scored) if scored else None,
+                "conversation_last": self._exact.mean(2 * width + k, last) if last else None}
+
+
+class Units:
+    """Units summed up from their rows: per output the mean of the scored rows, the lowest
+    and the last row's value (NaN: none scored; the last row unscored), and per unit the
+    summed additive statistics (None: no corpus figure)."""
+
+    def __init__(self, means: np.ndarray, lowest: np.ndarray, last: np.ndarray,
+                 stats: np.ndarray | None) -> None:
+        self.means, self.lowest, self.last, self.stats = means, lowest, last, stats
+
+    def rows(self, which: slice) -> Units:
+        return Units(self.means[which], self.lowest[which], self.last[which],
+                     None if self.stats is None else self.stats[which])
+
+    @staticmethod
+    def join(parts: list[Units]) -> Units:
+        if len(parts) == 1:
+            return parts[0]
+        stats = [p.stats for p in parts if p.stats is not None]
+        return Units(*(np.concatenate([getattr(p, a) for p in parts])
+                       for a in ("means", "lowest", "last")),
+                     np.concatenate(stats) if stats else None)
+
+
+class UnitFolder:
+    """Rows folded into units as their units complete. A unit's rows are always summed
+    together (those of a unit still open are kept until it completes), so its figures never
+    depend on where batches split it."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self._open: tuple[np.ndarray, np.ndarray | None, np.ndarray] | None = None
+
+    def fold(self, values: np.ndarray, stats: np.ndarray | None, groups: np.ndarray,
+             open_last: bool) -> Units | None:
+        """The units these rows complete (with the open unit's rows kept before them)."""
+        if self._open is not None:
+            held_values, held_stats, held_groups = self._open
+            values = np.concatenate([held_values, values])
+            stats = None if stats is None or held_stats is None else np.concatenate(
+                [held_stats, stats])
+            groups = np.concatenate([held_groups, groups])
+            self._open = None
+        if not len(values):
+            return None
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        if open_last:
+            cut = starts[-1]
+            self._open = (values[cut:], None if stats is None else stats[cut:], groups[cut:])
+            values, groups = values[:cut], groups[:cut]
+            stats = None if stats is None else stats[:cut]
+            starts = starts[:-1]
+        if not len(starts):
+            return None
+        if len(starts) == len(values):  # every row a unit of its own
+            return Units(values, values, values, stats)
+        return _summed(values, stats, starts)
+
+    def close(self) -> Units | None:
+        """The open unit, complete."""
+        if self._open is None:
+            return None
+        values, stats, groups = self._open
+        self._open = None
+        return self.fold(values, stats, groups, open_last=False)
+
+
+def _summed(values: np.ndarray, stats: np.ndarray | None, starts: np.ndarray) -> Units:
+    scored = ~np.isnan(values)
+    counts = np.add.reduceat(scored.astype(np.int64), starts, axis=0)
+    sums = np.add.reduceat(np.where(scored, values, 0.0), starts, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / counts, np.nan)
+    lowest = np.minimum.reduceat(np.where(scored, values, np.inf), starts, axis=0)
+    lowest[counts == 0] = np.nan
+    ends = np.r_[starts[1:], len(values)] - 1
+    summed = None if stats is None else np.add.reduceat(stats.astype(np.int64), starts, axis=0)
+    return Units(means, lowest, values[ends], summed)
 
 
 class OnlineBlocks:
-    """The records' weights, block by block: the keys of the records whose rows are pending,
-    and the fixed-size blocks they are summed in."""
+    """The units' weights, block by block: the keys of the units whose rows are pending, and
+    the fixed-size blocks they are summed in."""
 
     def __init__(self, resamples: int) -> None:
         self.resamples = resamples
@@ -181,17 +277,20 @@ class OnlineBlocks:
         self._count = 0
 
     def add(self, seeded: np.ndarray) -> None:
-        """The seeded keys of the records whose parts come next (in their order)."""
+        """The seeded keys of the units that start next (in their order)."""
         self._keys.append(seeded)
         self._count += len(seeded)
 
-    def advance(self, stores: list[OnlineStore], final: bool = False) -> None:
-        """Sum every complete block (``final``: and the last, short one) in every store."""
-        while self._count >= self.rows or (final and self._count):
-            take = min(self.rows, self._count)
+    def advance(self, stores: list[OnlineStore], open_last: bool, final: bool = False) -> None:
+        """Sum every complete block of complete units in every store (``open_last``: the
+        last unit may go on; ``final``: the last, short block too)."""
+        ready = self._count - (open_last and not final)
+        while ready >= self.rows or (final and ready):
+            take = min(self.rows, ready)
             keys = np.concatenate(self._keys)
             block, rest = keys[:take], keys[take:]
             self._keys, self._count = ([rest] if len(rest) else []), len(rest)
+            ready -= take
             weights = poisson_weights(block, self.resamples)
             for store in stores:
                 store.consume(take, weights)

@@ -33,8 +33,8 @@ class SummaryParts:
     (:class:`MetricStore`); past them the parts go into running sums with the Poisson
     bootstrap's weights (:class:`~rageval.engine.online.OnlineStore`), so that what a run
     keeps no longer grows with its records (0: running sums from the first record; None:
-    never). A metric whose summary reads every record stays whole, and so does a run of
-    conversations."""
+    never). The weights are drawn per unit: a record on its own, or a whole conversation. A
+    metric whose summary reads every record stays whole."""
 
     def __init__(self, metrics: list[Metric], *, over_conversations: bool = False,
                  seed: int = 0, bootstrap: int = 1000,
@@ -48,47 +48,51 @@ class SummaryParts:
         self.over_conversations = over_conversations
         self.seed, self.bootstrap = seed, bootstrap
         self._exact_records = exact_records
-        self._held_keys = GrowingColumn(np.uint64)  # the records' keys while values are held
+        self._held_keys = GrowingColumn(np.uint64)  # the units' keys while values are held
         self._blocks: OnlineBlocks | None = None
+        self._batch: np.ndarray = np.empty(0, dtype=np.int64)  # the batch's unit numbers
         self._count = 0
 
     def add_records(self, records: Sequence[Record]) -> None:
         """Note the records whose parts come next, in their order (their conversations)."""
-        self.groups.add(records)
-        if self._blocks is None and self._exact_records is None:
+        was_open = self.groups.open  # the last unit before these records may go on
+        self._batch, starts = self.groups.add(records)
+        if self._exact_records is None:
             return
-        keys = seeded_keys(unit_keys([r.id for r in records]), self.seed)
+        keys = seeded_keys(unit_keys([_unit_id(r) for r in starts]), self.seed)
+        if self._blocks is None and self._count + len(records) > self._exact_records:
+            self._go_online(was_open)  # the values held so far, those of earlier records
         if self._blocks is None:
             self._held_keys.append(keys)
-            limit = self._exact_records
-            if self._count + len(records) > limit and not self.groups.conversations:
-                self._go_online()
         else:
-            if self.groups.conversations:
-                raise UsageError(
-                    f"a conversation after {self._count:,} records on their own: past "
-                    f"{self._exact_records:,} records the summary resamples records, not "
-                    "conversations; put the conversations first, or score them apart")
-            self._blocks.advance(self._online())
+            self._blocks.advance(self._online(), was_open)
             self._blocks.add(keys)
         self._count += len(records)
 
-    def _go_online(self) -> None:
-        """Move the values held so far into running sums, for every metric that can be."""
+    def _go_online(self, was_open: bool) -> None:
+        """Move the values held so far into running sums, for every metric that can be
+        (``was_open``: the last unit held may go on)."""
         blocks = OnlineBlocks(self.bootstrap)
-        for name, store in self._stores.items():
+        movable = {name for name, store in self._stores.items()
+                   if isinstance(store, MetricStore)
+                   and store.can_go_online(self._metrics[name])}
+        groups = self.groups.release() if len(movable) == len(self._stores) else (
+            self.groups.array_copy())
+        for name in movable:
             metric = self._metrics[name]
-            if isinstance(store, MetricStore) and store.can_go_online(metric):
-                online = OnlineStore(metric, metric.output_names(), self.bootstrap)
-                if store.count:
-                    online.add(store.result())
-                self._stores[name] = online
-        held = self._held_keys.array()
+            store = self._stores[name]
+            assert isinstance(store, MetricStore)
+            online = OnlineStore(metric, metric.output_names(), self.bootstrap)
+            if store.count:
+                held = np.arange(store.count, dtype=np.int64) if groups is None else groups
+                online.add(store.result(), held, was_open)
+            self._stores[name] = online
+        held_keys = self._held_keys.array()
         self._held_keys = GrowingColumn(np.uint64)
-        if len(held):
-            blocks.add(held)
+        if len(held_keys):
+            blocks.add(held_keys)
         self._blocks = blocks
-        blocks.advance(self._online())
+        blocks.advance(self._online(), was_open)
 
     def _online(self) -> list[OnlineStore]:
         return [s for s in self._stores.values() if isinstance(s, OnlineStore)]
@@ -98,7 +102,11 @@ class SummaryParts:
         """Keep a batch's summary part (:meth:`~rageval.core.metric.Metric.summary_part`)
         and count its reasons."""
         self._reasons[str(metric)].update(r for r in reasons if r is not None)
-        self._stores[str(metric)].add(part)
+        store = self._stores[str(metric)]
+        if isinstance(store, OnlineStore):
+            store.add(part, self._batch, self.groups.open)
+        else:
+            store.add(part)
 
     def add_labels(self, name: str, labels: list[float]) -> None:
         """Keep the human labels of the records scored next, in their order (NaN: none)."""
@@ -116,16 +124,19 @@ class SummaryParts:
             raise ValueError("the running sums were weighed with another seed or resample "
                              "count")
         if self._blocks is not None:
-            self._blocks.advance(self._online(), final=True)
+            for store in self._online():
+                store.close()
+            self._blocks.advance(self._online(), open_last=False, final=True)
         out: dict[str, MetricSummary] = {}
         means: dict[str, np.ndarray] = {}  # outputs whose CI is the mean's, resampled together
         groups = self.groups.array()
-        extra = [UNIT] if self.over_conversations else []
+        extra = [UNIT] if self.over_conversations or self.groups.conversations else []
         for scored, signing in zip(self._stores, metrics, strict=True):
             store = self._stores[scored]
             if isinstance(store, OnlineStore):
                 store.metric = signing
-                out.update(store.summarise(self._reasons[scored], extra))
+                out.update(store.summarise(self._reasons[scored], extra,
+                                           conversations=bool(self.groups.conversations)))
                 continue
             labels = store.labels()
             result = store.result()  # the store hands its arrays over
@@ -136,6 +147,11 @@ class SummaryParts:
         for name, ci in zip(names, cis, strict=True):
             out[name] = replace(out[name], ci95=ci)
         return out
+
+
+def _unit_id(record: Record) -> str:
+    """What a unit's weights are drawn from: its conversation's id, or the record's own."""
+    return record.conversation.id if record.conversation is not None else record.id
 
 
 class MetricStore:

@@ -23,10 +23,10 @@ from test_streaming import LEXICAL, comparable, write_records
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.compare.runs.statistics import signature_diff
-from rageval.core.errors import UsageError
 from rageval.core.metric import MetricResult
 from rageval.core.records import load_records
 from rageval.core.registry import create
+from rageval.engine import online
 from rageval.engine.online import OnlineStore, block_rows
 from rageval.engine.summary import SummaryParts
 from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, unit_keys
@@ -140,10 +140,13 @@ def test_order_changes_the_sums_only_in_their_last_bits(tmp_path: Path) -> None:
         assert b[name].ci95 == pytest.approx(item.ci95, rel=1e-9)
 
 
-def test_past_the_limit_the_run_equals_running_sums_from_the_start() -> None:
+@pytest.mark.parametrize("cells", [1 << 20, 3000])
+def test_past_the_limit_the_run_equals_running_sums_from_the_start(
+        monkeypatch: pytest.MonkeyPatch, cells: int) -> None:
+    monkeypatch.setattr(online, "_BLOCK_CELLS", cells)  # blocks of 10,485 or 30 records
     metrics = [create(name) for name in ("ndcg@3", "map", "mrr", "rouge1")]
     rng = np.random.default_rng(5)
-    rows = block_rows(100) * 2 + 17
+    rows = block_rows(100) * 2 + 17 if cells > 3000 else 317
     records = load_records_like([f"x{i}" for i in range(rows)])
     batches = []
     for start in range(0, rows, 40):
@@ -206,7 +209,8 @@ def test_online_store_counts_flags_and_keeps_distinct_details() -> None:
     name = metric.output_names()[0]
     store = OnlineStore(metric, [name], 10)
     shared = {"endpoint": "a", "flags": ["x"]}
-    store.add(MetricResult({name: np.ones(3)}, [], [shared, shared, {"flags": ["y"]}]))
+    store.add(MetricResult({name: np.ones(3)}, [], [shared, shared, {"flags": ["y"]}]),
+              np.arange(3), open_last=False)
     assert store.flagged == Counter({"x": 2, "y": 1})
     assert len(store.signature_part().details or []) == 2
 
@@ -216,24 +220,87 @@ def test_the_interval_method_is_no_configuration_difference() -> None:
     assert signature_diff("m:mrr|k:3|ci:poisson", "m:mrr|k:4") == {"k": ["3", "4"]}
 
 
-def test_poisson_is_refused_for_conversations(tmp_path: Path) -> None:
-    path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps({"id": "c", "turns": [{"query": "a", "answer": "b",
-                                                       "reference": "b"}]}) + "\n")
-    with pytest.raises(UsageError, match="poisson"):
-        evaluate(path, ["rouge1"], ci="poisson")
+def write_conversations(path: Path, count: int, seed: int) -> Path:
+    """``count`` conversations of 1 to 4 turns, with a record on its own every fifth."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(30)]
+    lines = []
+    for c in range(count):
+        turns = [{"query": f"q{c}-{t}", "answer": " ".join(rng.choice(words, 5)),
+                  "reference": " ".join(rng.choice(words, 5)),
+                  "contexts": [{"id": f"d{k}", "text": "x"} for k in range(3)],
+                  "judgments": {f"d{k}": int(rng.integers(0, 2)) for k in range(3)}}
+                 for t in range(int(rng.integers(1, 5)))]
+        if rng.random() < 0.3:
+            turns[-1].pop("reference")  # an unscored last turn
+        lines.append({"id": f"c{c}", "turns": turns})
+        if c % 5 == 4:
+            lines.append({"id": f"r{c}", **turns[0]})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
 
 
-def test_a_conversation_after_the_switch_is_refused() -> None:
+CONVERSATION_METRICS = ["mrr", "rouge1", "bleu"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(count=st.integers(1, 30), window=st.integers(1, 20), batch=st.integers(1, 9),
+       seed=st.integers(0, 3))
+def test_conversations_in_running_sums_never_depend_on_the_split(
+        tmp_path_factory: pytest.TempPathFactory, count: int, window: int, batch: int,
+        seed: int) -> None:
+    path = write_conversations(tmp_path_factory.mktemp("c") / "c.jsonl", count, seed)
+    whole = evaluate(path, CONVERSATION_METRICS, bootstrap=40, window=10**6, ci="poisson")
+    parts = evaluate(path, CONVERSATION_METRICS, bootstrap=40, window=window,
+                     batch_size=batch, ci="poisson")
+    assert comparable(parts) == comparable(whole)
+
+
+def test_conversations_are_weighed_whole(tmp_path: Path) -> None:
+    path = write_conversations(tmp_path / "c.jsonl", 120, 4)
+    exact = evaluate(path, CONVERSATION_METRICS, bootstrap=300).summary
+    online = evaluate(path, CONVERSATION_METRICS, bootstrap=300, ci="poisson")
+    records = list(online.records)
+    for name in ("mrr", "rouge1", "bleu.sentence"):
+        item, held = online.summary[name], exact[name]
+        assert (item.n, item.unscored) == (held.n, held.unscored)
+        assert item.value == pytest.approx(held.value, rel=1e-12)
+        for key in ("conversation_min", "conversation_last"):
+            assert item.figures[key] == pytest.approx(held.figures[key], rel=1e-12)
+        assert item.figures["turns"] == held.figures["turns"]
+        assert "unit:conversation" in item.signature and "ci:poisson" in item.signature
+    # By hand: each conversation's mean, weighed by its id's weights.
+    means: dict[str, list[float]] = {}
+    for row in records:
+        unit = row.conversation or row.id
+        value = row.scores.get("mrr")
+        means.setdefault(unit, [])
+        if value is not None and not math.isnan(value):
+            means[unit].append(value)
+    units = [u for u, v in means.items() if v]
+    values = np.array([np.mean(means[u]) for u in units])
+    weights = _weights(units, 0, 300)
+    expected = percentile_interval(weights.T @ values / weights.sum(axis=0))
+    assert online.summary["mrr"].ci95 == pytest.approx(expected, rel=1e-9)
+    assert exact["bleu"].value == pytest.approx(online.summary["bleu"].value, rel=1e-12)
+
+
+def test_a_conversation_after_the_switch_is_summed_whole(tmp_path: Path) -> None:
+    metric = create("mrr")
+    name = metric.output_names()[0]
     from rageval.core.records import Conversation, Record
 
-    metric = create("mrr")
-    parts = SummaryParts([metric], exact_records=2)
-    parts.add_records(load_records_like(["a", "b", "c"]))
-    conversation = Conversation("conv", (Record("conv#0", query="q"),))
-    turn = conversation.records()[0]
-    with pytest.raises(UsageError, match="conversation after 3 records"):
-        parts.add_records([turn])
+    conversation = Conversation("conv", (Record("t1", query="a"), Record("t2", query="b")))
+    turns = conversation.records()
+    runs = []
+    for limit in (0, 2, 10**6):
+        parts = SummaryParts([metric], bootstrap=30, exact_records=limit)
+        for batch in (load_records_like(["a", "b", "c"]), turns[:1], turns[1:]):
+            parts.add_records(batch)
+            parts.add_part(metric, _part([0.5] * len(batch), name), [None] * len(batch))
+        runs.append(parts.summarise([metric], 0, 30)[name])
+    assert runs[0] == runs[1]
+    assert (runs[0].n, runs[0].ci_method, runs[2].ci_method) == (4, "poisson", "conversations")
 
 
 def test_cli_takes_ci_poisson(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
