@@ -92,7 +92,12 @@ def run_once(path: Path, metrics: list[str], env: dict[str, str],
             start = time.perf_counter()
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     cwd=tmp)
-            _, status, usage = os.wait4(proc.pid, 0)
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            except BaseException:  # interrupted: the run goes too
+                proc.kill()
+                proc.wait()
+                raise
             wall = time.perf_counter() - start
             if os.waitstatus_to_exitcode(status) != 0:
                 log.seek(0)
