@@ -14,8 +14,10 @@ runtime environment; secrets among them (the judge's API key, tokens) travel wit
 arguments instead, since Ray logs runtime environments. Limits that hold for the whole
 run hold across the cluster: one small actor holds the judge's concurrency cap and request
 rate, and every request of every worker takes a lease from it first (a worker renews its
-leases every few seconds; those of one that died are taken back half a minute later; see
-:func:`~rageval.core.workers.options_for_workers`). The run's reply cache
+leases every few seconds; those of one that died are taken back half a minute later, or
+after :data:`LEASE_TIMEOUT_ENV` seconds; see :func:`~rageval.core.workers.options_for_workers`).
+That actor, like the cache's, lives on the caller's machine, so that no worker node's loss
+takes it along. The run's reply cache
 stays on the caller's machine: one service actor there holds it open, and every worker reads
 and stores replies through it, each reply stored as it arrives, so a reply stored once is never
 asked for again and a block that Ray retries after its actor died replays from the cache what
@@ -56,6 +58,7 @@ class RayEngine:
             raise UsageError(f"the Ray engine needs at least 1 worker, got {workers!r}")
         self.address = address
         self.workers = workers
+        self.lease_s = lease_timeout()  # a bad setting stops the run before it starts
         self._started = False
         self._shared: dict[Hashable, RayLimits | ServiceProxy] = {}  # what workers share
 
@@ -108,21 +111,32 @@ class RayEngine:
         worker of every window (:class:`~rageval.core.workers.Sharing`)."""
         key = ("limits", concurrency, rpm)
         if key not in self._shared:
-            actor = _ray().remote(_Limits).options(max_concurrency=_WAITERS, num_cpus=0)
-            self._shared[key] = RayLimits(actor.remote(concurrency, rpm))
+            # On this machine, as the cache is: the limits must outlive any worker node
+            # (leases and pacing start again from nothing in a restarted actor, so it is not
+            # restarted), and a run does not outlive this machine anyway.
+            stale = self.lease_s
+            actor = _ray().remote(_Limits).options(max_concurrency=_WAITERS, num_cpus=0,
+                                                   scheduling_strategy=self._here())
+            self._shared[key] = RayLimits(actor.remote(concurrency, rpm, stale),
+                                          beat=min(_BEAT_S, stale / 6))
         return self._shared[key]
+
+    @staticmethod
+    def _here() -> Any:
+        """A scheduling strategy: on this machine's node, and nowhere else."""
+        ray = _ray()
+        return ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            node_id=ray.get_runtime_context().get_node_id(), soft=False)
 
     def service(self, key: Hashable, build: Callable[..., Any], *args: Any) -> ServiceProxy:
         """``build(*args)`` in an actor on this machine (files it opens are this machine's),
         its methods called by every worker in turn (:class:`~rageval.core.workers.Sharing`)."""
         key = ("service", key)
         if key not in self._shared:
-            ray = _ray()
-            here = ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
-                node_id=ray.get_runtime_context().get_node_id(), soft=False)
             # No CPU asked: a head node that offers none (as KubeRay's often do) takes it.
-            actor = ray.remote(_Service).options(scheduling_strategy=here, num_cpus=0,
-                                                 max_restarts=-1, max_task_retries=-1)
+            actor = _ray().remote(_Service).options(scheduling_strategy=self._here(),
+                                                    num_cpus=0, max_restarts=-1,
+                                                    max_task_retries=-1)
             self._shared[key] = ServiceProxy(actor.remote(build, *args))
         return self._shared[key]
 
@@ -183,16 +197,18 @@ class RayLimits:
     worker process that takes a lease renews its leases every :data:`_BEAT_S` seconds from a
     thread of its own, so those of a worker that died are taken back soon after."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, beat: float = 0.0) -> None:
         self.actor = actor
+        self.beat = beat or _BEAT_S
         self._holder: str | None = None
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"actor": self.actor}  # a copy in another process holds leases of its own
+        # A copy in another process holds leases of its own.
+        return {"actor": self.actor, "beat": self.beat}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["actor"])  # type: ignore[misc]
+        self.__init__(state["actor"], state.get("beat", 0.0))  # type: ignore[misc]
 
     def acquire(self, timeout: float) -> object | None:
         return _ray().get(self.actor.acquire.remote(timeout, self._beating()))
@@ -211,7 +227,7 @@ class RayLimits:
     def _beat(self, holder: str) -> None:
         while True:
             self.actor.renew.remote(holder)
-            time.sleep(_BEAT_S)
+            time.sleep(self.beat)
 
 
 class ServiceProxy:
@@ -248,9 +264,10 @@ class _Service:
 class _Limits:
     """A Ray actor (async): at most ``concurrency`` leases out at once, and at most ``rpm``
     granted per minute, evenly spaced. A holder (a worker process) that has not renewed its
-    leases for :data:`_STALE_S` seconds died: its leases are taken back."""
+    leases for ``stale`` seconds (:func:`lease_timeout`) died: its leases are taken back."""
 
-    def __init__(self, concurrency: int, rpm: float | None) -> None:
+    def __init__(self, concurrency: int, rpm: float | None, stale: float = 0.0) -> None:
+        self.stale = stale or _STALE_S
         self.free = concurrency
         self.interval = 0.0 if rpm is None else 60.0 / rpm
         self.next_start = time.monotonic()
@@ -283,7 +300,7 @@ class _Limits:
             self.free += 1
 
     def _reclaim(self, now: float) -> None:
-        dead = {h for h, seen in self.seen.items() if now - seen > _STALE_S}
+        dead = {h for h, seen in self.seen.items() if now - seen > self.stale}
         if not dead:
             return
         for lease, holder in list(self.leases.items()):
@@ -301,6 +318,27 @@ _BEAT_S = 5.0
 _STALE_S = 30.0
 # How long a store may take to close at the end of a run.
 _CLOSE_S = 60.0
+#: The setting (seconds) after which a worker that stopped renewing its leases is taken for
+#: dead and its leases are taken back (default :data:`_STALE_S`). Lower, the leases of a lost
+#: node come back sooner; it must stay well above the renewal interval (a sixth of it, at
+#: most :data:`_BEAT_S`) and the pauses a busy worker can have.
+LEASE_TIMEOUT_ENV = "RAGEVAL_RAY_LEASE_TIMEOUT"
+_MIN_STALE_S = 1.0
+
+
+def lease_timeout() -> float:
+    """The lease timeout of this run: :data:`LEASE_TIMEOUT_ENV`, else :data:`_STALE_S`."""
+    raw = os.environ.get(LEASE_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return _STALE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value >= _MIN_STALE_S or value == float("inf"):
+        raise UsageError(f"{LEASE_TIMEOUT_ENV}={raw!r}: expected a number of seconds, at "
+                         f"least {_MIN_STALE_S:g}")
+    return value
 
 
 def _gpus_per_actor(ray: Any, metrics: list[Metric]) -> float:

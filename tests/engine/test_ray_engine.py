@@ -310,3 +310,24 @@ def test_secrets_never_travel_in_the_runtime_environment(
 def test_an_address_beside_an_open_connection_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="already connected to a Ray cluster"):
         evaluate(DEMO, ["map"], engine="ray", ray_address="auto")
+
+
+def test_the_lease_timeout_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.engine.ray_engine import LEASE_TIMEOUT_ENV, RayEngine, lease_timeout
+
+    monkeypatch.delenv(LEASE_TIMEOUT_ENV, raising=False)
+    assert lease_timeout() == 30.0
+    monkeypatch.setenv(LEASE_TIMEOUT_ENV, "4.5")
+    with RayEngine(workers=1) as engine:
+        limits = engine.limits(3, None)
+        assert limits.beat == 0.75  # renewed six times per timeout
+        assert ray.get(limits.actor.__ray_call__.remote(lambda actor: actor.stale)) == 4.5
+        # The limits live where the driver is, as the reply cache does: a worker node lost
+        # does not take them along.
+        node = ray.get(limits.actor.__ray_call__.remote(
+            lambda actor: ray.get_runtime_context().get_node_id()))
+        assert node == ray.get_runtime_context().get_node_id()
+    for bad in ("0.5", "soon", "inf", "nan"):
+        monkeypatch.setenv(LEASE_TIMEOUT_ENV, bad)
+        with pytest.raises(UsageError, match=LEASE_TIMEOUT_ENV):
+            RayEngine()
