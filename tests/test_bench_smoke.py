@@ -96,3 +96,18 @@ def test_judge_benchmark_runs_both_sides() -> None:
     row = next(line.split() for line in lines if line.strip().startswith("2 "))
     assert len(row) == 7 and float(row[3]) > 0 and float(row[4]) > 0  # anchor and rageval
     assert any("Offline replay of 50 judgments" in line for line in lines)
+
+
+def test_bootstrap_benchmark_compares_both_methods() -> None:
+    """bench/bench_bootstrap.py on a tiny configuration: a row per size and one for BLEU."""
+    script = ROOT / "bench" / "bench_bootstrap.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--runs", "4", "--sizes", "30", "--seeds", "2",
+         "--resamples", "60", "--bleu-runs", "2", "--bleu-size", "20"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines()[2:]]
+    assert [row[:3] for row in rows] == [["mean,", "n=30", "4"], ["BLEU,", "n=20", "2"]]
+    for row in rows:
+        assert len(row) == 10 and row[-1].endswith("%")
+        assert 0.5 < float(row[4]) < 2  # the width ratio of the two methods
