@@ -56,18 +56,22 @@ class SummaryParts:
     def add_records(self, records: Sequence[Record]) -> None:
         """Note the records whose parts come next, in their order (their conversations)."""
         was_open = self.groups.open  # the last unit before these records may go on
-        self._batch, starts = self.groups.add(records)
+        if self.over_conversations:  # each record a whole conversation: a unit of its own
+            self._batch = np.arange(self._count, self._count + len(records), dtype=np.int64)
+            starts = list(records)
+        else:
+            self._batch, starts = self.groups.add(records)
+        self._count += len(records)
         if self._exact_records is None:
             return
         keys = seeded_keys(unit_keys([_unit_id(r) for r in starts]), self.seed)
-        if self._blocks is None and self._count + len(records) > self._exact_records:
+        if self._blocks is None and self._count > self._exact_records:
             self._go_online(was_open)  # the values held so far, those of earlier records
         if self._blocks is None:
             self._held_keys.append(keys)
         else:
             self._blocks.advance(self._online(), was_open)
             self._blocks.add(keys)
-        self._count += len(records)
 
     def _go_online(self, was_open: bool) -> None:
         """Move the values held so far into running sums, for every metric that can be
@@ -84,7 +88,8 @@ class SummaryParts:
             assert isinstance(store, MetricStore)
             online = OnlineStore(metric, metric.output_names(), self.bootstrap)
             if store.count:
-                held = np.arange(store.count, dtype=np.int64) if groups is None else groups
+                held = (np.arange(store.count, dtype=np.int64) if groups is None
+                        else groups[:store.count])  # not the records noted for the next parts
                 online.add(store.result(), held, was_open)
             self._stores[name] = online
         held_keys = self._held_keys.array()

@@ -27,6 +27,7 @@ from rageval.core.metric import MetricResult
 from rageval.core.records import load_records
 from rageval.core.registry import create
 from rageval.engine import online
+from rageval.engine import settings as settings_module
 from rageval.engine.online import OnlineStore, block_rows
 from rageval.engine.summary import SummaryParts
 from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, unit_keys
@@ -301,6 +302,17 @@ def test_a_conversation_after_the_switch_is_summed_whole(tmp_path: Path) -> None
         runs.append(parts.summarise([metric], 0, 30)[name])
     assert runs[0] == runs[1]
     assert (runs[0].n, runs[0].ci_method, runs[2].ci_method) == (4, "poisson", "conversations")
+
+
+@pytest.mark.parametrize("limit", [3, 8, 21])
+def test_a_run_of_conversations_past_the_limit_equals_running_sums_from_the_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    path = write_conversations(tmp_path / "c.jsonl", 25, 6)
+    from_start = evaluate(path, CONVERSATION_METRICS, bootstrap=40, ci="poisson", batch_size=4)
+    monkeypatch.setattr(settings_module, "EXACT_RECORDS", limit)
+    switched = evaluate(path, CONVERSATION_METRICS, bootstrap=40, batch_size=4, window=6)
+    assert {n: s.to_json() for n, s in switched.summary.items()} == {
+        n: s.to_json() for n, s in from_start.summary.items()}
 
 
 def test_cli_takes_ci_poisson(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
