@@ -50,23 +50,27 @@ def cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-def test_demo_matches_the_local_engine() -> None:
-    local = evaluate(DEMO, LEXICAL, bootstrap=100, seed=2)
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_demo_matches_the_local_engine(ci: str) -> None:
+    """Also the summary in running sums (Poisson weights), to the last bit."""
+    local = evaluate(DEMO, LEXICAL, bootstrap=100, seed=2, ci=ci)
     on_ray = evaluate(DEMO, LEXICAL, bootstrap=100, seed=2, engine="ray", ray_workers=2,
-                      batch_size=3)
+                      batch_size=3, ci=ci)
     assert comparable(on_ray) == comparable(local)
+    assert {item.ci_method for item in on_ray.summary.values()} == {ci}
 
 
 def test_conversations_match_the_local_engine(tmp_path: Path) -> None:
     conversations = DEMO.with_name("conversations.jsonl")
     metrics = [*LEXICAL, "tools:f1"]
-    local = evaluate(conversations, metrics, bootstrap=100, seed=2, out=tmp_path / "local",
-                     turn_thresholds={"rouge1": 0.5})
-    on_ray = evaluate(conversations, metrics, bootstrap=100, seed=2, engine="ray",
-                      ray_workers=2, batch_size=2, out=tmp_path / "ray",
-                      turn_thresholds={"rouge1": 0.5})
-    assert comparable(on_ray) == comparable(local)
-    assert on_ray.conversations() == local.conversations() != []
+    for ci in ("records", "poisson"):
+        local = evaluate(conversations, metrics, bootstrap=100, seed=2, ci=ci,
+                         out=tmp_path / f"local-{ci}", turn_thresholds={"rouge1": 0.5})
+        on_ray = evaluate(conversations, metrics, bootstrap=100, seed=2, engine="ray", ci=ci,
+                          ray_workers=2, batch_size=2, out=tmp_path / f"ray-{ci}",
+                          turn_thresholds={"rouge1": 0.5})
+        assert comparable(on_ray) == comparable(local)
+        assert on_ray.conversations() == local.conversations() != []
 
 
 def write_records(path: Path, count: int) -> Path:
