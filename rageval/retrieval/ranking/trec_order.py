@@ -97,7 +97,6 @@ def query_codes(
 ) -> tuple[list[str], np.ndarray, Segments]:
     """Evaluated qids (strcmp order), the code (index into them, -1 = not evaluated) of every
     qrels row, and the codes of the run's lines."""
-    q_series = qrels.frame.get_column("qid")
     qrels_qids = qrels.qids()
     layout = run.qid_layout()
     names = layout.names
@@ -123,8 +122,10 @@ def query_codes(
     else:
         assert layout.row_name is not None
         segs = Segments(code_of_name[layout.row_name], None, None, False)
-    q_codes = q_series.replace_strict(index, default=-1, return_dtype=pl.Int64).to_numpy()
-    return qids, q_codes.astype(np.int64, copy=False), segs
+    # Through the qrels' own codes: polars' replace_strict costs milliseconds per call even
+    # for a few rows, which a run read in slices pays once per slice.
+    code_of_qrels_qid = np.array([index.get(q, -1) for q in qrels_qids], dtype=np.int64)
+    return qids, code_of_qrels_qid[qrels.qid_codes()], segs
 
 
 def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:

@@ -35,6 +35,14 @@ class Qrels:
         out: list[str] = self._cache["qids"]
         return out
 
+    def qid_codes(self) -> np.ndarray:
+        """int64 ``[rows]``: the index into :meth:`qids` of each judgment's query. Cached."""
+        if "codes" not in self._cache:
+            qids = self.frame.get_column("qid").cast(pl.Enum(self.qids()))
+            self._cache["codes"] = qids.to_physical().to_numpy().astype(np.int64)
+        out: np.ndarray = self._cache["codes"]
+        return out
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docno: rel}}`` (a later line for the same pair wins)."""
         out: dict[str, dict[str, int]] = {}

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from rageval.retrieval.ranking import Ranking
+from rageval.retrieval.ranking.arrays import offsets_from_counts
 from rageval.retrieval.trec import Qrels, Run
 from rageval.retrieval.trec.chunked_read import NotStreamable, RunSlices
 from rageval.retrieval.trec_eval.catalogue import MeasureContext
@@ -49,11 +50,11 @@ def streamed_values(
 
     Raises NotStreamable (or the InputError of a slice) when the whole file must decide."""
     judged_topics = set(qrels.qids())
+    by_topic = _JudgmentsByTopic(qrels)
     parts: list[Part] = []
 
     def score(run: Run, names: list[str]) -> None:
-        subset = Qrels(qrels.frame.filter(pl.col("qid").is_in(names)), qrels.path)
-        ranking = Ranking.from_trec(subset, run, max_retrieved=max_retrieved)
+        ranking = Ranking.from_trec(by_topic.of(names), run, max_retrieved=max_retrieved)
         if judged:
             ranking = judged_only(ranking)
         parts.append((ranking.qids, topic_values(ranking, selected, ctx)))
@@ -72,6 +73,31 @@ def streamed_values(
     if not parts:
         raise NotStreamable("no topic evaluated")  # the whole-file path reports it
     return _merged(parts, selected)
+
+
+class _JudgmentsByTopic:
+    """The judgments sorted by topic once, so that each slice takes its topics' judgments as
+    row ranges (a filter over every judgment per slice costs more than the slice's ranking)."""
+
+    def __init__(self, qrels: Qrels) -> None:
+        codes = qrels.qid_codes()
+        order = np.argsort(codes, kind="stable")  # file order within a topic
+        self.frame = qrels.frame[order]
+        self.path = qrels.path
+        self.names = qrels.qids()
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.offsets = offsets_from_counts(np.bincount(codes, minlength=len(self.names)))
+
+    def of(self, names: Sequence[str]) -> Qrels:
+        """The judgments of these topics (each judged), topics in strcmp order."""
+        topics = np.array(sorted(self.index[name] for name in names), dtype=np.int64)
+        starts = self.offsets[topics]
+        counts = self.offsets[topics + 1] - starts
+        first = np.cumsum(counts) - counts  # of each topic in the subset
+        rows = np.arange(int(counts.sum())) - np.repeat(first - starts, counts)
+        codes = np.repeat(np.arange(topics.size, dtype=np.int64), counts)
+        qids = [self.names[i] for i in topics.tolist()]
+        return Qrels(self.frame[rows], self.path, _cache={"qids": qids, "codes": codes})
 
 
 def _merged(parts: list[Part], selected: Sequence[SelectedMeasure]) -> tuple[
