@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -84,10 +84,12 @@ class RunSlices:
         tail = _last_block_start(layout)
         if tail is None:  # the last topic also has rows before other topics' rows
             is_last = frame.get_column("qid") == frame.get_column("qid")[-1]
-            ready, carry = frame.filter(~is_last), frame.filter(is_last)
-        else:
-            ready, carry = frame.slice(0, tail), frame.slice(tail)
-        ready_run = Run(ready, "", self.path)
+            ready_run = Run(frame.filter(~is_last), "", self.path)
+            carry = frame.filter(is_last)
+        else:  # the blocks before the last: their layout is known already
+            ready_run = Run(frame.slice(0, tail), "", self.path,
+                            _cache={"qids": _without_last_block(layout)})
+            carry = frame.slice(tail)
         done.update(ready_run.qid_layout().names)
         return ready_run, carry
 
@@ -102,23 +104,47 @@ def _last_block_start(layout: QidLayout) -> int | None:
     return int(layout.starts[-1])
 
 
+def _without_last_block(layout: QidLayout) -> QidLayout:
+    """The layout of the rows before the last block, whose qid has no other block."""
+    assert layout.starts is not None and layout.block_name is not None
+    last = int(layout.block_name[-1])
+    block_name = layout.block_name[:-1]
+    return QidLayout(layout.names[:last] + layout.names[last + 1:], starts=layout.starts[:-1],
+                     block_name=block_name - (block_name > last))
+
+
 def _result(parsed: tuple[pl.DataFrame, str] | None) -> tuple[pl.DataFrame, str]:
     if parsed is None:
         raise NotStreamable("the fast path refuses a slice")
     return parsed
 
 
+class _End:
+    """What the worker returns once the file is read."""
+
+
+_END = _End()
+
+
+def _parse_next(slices: Iterator[bytes], sep: str) -> tuple[pl.DataFrame, str] | _End | None:
+    """The next slice read and parsed (in the worker thread: reading, too, is work the caller
+    need not wait for), or _END."""
+    data = next(slices, None)
+    return _END if data is None else run_slice(data, sep)
+
+
 def _prefetched(pool: ThreadPoolExecutor, slices: Iterator[bytes],
                 sep: str) -> Iterator[tuple[pl.DataFrame, str] | None]:
-    """Each slice parsed, the next one already parsing in ``pool`` while this one is used."""
-    pending: Future[tuple[pl.DataFrame, str] | None] | None = None
-    for data in slices:
-        ahead = pool.submit(run_slice, data, sep)
-        if pending is not None:
-            yield pending.result()
+    """Each slice parsed, the next one already read and parsed in ``pool`` (one worker: the
+    slices are taken in order) while this one is used."""
+    pending = pool.submit(_parse_next, slices, sep)
+    while True:
+        ahead = pool.submit(_parse_next, slices, sep)
+        parsed = pending.result()
+        if isinstance(parsed, _End):
+            return
+        yield parsed
         pending = ahead
-    if pending is not None:
-        yield pending.result()
 
 
 def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
