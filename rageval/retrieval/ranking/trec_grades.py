@@ -19,7 +19,6 @@ from rageval.retrieval.ranking.trec_order import Layout, Segments
 from rageval.retrieval.trec import Qrels, Run, locate_line
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-HASH_SEED = 0x5EED  # of polars' Series.hash, for the run's and the qrels' docnos alike
 
 
 def salted_keys(hashes: np.ndarray, codes: np.ndarray, nq: int) -> np.ndarray:

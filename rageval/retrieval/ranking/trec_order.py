@@ -145,10 +145,8 @@ def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
     offsets = offsets_from_counts(counts.astype(np.int64))
     if segs.contiguous:
         assert segs.starts is not None
-        score = pl.col("s")
-        rising = (
-            scores.to_frame("s").select(pl.arg_where(score > score.shift(1))).to_series().to_numpy()
-        )
+        values = scores.to_numpy()
+        rising = np.flatnonzero(values[1:] > values[:-1]) + 1
         if rising.size:
             inner = np.isin(rising, segs.starts, invert=True)
             bad = segs.codes[np.searchsorted(segs.starts, rising[inner], side="right") - 1]

@@ -17,14 +17,21 @@ decide it exactly (and report its errors).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from rageval.retrieval.trec.fast_read import guess_separator, run_slice
-from rageval.retrieval.trec.frames import QidLayout, Run, qid_layout_of
+from rageval.retrieval.trec.frames import (
+    DOCNO_HASH_SEED,
+    DOCNO_HASHES,
+    QidLayout,
+    Run,
+    qid_layout_of,
+)
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
@@ -53,45 +60,78 @@ class RunSlices:
         sep = guess_separator(self.path)
         if sep is None:
             raise NotStreamable("no single-character separator")
-        done: set[str] = set()  # topics already handed out: they must not come back
-        carry: pl.DataFrame | None = None
+        cutter = _TopicCutter(self, _byte_slices(self.path, self.chunk_bytes), sep)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            for parsed in _prefetched(pool, _byte_slices(self.path, self.chunk_bytes), sep):
-                frame, runid = _result(parsed)
-                if frame.height == 0:
-                    continue
-                self.runid = runid
-                if carry is not None:
-                    frame = pl.concat([carry, frame], rechunk=False)
-                ready, carry = self._split(frame, done)
-                if ready is not None:
-                    yield ready
-        if carry is not None:
-            yield Run(carry, "", self.path)
+            yield from _prefetched(pool, cutter.next_run)
 
-    def _split(self, frame: pl.DataFrame,
-               done: set[str]) -> tuple[Run | None, pl.DataFrame]:
-        """The whole topics of ``frame`` as a Run (None if it has one topic only), and the rows
-        of its last topic, held back: the next slice may go on with that topic."""
+
+class _TopicCutter:
+    """Turns the file's slices into Runs of whole topics, one call at a time, in the worker
+    thread: reading, parsing, hashing the docnos and finding the topics all happen there,
+    so that the caller's ranking of the previous Run never waits behind them (polars runs
+    one job at a time on its threads)."""
+
+    def __init__(self, owner: RunSlices, slices: Iterator[bytes], sep: str) -> None:
+        self.owner = owner
+        self.slices = slices
+        self.sep = sep
+        self.done: set[str] = set()  # topics already handed out: they must not come back
+        self.carry: pl.DataFrame | None = None  # the last topic read, which may go on
+
+    def next_run(self) -> Run | None:
+        """The next Run of whole topics, or None at the end of the file."""
+        for data in self.slices:
+            parsed = run_slice(data, self.sep)
+            if parsed is None:
+                raise NotStreamable("the fast path refuses a slice")
+            frame, runid = parsed
+            if frame.height == 0:
+                continue
+            self.owner.runid = runid
+            frame = frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH))
+            if self.carry is not None:
+                frame = pl.concat([self.carry, frame], rechunk=False)
+            ready = self._split(frame)
+            if ready is not None:
+                return ready
+        if self.carry is None:
+            return None
+        last, self.carry = self.carry, None
+        return _hashed_run(last, self.owner.path, {})
+
+    def _split(self, frame: pl.DataFrame) -> Run | None:
+        """The whole topics of ``frame`` as a Run (None if it has one topic only); the rows
+        of its last topic are held back: the next slice may go on with that topic."""
         layout = qid_layout_of(frame.get_column("qid"))
         if any(n.startswith("#") for n in layout.names):
             raise NotStreamable("a comment line")  # the whole-file readers skip it
-        if not done.isdisjoint(layout.names):
+        if not self.done.isdisjoint(layout.names):
             raise NotStreamable("a topic met again after other topics")
-        self.names.update(layout.names)
+        self.owner.names.update(layout.names)
         if len(layout.names) == 1:
-            return None, frame
+            self.carry = frame
+            return None
         tail = _last_block_start(layout)
+        path = self.owner.path
         if tail is None:  # the last topic also has rows before other topics' rows
             is_last = frame.get_column("qid") == frame.get_column("qid")[-1]
-            ready_run = Run(frame.filter(~is_last), "", self.path)
-            carry = frame.filter(is_last)
+            ready = _hashed_run(frame.filter(~is_last), path, {})
+            self.carry = frame.filter(is_last)
         else:  # the blocks before the last: their layout is known already
-            ready_run = Run(frame.slice(0, tail), "", self.path,
-                            _cache={"qids": _without_last_block(layout)})
-            carry = frame.slice(tail)
-        done.update(ready_run.qid_layout().names)
-        return ready_run, carry
+            ready = _hashed_run(frame.slice(0, tail), path,
+                                {"qids": _without_last_block(layout)})
+            self.carry = frame.slice(tail)
+        self.done.update(ready.qid_layout().names)
+        return ready
+
+
+# The column of docno hashes a slice is parsed with; the Run holds them apart (its cache).
+_HASH = "docno_hash"
+
+
+def _hashed_run(frame: pl.DataFrame, path: str, cache: dict[str, Any]) -> Run:
+    cache[DOCNO_HASHES] = frame.get_column(_HASH).to_numpy()
+    return Run(frame.drop(_HASH), "", path, _cache=cache)
 
 
 def _last_block_start(layout: QidLayout) -> int | None:
@@ -113,37 +153,16 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
                      block_name=block_name - (block_name > last))
 
 
-def _result(parsed: tuple[pl.DataFrame, str] | None) -> tuple[pl.DataFrame, str]:
-    if parsed is None:
-        raise NotStreamable("the fast path refuses a slice")
-    return parsed
-
-
-class _End:
-    """What the worker returns once the file is read."""
-
-
-_END = _End()
-
-
-def _parse_next(slices: Iterator[bytes], sep: str) -> tuple[pl.DataFrame, str] | _End | None:
-    """The next slice read and parsed (in the worker thread: reading, too, is work the caller
-    need not wait for), or _END."""
-    data = next(slices, None)
-    return _END if data is None else run_slice(data, sep)
-
-
-def _prefetched(pool: ThreadPoolExecutor, slices: Iterator[bytes],
-                sep: str) -> Iterator[tuple[pl.DataFrame, str] | None]:
-    """Each slice parsed, the next one already read and parsed in ``pool`` (one worker: the
-    slices are taken in order) while this one is used."""
-    pending = pool.submit(_parse_next, slices, sep)
+def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], Run | None]) -> Iterator[Run]:
+    """What ``produce`` returns until None, the next one already in the making in ``pool``
+    (one worker: the calls run in order) while this one is used."""
+    pending = pool.submit(produce)
     while True:
-        ahead = pool.submit(_parse_next, slices, sep)
-        parsed = pending.result()
-        if isinstance(parsed, _End):
+        ahead = pool.submit(produce)
+        run = pending.result()
+        if run is None:
             return
-        yield parsed
+        yield run
         pending = ahead
 
 

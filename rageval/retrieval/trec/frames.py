@@ -12,6 +12,12 @@ import polars as pl
 # A file to read or write, as the readers and the writer take it.
 PathLike = str | os.PathLike[str]
 
+# Docnos are matched by a 64-bit hash, polars' Series.hash with this seed (the run's and the
+# qrels' alike); a Run whose reader computed them on the way keeps them in its cache under
+# DOCNO_HASHES (uint64, one per row).
+DOCNO_HASH_SEED = 0x5EED
+DOCNO_HASHES = "docno_hashes"
+
 
 @dataclass(frozen=True)
 class Qrels:
@@ -43,6 +49,14 @@ class Qrels:
         out: np.ndarray = self._cache["codes"]
         return out
 
+    def docno_hashes(self) -> np.ndarray:
+        """uint64 ``[rows]``: each judgment's docno hash (see DOCNO_HASH_SEED). Cached."""
+        if DOCNO_HASHES not in self._cache:
+            docno = self.frame.get_column("docno")
+            self._cache[DOCNO_HASHES] = docno.hash(DOCNO_HASH_SEED).to_numpy()
+        out: np.ndarray = self._cache[DOCNO_HASHES]
+        return out
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{qid: {docno: rel}}`` (a later line for the same pair wins)."""
         out: dict[str, dict[str, int]] = {}
@@ -67,6 +81,15 @@ class Run:
 
     def __len__(self) -> int:
         return self.frame.height
+
+    def docno_hashes(self) -> np.ndarray:
+        """uint64 ``[rows]``: each line's docno hash (see DOCNO_HASH_SEED). Not cached unless
+        the reader computed them on the way (8 bytes a line: a whole run's are big)."""
+        cached: np.ndarray | None = self._cache.get(DOCNO_HASHES)
+        if cached is not None:
+            return cached
+        out: np.ndarray = self.frame.get_column("docno").hash(DOCNO_HASH_SEED).to_numpy()
+        return out
 
     def qid_layout(self) -> QidLayout:
         """Where each query's lines are (see :class:`QidLayout`). Cached."""
