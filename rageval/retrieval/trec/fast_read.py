@@ -54,11 +54,6 @@ def _scan(
         return None
 
 
-def _has_blank_rows(frame: pl.DataFrame) -> bool:
-    return frame.height > 0 and bool(frame.select(pl.all_horizontal(pl.all().is_null()).any())
-                                     .item())
-
-
 def _drop_blank(frame: pl.DataFrame) -> pl.DataFrame:
     """Blank lines come back as all-null rows; drop them (trec_eval skips them too)."""
     if frame.height == 0:
@@ -130,8 +125,12 @@ def run_slice(data: bytes, sep: str) -> tuple[pl.DataFrame, str] | None:
         frame = _scan(data, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=False)
         if frame is None:
             return None
-        if not _has_blank_rows(frame):  # (" Q0" would read as blank: the full read decides)
-            return _checked_run(frame, sep)
+        if frame.height and not any(frame.null_count().row(0)):  # (counts kept by polars)
+            # No blank line and no missing field (" Q0" would read as blank: the full read
+            # below decides such slices).
+            if np.isnan(frame.get_column("score").to_numpy()).any():
+                return None
+            return frame.drop("runid"), str(frame.get_column("runid")[-1])
     frame = None
     if sep == " ":
         # Ranks are read only to find empty fields (trec_eval ignores them): as integers they
