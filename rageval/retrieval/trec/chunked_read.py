@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -56,13 +56,35 @@ class RunSlices:
         self.names: set[str] = set()
         self.runid = ""
 
-    def __iter__(self) -> Iterator[Run]:
+        self._pool: ThreadPoolExecutor | None = None
+        self._cutter: _TopicCutter | None = None
+        self._first: Future[Run | None] | None = None
+
+    def start(self) -> None:
+        """Begin reading the first topics in a worker thread, so that the caller can read
+        the qrels meanwhile; iterating starts it otherwise. Iterate, or :meth:`close`."""
+        if self._pool is not None:
+            return
         sep = guess_separator(self.path)
         if sep is None:
             raise NotStreamable("no single-character separator")
-        cutter = _TopicCutter(self, _byte_slices(self.path, self.chunk_bytes), sep)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            yield from _prefetched(pool, cutter.next_run)
+        self._cutter = _TopicCutter(self, _byte_slices(self.path, self.chunk_bytes), sep)
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        self._first = self._pool.submit(self._cutter.next_run)
+
+    def close(self) -> None:
+        """Stop reading (after the slice under way) and end the worker thread."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._cutter = self._first = None  # iterating again starts afresh
+
+    def __iter__(self) -> Iterator[Run]:
+        self.start()
+        assert self._pool is not None and self._cutter is not None and self._first is not None
+        try:
+            yield from _prefetched(self._pool, self._cutter.next_run, self._first)
+        finally:
+            self.close()
 
 
 class _TopicCutter:
@@ -153,10 +175,10 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
                      block_name=block_name - (block_name > last))
 
 
-def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], Run | None]) -> Iterator[Run]:
-    """What ``produce`` returns until None, the next one already in the making in ``pool``
-    (one worker: the calls run in order) while this one is used."""
-    pending = pool.submit(produce)
+def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], Run | None],
+                pending: Future[Run | None]) -> Iterator[Run]:
+    """What ``pending`` and then ``produce`` return until None, the next one already in the
+    making in ``pool`` (one worker: the calls run in order) while this one is used."""
     while True:
         ahead = pool.submit(produce)
         run = pending.result()
