@@ -249,7 +249,7 @@ def truncate(layout: Layout, scores: pl.Series, m: int, docno: pl.Series) -> Lay
     if straddle.size:
         sel_rows, sel_run = _runs_rows(*_run_bounds(offsets, scores_o, straddle))
         src = order[sel_rows]
-        order[sel_rows] = src[_docno_desc_order(docno.gather(src), sel_run)]
+        order[sel_rows] = src[_docno_desc_order(docno[src], sel_run)]
     take = np.minimum(counts, m)
     return Layout(offsets=offsets_from_counts(take), order=order[_kept_rows(offsets, take)])
 
@@ -287,6 +287,6 @@ def resolve_ties(
     if not tied.any():
         return
     rows, run = _runs_rows(*_run_bounds(offsets, scores, jr[tied]))
-    src = rows[_docno_desc_order(docno.gather(layout.source(rows)), run)]
+    src = rows[_docno_desc_order(docno[layout.source(rows)], run)]
     grades[rows] = grades[src]
     pooled[rows] = pooled[src]
