@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import polars as pl
@@ -192,12 +192,42 @@ def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
     """The file in slices of whole lines (the last may lack its line end), each about
     ``chunk_bytes`` long; a line longer than that makes a longer slice."""
     with open(path, "rb") as fh:
-        while data := fh.read(chunk_bytes):
-            cut = data.rfind(b"\n") + 1
-            while cut == 0 and (more := fh.read(chunk_bytes)):  # a long line: read on
-                data += more
-                cut = data.rfind(b"\n") + 1
-            if 0 < cut < len(data):
-                fh.seek(cut - len(data), os.SEEK_CUR)  # the partial line starts the next slice
-                data = data[:cut]
+        offset = 0
+        while True:
+            end = _slice_end(fh, offset, chunk_bytes)
+            if end is None:  # no line end in the last bytes: read the slice to find one
+                fh.seek(offset)
+                data = _whole_lines(fh, chunk_bytes)
+            else:  # the slice itself, read once (slicing a read copies it again)
+                data = os.pread(fh.fileno(), end - offset, offset)
+            if not data:
+                return
+            offset += len(data)
             yield data
+
+
+# How far back from a slice's end its last line end is looked for, before reading it all.
+_TAIL_BYTES = 1 << 16
+
+
+def _slice_end(fh: BinaryIO, offset: int, chunk_bytes: int) -> int | None:
+    """Where the slice starting at ``offset`` ends: after the last line end among its last
+    bytes, or at the end of the file; None when those bytes hold no line end."""
+    size = os.fstat(fh.fileno()).st_size
+    end = offset + chunk_bytes
+    if end >= size:
+        return size
+    tail = min(_TAIL_BYTES, chunk_bytes)
+    last = os.pread(fh.fileno(), tail, end - tail).rfind(b"\n")
+    return None if last < 0 else end - tail + last + 1
+
+
+def _whole_lines(fh: BinaryIO, chunk_bytes: int) -> bytes:
+    """From the file's position: ``chunk_bytes`` cut after their last line end, or, without
+    one, read on to the next line end (or the end of the file)."""
+    data = fh.read(chunk_bytes)
+    cut = data.rfind(b"\n") + 1
+    while cut == 0 and (more := fh.read(chunk_bytes)):  # a long line: read on
+        data += more
+        cut = data.rfind(b"\n") + 1
+    return data[:cut] if 0 < cut < len(data) else data
