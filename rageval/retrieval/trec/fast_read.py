@@ -115,11 +115,12 @@ def run_slice(data: bytes, sep: str) -> tuple[pl.DataFrame, str] | None:
     """Whole lines of a run file (a slice starting at a line start), read as :func:`fast_run`
     reads a file, except that a comment line is refused too; None if unsure. The runid is that
     of the slice's last line ("" for a slice of blank lines)."""
-    if _odd_bytes_in(data, sep):
+    odd, doubled = _odd_bytes_in(data, sep)
+    if odd:
         return None
     # Only the last runid is kept: a String column costs less to parse than a Categorical.
     types = {**_run_types(sep), "runid": pl.String()}
-    if sep == " " and not _doubled_separator(data):
+    if sep == " " and not doubled:
         # Every empty field now opens a line, or is a missing one: the iter and rank columns,
         # which trec_eval ignores, need not be read to find empty fields.
         frame = _scan(data, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=False)
@@ -212,25 +213,43 @@ def _odd_bytes(sep: str) -> tuple[list[bytes], list[bytes]]:
     return others, [(sep + sep).encode(), ("\n" + sep).encode()]
 
 
-def _odd_bytes_in(data: bytes, sep: str) -> bool:
-    """The single bytes of :func:`_has_odd_whitespace` in whole lines in memory (a slice of a
-    file from a line start to a line end, or to the file's end). Pairs of separators are left
-    to the caller (see :func:`run_slice`)."""
+# Slices are checked a block at a time, while the block is in the core's cache: the several
+# scans of a block then cost about what one scan of the slice from memory costs.
+_BLOCK_BYTES = 1 << 20
+
+
+def _odd_bytes_in(data: bytes, sep: str) -> tuple[bool, bool]:
+    """Whether whole lines in memory (a slice of a file from a line start to a line end, or to
+    the file's end) hold the single bytes of :func:`_has_odd_whitespace`, and, for a space
+    separator, whether two spaces follow each other somewhere (see :func:`run_slice`)."""
     others, _ = _odd_bytes(sep)
-    if any(data.find(ch) >= 0 for ch in others):
-        return True
-    if data.find(b"\r") < 0:
-        return False
-    hit = _STRAY_CR.search(data)
-    return hit is not None and hit.start() < len(data) - 1  # a final "\r" ends the file
+    pairs = np.empty(_BLOCK_BYTES // 2, dtype=bool) if sep == " " else None
+    doubled = carriage_return = False
+    for start in range(0, len(data), _BLOCK_BYTES):
+        end = min(start + _BLOCK_BYTES, len(data))
+        if any(data.find(ch, start, end) >= 0 for ch in others):
+            return True, doubled
+        carriage_return = carriage_return or data.find(b"\r", start, end) >= 0
+        if pairs is not None and not doubled:  # (one byte more: a pair across blocks)
+            doubled = _two_spaces(data, start, min(end + 1, len(data)), pairs)
+    if carriage_return:
+        hit = _STRAY_CR.search(data)
+        if hit is not None and hit.start() < len(data) - 1:  # a final "\r" ends the file
+            return True, doubled
+    return False, doubled
 
 
-def _doubled_separator(data: bytes) -> bool:
-    """Whether two spaces follow each other in ``data``: a byte-pair compare at both
-    alignments, several times faster than ``bytes.find`` (which holds the GIL, too)."""
-    for start in (0, 1):
-        pairs = np.frombuffer(data, dtype="<u2", count=(len(data) - start) // 2, offset=start)
-        if np.any(pairs == 0x2020):
+def _two_spaces(data: bytes, start: int, end: int, scratch: np.ndarray) -> bool:
+    """Whether ``data[start:end]`` holds two spaces in a row: byte pairs compared at both
+    alignments (several times faster than ``bytes.find``, which holds the GIL, too)."""
+    for first in (start, start + 1):
+        count = (end - first) // 2
+        if count <= 0:
+            continue
+        pairs = np.frombuffer(data, dtype="<u2", count=count, offset=first)
+        hits = scratch[:count]
+        np.equal(pairs, 0x2020, out=hits)
+        if hits.any():
             return True
     return False
 
