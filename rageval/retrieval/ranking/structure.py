@@ -252,15 +252,15 @@ def _build_from_trec(
     qids, q_codes_all, segs = query_codes(qrels, run, all_qrels_queries)
     nq = len(qids)
     docno = frame.get_column("docno")
-    scores = frame.get_column("score")
-    if np.isnan(scores.to_numpy()).any():  # (numpy: a polars call may wait for a parse)
+    scores = frame.get_column("score").to_numpy()  # once: a copy where there are chunks
+    if np.isnan(scores).any():
         raise InputError("a score is NaN", path=run.path)
 
     layout = rank_layout(segs, scores, nq)
     if max_retrieved is not None and np.diff(layout.offsets).max(initial=0) > max_retrieved:
         layout = truncate(layout, scores, max_retrieved, docno)
     offsets = layout.offsets
-    scores_o = layout.take_series(scores)
+    scores_o = layout.take(scores)
     del scores
 
     # Judgments of the evaluated queries.

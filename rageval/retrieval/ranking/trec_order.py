@@ -32,20 +32,18 @@ class Layout:
     starts: np.ndarray | None = None  # file row of each query's first ranked row
     order: np.ndarray | None = None
 
-    def take_series(self, series: pl.Series) -> np.ndarray:
-        """A numeric polars column (one value per file row) in ranked order, as numpy: one
-        copy, made by polars from zero-copy slices."""
-        if self.order is not None:  # (polars' gather is slow on chunked columns)
-            return series.to_numpy()[self.order]
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """Values of the file's rows (one per row) in ranked order: a view where the ranked
+        rows are the file's first rows, in order."""
+        if self.order is not None:
+            return values[self.order]
         assert self.starts is not None
         lens = np.diff(self.offsets)
         if self.starts.size and np.array_equal(self.starts, self.offsets[:-1]):
-            return series.slice(0, int(self.offsets[-1])).to_numpy()
+            return values[: int(self.offsets[-1])]
         pairs = zip(self.starts.tolist(), lens.tolist(), strict=True)
-        parts = [series.slice(s, n) for s, n in pairs if n]
-        if not parts:
-            return series.slice(0, 0).to_numpy()
-        return pl.concat(parts, rechunk=False).to_numpy()
+        parts = [values[s : s + n] for s, n in pairs if n]
+        return np.concatenate(parts) if parts else values[:0].copy()
 
     def source(self, rows: np.ndarray) -> np.ndarray:
         """File row of each ranked row."""
@@ -128,7 +126,7 @@ def query_codes(
     return qids, code_of_qrels_qid[qrels.qid_codes()], segs
 
 
-def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
+def rank_layout(segs: Segments, scores: np.ndarray, nq: int) -> Layout:
     """Ranked order: queries by code, results by score descending.
 
     Runs are usually written query by query in rank order; that case is detected in O(n) and
@@ -145,8 +143,7 @@ def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
     offsets = offsets_from_counts(counts.astype(np.int64))
     if segs.contiguous:
         assert segs.starts is not None
-        values = scores.to_numpy()
-        rising = np.flatnonzero(values[1:] > values[:-1]) + 1
+        rising = np.flatnonzero(scores[1:] > scores[:-1]) + 1
         if rising.size:
             inner = np.isin(rising, segs.starts, invert=True)
             bad = segs.codes[np.searchsorted(segs.starts, rising[inner], side="right") - 1]
@@ -157,7 +154,7 @@ def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
             file_start = np.zeros(nq, dtype=np.int64)
             file_start[segs.codes[keep]] = segs.starts[keep]
             return Layout(offsets=offsets, starts=file_start)
-    return Layout(offsets=offsets, order=_sort_rows(segs.row_codes(), scores))
+    return Layout(offsets=offsets, order=_sort_rows(segs.row_codes(), pl.Series(scores)))
 
 
 def _sort_rows(codes: np.ndarray, scores: pl.Series) -> np.ndarray:
@@ -231,7 +228,7 @@ def _docno_desc_order(docno: pl.Series, run: np.ndarray) -> np.ndarray:
     return order.to_numpy()
 
 
-def truncate(layout: Layout, scores: pl.Series, m: int, docno: pl.Series) -> Layout:
+def truncate(layout: Layout, scores: np.ndarray, m: int, docno: pl.Series) -> Layout:
     """The layout of the top ``m`` results of every query.
 
     A tie straddling the cut is first put in trec_eval's docno order, since which of the tied
@@ -243,7 +240,7 @@ def truncate(layout: Layout, scores: pl.Series, m: int, docno: pl.Series) -> Lay
         order = layout.order.copy()
     else:
         order = layout.source(np.arange(int(offsets[-1]), dtype=np.int64))
-    scores_o = scores.to_numpy()[order]
+    scores_o = scores[order]
     cut = offsets[:-1][counts > m] + m  # first dropped row of each long query
     straddle = cut[scores_o[cut] == scores_o[cut - 1]] if m > 0 else cut[:0]
     if straddle.size:
