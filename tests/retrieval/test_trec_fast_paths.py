@@ -129,16 +129,16 @@ def test_streamed_judgments_give_the_whole_file_output(tmp_path: Path, qrels_tex
 @pytest.mark.parametrize("at", [0, 1, (1 << 20) - 2, (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
 def test_byte_checks_see_across_the_blocks_they_scan(at: int) -> None:
     """The checks scan a slice in blocks: a pair of spaces or a tab is found wherever it is."""
-    from rageval.retrieval.trec.fast_read import _odd_bytes_in
+    from rageval.retrieval.trec.fast_read import slice_byte_facts
 
     plain = bytearray(b"x" * ((1 << 21) + 7))
-    assert _odd_bytes_in(bytes(plain), " ") == (False, False)
+    assert slice_byte_facts(bytes(plain), " ") == (False, False)
     doubled = plain.copy()
     doubled[at:at + 2] = b"  "
-    assert _odd_bytes_in(bytes(doubled), " ") == (False, True)
+    assert slice_byte_facts(bytes(doubled), " ") == (False, True)
     tab = plain.copy()
     tab[at] = ord("\t")
-    assert _odd_bytes_in(bytes(tab), " ")[0]
+    assert slice_byte_facts(bytes(tab), " ")[0]
     carriage_return = plain.copy()
     carriage_return[at] = ord("\r")
-    assert _odd_bytes_in(bytes(carriage_return), " ")[0]
+    assert slice_byte_facts(bytes(carriage_return), " ")[0]

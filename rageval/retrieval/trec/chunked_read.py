@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 import polars as pl
 
-from rageval.retrieval.trec.fast_read import guess_separator, run_slice
+from rageval.retrieval.trec.fast_read import guess_separator, run_slice, slice_byte_facts
 from rageval.retrieval.trec.frames import (
     DOCNO_HASH_SEED,
     DOCNO_HASHES,
@@ -37,6 +37,10 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
 # Big enough that per-slice overheads vanish, small enough to keep memory low.
 DEFAULT_CHUNK_BYTES = 1 << 24
+
+# A slice read, and what slice_byte_facts says of it.
+_Checked = tuple[bytes, tuple[bool, bool]]
+_T = TypeVar("_T")
 
 
 class NotStreamable(Exception):
@@ -56,27 +60,39 @@ class RunSlices:
         self.names: set[str] = set()
         self.runid = ""
 
+        # Two worker threads, a pipeline: one reads slices and checks their bytes, the other
+        # parses them into topics, while the caller ranks the topics before them.
+        self._reader: ThreadPoolExecutor | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._cutter: _TopicCutter | None = None
         self._first: Future[Run | None] | None = None
 
     def start(self) -> None:
-        """Begin reading the first topics in a worker thread, so that the caller can read
-        the qrels meanwhile; iterating starts it otherwise. Iterate, or :meth:`close`."""
+        """Begin reading the first topics in worker threads, so that the caller can read the
+        qrels meanwhile; iterating starts it otherwise. Iterate, or :meth:`close`."""
         if self._pool is not None:
             return
         sep = guess_separator(self.path)
         if sep is None:
             raise NotStreamable("no single-character separator")
-        self._cutter = _TopicCutter(self, _byte_slices(self.path, self.chunk_bytes), sep)
+        self._reader = ThreadPoolExecutor(max_workers=1)
+        slices = _byte_slices(self.path, self.chunk_bytes)
+
+        def read_next() -> _Checked | None:
+            data = next(slices, None)
+            return None if data is None else (data, slice_byte_facts(data, sep))
+
+        checked = _prefetched(self._reader, read_next, self._reader.submit(read_next))
+        self._cutter = _TopicCutter(self, checked, sep)
         self._pool = ThreadPoolExecutor(max_workers=1)
         self._first = self._pool.submit(self._cutter.next_run)
 
     def close(self) -> None:
-        """Stop reading (after the slice under way) and end the worker thread."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-        self._pool = self._cutter = self._first = None  # iterating again starts afresh
+        """Stop reading (after the slices under way) and end the worker threads."""
+        for pool in (self._pool, self._reader):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._reader = self._pool = self._cutter = self._first = None  # iterating again
 
     def __iter__(self) -> Iterator[Run]:
         self.start()
@@ -88,12 +104,12 @@ class RunSlices:
 
 
 class _TopicCutter:
-    """Turns the file's slices into Runs of whole topics, one call at a time, in the worker
-    thread: reading, parsing, hashing the docnos and finding the topics all happen there,
-    so that the caller's ranking of the previous Run never waits behind them (polars runs
-    one job at a time on its threads)."""
+    """Turns the file's slices (read and checked in the reader thread) into Runs of whole
+    topics, one call at a time, in the worker thread: parsing, hashing the docnos and finding
+    the topics all happen there, so that the caller's ranking of the previous Run never waits
+    behind them (polars runs one job at a time on its threads)."""
 
-    def __init__(self, owner: RunSlices, slices: Iterator[bytes], sep: str) -> None:
+    def __init__(self, owner: RunSlices, slices: Iterator[_Checked], sep: str) -> None:
         self.owner = owner
         self.slices = slices
         self.sep = sep
@@ -102,8 +118,8 @@ class _TopicCutter:
 
     def next_run(self) -> Run | None:
         """The next Run of whole topics, or None at the end of the file."""
-        for data in self.slices:
-            parsed = run_slice(data, self.sep)
+        for data, byte_facts in self.slices:
+            parsed = run_slice(data, self.sep, byte_facts)
             if parsed is None:
                 raise NotStreamable("the fast path refuses a slice")
             frame, runid = parsed
@@ -175,16 +191,16 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
                      block_name=block_name - (block_name > last))
 
 
-def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], Run | None],
-                pending: Future[Run | None]) -> Iterator[Run]:
+def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
+                pending: Future[_T | None]) -> Iterator[_T]:
     """What ``pending`` and then ``produce`` return until None, the next one already in the
     making in ``pool`` (one worker: the calls run in order) while this one is used."""
     while True:
         ahead = pool.submit(produce)
-        run = pending.result()
-        if run is None:
+        item = pending.result()
+        if item is None:
             return
-        yield run
+        yield item
         pending = ahead
 
 

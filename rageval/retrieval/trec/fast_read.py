@@ -111,11 +111,13 @@ def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFra
     return _checked_run(frame, sep)
 
 
-def run_slice(data: bytes, sep: str) -> tuple[pl.DataFrame, str] | None:
+def run_slice(data: bytes, sep: str,
+              byte_facts: tuple[bool, bool] | None = None) -> tuple[pl.DataFrame, str] | None:
     """Whole lines of a run file (a slice starting at a line start), read as :func:`fast_run`
     reads a file, except that a comment line is refused too; None if unsure. The runid is that
-    of the slice's last line ("" for a slice of blank lines)."""
-    odd, doubled = _odd_bytes_in(data, sep)
+    of the slice's last line ("" for a slice of blank lines). ``byte_facts`` is what
+    :func:`slice_byte_facts` says of ``data``, where the caller found it already."""
+    odd, doubled = slice_byte_facts(data, sep) if byte_facts is None else byte_facts
     if odd:
         return None
     # Only the last runid is kept: a String column costs less to parse than a Categorical.
@@ -218,7 +220,7 @@ def _odd_bytes(sep: str) -> tuple[list[bytes], list[bytes]]:
 _BLOCK_BYTES = 1 << 20
 
 
-def _odd_bytes_in(data: bytes, sep: str) -> tuple[bool, bool]:
+def slice_byte_facts(data: bytes, sep: str) -> tuple[bool, bool]:
     """Whether whole lines in memory (a slice of a file from a line start to a line end, or to
     the file's end) hold the single bytes of :func:`_has_odd_whitespace`, and, for a space
     separator, whether two spaces follow each other somewhere (see :func:`run_slice`)."""
