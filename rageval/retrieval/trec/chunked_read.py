@@ -38,8 +38,9 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 # Big enough that per-slice overheads vanish, small enough to keep memory low.
 DEFAULT_CHUNK_BYTES = 1 << 24
 
-# A slice read, and what slice_byte_facts says of it.
+# A slice read, and what slice_byte_facts says of it; a slice parsed, and its last runid.
 _Checked = tuple[bytes, tuple[bool, bool]]
+_Parsed = tuple[pl.DataFrame, str]
 _T = TypeVar("_T")
 
 
@@ -65,7 +66,6 @@ class RunSlices:
         self._reader: ThreadPoolExecutor | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._cutter: _TopicCutter | None = None
-        self._first: Future[Run | None] | None = None
 
     def start(self) -> None:
         """Begin reading the first topics in worker threads, so that the caller can read the
@@ -83,50 +83,56 @@ class RunSlices:
             return None if data is None else (data, slice_byte_facts(data, sep))
 
         checked = _prefetched(self._reader, read_next, self._reader.submit(read_next))
-        self._cutter = _TopicCutter(self, checked, sep)
+
+        def parse_next() -> _Parsed | None:
+            item = next(checked, None)
+            return None if item is None else _parsed(*item, sep)
+
         self._pool = ThreadPoolExecutor(max_workers=1)
-        self._first = self._pool.submit(self._cutter.next_run)
+        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next,
+                                                      self._pool.submit(parse_next)))
 
     def close(self) -> None:
         """Stop reading (after the slices under way) and end the worker threads."""
         for pool in (self._pool, self._reader):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-        self._reader = self._pool = self._cutter = self._first = None  # iterating again
+        self._reader = self._pool = self._cutter = None  # iterating again starts afresh
 
     def __iter__(self) -> Iterator[Run]:
         self.start()
-        assert self._pool is not None and self._cutter is not None and self._first is not None
+        assert self._cutter is not None
         try:
-            yield from _prefetched(self._pool, self._cutter.next_run, self._first)
+            while (run := self._cutter.next_run()) is not None:
+                yield run
         finally:
             self.close()
 
 
-class _TopicCutter:
-    """Turns the file's slices (read and checked in the reader thread) into Runs of whole
-    topics, one call at a time, in the worker thread: parsing, hashing the docnos and finding
-    the topics all happen there, so that the caller's ranking of the previous Run never waits
-    behind them (polars runs one job at a time on its threads)."""
+def _parsed(data: bytes, byte_facts: tuple[bool, bool], sep: str) -> _Parsed:
+    """A slice parsed (see run_slice), with its docnos' hashes as a column."""
+    parsed = run_slice(data, sep, byte_facts)
+    if parsed is None:
+        raise NotStreamable("the fast path refuses a slice")
+    frame, runid = parsed
+    return frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH)), runid
 
-    def __init__(self, owner: RunSlices, slices: Iterator[_Checked], sep: str) -> None:
+
+class _TopicCutter:
+    """Turns the parsed slices into Runs of whole topics, one call at a time."""
+
+    def __init__(self, owner: RunSlices, slices: Iterator[_Parsed]) -> None:
         self.owner = owner
         self.slices = slices
-        self.sep = sep
         self.done: set[str] = set()  # topics already handed out: they must not come back
         self.carry: pl.DataFrame | None = None  # the last topic read, which may go on
 
     def next_run(self) -> Run | None:
         """The next Run of whole topics, or None at the end of the file."""
-        for data, byte_facts in self.slices:
-            parsed = run_slice(data, self.sep, byte_facts)
-            if parsed is None:
-                raise NotStreamable("the fast path refuses a slice")
-            frame, runid = parsed
+        for frame, runid in self.slices:
             if frame.height == 0:
                 continue
             self.owner.runid = runid
-            frame = frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH))
             if self.carry is not None:
                 frame = pl.concat([self.carry, frame], rechunk=False)
             ready = self._split(frame)
