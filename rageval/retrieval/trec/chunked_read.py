@@ -61,8 +61,9 @@ class RunSlices:
         self.names: set[str] = set()
         self.runid = ""
 
-        # Two worker threads, a pipeline: one reads slices and checks their bytes, the other
-        # parses them into topics, while the caller ranks the topics before them.
+        # A pipeline of two worker threads: one reads slices and checks their bytes, the other
+        # parses them; the caller cuts them into topics and ranks them meanwhile (it would
+        # wait for the parser otherwise).
         self._reader: ThreadPoolExecutor | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._cutter: _TopicCutter | None = None
@@ -110,12 +111,11 @@ class RunSlices:
 
 
 def _parsed(data: bytes, byte_facts: tuple[bool, bool], sep: str) -> _Parsed:
-    """A slice parsed (see run_slice), with its docnos' hashes as a column."""
+    """A slice parsed (see run_slice)."""
     parsed = run_slice(data, sep, byte_facts)
     if parsed is None:
         raise NotStreamable("the fast path refuses a slice")
-    frame, runid = parsed
-    return frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH)), runid
+    return parsed
 
 
 class _TopicCutter:
@@ -133,6 +133,7 @@ class _TopicCutter:
             if frame.height == 0:
                 continue
             self.owner.runid = runid
+            frame = frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH))
             if self.carry is not None:
                 frame = pl.concat([self.carry, frame], rechunk=False)
             ready = self._split(frame)
