@@ -69,7 +69,7 @@ class RunSlices:
         self._cutter: _TopicCutter | None = None
 
     def start(self) -> None:
-        """Begin reading the first topics in worker threads, so that the caller can read the
+        """Begin reading the first slice in a worker thread, so that the caller can read the
         qrels meanwhile; iterating starts it otherwise. Iterate, or :meth:`close`."""
         if self._pool is not None:
             return
@@ -90,8 +90,9 @@ class RunSlices:
             return None if item is None else _parsed(*item, sep)
 
         self._pool = ThreadPoolExecutor(max_workers=1)
-        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next,
-                                                      self._pool.submit(parse_next)))
+        # The first parse starts when the caller first asks: till then the caller may read the
+        # qrels with polars, whose parses run one at a time.
+        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next))
 
     def close(self) -> None:
         """Stop reading (after the slices under way) and end the worker threads."""
@@ -199,9 +200,12 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
 
 
 def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
-                pending: Future[_T | None]) -> Iterator[_T]:
-    """What ``pending`` and then ``produce`` return until None, the next one already in the
-    making in ``pool`` (one worker: the calls run in order) while this one is used."""
+                pending: Future[_T | None] | None = None) -> Iterator[_T]:
+    """What ``pending`` (if given, else a first call) and then ``produce`` return until None,
+    the next one already in the making in ``pool`` (one worker: the calls run in order) while
+    this one is used."""
+    if pending is None:
+        pending = pool.submit(produce)
     while True:
         ahead = pool.submit(produce)
         item = pending.result()
