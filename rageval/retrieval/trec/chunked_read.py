@@ -19,19 +19,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 import polars as pl
 
 from rageval.retrieval.trec.fast_read import guess_separator, run_slice, slice_byte_facts
-from rageval.retrieval.trec.frames import (
-    DOCNO_HASH_SEED,
-    DOCNO_HASHES,
-    QidLayout,
-    Run,
-    qid_layout_of,
-)
+from rageval.retrieval.trec.frames import QidLayout, Run, qid_layout_of
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
@@ -134,7 +128,6 @@ class _TopicCutter:
             if frame.height == 0:
                 continue
             self.owner.runid = runid
-            frame = frame.with_columns(pl.col("docno").hash(DOCNO_HASH_SEED).alias(_HASH))
             if self.carry is not None:
                 frame = pl.concat([self.carry, frame], rechunk=False)
             ready = self._split(frame)
@@ -143,7 +136,7 @@ class _TopicCutter:
         if self.carry is None:
             return None
         last, self.carry = self.carry, None
-        return _hashed_run(last, self.owner.path, {})
+        return Run(last, "", self.owner.path)
 
     def _split(self, frame: pl.DataFrame) -> Run | None:
         """The whole topics of ``frame`` as a Run (None if it has one topic only); the rows
@@ -161,23 +154,14 @@ class _TopicCutter:
         path = self.owner.path
         if tail is None:  # the last topic also has rows before other topics' rows
             is_last = frame.get_column("qid") == frame.get_column("qid")[-1]
-            ready = _hashed_run(frame.filter(~is_last), path, {})
+            ready = Run(frame.filter(~is_last), "", path)
             self.carry = frame.filter(is_last)
         else:  # the blocks before the last: their layout is known already
-            ready = _hashed_run(frame.slice(0, tail), path,
-                                {"qids": _without_last_block(layout)})
+            ready = Run(frame.slice(0, tail), "", path,
+                        _cache={"qids": _without_last_block(layout)})
             self.carry = frame.slice(tail)
         self.done.update(ready.qid_layout().names)
         return ready
-
-
-# The column of docno hashes a slice is parsed with; the Run holds them apart (its cache).
-_HASH = "docno_hash"
-
-
-def _hashed_run(frame: pl.DataFrame, path: str, cache: dict[str, Any]) -> Run:
-    cache[DOCNO_HASHES] = frame.get_column(_HASH).to_numpy()
-    return Run(frame.drop(_HASH), "", path, _cache=cache)
 
 
 def _last_block_start(layout: QidLayout) -> int | None:

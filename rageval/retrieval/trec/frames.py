@@ -13,8 +13,7 @@ import polars as pl
 PathLike = str | os.PathLike[str]
 
 # Docnos are matched by a 64-bit hash, polars' Series.hash with this seed (the run's and the
-# qrels' alike); a Run whose reader computed them on the way keeps them in its cache under
-# DOCNO_HASHES (uint64, one per row).
+# qrels' alike); a Qrels keeps them in its cache under DOCNO_HASHES (uint64, one per row).
 DOCNO_HASH_SEED = 0x5EED
 DOCNO_HASHES = "docno_hashes"
 
@@ -83,11 +82,8 @@ class Run:
         return self.frame.height
 
     def docno_hashes(self) -> np.ndarray:
-        """uint64 ``[rows]``: each line's docno hash (see DOCNO_HASH_SEED). Not cached unless
-        the reader computed them on the way (8 bytes a line: a whole run's are big)."""
-        cached: np.ndarray | None = self._cache.get(DOCNO_HASHES)
-        if cached is not None:
-            return cached
+        """uint64 ``[rows]``: each line's docno hash (see DOCNO_HASH_SEED). Not cached: 8 bytes
+        a line, and a whole run's are big."""
         out: np.ndarray = self.frame.get_column("docno").hash(DOCNO_HASH_SEED).to_numpy()
         return out
 
