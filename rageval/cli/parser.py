@@ -18,7 +18,6 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from rageval.cli.score_options import DEFAULTS, add_score_options
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.version import __version__
 
@@ -149,6 +148,9 @@ def _add_cache(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:
+    # Imported here: `rageval trec-eval` never builds this parser and need not pay for it.
+    from rageval.cli.score_options import DEFAULTS, add_score_options
+
     p = sub.add_parser("score", help="score records with metrics; write DIR/records.jsonl and "
                        "DIR/summary.json")
     p.add_argument("records", nargs="?", default=None,
@@ -166,6 +168,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", help="score this records file instead of the file's")
     p.add_argument("--no-gate", action="store_true",
                    help="skip the file's [gate] (and any gate option given here)")
+    from rageval.cli.score_options import add_score_options
+
     add_score_options(p)
 
 

@@ -27,7 +27,6 @@ from rageval.retrieval.ranking.arrays import (
     segment_ids_of,
 )
 from rageval.retrieval.ranking.trec_grades import (
-    HASH_SEED,
     check_qrels_unique,
     check_run_unique,
     lookup_grades,
@@ -253,15 +252,15 @@ def _build_from_trec(
     qids, q_codes_all, segs = query_codes(qrels, run, all_qrels_queries)
     nq = len(qids)
     docno = frame.get_column("docno")
-    scores = frame.get_column("score")
-    if scores.is_nan().any():
+    scores = frame.get_column("score").to_numpy()  # once: a copy where there are chunks
+    if np.isnan(scores).any():
         raise InputError("a score is NaN", path=run.path)
 
     layout = rank_layout(segs, scores, nq)
     if max_retrieved is not None and np.diff(layout.offsets).max(initial=0) > max_retrieved:
         layout = truncate(layout, scores, max_retrieved, docno)
     offsets = layout.offsets
-    scores_o = layout.take_series(scores)
+    scores_o = layout.take(scores)
     del scores
 
     # Judgments of the evaluated queries.
@@ -269,13 +268,16 @@ def _build_from_trec(
     q_docno = q_frame.get_column("docno")
     q_rel = q_frame.get_column("rel").to_numpy()
     q_codes = q_codes_all
+    q_rows = None
     if q_codes_all.size and q_codes_all.min() < 0:  # judgments of queries not evaluated
         q_rows = np.flatnonzero(q_codes_all >= 0)
         q_codes, q_docno, q_rel = q_codes_all[q_rows], q_docno.gather(q_rows), q_rel[q_rows]
-    q_hash = q_docno.hash(HASH_SEED).to_numpy()
+    q_hash = qrels.docno_hashes()
+    if q_rows is not None:
+        q_hash = q_hash[q_rows]
     check_qrels_unique(qrels, salted_keys(q_hash, q_codes, nq), q_codes, q_docno, qids)
 
-    hashes = docno.hash(HASH_SEED).to_numpy()
+    hashes = run.docno_hashes()
     check_run_unique(hashes, layout, segs, docno, qids, run)
     grades, pooled = lookup_grades(hashes, layout, segs, docno, q_hash, q_codes, q_docno, q_rel)
     del hashes

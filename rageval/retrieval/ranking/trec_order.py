@@ -32,20 +32,18 @@ class Layout:
     starts: np.ndarray | None = None  # file row of each query's first ranked row
     order: np.ndarray | None = None
 
-    def take_series(self, series: pl.Series) -> np.ndarray:
-        """A numeric polars column (one value per file row) in ranked order, as numpy: one
-        copy, made by polars from zero-copy slices."""
-        if self.order is not None:  # (polars' gather is slow on chunked columns)
-            return series.to_numpy()[self.order]
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """Values of the file's rows (one per row) in ranked order: a view where the ranked
+        rows are the file's first rows, in order."""
+        if self.order is not None:
+            return values[self.order]
         assert self.starts is not None
         lens = np.diff(self.offsets)
         if self.starts.size and np.array_equal(self.starts, self.offsets[:-1]):
-            return series.slice(0, int(self.offsets[-1])).to_numpy()
+            return values[: int(self.offsets[-1])]
         pairs = zip(self.starts.tolist(), lens.tolist(), strict=True)
-        parts = [series.slice(s, n) for s, n in pairs if n]
-        if not parts:
-            return series.slice(0, 0).to_numpy()
-        return pl.concat(parts, rechunk=False).to_numpy()
+        parts = [values[s : s + n] for s, n in pairs if n]
+        return np.concatenate(parts) if parts else values[:0].copy()
 
     def source(self, rows: np.ndarray) -> np.ndarray:
         """File row of each ranked row."""
@@ -97,7 +95,6 @@ def query_codes(
 ) -> tuple[list[str], np.ndarray, Segments]:
     """Evaluated qids (strcmp order), the code (index into them, -1 = not evaluated) of every
     qrels row, and the codes of the run's lines."""
-    q_series = qrels.frame.get_column("qid")
     qrels_qids = qrels.qids()
     layout = run.qid_layout()
     names = layout.names
@@ -123,11 +120,13 @@ def query_codes(
     else:
         assert layout.row_name is not None
         segs = Segments(code_of_name[layout.row_name], None, None, False)
-    q_codes = q_series.replace_strict(index, default=-1, return_dtype=pl.Int64).to_numpy()
-    return qids, q_codes.astype(np.int64, copy=False), segs
+    # Through the qrels' own codes: polars' replace_strict costs milliseconds per call even
+    # for a few rows, which a run read in slices pays once per slice.
+    code_of_qrels_qid = np.array([index.get(q, -1) for q in qrels_qids], dtype=np.int64)
+    return qids, code_of_qrels_qid[qrels.qid_codes()], segs
 
 
-def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
+def rank_layout(segs: Segments, scores: np.ndarray, nq: int) -> Layout:
     """Ranked order: queries by code, results by score descending.
 
     Runs are usually written query by query in rank order; that case is detected in O(n) and
@@ -144,10 +143,7 @@ def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
     offsets = offsets_from_counts(counts.astype(np.int64))
     if segs.contiguous:
         assert segs.starts is not None
-        score = pl.col("s")
-        rising = (
-            scores.to_frame("s").select(pl.arg_where(score > score.shift(1))).to_series().to_numpy()
-        )
+        rising = np.flatnonzero(scores[1:] > scores[:-1]) + 1
         if rising.size:
             inner = np.isin(rising, segs.starts, invert=True)
             bad = segs.codes[np.searchsorted(segs.starts, rising[inner], side="right") - 1]
@@ -158,7 +154,7 @@ def rank_layout(segs: Segments, scores: pl.Series, nq: int) -> Layout:
             file_start = np.zeros(nq, dtype=np.int64)
             file_start[segs.codes[keep]] = segs.starts[keep]
             return Layout(offsets=offsets, starts=file_start)
-    return Layout(offsets=offsets, order=_sort_rows(segs.row_codes(), scores))
+    return Layout(offsets=offsets, order=_sort_rows(segs.row_codes(), pl.Series(scores)))
 
 
 def _sort_rows(codes: np.ndarray, scores: pl.Series) -> np.ndarray:
@@ -232,7 +228,7 @@ def _docno_desc_order(docno: pl.Series, run: np.ndarray) -> np.ndarray:
     return order.to_numpy()
 
 
-def truncate(layout: Layout, scores: pl.Series, m: int, docno: pl.Series) -> Layout:
+def truncate(layout: Layout, scores: np.ndarray, m: int, docno: pl.Series) -> Layout:
     """The layout of the top ``m`` results of every query.
 
     A tie straddling the cut is first put in trec_eval's docno order, since which of the tied
@@ -244,13 +240,13 @@ def truncate(layout: Layout, scores: pl.Series, m: int, docno: pl.Series) -> Lay
         order = layout.order.copy()
     else:
         order = layout.source(np.arange(int(offsets[-1]), dtype=np.int64))
-    scores_o = scores.to_numpy()[order]
+    scores_o = scores[order]
     cut = offsets[:-1][counts > m] + m  # first dropped row of each long query
     straddle = cut[scores_o[cut] == scores_o[cut - 1]] if m > 0 else cut[:0]
     if straddle.size:
         sel_rows, sel_run = _runs_rows(*_run_bounds(offsets, scores_o, straddle))
         src = order[sel_rows]
-        order[sel_rows] = src[_docno_desc_order(docno.gather(src), sel_run)]
+        order[sel_rows] = src[_docno_desc_order(docno[src], sel_run)]
     take = np.minimum(counts, m)
     return Layout(offsets=offsets_from_counts(take), order=order[_kept_rows(offsets, take)])
 
@@ -288,6 +284,6 @@ def resolve_ties(
     if not tied.any():
         return
     rows, run = _runs_rows(*_run_bounds(offsets, scores, jr[tied]))
-    src = rows[_docno_desc_order(docno.gather(layout.source(rows)), run)]
+    src = rows[_docno_desc_order(docno[layout.source(rows)], run)]
     grades[rows] = grades[src]
     pooled[rows] = pooled[src]

@@ -17,19 +17,25 @@ decide it exactly (and report its errors).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 import polars as pl
 
-from rageval.retrieval.trec.fast_read import guess_separator, run_slice
+from rageval.retrieval.trec.fast_read import guess_separator, run_slice, slice_byte_facts
 from rageval.retrieval.trec.frames import QidLayout, Run, qid_layout_of
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
 # Big enough that per-slice overheads vanish, small enough to keep memory low.
 DEFAULT_CHUNK_BYTES = 1 << 24
+
+# A slice read, and what slice_byte_facts says of it; a slice parsed, and its last runid.
+_Checked = tuple[bytes, tuple[bool, bool]]
+_Parsed = tuple[pl.DataFrame, str]
+_T = TypeVar("_T")
 
 
 class NotStreamable(Exception):
@@ -49,47 +55,113 @@ class RunSlices:
         self.names: set[str] = set()
         self.runid = ""
 
-    def __iter__(self) -> Iterator[Run]:
+        # A pipeline of two worker threads: one reads slices and checks their bytes, the other
+        # parses them; the caller cuts them into topics and ranks them meanwhile (it would
+        # wait for the parser otherwise).
+        self._reader: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._cutter: _TopicCutter | None = None
+
+    def start(self) -> None:
+        """Begin reading the first slice in a worker thread, so that the caller can read the
+        qrels meanwhile; iterating starts it otherwise. Iterate, or :meth:`close`."""
+        if self._pool is not None:
+            return
         sep = guess_separator(self.path)
         if sep is None:
             raise NotStreamable("no single-character separator")
-        done: set[str] = set()  # topics already handed out: they must not come back
-        carry: pl.DataFrame | None = None
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            for parsed in _prefetched(pool, _byte_slices(self.path, self.chunk_bytes), sep):
-                frame, runid = _result(parsed)
-                if frame.height == 0:
-                    continue
-                self.runid = runid
-                if carry is not None:
-                    frame = pl.concat([carry, frame], rechunk=False)
-                ready, carry = self._split(frame, done)
-                if ready is not None:
-                    yield ready
-        if carry is not None:
-            yield Run(carry, "", self.path)
+        self._reader = ThreadPoolExecutor(max_workers=1)
+        slices = _byte_slices(self.path, self.chunk_bytes)
 
-    def _split(self, frame: pl.DataFrame,
-               done: set[str]) -> tuple[Run | None, pl.DataFrame]:
-        """The whole topics of ``frame`` as a Run (None if it has one topic only), and the rows
-        of its last topic, held back: the next slice may go on with that topic."""
+        def read_next() -> _Checked | None:
+            data = next(slices, None)
+            return None if data is None else (data, slice_byte_facts(data, sep))
+
+        checked = _prefetched(self._reader, read_next, self._reader.submit(read_next))
+
+        def parse_next() -> _Parsed | None:
+            item = next(checked, None)
+            return None if item is None else _parsed(*item, sep)
+
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        # The first parse starts when the caller first asks: till then the caller may read the
+        # qrels with polars, whose parses run one at a time.
+        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next))
+
+    def close(self) -> None:
+        """Stop reading (after the slices under way) and end the worker threads."""
+        for pool in (self._pool, self._reader):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        self._reader = self._pool = self._cutter = None  # iterating again starts afresh
+
+    def __iter__(self) -> Iterator[Run]:
+        self.start()
+        assert self._cutter is not None
+        try:
+            while (run := self._cutter.next_run()) is not None:
+                yield run
+        finally:
+            self.close()
+
+
+def _parsed(data: bytes, byte_facts: tuple[bool, bool], sep: str) -> _Parsed:
+    """A slice parsed (see run_slice)."""
+    parsed = run_slice(data, sep, byte_facts)
+    if parsed is None:
+        raise NotStreamable("the fast path refuses a slice")
+    return parsed
+
+
+class _TopicCutter:
+    """Turns the parsed slices into Runs of whole topics, one call at a time."""
+
+    def __init__(self, owner: RunSlices, slices: Iterator[_Parsed]) -> None:
+        self.owner = owner
+        self.slices = slices
+        self.done: set[str] = set()  # topics already handed out: they must not come back
+        self.carry: pl.DataFrame | None = None  # the last topic read, which may go on
+
+    def next_run(self) -> Run | None:
+        """The next Run of whole topics, or None at the end of the file."""
+        for frame, runid in self.slices:
+            if frame.height == 0:
+                continue
+            self.owner.runid = runid
+            if self.carry is not None:
+                frame = pl.concat([self.carry, frame], rechunk=False)
+            ready = self._split(frame)
+            if ready is not None:
+                return ready
+        if self.carry is None:
+            return None
+        last, self.carry = self.carry, None
+        return Run(last, "", self.owner.path)
+
+    def _split(self, frame: pl.DataFrame) -> Run | None:
+        """The whole topics of ``frame`` as a Run (None if it has one topic only); the rows
+        of its last topic are held back: the next slice may go on with that topic."""
         layout = qid_layout_of(frame.get_column("qid"))
         if any(n.startswith("#") for n in layout.names):
             raise NotStreamable("a comment line")  # the whole-file readers skip it
-        if not done.isdisjoint(layout.names):
+        if not self.done.isdisjoint(layout.names):
             raise NotStreamable("a topic met again after other topics")
-        self.names.update(layout.names)
+        self.owner.names.update(layout.names)
         if len(layout.names) == 1:
-            return None, frame
+            self.carry = frame
+            return None
         tail = _last_block_start(layout)
+        path = self.owner.path
         if tail is None:  # the last topic also has rows before other topics' rows
             is_last = frame.get_column("qid") == frame.get_column("qid")[-1]
-            ready, carry = frame.filter(~is_last), frame.filter(is_last)
-        else:
-            ready, carry = frame.slice(0, tail), frame.slice(tail)
-        ready_run = Run(ready, "", self.path)
-        done.update(ready_run.qid_layout().names)
-        return ready_run, carry
+            ready = Run(frame.filter(~is_last), "", path)
+            self.carry = frame.filter(is_last)
+        else:  # the blocks before the last: their layout is known already
+            ready = Run(frame.slice(0, tail), "", path,
+                        _cache={"qids": _without_last_block(layout)})
+            self.carry = frame.slice(tail)
+        self.done.update(ready.qid_layout().names)
+        return ready
 
 
 def _last_block_start(layout: QidLayout) -> int | None:
@@ -102,35 +174,71 @@ def _last_block_start(layout: QidLayout) -> int | None:
     return int(layout.starts[-1])
 
 
-def _result(parsed: tuple[pl.DataFrame, str] | None) -> tuple[pl.DataFrame, str]:
-    if parsed is None:
-        raise NotStreamable("the fast path refuses a slice")
-    return parsed
+def _without_last_block(layout: QidLayout) -> QidLayout:
+    """The layout of the rows before the last block, whose qid has no other block."""
+    assert layout.starts is not None and layout.block_name is not None
+    last = int(layout.block_name[-1])
+    block_name = layout.block_name[:-1]
+    return QidLayout(layout.names[:last] + layout.names[last + 1:], starts=layout.starts[:-1],
+                     block_name=block_name - (block_name > last))
 
 
-def _prefetched(pool: ThreadPoolExecutor, slices: Iterator[bytes],
-                sep: str) -> Iterator[tuple[pl.DataFrame, str] | None]:
-    """Each slice parsed, the next one already parsing in ``pool`` while this one is used."""
-    pending: Future[tuple[pl.DataFrame, str] | None] | None = None
-    for data in slices:
-        ahead = pool.submit(run_slice, data, sep)
-        if pending is not None:
-            yield pending.result()
+def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
+                pending: Future[_T | None] | None = None) -> Iterator[_T]:
+    """What ``pending`` (if given, else a first call) and then ``produce`` return until None,
+    the next one already in the making in ``pool`` (one worker: the calls run in order) while
+    this one is used."""
+    if pending is None:
+        pending = pool.submit(produce)
+    while True:
+        ahead = pool.submit(produce)
+        item = pending.result()
+        if item is None:
+            return
+        yield item
         pending = ahead
-    if pending is not None:
-        yield pending.result()
 
 
 def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
     """The file in slices of whole lines (the last may lack its line end), each about
     ``chunk_bytes`` long; a line longer than that makes a longer slice."""
     with open(path, "rb") as fh:
-        while data := fh.read(chunk_bytes):
-            cut = data.rfind(b"\n") + 1
-            while cut == 0 and (more := fh.read(chunk_bytes)):  # a long line: read on
-                data += more
-                cut = data.rfind(b"\n") + 1
-            if 0 < cut < len(data):
-                fh.seek(cut - len(data), os.SEEK_CUR)  # the partial line starts the next slice
-                data = data[:cut]
+        offset = 0
+        while True:
+            end = _slice_end(fh, offset, chunk_bytes)
+            if end is None:  # no line end in the last bytes: read the slice to find one
+                fh.seek(offset)
+                data = _whole_lines(fh, chunk_bytes)
+            else:  # the slice itself, read once (slicing a read copies it again)
+                data = os.pread(fh.fileno(), end - offset, offset)
+            if not data:
+                return
+            offset += len(data)
             yield data
+
+
+# How far back from a slice's end its last line end is looked for, before reading it all.
+_TAIL_BYTES = 1 << 16
+
+
+def _slice_end(fh: BinaryIO, offset: int, chunk_bytes: int) -> int | None:
+    """Where the slice starting at ``offset`` ends: after the last line end among its last
+    bytes, or at the end of the file; None when those bytes hold no line end."""
+    size = os.fstat(fh.fileno()).st_size
+    end = offset + chunk_bytes
+    if end >= size:
+        return size
+    tail = min(_TAIL_BYTES, chunk_bytes)
+    last = os.pread(fh.fileno(), tail, end - tail).rfind(b"\n")
+    return None if last < 0 else end - tail + last + 1
+
+
+def _whole_lines(fh: BinaryIO, chunk_bytes: int) -> bytes:
+    """From the file's position: ``chunk_bytes`` cut after their last line end, or, without
+    one, read on to the next line end (or the end of the file)."""
+    data = fh.read(chunk_bytes)
+    cut = data.rfind(b"\n") + 1
+    while cut == 0 and (more := fh.read(chunk_bytes)):  # a long line: read on
+        data += more
+        cut = data.rfind(b"\n") + 1
+    return data[:cut] if 0 < cut < len(data) else data

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from rageval.retrieval.trec.frames import qid_layout_of
@@ -110,14 +111,29 @@ def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFra
     return _checked_run(frame, sep)
 
 
-def run_slice(data: bytes, sep: str) -> tuple[pl.DataFrame, str] | None:
+def run_slice(data: bytes, sep: str,
+              byte_facts: tuple[bool, bool] | None = None) -> tuple[pl.DataFrame, str] | None:
     """Whole lines of a run file (a slice starting at a line start), read as :func:`fast_run`
     reads a file, except that a comment line is refused too; None if unsure. The runid is that
-    of the slice's last line ("" for a slice of blank lines)."""
-    if _odd_bytes_in(data, sep):
+    of the slice's last line ("" for a slice of blank lines). ``byte_facts`` is what
+    :func:`slice_byte_facts` says of ``data``, where the caller found it already."""
+    odd, doubled = slice_byte_facts(data, sep) if byte_facts is None else byte_facts
+    if odd:
         return None
     # Only the last runid is kept: a String column costs less to parse than a Categorical.
     types = {**_run_types(sep), "runid": pl.String()}
+    if sep == " " and not doubled:
+        # Every empty field now opens a line, or is a missing one: the iter and rank columns,
+        # which trec_eval ignores, need not be read to find empty fields.
+        frame = _scan(data, sep, RUN_COLUMNS, types, _RUN_KEEP, ragged=True, comments=False)
+        if frame is None:
+            return None
+        if frame.height and not any(frame.null_count().row(0)):  # (counts kept by polars)
+            # No blank line and no missing field (" Q0" would read as blank: the full read
+            # below decides such slices).
+            if np.isnan(frame.get_column("score").to_numpy()).any():
+                return None
+            return frame.drop("runid"), str(frame.get_column("runid")[-1])
     frame = None
     if sep == " ":
         # Ranks are read only to find empty fields (trec_eval ignores them): as integers they
@@ -199,17 +215,45 @@ def _odd_bytes(sep: str) -> tuple[list[bytes], list[bytes]]:
     return others, [(sep + sep).encode(), ("\n" + sep).encode()]
 
 
-def _odd_bytes_in(data: bytes, sep: str) -> bool:
-    """The single bytes of :func:`_has_odd_whitespace` in whole lines in memory (a slice of a
-    file from a line start to a line end, or to the file's end). Pairs of separators are left
-    to the caller (see :func:`run_slice`)."""
+# Slices are checked a block at a time, while the block is in the core's cache: the several
+# scans of a block then cost about what one scan of the slice from memory costs.
+_BLOCK_BYTES = 1 << 20
+
+
+def slice_byte_facts(data: bytes, sep: str) -> tuple[bool, bool]:
+    """Whether whole lines in memory (a slice of a file from a line start to a line end, or to
+    the file's end) hold the single bytes of :func:`_has_odd_whitespace`, and, for a space
+    separator, whether two spaces follow each other somewhere (see :func:`run_slice`)."""
     others, _ = _odd_bytes(sep)
-    if any(data.find(ch) >= 0 for ch in others):
-        return True
-    if data.find(b"\r") < 0:
-        return False
-    hit = _STRAY_CR.search(data)
-    return hit is not None and hit.start() < len(data) - 1  # a final "\r" ends the file
+    pairs = np.empty(_BLOCK_BYTES // 2, dtype=bool) if sep == " " else None
+    doubled = carriage_return = False
+    for start in range(0, len(data), _BLOCK_BYTES):
+        end = min(start + _BLOCK_BYTES, len(data))
+        if any(data.find(ch, start, end) >= 0 for ch in others):
+            return True, doubled
+        carriage_return = carriage_return or data.find(b"\r", start, end) >= 0
+        if pairs is not None and not doubled:  # (one byte more: a pair across blocks)
+            doubled = _two_spaces(data, start, min(end + 1, len(data)), pairs)
+    if carriage_return:
+        hit = _STRAY_CR.search(data)
+        if hit is not None and hit.start() < len(data) - 1:  # a final "\r" ends the file
+            return True, doubled
+    return False, doubled
+
+
+def _two_spaces(data: bytes, start: int, end: int, scratch: np.ndarray) -> bool:
+    """Whether ``data[start:end]`` holds two spaces in a row: byte pairs compared at both
+    alignments (several times faster than ``bytes.find``, which holds the GIL, too)."""
+    for first in (start, start + 1):
+        count = (end - first) // 2
+        if count <= 0:
+            continue
+        pairs = np.frombuffer(data, dtype="<u2", count=count, offset=first)
+        hits = scratch[:count]
+        np.equal(pairs, 0x2020, out=hits)
+        if hits.any():
+            return True
+    return False
 
 
 def _has_odd_whitespace(path: str, sep: str) -> bool:

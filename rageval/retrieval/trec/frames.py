@@ -12,6 +12,11 @@ import polars as pl
 # A file to read or write, as the readers and the writer take it.
 PathLike = str | os.PathLike[str]
 
+# Docnos are matched by a 64-bit hash, polars' Series.hash with this seed (the run's and the
+# qrels' alike); a Qrels keeps them in its cache under DOCNO_HASHES (uint64, one per row).
+DOCNO_HASH_SEED = 0x5EED
+DOCNO_HASHES = "docno_hashes"
+
 
 @dataclass(frozen=True)
 class Qrels:
@@ -33,6 +38,22 @@ class Qrels:
         if "qids" not in self._cache:
             self._cache["qids"] = sorted(self.frame.get_column("qid").unique().to_list())
         out: list[str] = self._cache["qids"]
+        return out
+
+    def qid_codes(self) -> np.ndarray:
+        """int64 ``[rows]``: the index into :meth:`qids` of each judgment's query. Cached."""
+        if "codes" not in self._cache:
+            qids = self.frame.get_column("qid").cast(pl.Enum(self.qids()))
+            self._cache["codes"] = qids.to_physical().to_numpy().astype(np.int64)
+        out: np.ndarray = self._cache["codes"]
+        return out
+
+    def docno_hashes(self) -> np.ndarray:
+        """uint64 ``[rows]``: each judgment's docno hash (see DOCNO_HASH_SEED). Cached."""
+        if DOCNO_HASHES not in self._cache:
+            docno = self.frame.get_column("docno")
+            self._cache[DOCNO_HASHES] = docno.hash(DOCNO_HASH_SEED).to_numpy()
+        out: np.ndarray = self._cache[DOCNO_HASHES]
         return out
 
     def to_dict(self) -> dict[str, dict[str, int]]:
@@ -59,6 +80,12 @@ class Run:
 
     def __len__(self) -> int:
         return self.frame.height
+
+    def docno_hashes(self) -> np.ndarray:
+        """uint64 ``[rows]``: each line's docno hash (see DOCNO_HASH_SEED). Not cached: 8 bytes
+        a line, and a whole run's are big."""
+        out: np.ndarray = self.frame.get_column("docno").hash(DOCNO_HASH_SEED).to_numpy()
+        return out
 
     def qid_layout(self) -> QidLayout:
         """Where each query's lines are (see :class:`QidLayout`). Cached."""

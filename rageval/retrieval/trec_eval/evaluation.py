@@ -74,11 +74,17 @@ def run_evaluation(
 
 
 def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Options) -> Evaluated:
-    if opts.rel_format == "qrels_jg":
-        qrels = read_qrels_jg(qrels_path)
-    else:
-        qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
-    streamed = _streamed(qrels, run_path, specs, opts)
+    slices = _slices_started(run_path, opts)  # read while the qrels are
+    try:
+        if opts.rel_format == "qrels_jg":
+            qrels = read_qrels_jg(qrels_path)
+        else:
+            qrels = read_qrels(qrels_path, like_trec_eval=opts.like_trec_eval_10)
+    except BaseException:
+        if slices is not None:
+            slices.close()
+        raise
+    streamed = _streamed(qrels, slices, specs, opts) if slices is not None else None
     if streamed is not None:
         return streamed
     run = read_run(run_path, like_trec_eval=opts.like_trec_eval_10)
@@ -105,17 +111,32 @@ def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Optio
     raise stop
 
 
-def _streamed(qrels: Qrels, run_path: str, specs: Sequence[str],
-              opts: Options) -> Evaluated | None:
-    """The run read and evaluated a slice of topics at a time, so that a big run is never
-    resident as a whole; None where that cannot give the whole-file result (the caller then
-    reads the whole file: any error, stop or warning comes from there, in trec_eval's order)."""
+def _slices_started(run_path: str, opts: Options) -> RunSlices | None:
+    """The run's slices, the first already being read (while the caller reads the qrels), or
+    None where the run is not to be read in slices."""
     if opts.rel_format != "qrels" or opts.only_qid is not None or opts.chunk_bytes <= 0:
         return None
+    slices = RunSlices(run_path, opts.chunk_bytes)
+    try:
+        slices.start()
+    except (NotStreamable, OSError):
+        return None  # the whole-file readers report it, in trec_eval's order
+    return slices
+
+
+def _streamed(qrels: Qrels, run: RunSlices | str, specs: Sequence[str],
+              opts: Options) -> Evaluated | None:
+    """The run (its slices, or its path) read and evaluated a slice of topics at a time, so
+    that a big run is never resident as a whole; None where that cannot give the whole-file
+    result (the caller then reads the whole file: any error, stop or warning comes from there,
+    in trec_eval's order)."""
+    slices = _slices_started(run, opts) if isinstance(run, str) else run
+    if slices is None:
+        return None
+    run_path = slices.path
     try:
         zscores = read_zscores(opts.zscores_path) if opts.zscores_path is not None else None
         selected = select_measures(specs)
-        slices = RunSlices(run_path, opts.chunk_bytes)
         ctx = MeasureContext(rel_level=opts.rel_level, num_docs=opts.num_docs)
         qids, results = streamed_values(
             qrels, slices, selected, ctx, max_retrieved=opts.max_retrieved,
@@ -129,6 +150,8 @@ def _streamed(qrels: Qrels, run_path: str, specs: Sequence[str],
                 return None
     except (NotStreamable, RagevalError, OSError):
         return None
+    finally:
+        slices.close()  # (a no-op once iterated)
     missing = set(qrels.qids()) - slices.names if opts.all_queries else set()
     return _finish(qids, results, missing, qrels, slices.runid, opts, zscores)
 

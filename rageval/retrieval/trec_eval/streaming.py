@@ -16,8 +16,11 @@ import numpy as np
 import polars as pl
 
 from rageval.retrieval.ranking import Ranking
+from rageval.retrieval.ranking.arrays import offsets_from_counts
+from rageval.retrieval.ranking.trec_grades import UNIQUE_JUDGMENTS, all_distinct, salted_keys
 from rageval.retrieval.trec import Qrels, Run
 from rageval.retrieval.trec.chunked_read import NotStreamable, RunSlices
+from rageval.retrieval.trec.frames import DOCNO_HASHES
 from rageval.retrieval.trec_eval.catalogue import MeasureContext
 from rageval.retrieval.trec_eval.per_topic import (
     MeasureResult,
@@ -49,11 +52,11 @@ def streamed_values(
 
     Raises NotStreamable (or the InputError of a slice) when the whole file must decide."""
     judged_topics = set(qrels.qids())
+    by_topic = _JudgmentsByTopic(qrels)
     parts: list[Part] = []
 
     def score(run: Run, names: list[str]) -> None:
-        subset = Qrels(qrels.frame.filter(pl.col("qid").is_in(names)), qrels.path)
-        ranking = Ranking.from_trec(subset, run, max_retrieved=max_retrieved)
+        ranking = Ranking.from_trec(by_topic.of(names), run, max_retrieved=max_retrieved)
         if judged:
             ranking = judged_only(ranking)
         parts.append((ranking.qids, topic_values(ranking, selected, ctx)))
@@ -72,6 +75,53 @@ def streamed_values(
     if not parts:
         raise NotStreamable("no topic evaluated")  # the whole-file path reports it
     return _merged(parts, selected)
+
+
+class _JudgmentsByTopic:
+    """The judgments sorted by topic once, so that each slice takes its topics' judgments as
+    row ranges (a filter over every judgment per slice costs more than the slice's ranking).
+
+    Topics keep the order in which the qrels first list them: a run usually lists its topics
+    in that order too, and a slice's judgments are then one range of rows, taken without a
+    copy. Whether any topic judges a document twice is settled here once for all slices."""
+
+    def __init__(self, qrels: Qrels) -> None:
+        codes = qrels.qid_codes()  # strcmp rank of each judgment's topic
+        self.names = qrels.qids()
+        block_starts = np.flatnonzero(np.diff(codes, prepend=-1))  # blocks of one topic
+        _, first_block = np.unique(codes[block_starts], return_index=True)
+        by_appearance = np.argsort(block_starts[first_block])  # topics in the file's order
+        position = np.empty_like(by_appearance)
+        position[by_appearance] = np.arange(by_appearance.size)
+        rows = np.argsort(position[codes], kind="stable")  # file order within a topic
+        in_file_order = bool(np.all(rows[1:] > rows[:-1]))
+        self.frame = qrels.frame if in_file_order else qrels.frame[rows]
+        self.hashes = qrels.docno_hashes()[rows]
+        counts = np.bincount(codes, minlength=len(self.names))[by_appearance]
+        self.offsets = offsets_from_counts(counts)
+        self.position = dict(zip(self.names, position.tolist(), strict=True))
+        self.path = qrels.path
+        keys = salted_keys(qrels.docno_hashes(), codes, len(self.names))
+        self.unique = all_distinct(keys)  # else each slice checks its own
+
+    def of(self, names: Sequence[str]) -> Qrels:
+        """The judgments of these topics (each judged), topics in strcmp order."""
+        qids = sorted(names)
+        code = {name: i for i, name in enumerate(qids)}
+        by_position = sorted(names, key=self.position.__getitem__)
+        topics = np.array([self.position[name] for name in by_position], dtype=np.int64)
+        starts = self.offsets[topics]
+        counts = self.offsets[topics + 1] - starts
+        codes = np.repeat(np.array([code[name] for name in by_position], dtype=np.int64), counts)
+        cache = {"qids": qids, "codes": codes, UNIQUE_JUDGMENTS: self.unique}
+        if topics[-1] - topics[0] + 1 == topics.size:  # one range of rows
+            first, end = int(starts[0]), int(starts[0] + counts.sum())
+            cache[DOCNO_HASHES] = self.hashes[first:end]
+            return Qrels(self.frame.slice(first, end - first), self.path, _cache=cache)
+        first_out = np.cumsum(counts) - counts
+        rows = np.arange(int(counts.sum())) - np.repeat(first_out - starts, counts)
+        cache[DOCNO_HASHES] = self.hashes[rows]
+        return Qrels(self.frame[rows], self.path, _cache=cache)
 
 
 def _merged(parts: list[Part], selected: Sequence[SelectedMeasure]) -> tuple[
