@@ -1,13 +1,14 @@
 """A metric's summary kept as running sums: what a run keeps of it once it has more records
 than the exact bootstrap holds (or from the start, with ``--ci poisson``).
 
-Per output it keeps the exact sum and count of the scored values, and for each bootstrap
-resample the Poisson-weighted sum and count (:mod:`rageval.stats.poisson`); for a metric with a
-corpus figure (corpus BLEU) the exact and weighted sums of its additive statistics; of the
-details, only the distinct ones the signature reads. That is ``resamples x columns`` numbers
-and a few dicts, whatever the run's length.
+The rows are folded into units, records on their own or whole conversations. Per output it
+keeps the exact sum and count of the units' values, and for each bootstrap resample their
+Poisson-weighted sum and count (:mod:`rageval.stats.poisson`); for a metric with a corpus figure
+(corpus BLEU) the exact and weighted sums of its additive statistics; of the details, only the
+distinct ones the signature reads. That is ``resamples x columns`` numbers and a few dicts,
+whatever the run's length.
 
-Rows are summed in blocks that start at fixed record positions (:class:`OnlineBlocks`), so a
+Units are summed in blocks that start at fixed unit positions (:class:`OnlineBlocks`), so a
 run gives the same sums, to the last bit, however it was split into windows, batches or Ray
 blocks.
 """
@@ -47,7 +48,7 @@ class OnlineStore:
     records on their own or whole conversations (:class:`UnitFolder`), which wait in a queue
     until the run's next block of units is complete; then :meth:`consume` sums them."""
 
-    def __init__(self, metric: Metric, names: list[str], resamples: int) -> None:
+    def __init__(self, metric: Metric, names: list[str]) -> None:
         self.metric = metric
         self.names = names
         self.count = 0  # rows (records) added

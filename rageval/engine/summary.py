@@ -86,7 +86,7 @@ class SummaryParts:
             metric = self._metrics[name]
             store = self._stores[name]
             assert isinstance(store, MetricStore)
-            online = OnlineStore(metric, metric.output_names(), self.bootstrap)
+            online = OnlineStore(metric, metric.output_names())
             if store.count:
                 held = (np.arange(store.count, dtype=np.int64) if groups is None
                         else groups[:store.count])  # not the records noted for the next parts

@@ -208,7 +208,7 @@ def test_metrics_that_read_every_record_keep_every_value() -> None:
 def test_online_store_counts_flags_and_keeps_distinct_details() -> None:
     metric = create("mrr")
     name = metric.output_names()[0]
-    store = OnlineStore(metric, [name], 10)
+    store = OnlineStore(metric, [name])
     shared = {"endpoint": "a", "flags": ["x"]}
     store.add(MetricResult({name: np.ones(3)}, [], [shared, shared, {"flags": ["y"]}]),
               np.arange(3), open_last=False)
