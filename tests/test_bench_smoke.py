@@ -84,15 +84,18 @@ def test_generated_data_is_cached_and_exact_in_single_precision(tmp_path: Path) 
     assert overlap > len(judged) // 2  # mostly judgments of retrieved documents
 
 
+def run_bench(name: str, *args: str) -> list[str]:
+    """``bench/<name>.py ARGS`` in a child process: the lines it printed (it must succeed)."""
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / f"{name}.py"), *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
 def test_judge_benchmark_runs_both_sides() -> None:
     """bench/bench_judge.py on a tiny configuration: both sides run and print their figures."""
-    script = ROOT / "bench" / "bench_judge.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--latency-ms", "5", "--concurrency", "2", "--rounds", "2",
-         "--min-judgments", "4", "--replay", "50", "--repeats", "1"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
+    lines = run_bench("bench_judge", "--latency-ms", "5", "--concurrency", "2", "--rounds", "2",
+                      "--min-judgments", "4", "--replay", "50", "--repeats", "1")
     row = next(line.split() for line in lines if line.strip().startswith("2 "))
     assert len(row) == 7 and float(row[3]) > 0 and float(row[4]) > 0  # anchor and rageval
     assert any("Offline replay of 50 judgments" in line for line in lines)
@@ -100,13 +103,9 @@ def test_judge_benchmark_runs_both_sides() -> None:
 
 def test_bootstrap_benchmark_compares_both_methods() -> None:
     """bench/bench_bootstrap.py on a tiny configuration: a row per size and one for BLEU."""
-    script = ROOT / "bench" / "bench_bootstrap.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--runs", "4", "--sizes", "30", "--seeds", "2",
-         "--resamples", "60", "--bleu-runs", "2", "--bleu-size", "20"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [line.split() for line in done.stdout.splitlines()[2:]]
+    lines = run_bench("bench_bootstrap", "--runs", "4", "--sizes", "30", "--seeds", "2",
+                      "--resamples", "60", "--bleu-runs", "2", "--bleu-size", "20")
+    rows = [line.split() for line in lines[2:]]
     assert [row[:3] for row in rows] == [["mean,", "n=30", "4"], ["BLEU,", "n=20", "2"]]
     for row in rows:
         assert len(row) == 10 and row[-1].endswith("%")
