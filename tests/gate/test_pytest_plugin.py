@@ -20,8 +20,9 @@ pytest_plugins = ["pytester"]
 # Block the entry-point registration ("rageval", once pyproject declares it) and load the
 # module by name, so the inner sessions load the plugin exactly once either way. The inner
 # sessions run in a subprocess: in-process, pytester drops the modules they import (numpy
-# among them), and numpy cannot be imported twice in one process.
-PLUGIN = ("-p", "no:rageval", "-p", "rageval.pytest_plugin")
+# among them), and numpy cannot be imported twice in one process. Phoenix's own plugin is
+# left out as the suite leaves it out (pyproject's addopts): it takes seconds to load.
+PLUGIN = ("-p", "no:rageval", "-p", "rageval.pytest_plugin", "-p", "no:phoenix")
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"
 
 INNER_RECORDS = '''
