@@ -23,8 +23,9 @@ from test_streaming import LEXICAL, comparable, write_records
 from rageval.api import evaluate
 from rageval.cli import main
 from rageval.compare.runs.statistics import signature_diff
+from rageval.core.errors import UsageError
 from rageval.core.metric import MetricResult
-from rageval.core.records import load_records
+from rageval.core.records import Conversation, Record, load_records
 from rageval.core.registry import create
 from rageval.engine import online
 from rageval.engine import settings as settings_module
@@ -108,9 +109,7 @@ def test_interval_equals_the_weighted_means_by_hand() -> None:
     assert item.signature.split("|")[-2] == "ci:poisson"
 
 
-def load_records_like(ids: list[str]) -> list:
-    from rageval.core.records import Record
-
+def load_records_like(ids: list[str]) -> list[Record]:
     return [Record(i, query="q") for i in ids]
 
 
@@ -191,18 +190,58 @@ def test_corpus_bleu_from_summed_statistics(tmp_path: Path) -> None:
     assert online["bleu"].ci95 == pytest.approx(by_hand, rel=1e-12)
 
 
-def test_metrics_that_read_every_record_keep_every_value() -> None:
-    class Stable(type(create("mrr"))):  # type: ignore[misc]
-        def summary_keeps_rows(self) -> bool:
-            return True
+class _Stable(type(create("map"))):  # type: ignore[misc]
+    """map, as a metric whose summary reads every record."""
 
-    metric = Stable()
+    def summary_keeps_rows(self) -> bool:
+        return True
+
+
+def test_metrics_that_read_every_record_keep_every_value() -> None:
+    metric = _Stable()
     name = metric.output_names()[0]
     parts = SummaryParts([metric], seed=0, bootstrap=50, exact_records=0)
     records = load_records_like([f"k{i}" for i in range(30)])
     parts.add_records(records)
     parts.add_part(metric, _part(list(np.linspace(0, 1, 30)), name), [None] * 30)
     assert parts.summarise([metric], 0, 50)[name].ci_method == "records"
+    assert name == "map"
+
+
+def _conversation_run(metrics: list, limit: int | None) -> dict:
+    """Two conversations of three turns and two records on their own, in batches of two."""
+    turns = [t for c in ("c1", "c2") for t in Conversation(
+        c, tuple(Record(f"{c}-{k}", query="q") for k in range(3))).records()]
+    records = [*load_records_like(["a"]), *turns, *load_records_like(["b"])]
+    values = [0.1, 0.5, np.nan, 0.9, 0.2, 0.4, 0.8, 0.3]
+    parts = SummaryParts(metrics, bootstrap=40, exact_records=limit)
+    for start in range(0, len(records), 2):
+        parts.add_records(records[start:start + 2])
+        for metric in metrics:
+            parts.add_part(metric, _part(values[start:start + 2], str(metric)), [None] * 2)
+    return parts.summarise(metrics, 0, 40)
+
+
+def test_a_metric_kept_whole_beside_running_sums_keeps_its_conversations() -> None:
+    kept, summed = _Stable(), create("mrr")
+    mixed = _conversation_run([kept, summed], limit=3)
+    assert mixed["mrr"] == _conversation_run([summed], limit=0)["mrr"]
+    assert mixed["mrr"].ci_method == "poisson"
+    alone = _conversation_run([kept], limit=None)["map"]
+    assert mixed["map"] == alone and alone.ci_method == "conversations"
+    assert mixed["mrr"].n == alone.n == 4  # two conversations, two records on their own
+
+
+def test_running_sums_refuse_another_seed_and_human_labels() -> None:
+    metric = create("mrr")
+    parts = SummaryParts([metric], seed=1, bootstrap=20, exact_records=0)
+    parts.add_records(load_records_like(["a", "b"]))
+    parts.add_part(metric, _part([0.5, 1.0], "mrr"), [None] * 2)
+    with pytest.raises(UsageError, match="human labels need every value kept"):
+        parts.add_labels("mrr", [1.0, 0.0])
+    with pytest.raises(ValueError, match="another seed or resample count"):
+        parts.summarise([metric], 2, 20)
+    assert parts.summarise([metric], 1, 20)["mrr"].n == 2
 
 
 def test_online_store_counts_flags_and_keeps_distinct_details() -> None:
@@ -289,8 +328,6 @@ def test_conversations_are_weighed_whole(tmp_path: Path) -> None:
 def test_a_conversation_after_the_switch_is_summed_whole(tmp_path: Path) -> None:
     metric = create("mrr")
     name = metric.output_names()[0]
-    from rageval.core.records import Conversation, Record
-
     conversation = Conversation("conv", (Record("t1", query="a"), Record("t2", query="b")))
     turns = conversation.records()
     runs = []
