@@ -327,7 +327,8 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
     if len(loaded) > 1:
         comparison = compare_runs([r for _, r in loaded], names=names, baseline=args.baseline,
                                   intersect=args.intersect, resamples=args.resamples,
-                                  permutations=args.permutations, seed=args.seed)
+                                  permutations=args.permutations, seed=args.seed,
+                                  ci=args.ci)
         rows = comparison.rows
     records = {name: found for name, results in loaded
                if (found := run_records(results)) is not None}

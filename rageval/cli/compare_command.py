@@ -23,11 +23,12 @@ def run_compare(
     components: bool,
     out: TextIO,
     human: str | None = None,
+    ci: str = "records",
 ) -> int:
     """The ``rageval compare`` command: compare, write ``--json`` atomically, print tables."""
     comparison = compare_runs(dirs, baseline=baseline, intersect=intersect,
                               resamples=resamples, permutations=permutations, seed=seed,
-                              human=human)
+                              human=human, ci=ci)
     console = console_for(out)
     render_comparison(comparison, console, components=components)
     if json_path:

@@ -65,6 +65,10 @@ def _add_statistics(p: argparse.ArgumentParser) -> None:
     p.add_argument("--permutations", type=int, default=10_000, metavar="N",
                    help="random relabellings of the randomization test (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of both procedures (default 0)")
+    p.add_argument("--ci", choices=["records", "poisson"], default="records",
+                   help="records: resample the paired records (past 100,000 records, as "
+                   "poisson); poisson: stream the runs from disk with running sums, each "
+                   "record's bootstrap weights and relabellings derived from its id")
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -252,7 +256,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
                            args.permutations, args.seed, args.components, out,
-                           human=args.human)
+                           human=args.human, ci=args.ci)
     if args.command == "agree":
         from rageval.cli.agree_command import run_agree
 

@@ -282,6 +282,12 @@ class Metric(ABC):
         figure is :meth:`corpus_from_sums` of their sum); None: no corpus figure."""
         return None
 
+    def corpus_row(self, detail: Mapping[str, Any]) -> np.ndarray | None:
+        """The additive statistics of one record from its ``details`` as ``records.jsonl``
+        holds them (:meth:`corpus_from_sums` of their sum is the corpus figure), for
+        comparisons streamed from disk; None: no corpus figure."""
+        return None
+
     def corpus_from_sums(self, sums: np.ndarray) -> float | None:
         """The corpus figure of records whose :meth:`corpus_sums` add up to ``sums``."""
         return None

@@ -30,10 +30,6 @@ from rageval.stats.resampling import percentile_interval
 #: The signature field of a value whose interval came from the Poisson bootstrap.
 POISSON = Field("ci", "poisson")
 
-#: Up to this many records a run keeps every value, for the exact percentile bootstrap (the
-#: textbook method, the intervals of every earlier run); past them, running sums.
-EXACT_RECORDS = 100_000
-
 # Cells (records x resamples) weighed at once: 8 MB of weights.
 _BLOCK_CELLS = 1 << 20
 

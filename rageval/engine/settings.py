@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError, check_int
 from rageval.core.files import creatable
-from rageval.engine.online import EXACT_RECORDS
 from rageval.engine.sink import FileSink
+from rageval.stats.poisson import EXACT_RECORDS
 
 if TYPE_CHECKING:
     from rageval.engine.local import Engine
@@ -24,7 +24,7 @@ __all__ = ["CI_METHODS", "DEFAULT_RAY_WINDOW", "DEFAULT_WINDOW", "ENGINES", "Run
 ENGINES = ("local", "ray")
 
 #: How the summary's CIs are drawn: the records (a percentile bootstrap; past
-#: rageval.engine.online.EXACT_RECORDS records, running sums with Poisson weights), for a
+#: rageval.stats.poisson.EXACT_RECORDS records, running sums with Poisson weights), for a
 #: metric judged with several samples the records and then each record's samples (two
 #: levels), or running sums with Poisson weights from the first record.
 CI_METHODS = ("records", "judge-noise", "poisson")

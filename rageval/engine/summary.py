@@ -20,8 +20,8 @@ from rageval.core.results import MetricSummary
 from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
 from rageval.engine.grouped import UNIT, ConversationGroups, summarise_conversations
-from rageval.engine.online import EXACT_RECORDS, OnlineBlocks, OnlineStore
-from rageval.stats.poisson import seeded_keys, unit_keys
+from rageval.engine.online import OnlineBlocks, OnlineStore
+from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
 

@@ -248,6 +248,9 @@ class Bleu(Metric):
         """sacrebleu's sufficient statistics of each record (zeros for an unscored one)."""
         return stats[:, :STATS_WIDTH]
 
+    def corpus_row(self, detail: Mapping[str, Any]) -> np.ndarray:
+        return np.array(stats_row(detail), dtype=np.int64)
+
     def corpus_from_sums(self, sums: np.ndarray) -> float:
         return float(self._compute([int(v) for v in sums], effective_order=False).score)
 

@@ -21,7 +21,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+#: Up to this many records a run's summary (and a comparison of runs) keeps every value, for
+#: the exact percentile bootstrap (the textbook method, the intervals of every earlier run);
+#: past them, running sums with the weights of this module.
+EXACT_RECORDS = 100_000
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Sign flips are drawn from a stream of their own: a unit's flips and its Poisson weights are
+# independent of each other.
+_FLIP_SALT = np.uint64(0xD1B54A32D192ED03)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
@@ -85,6 +93,19 @@ def poisson_weights(seeded: np.ndarray, resamples: int) -> np.ndarray:
         exact = draws.ravel()[cut].astype(np.uint64)
         weights.ravel()[cut] = np.searchsorted(_THRESHOLDS, exact, side="right")
     return weights
+
+
+def sign_flips(seeded: np.ndarray, relabellings: int) -> np.ndarray:
+    """The signs of the units (:func:`seeded_keys`) in the relabellings ``0 ..
+    relabellings - 1`` of a paired randomization test: a float ``(units, relabellings)`` array
+    of +1 and -1, each -1 (the unit's two values swapped) with probability 1/2, independent of
+    the units' Poisson weights. Each 64-bit counter value gives 64 signs."""
+    words = (relabellings + 63) // 64
+    counters = np.arange(1, words + 1, dtype=np.uint64) * _GOLDEN
+    mixed = _mix(np.add((np.asarray(seeded, dtype=np.uint64) ^ _FLIP_SALT)[:, None],
+                        counters[None, :]))
+    bits = np.unpackbits(mixed.view(np.uint8).reshape(len(seeded), 8 * words), axis=1)
+    return 1.0 - 2.0 * bits[:, :relabellings]
 
 
 class ExactSums:

@@ -307,16 +307,22 @@ def randomization_test(
     """
     exact, blocks = swap_masks(n, permutations=permutations, seed=seed)
     observed = np.asarray(statistic(np.zeros((1, n), dtype=bool)), dtype=np.float64)
-    observed = np.abs(observed.reshape(-1))
-    threshold = observed - _TIE_RTOL * observed
+    observed = observed.reshape(-1)
     count = np.zeros(len(observed), dtype=np.int64)
     total = 0
     for mask in blocks:
         values = np.asarray(statistic(mask), dtype=np.float64).reshape(len(mask), -1)
-        count += (np.abs(values) >= threshold).sum(axis=0)
+        count += extreme_counts(observed, values)
         total += len(mask)
     p = count / total if exact else (count + 1) / (total + 1)
     return np.minimum(p, 1.0), exact
+
+
+def extreme_counts(observed: np.ndarray, relabelled: np.ndarray) -> np.ndarray:
+    """Per column, how many relabelled statistics (rows) are at least as far from 0 as the
+    observed one (ties decided with a relative tolerance)."""
+    size = np.abs(np.asarray(observed, dtype=np.float64))
+    return (np.abs(relabelled) >= size - _TIE_RTOL * size).sum(axis=0)
 
 
 def paired_randomization_test(

@@ -283,32 +283,35 @@ def test_corpus_bleu_scorer_recomputes_from_details(tmp_path: Path) -> None:
         corpus_bleu_scorer(details, metric="rouge1")
 
 
-def test_corpus_metric_without_details_is_an_input_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_corpus_metric_without_details_is_an_input_error(tmp_path: Path, ci: str) -> None:
     ids = ["q1", "q2"]
     a = _write(tmp_path / "a", ids, {"bleu": [10.0, 20.0]}, corpus=["bleu"])
     b = _write(tmp_path / "b", ids, {"bleu": [15.0, 20.0]}, corpus=["bleu"])
     with pytest.raises(InputError, match="'q1' has a bleu value but no details"):
-        compare_runs([a, b])
+        compare_runs([a, b], ci=ci)
 
 
 # ---- pairing ---------------------------------------------------------------------------
 
 
-def test_mismatched_ids_are_an_error_naming_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_mismatched_ids_are_an_error_naming_them(tmp_path: Path, ci: str) -> None:
     a = _write(tmp_path / "a", [f"q{i}" for i in range(10)], {"m": [0.5] * 10})
     b = _write(tmp_path / "b", [f"q{i}" for i in range(3)] + ["extra"], {"m": [0.5] * 4})
     with pytest.raises(InputError) as error:
-        compare_runs([a, b])
+        compare_runs([a, b], ci=ci)
     message = str(error.value)
     assert "lacks 7 ids ('q3', 'q4', 'q5', 'q6', 'q7' and 2 more)" in message
     assert "lacks 1 id ('extra')" in message and "--intersect" in message
     assert error.value.exit_code == 2
 
 
-def test_intersect_compares_common_ids_and_counts_the_dropped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_intersect_compares_common_ids_and_counts_the_dropped(tmp_path: Path, ci: str) -> None:
     a = _write(tmp_path / "a", ["q1", "q2", "q3", "q4"], {"m": [0.1, 0.2, 0.3, 0.4]})
     b = _write(tmp_path / "b", ["q4", "q2", "q9", "q3"], {"m": [0.5, 0.1, 0.9, 0.3]})
-    comparison = compare_runs([a, b], intersect=True, resamples=100, permutations=100)
+    comparison = compare_runs([a, b], intersect=True, resamples=100, permutations=100, ci=ci)
     assert comparison.dropped == {str(a): 1, str(b): 1}
     assert comparison.n_records == 3
     row = _rows(comparison)["m"]  # q2, q3, q4 paired by id, not by position
@@ -319,11 +322,12 @@ def test_intersect_compares_common_ids_and_counts_the_dropped(tmp_path: Path) ->
     assert "records dropped by --intersect" in text.getvalue()
 
 
-def test_repeated_ids_are_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_repeated_ids_are_an_error(tmp_path: Path, ci: str) -> None:
     a = _write(tmp_path / "a", ["q1", "q1"], {"m": [0.1, 0.2]})
     b = _write(tmp_path / "b", ["q1", "q2"], {"m": [0.1, 0.2]})
     with pytest.raises(InputError, match="repeated: 1 id \\('q1'\\)"):
-        compare_runs([a, b])
+        compare_runs([a, b], ci=ci)
 
 
 def test_baseline_choice(tmp_path: Path) -> None:

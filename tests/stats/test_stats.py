@@ -217,3 +217,17 @@ def test_swapping_the_systems_negates_ci_and_keeps_p(d: np.ndarray, seed: int) -
     assert (p, exact) == paired_randomization_test(-d, permutations=500, seed=seed)
     assert 0 < p <= 1
     assert lo <= hi
+
+
+def test_sign_flips_are_a_function_of_seed_unit_and_relabelling() -> None:
+    from rageval.stats.poisson import poisson_weights, seeded_keys, sign_flips, unit_keys
+
+    seeded = seeded_keys(unit_keys([f"r{i}" for i in range(4000)]), 5)
+    flips = sign_flips(seeded, 300)
+    assert set(np.unique(flips)) == {-1.0, 1.0}
+    assert np.array_equal(sign_flips(seeded[17:18], 300), flips[17:18])  # alone or in a batch
+    assert np.array_equal(sign_flips(seeded, 70), flips[:, :70])  # more relabellings extend
+    assert abs(flips.mean()) < 0.01  # each sign with probability 1/2
+    assert not np.array_equal(sign_flips(seeded_keys(unit_keys(["r0"]), 6), 300), flips[:1])
+    weights = poisson_weights(seeded, 300)  # another stream than the unit's Poisson weights
+    assert abs(np.corrcoef(weights.ravel(), flips.ravel())[0, 1]) < 0.01

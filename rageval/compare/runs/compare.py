@@ -46,6 +46,11 @@ were produced under the same signature. The statistics (all seeded, never a glob
   comparable unless that release changed the metric), None when equal; ``signature_diff`` maps
   each differing key to ``[baseline value, system value]``.
 
+- **Runs too long to hold** (past :data:`~rageval.stats.poisson.EXACT_RECORDS` records, or
+  ``ci="poisson"``) are streamed from disk (:mod:`~rageval.compare.runs.streamed`): the same
+  values, deltas and counts, with a paired Poisson bootstrap and a randomization test whose
+  weights and signs are derived from (seed, each unit's id, draw), in running sums.
+
 This module holds the entry points (:func:`compare_runs`, :func:`run_compare`). Loading and
 pairing the runs is in :mod:`~rageval.compare.runs.pairing`, the statistics of a comparison in
 :mod:`~rageval.compare.runs.statistics`, its tables and JSON rows in
@@ -67,6 +72,7 @@ from rageval.compare.runs.output import (
     write_json,
 )
 from rageval.compare.runs.pairing import (
+    NamedRun,
     RunLike,
     conversation_groups,
     load_runs,
@@ -80,10 +86,13 @@ from rageval.compare.runs.statistics import (
     mismatch_kind,
     signature_diff,
 )
+from rageval.compare.runs.streamed import compare_streamed
 from rageval.compare.runs.turns import per_turn_rows
-from rageval.core.errors import check_int
+from rageval.core.errors import UsageError, check_int
+from rageval.stats.poisson import EXACT_RECORDS
 
 __all__ = [
+    "CI_METHODS",
     "LEVEL",
     "MARKS",
     "Comparison",
@@ -99,6 +108,12 @@ __all__ = [
 ]
 
 
+#: How a comparison's intervals and tests are drawn: resampling the paired records (exact, for
+#: runs up to rageval.stats.poisson.EXACT_RECORDS records; past them, as "poisson"), or
+#: running sums streamed from disk with each record's weights and signs derived from its id.
+CI_METHODS = ("records", "poisson")
+
+
 def compare_runs(
     run_dirs: Sequence[RunLike],
     *,
@@ -109,6 +124,7 @@ def compare_runs(
     permutations: int = 10_000,
     seed: int = 0,
     human: str | None = None,
+    ci: str = "records",
 ) -> Comparison:
     """Compare every run with the baseline (default: the first run), metric by metric.
 
@@ -116,13 +132,21 @@ def compare_runs(
     :class:`Results`; ``names`` then labels them, default ``run1``, ``run2`` ...). A run is named
     by its path as given. ``baseline`` may be one of the runs or an extra one. ``human`` names
     the field of human labels in the records files the runs scored: each rubric judge row then
-    gains a ``calibrated`` difference (:mod:`~rageval.compare.runs.calibrated`). Raises
+    gains a ``calibrated`` difference (:mod:`~rageval.compare.runs.calibrated`). ``ci`` is
+    ``"records"`` (resample the paired records; runs past ``EXACT_RECORDS`` records are
+    streamed) or ``"poisson"`` (streamed from disk with running sums, whatever the size). Raises
     :class:`InputError` when record ids do not pair (without ``intersect``) and
     :class:`UsageError` for bad arguments.
     """
-    _check_settings(resamples, permutations, seed)
+    _check_settings(resamples, permutations, seed, ci)
     runs = load_runs(run_dirs, names)
     base, systems = pick_baseline(runs, baseline)
+    if ci == "poisson" or any(len(r.results.records) > EXACT_RECORDS for r in [base, *systems]):
+        if human is not None:
+            raise UsageError("--human is not available for runs compared with running sums "
+                             f"(--ci poisson, or runs past {EXACT_RECORDS:,} records)")
+        return _streamed(base, systems, intersect, resamples, permutations, seed)
+    base, systems = base.whole(), [system.whole() for system in systems]
     ids, positions, dropped = pair_record_ids([base, *systems], intersect)
     labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
               if human is not None else None)
@@ -170,7 +194,37 @@ def compare_runs(
                       settings, not_compared, turn_rows)
 
 
-def _check_settings(resamples: int, permutations: int, seed: int) -> None:
+def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool, resamples: int,
+              permutations: int, seed: int) -> Comparison:
+    """The comparison streamed from disk, with running sums (:mod:`.streamed`)."""
+    found = compare_streamed(base, systems, intersect=intersect, resamples=resamples,
+                             permutations=permutations, seed=seed)
+    unit = "conversation" if found.conversations else "record"
+    settings = {
+        "level": LEVEL,
+        "resamples": resamples,
+        "permutations": permutations,
+        "seed": seed,
+        "ci": f"paired Poisson bootstrap of the delta (running sums; each {unit}'s weights "
+              "from the seed and its id)",
+        "test": f"two-sided paired randomization test (each {unit}'s sign flips from the "
+                "seed and its id)",
+        "p_value": "(count + 1) / (permutations + 1)",
+        "holm": "per comparison; headline rows and component rows are separate families",
+        "intersect": intersect,
+        "method": "poisson",
+    }
+    if found.conversations:
+        settings["unit"] = ("conversation: turns paired by conversation and position; each "
+                            "conversation's value the mean of its paired turns; conversations "
+                            "weighed and relabelled whole")
+    return Comparison(base.name, tuple(s.name for s in systems), found.rows, found.dropped,
+                      found.paired, settings, found.not_compared, found.per_turn)
+
+
+def _check_settings(resamples: int, permutations: int, seed: int, ci: str) -> None:
     for name, value, low in (("resamples", resamples, 1), ("permutations", permutations, 1),
                              ("seed", seed, 0)):
         check_int(name, value, low)
+    if ci not in CI_METHODS:
+        raise UsageError(f"ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")

@@ -176,10 +176,13 @@ def _legend(comparison: Comparison) -> list[str]:
     methods = {r["p_method"] for r in comparison.rows} - {None}
     test = ("exact, all relabellings enumerated" if methods == {"exact"}
             else f"{settings['permutations']} random relabellings")
+    bootstrap = "percentile"
+    if settings.get("method") == "poisson":  # streamed: weights and signs from the ids
+        test, bootstrap = f"{test} from each record's id", "Poisson"
     return [
         "* p_adj < 0.05, ** p_adj < 0.01 (Holm within each comparison, headline and component "
         "rows as separate families)",
-        f"p: two-sided paired randomization test ({test}); CI: paired percentile bootstrap "
+        f"p: two-sided paired randomization test ({test}); CI: paired {bootstrap} bootstrap "
         f"({settings['resamples']} resamples); seed {settings['seed']}",
     ]
 

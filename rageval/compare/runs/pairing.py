@@ -17,25 +17,36 @@ import numpy as np
 
 from rageval.core.errors import InputError, UsageError
 from rageval.core.results import RecordResult, Results
+from rageval.core.results.run_records import open_run
 
-__all__ = ["NamedRun", "PairKey", "RunLike", "conversation_groups", "load_runs", "pair_key",
-           "pair_record_ids", "pick_baseline"]
+__all__ = ["SHOWN_IDS", "NamedRun", "PairKey", "RunLike", "conversation_groups", "label",
+           "load_runs", "pair_key", "pair_record_ids", "pick_baseline", "some_ids"]
 
 # How many missing ids an error message spells out before giving the count only.
-_SHOWN_IDS = 5
+SHOWN_IDS = 5
 
 RunLike = str | os.PathLike[str] | Results
 
 
 @dataclass(frozen=True)
 class NamedRun:
-    """A scored run and the name it is shown under (its path as given, or a label)."""
+    """A scored run and the name it is shown under (its path as given, or a label). A run read
+    from its directory keeps its records there until :meth:`whole` reads them in."""
 
     name: str
     results: Results
+    directory: str | None = None
+
+    def whole(self) -> NamedRun:
+        """The run with every record in memory."""
+        if self.directory is None:
+            return self
+        return NamedRun(self.name, Results.load(self.directory))
 
 
 def load_runs(runs: Sequence[RunLike], names: Sequence[str] | None) -> list[NamedRun]:
+    """The runs, named; a run given as a directory has its summary read and its records left
+    on disk (:meth:`NamedRun.whole` reads them)."""
     if names is not None and len(names) != len(runs):
         raise UsageError(f"{len(names)} names given for {len(runs)} runs")
     loaded = []
@@ -43,7 +54,8 @@ def load_runs(runs: Sequence[RunLike], names: Sequence[str] | None) -> list[Name
         if isinstance(run, Results):
             loaded.append(NamedRun(names[i] if names else f"run{i + 1}", run))
         else:
-            loaded.append(NamedRun(names[i] if names else os.fspath(run), Results.load(run)))
+            loaded.append(NamedRun(names[i] if names else os.fspath(run), open_run(run),
+                                   os.fspath(run)))
     seen: dict[str, str] = {}
     for run, given in zip(loaded, runs, strict=True):
         # The same directory spelled two ways ("a" and "a/") is the same run.
@@ -64,7 +76,7 @@ def pick_baseline(runs: list[NamedRun],
         base, systems = NamedRun("baseline", baseline), runs
     else:
         path = os.fspath(baseline)  # type: ignore[arg-type]  # None always finds index 0
-        base, systems = NamedRun(path, Results.load(path)), runs
+        base, systems = NamedRun(path, open_run(path), path), runs
     if base.name in {r.name for r in systems}:
         raise UsageError(f"run {base.name} is given twice")
     if not systems:
@@ -124,7 +136,7 @@ def pair_key(record: RecordResult) -> PairKey:
     return (record.conversation, record.turn)
 
 
-def _label(key: PairKey) -> str:
+def label(key: PairKey) -> str:
     """A pairing key as messages show it."""
     if isinstance(key, str):
         return repr(key)
@@ -163,15 +175,20 @@ def _pairing_problems(base_name: str, sets: dict[str, set[PairKey]]) -> list[str
         if name == base_name:
             continue
         if base - ids:
-            problems.append(f"{name} lacks {_some(sorted(base - ids, key=_label))} "
+            problems.append(f"{name} lacks {_some(sorted(base - ids, key=label))} "
                             f"(in {base_name})")
         if ids - base:
-            problems.append(f"{base_name} lacks {_some(sorted(ids - base, key=_label))} "
+            problems.append(f"{base_name} lacks {_some(sorted(ids - base, key=label))} "
                             f"(in {name})")
     return problems
 
 
 def _some(ids: list[PairKey]) -> str:
-    shown = ", ".join(_label(i) for i in ids[:_SHOWN_IDS])
-    more = f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else ""
-    return f"{len(ids)} id{'s' if len(ids) != 1 else ''} ({shown}{more})"
+    return some_ids(len(ids), ids[:SHOWN_IDS])
+
+
+def some_ids(count: int, first: list[PairKey]) -> str:
+    """``count`` ids as messages show them: how many, and the ``first`` few."""
+    shown = ", ".join(label(i) for i in first)
+    more = f" and {count - len(first)} more" if count > len(first) else ""
+    return f"{count} id{'s' if count != 1 else ''} ({shown}{more})"

@@ -24,7 +24,8 @@ from rageval.core.results import Results
 from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
-__all__ = ["LEVEL", "Comparison", "column", "compare_pair", "mismatch_kind", "signature_diff"]
+__all__ = ["LEVEL", "Comparison", "Tally", "adjust", "column", "compare_pair", "finite",
+           "mismatch_kind", "row_head", "signature_diff", "tally"]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -105,30 +106,56 @@ def compare_pair(
         s = column(system.results, name)[system_pos]
         corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
         metrics.append(_Metric(name, b, s, corpus,
-                               _row_head(name, base, system, b, s, corpus, groups)))
+                               row_head(name, base, system, tally(b, s, groups), corpus)))
     tested = [m for m in metrics if m.row["n"] > 0]
     if tested:
         _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed,
                  groups)
     rows = [m.row for m in metrics]
-    _adjust(rows)
+    adjust(rows)
     return rows, missing
 
 
-def _row_head(name: str, base: NamedRun, system: NamedRun, b: np.ndarray, s: np.ndarray,
-              corpus: bool, groups: np.ndarray | None = None) -> dict[str, Any]:
-    """The row's identity, counts and signature check (the statistics come from _measure);
-    with ``groups``, wins, ties, losses and counts are of conversations."""
-    diff = signature_diff(base.results.summary[name].signature,
-                          system.results.summary[name].signature)
+@dataclass
+class Tally:
+    """Wins, ties and losses of the system over the units (records, or conversations) both
+    runs score, how many that is, and how many units were left out (unscored in either)."""
+
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    n: int = 0
+    dropped: int = 0
+
+    def __iadd__(self, other: Tally) -> Tally:
+        self.wins += other.wins
+        self.ties += other.ties
+        self.losses += other.losses
+        self.n += other.n
+        self.dropped += other.dropped
+        return self
+
+
+def tally(b: np.ndarray, s: np.ndarray, groups: np.ndarray | None = None) -> Tally:
+    """The :class:`Tally` of paired values; with ``groups`` (each pair's conversation,
+    numbered from 0), of conversations, each the mean of its paired turns."""
     kept = ~(np.isnan(b) | np.isnan(s))
     bk, sk = b[kept], s[kept]
     if groups is not None:  # each conversation's mean over its paired turns
-        count = int(groups.max()) + 1
+        count = int(groups.max()) + 1 if len(groups) else 0
         scored = np.bincount(groups[kept], minlength=count) > 0
         bk = group_means(b, kept, groups, count)[scored]
         sk = group_means(s, kept, groups, count)[scored]
         kept = scored
+    return Tally(int((sk > bk).sum()), int((sk == bk).sum()), int((sk < bk).sum()),
+                 int(kept.sum()), int((~kept).sum()))
+
+
+def row_head(name: str, base: NamedRun, system: NamedRun, counts: Tally,
+             corpus: bool) -> dict[str, Any]:
+    """The row's identity, counts and signature check (the statistics come later)."""
+    diff = signature_diff(base.results.summary[name].signature,
+                          system.results.summary[name].signature)
     return {
         "metric": name,
         "baseline": base.name,
@@ -139,11 +166,11 @@ def _row_head(name: str, base: NamedRun, system: NamedRun, b: np.ndarray, s: np.
         "ci95": None,
         "p_value": None,
         "p_adjusted": None,
-        "wins": int((sk > bk).sum()),
-        "ties": int((sk == bk).sum()),
-        "losses": int((sk < bk).sum()),
-        "n": int(kept.sum()),
-        "n_dropped": int((~kept).sum()),
+        "wins": counts.wins,
+        "ties": counts.ties,
+        "losses": counts.losses,
+        "n": counts.n,
+        "n_dropped": counts.dropped,
         "headline": bool(base.results.summary[name].in_table),
         "aggregate": "corpus" if corpus else "mean",
         "p_method": None,
@@ -239,11 +266,11 @@ def _measure(
             # of the two means may differ from it in the last bit).
             delta = float(sums[k]) / int(kept.sum())
         metric.row.update({
-            "baseline_value": _finite(base_value),
-            "system_value": _finite(system_value),
-            "delta": _finite(delta),
-            "ci95": [_finite(ci[k, 0]), _finite(ci[k, 1])],
-            "p_value": _finite(p[k]),
+            "baseline_value": finite(base_value),
+            "system_value": finite(system_value),
+            "delta": finite(delta),
+            "ci95": [finite(ci[k, 0]), finite(ci[k, 1])],
+            "p_value": finite(p[k]),
             "p_method": "exact" if exact else "monte-carlo",
         })
 
@@ -288,7 +315,7 @@ def column(results: Results, name: str) -> np.ndarray:
                        count=len(results.records))
 
 
-def _adjust(rows: list[dict[str, Any]]) -> None:
+def adjust(rows: list[dict[str, Any]]) -> None:
     """Holm within one comparison: headline rows form one family, components another."""
     for family, headline in (("headline", True), ("components", False)):
         members = [r for r in rows if r["headline"] is headline and r["p_value"] is not None]
@@ -298,7 +325,7 @@ def _adjust(rows: list[dict[str, Any]]) -> None:
             row["holm_family"] = family
 
 
-def _finite(value: float) -> float | None:
+def finite(value: float) -> float | None:
     """JSON has no NaN or infinity: a number that is not finite is reported as missing."""
     value = float(value)
     return value if math.isfinite(value) else None

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import LEVEL, column
-from rageval.stats.resampling import paired_bootstrap_ci
+from rageval.compare.runs.statistics import LEVEL, column, finite
+from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys
+from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
 
-__all__ = ["per_turn_rows"]
+__all__ = ["TurnSums", "per_turn_rows"]
 
 
 def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
@@ -48,3 +49,58 @@ def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
                 "headline": bool(bsum[name].in_table),
             })
     return rows
+
+
+class TurnSums:
+    """The per-turn rows of one comparison streamed from disk: for each turn position and
+    mean output, exact sums of the paired turns' values and differences, and their
+    Poisson-weighted sums (each turn weighed with its conversation's weights)."""
+
+    def __init__(self, names: list[str], *, resamples: int, seed: int) -> None:
+        self.names, self.resamples, self.seed = names, resamples, seed
+        self._positions: dict[int, tuple[ExactSums, np.ndarray, np.ndarray]] = {}
+
+    def add(self, b: np.ndarray, s: np.ndarray, turns: np.ndarray, keys: np.ndarray) -> None:
+        """Paired records (values ``b``, ``s``; ``turns`` 0 where not a turn; ``keys`` each
+        one's conversation key)."""
+        kept = ~(np.isnan(b) | np.isnan(s)) & (turns > 0)[:, None]
+        diffs = np.where(kept, s - b, 0.0)
+        width = len(self.names)
+        for position in np.unique(turns[kept.any(axis=1)]).tolist():
+            here = turns == position
+            exact, counts, weighted = self._positions.setdefault(
+                position, (ExactSums(3 * width), np.zeros(width, np.int64),
+                           np.zeros((self.resamples, 2 * width))))
+            shown = kept[here]
+            sides = [np.where(shown, x[here], 0.0) for x in (b, s)]
+            exact.add(np.hstack([diffs[here], *sides]))
+            counts += shown.sum(axis=0)
+            columns = np.hstack([diffs[here], shown.astype(np.float64)])
+            seeded = seeded_keys(keys[here], self.seed)
+            block = max(1, (1 << 20) // self.resamples)
+            for start in range(0, len(seeded), block):
+                weights = poisson_weights(seeded[start : start + block], self.resamples)
+                weighted += weights.T @ columns[start : start + block]
+
+    def rows(self, base: NamedRun, system: NamedRun) -> list[dict[str, Any]]:
+        out = []
+        width = len(self.names)
+        for k, name in enumerate(self.names):
+            for position in sorted(self._positions):
+                exact, counts, weighted = self._positions[position]
+                n = int(counts[k])
+                if not n:
+                    continue
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    ratios = weighted[:, k] / weighted[:, width + k]
+                low, high = percentile_interval(ratios, LEVEL) or (np.nan, np.nan)
+                out.append({
+                    "metric": name, "baseline": base.name, "system": system.name,
+                    "turn": position, "n": n,
+                    "baseline_value": exact.mean(width + k, n),
+                    "system_value": exact.mean(2 * width + k, n),
+                    "delta": exact.mean(k, n),
+                    "ci95": [finite(low), finite(high)],
+                    "headline": bool(base.results.summary[name].in_table),
+                })
+        return out

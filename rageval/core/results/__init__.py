@@ -190,28 +190,13 @@ class Results:
         Unscored values come back as NaN. Raises :class:`~rageval.core.errors.InputError` naming the
         file and line when the directory or a file is missing or malformed.
         """
-        directory = Path(run_dir)
-        summary_path = directory / "summary.json"
-        records_path = directory / "records.jsonl"
-        if not directory.is_dir():
-            raise InputError("not a run directory (written by rageval score --out DIR)",
-                             path=str(directory))
-        for path in (summary_path, records_path):
-            if not path.is_file():
-                raise InputError(f"run directory lacks {path.name}", path=str(directory))
-        try:
-            data = json.loads(summary_path.read_text(encoding="utf-8"))
-            summary = {name: MetricSummary.from_json(item)
-                       for name, item in data["metrics"].items()}
-            manifest = dict(data.get("manifest", {}))
-            digest = data.get(RECORDS_DIGEST)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
-            raise InputError(f"malformed summary: {error!r}", path=str(summary_path)) from None
+        summary, manifest, digest = read_summary(run_dir)
+        records_path = Path(run_dir) / "records.jsonl"
         raw = records_path.read_bytes()
         if digest is not None and hashlib.sha256(raw).hexdigest() != digest:
             raise InputError(
                 "records.jsonl is not the one written with summary.json (a run was interrupted "
-                "while writing them?): score the run again", path=str(directory))
+                "while writing them?): score the run again", path=str(run_dir))
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -342,6 +327,29 @@ class Results:
 def count_of(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is one (``1 record``, ``1,024 records``)."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def read_summary(run_dir: str | os.PathLike[str]
+                 ) -> tuple[dict[str, MetricSummary], dict[str, Any], str | None]:
+    """A run directory's summary, manifest and records digest (``summary.json``), once the
+    directory is checked to hold both files."""
+    directory = Path(run_dir)
+    summary_path = directory / "summary.json"
+    if not directory.is_dir():
+        raise InputError("not a run directory (written by rageval score --out DIR)",
+                         path=str(directory))
+    for path in (summary_path, directory / "records.jsonl"):
+        if not path.is_file():
+            raise InputError(f"run directory lacks {path.name}", path=str(directory))
+    try:
+        data = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = {name: MetricSummary.from_json(item)
+                   for name, item in data["metrics"].items()}
+        manifest = dict(data.get("manifest", {}))
+        digest = data.get(RECORDS_DIGEST)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        raise InputError(f"malformed summary: {error!r}", path=str(summary_path)) from None
+    return summary, manifest, digest
 
 
 def record_result(line: str, path: Path, number: int) -> RecordResult:

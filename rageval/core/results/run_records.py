@@ -13,7 +13,7 @@ from typing import BinaryIO, overload
 
 from rageval.core.errors import InputError
 from rageval.core.files import open_temporary
-from rageval.core.results import RecordResult, record_result
+from rageval.core.results import RecordResult, Results, read_summary, record_result
 
 _BLOCK = 1 << 20
 
@@ -22,7 +22,7 @@ class RecordsFile(Sequence[RecordResult]):
     """``count`` record results in ``path``, whose bytes hash to ``digest`` (SHA-256):
     iterating streams the file; indexing reads it whole, once."""
 
-    def __init__(self, path: str | os.PathLike[str], count: int, digest: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], count: int, digest: str | None) -> None:
         self.path = Path(path).absolute()
         self.digest = digest
         # The file as the run left it (device, inode, size, modification time), once it is
@@ -68,13 +68,15 @@ class RecordsFile(Sequence[RecordResult]):
         """Copy the file to ``target`` (atomically; nothing to do when it is the same file)
         and return its digest, checked against the run's."""
         if target.exists() and self.path.exists() and os.path.samefile(self.path, target):
-            if self.stamp is None or _stamp(os.stat(target)) != self.stamp:
-                with self._open() as handle:  # not known unchanged: read it
-                    hashed = hashlib.sha256()
-                    for block in iter(lambda: handle.read(_BLOCK), b""):
-                        hashed.update(block)
-                self._check(hashed.hexdigest())
-            return self.digest
+            if (self.digest is not None and self.stamp is not None
+                    and _stamp(os.stat(target)) == self.stamp):
+                return self.digest  # known unchanged since the run put it in place
+            with self._open() as handle:
+                hashed = hashlib.sha256()
+                for block in iter(lambda: handle.read(_BLOCK), b""):
+                    hashed.update(block)
+            self._check(hashed.hexdigest())
+            return hashed.hexdigest()
         temporary, out = open_temporary(target)
         try:
             hashed = hashlib.sha256()
@@ -87,7 +89,7 @@ class RecordsFile(Sequence[RecordResult]):
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
-        return self.digest
+        return hashed.hexdigest()
 
     def _open(self) -> BinaryIO:
         try:
@@ -101,9 +103,20 @@ class RecordsFile(Sequence[RecordResult]):
         return handle
 
     def _check(self, digest: str) -> None:
-        if digest != self.digest:
+        if self.digest is not None and digest != self.digest:
             raise InputError("records.jsonl is no longer the one this run wrote (another run "
                              "was written to the same directory since)", path=str(self.path))
+
+
+def open_run(run_dir: str | os.PathLike[str]) -> Results:
+    """A run directory written by ``rageval score --out DIR``, its records left on disk: they
+    are read (and checked against the summary's digest) each time they are iterated, for
+    work that streams them (a comparison of runs too long to hold)."""
+    summary, manifest, digest = read_summary(run_dir)
+    path = Path(run_dir) / "records.jsonl"
+    with path.open("rb") as handle:
+        count = sum(block.count(b"\n") for block in iter(lambda: handle.read(_BLOCK), b""))
+    return Results(RecordsFile(path, count, digest), summary, manifest)
 
 
 def _stamp(status: os.stat_result) -> tuple[int, int, int, int]:

@@ -1,0 +1,223 @@
+"""``rageval compare`` streamed from disk, for runs too long to hold.
+
+Each run's records are read once and spilled to partitions by a hash of their unit
+(:mod:`~rageval.compare.runs.spill`). A first pass over the partitions pairs the records by
+id and finds what does not pair (repeated ids, ids missing from a run), with the errors and
+``intersect`` of the whole comparison; a second joins the runs partition by partition and
+adds each system's pairs to running sums (:mod:`~rageval.compare.runs.sums`,
+:class:`~rageval.compare.runs.turns.TurnSums`). The comparison holds one partition of each run
+and the sums, whatever the runs' length.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rageval.compare.runs.pairing import (
+    SHOWN_IDS,
+    NamedRun,
+    PairKey,
+    label,
+    some_ids,
+)
+from rageval.compare.runs.spill import Part, RunSpill, partition_count
+from rageval.compare.runs.statistics import LEVEL, adjust, row_head
+from rageval.compare.runs.sums import PairedSums
+from rageval.compare.runs.turns import TurnSums
+from rageval.core.errors import InputError
+
+__all__ = ["Streamed", "compare_streamed"]
+
+# Units (records, or conversations) added to the sums at once: their working arrays stay a
+# few MB, whatever a partition holds.
+_UNITS = 4096
+
+
+@dataclass
+class Streamed:
+    """What a streamed comparison found: its rows, per-turn rows, records each run lost to
+    ``intersect``, the paired count, the outputs only one side has, and whether its units
+    were conversations."""
+
+    rows: list[dict[str, Any]]
+    per_turn: list[dict[str, Any]]
+    dropped: dict[str, int]
+    paired: int
+    not_compared: dict[str, dict[str, list[str]]]
+    conversations: bool
+
+
+@dataclass
+class _Keys:
+    """A count of pairing keys and the first few of them, as messages show them."""
+
+    count: int = 0
+    first: list[PairKey] = field(default_factory=list)
+
+    def add(self, keys: list[PairKey]) -> None:
+        self.count += len(keys)
+        self.first = sorted([*self.first, *keys], key=label)[:SHOWN_IDS]
+
+    def text(self) -> str:
+        return some_ids(self.count, self.first)
+
+
+def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool,
+                     resamples: int, permutations: int, seed: int) -> Streamed:
+    """Compare every system with the baseline, streaming their records (see the module)."""
+    runs = [base, *systems]
+    shared = {s.name: [n for n in base.results.summary if n in s.results.summary]
+              for s in systems}
+    spilled = {run.name: _spilled_names(run, base, systems, shared) for run in runs}
+    parts = partition_count(runs)
+    with tempfile.TemporaryDirectory(prefix="rageval-compare-") as directory:
+        spills = [RunSpill(run, *spilled[run.name], parts, Path(directory) / str(i))
+                  for i, run in enumerate(runs)]
+        for spill in spills:
+            spill.fill()
+        paired, dropped = _pair(spills, intersect)
+        conversations = spills[0].in_conversations
+        sums = {s.name: _sums(spills[0], spill, shared[s.name], resamples, permutations, seed)
+                for s, spill in zip(systems, spills[1:], strict=True)}
+        turns = ({s.name: TurnSums(_means(base, s, shared[s.name]), resamples=resamples,
+                                   seed=seed) for s in systems} if conversations else {})
+        for index in range(parts):
+            loaded = [spill.part(index) for spill in spills]
+            for system, spill, part in zip(systems, spills[1:], loaded[1:], strict=True):
+                _add(sums[system.name], turns.get(system.name), loaded[0], part,
+                     (spills[0], spill), shared[system.name])
+    rows, not_compared = [], {}
+    for system in systems:
+        rows += _rows(base, system, shared[system.name], sums[system.name])
+        missing = {"baseline_only": [n for n in base.results.summary
+                                     if n not in system.results.summary],
+                   "system_only": [n for n in system.results.summary
+                                   if n not in base.results.summary]}
+        if missing["baseline_only"] or missing["system_only"]:
+            not_compared[system.name] = missing
+    per_turn = [row for s in systems if s.name in turns for row in turns[s.name].rows(base, s)]
+    return Streamed(rows, per_turn, dropped, paired, not_compared, conversations)
+
+
+def _spilled_names(run: NamedRun, base: NamedRun, systems: list[NamedRun],
+                   shared: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """The outputs of ``run`` some comparison reads, and those read as corpus figures."""
+    wanted = {n for names in shared.values() for n in names}
+    names = [n for n in run.results.summary if n in wanted]
+    corpus = [n for n in names if _corpus(n, base, [s for s in systems if n in shared[s.name]])]
+    return names, corpus
+
+
+def _corpus(name: str, base: NamedRun, systems: list[NamedRun]) -> bool:
+    """Whether ``name`` is compared as a corpus figure with some system (both sides say so)."""
+    return base.results.summary[name].aggregate == "corpus" and any(
+        s.results.summary[name].aggregate == "corpus" for s in systems)
+
+
+def _pair(spills: list[RunSpill], intersect: bool) -> tuple[int, dict[str, int]]:
+    """Pair every partition's keys across the runs: the paired count and what each run lost
+    to ``intersect``; errors for repeated ids and, without ``intersect``, for missing ones."""
+    names = [spill.run.name for spill in spills]
+    repeated = {name: _Keys() for name in names}
+    lacks = {pair: _Keys() for name in names[1:] for pair in ((name, names[0]),
+                                                              (names[0], name))}
+    paired, totals = 0, dict.fromkeys(names, 0)
+    for index in range(spills[0].parts):
+        keys = [spill.part(index).keys for spill in spills]
+        sets = []
+        for name, run_keys in zip(names, keys, strict=True):
+            unique = set(run_keys)
+            if len(unique) < len(run_keys):
+                repeated[name].add([k for k, n in Counter(run_keys).items() if n > 1])
+            totals[name] += len(run_keys)
+            sets.append(unique)
+        paired += len(set.intersection(*sets))
+        for name, other in zip(names[1:], sets[1:], strict=True):
+            lacks[(name, names[0])].add(list(sets[0] - other))
+            lacks[(names[0], name)].add(list(other - sets[0]))
+    for name in names:
+        if repeated[name].count:
+            raise InputError(f"record ids must be unique to pair records; repeated: "
+                             f"{repeated[name].text()}", path=name)
+    problems = [f"{holder} lacks {keys.text()} (in {owner})"
+                for (holder, owner), keys in lacks.items() if keys.count]
+    if problems and not intersect:
+        raise InputError("records do not pair by id: " + "; ".join(problems)
+                         + " (use --intersect to compare the ids common to all runs)")
+    if not paired:
+        raise InputError("no record id is common to all runs: nothing to compare")
+    return paired, {name: total - paired for name, total in totals.items()}
+
+
+def _sums(base: RunSpill, system: RunSpill, names: list[str], resamples: int,
+          permutations: int, seed: int) -> PairedSums:
+    corpus = {n: base.corpus[n] for n in names if n in base.corpus and n in system.corpus}
+    widths = {n: max(base.widths[n], system.widths[n]) for n in corpus}
+    return PairedSums(names, corpus, widths, resamples=resamples, permutations=permutations,
+                      seed=seed, level=LEVEL)
+
+
+def _means(base: NamedRun, system: NamedRun, names: list[str]) -> list[str]:
+    """The outputs compared turn by turn: those both runs average."""
+    return [n for n in names if base.results.summary[n].aggregate == "mean"
+            and system.results.summary[n].aggregate == "mean"]
+
+
+def _add(sums: PairedSums, turns: TurnSums | None, base: Part, system: Part,
+         spills: tuple[RunSpill, RunSpill], names: list[str]) -> None:
+    """Add one partition's pairs of one system to its sums, a few thousand units at a time
+    (ids in every run: the pairing pass has checked them)."""
+    where = {key: i for i, key in enumerate(system.keys)}
+    rows = [(i, where[key]) for i, key in enumerate(base.keys) if key in where]
+    if not rows:
+        return
+    b_rows, s_rows = (np.array(r, dtype=np.int64) for r in zip(*rows, strict=True))
+    if spills[0].in_conversations:
+        numbers: dict[str, int] = {}
+        units = np.fromiter((numbers.setdefault(base.units[i], len(numbers)) for i in b_rows),
+                            dtype=np.int64, count=len(b_rows))
+    else:
+        units = np.arange(len(b_rows))
+    base_columns = [spills[0].names.index(n) for n in names]
+    system_columns = [spills[1].names.index(n) for n in names]
+    for first in range(0, int(units[-1]) + 1 if len(units) else 0, _UNITS):
+        chunk = np.flatnonzero((units >= first) & (units < first + _UNITS))
+        br, sr = b_rows[chunk], s_rows[chunk]
+        b, s = base.values[br][:, base_columns], system.values[sr][:, system_columns]
+        stats = {n: (_widened(base.corpus[n][br], sums.widths[n]),
+                     _widened(system.corpus[n][sr], sums.widths[n])) for n in sums.corpus}
+        row_keys = base.unit_keys[br]
+        if spills[0].in_conversations:
+            groups = units[chunk] - first
+            _, firsts = np.unique(groups, return_index=True)
+            sums.add(b, s, stats, row_keys[firsts], groups)
+        else:
+            sums.add(b, s, stats, row_keys, None)
+        if turns is not None:
+            columns = [names.index(n) for n in turns.names]
+            turns.add(b[:, columns], s[:, columns], base.turns[br], row_keys)
+
+
+def _widened(stats: np.ndarray, width: int) -> np.ndarray:
+    """Statistics with ``width`` columns (a run that scored none in a partition has none)."""
+    if stats.shape[1] == width:
+        return stats
+    return np.zeros((len(stats), width), dtype=np.int64)
+
+
+def _rows(base: NamedRun, system: NamedRun, names: list[str],
+          sums: PairedSums) -> list[dict[str, Any]]:
+    measured = sums.statistics()
+    rows = []
+    for name in names:
+        row = row_head(name, base, system, sums.tallies[name], name in sums.corpus)
+        row.update(measured.get(name, {}))
+        rows.append(row)
+    adjust(rows)
+    return rows

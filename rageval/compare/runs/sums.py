@@ -1,0 +1,155 @@
+"""The running sums of one baseline-system comparison streamed from disk.
+
+Records (or whole conversations: the units) come in partition by partition, never all at once.
+For each compared output the sums keep the exact sums of the units' baseline values, system
+values and differences; for each bootstrap resample the differences and counts weighted by the
+units' Poisson(1) weights; for each relabelling of the randomization test the differences with
+the units' signs (:mod:`rageval.stats.poisson`: both derived from the seed and the unit's id,
+so a unit weighs the same however the runs are partitioned). A corpus metric (corpus BLEU)
+keeps the same sums of its additive statistics. That is ``(resamples + relabellings) x
+columns`` numbers, whatever the runs' length.
+
+The statistics are those of :mod:`~rageval.compare.runs.statistics` with each draw replaced:
+the bootstrap's weighted mean of the differences is ``sum(w * d) / sum(w)``; a relabelling
+flips the sign of a unit's difference (for a corpus metric: moves its statistics to the other
+side) with probability 1/2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rageval.compare.runs.statistics import Tally, finite, tally
+from rageval.core.metric import Metric
+from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, sign_flips
+from rageval.stats.resampling import extreme_counts, percentile_interval
+
+__all__ = ["PairedSums", "unit_sums"]
+
+# Cells (units x resamples) weighed at once: 8 MB of weights.
+_BLOCK_CELLS = 1 << 20
+
+
+def unit_sums(columns: np.ndarray, groups: np.ndarray | None, units: int) -> np.ndarray:
+    """The rows of ``columns`` summed by unit (``groups``: each row's unit; None: a unit
+    each)."""
+    if groups is None:
+        return columns
+    out = np.zeros((units, columns.shape[1]), dtype=columns.dtype)
+    np.add.at(out, groups, columns)
+    return out
+
+
+class PairedSums:
+    """The sums of one comparison (see the module): ``names`` the compared outputs, ``corpus``
+    the metric of each corpus output among them."""
+
+    def __init__(self, names: list[str], corpus: dict[str, Metric], widths: dict[str, int],
+                 *, resamples: int, permutations: int, seed: int, level: float) -> None:
+        self.names, self.corpus, self.widths = names, corpus, widths
+        self.resamples, self.permutations, self.seed, self.level = (
+            resamples, permutations, seed, level)
+        self.means = [n for n in names if n not in corpus]
+        self.tallies = {name: Tally() for name in names}
+        m = len(self.means)
+        self._exact = ExactSums(3 * m)  # differences, baseline values, system values
+        self._totals = {n: np.zeros((2, w), dtype=np.int64) for n, w in widths.items()}
+        # Weighted: per mean output its difference and count, per corpus output its baseline
+        # and system statistics and count. Relabelled: differences, statistics moved.
+        width = 2 * m + sum(2 * w + 1 for w in widths.values())
+        self._weighted = np.zeros((resamples, width))
+        self._relabelled = np.zeros((permutations, m + sum(widths.values())))
+
+    def add(self, b: np.ndarray, s: np.ndarray, stats: dict[str, tuple[np.ndarray, np.ndarray]],
+            keys: np.ndarray, groups: np.ndarray | None) -> None:
+        """Add paired records: ``b``, ``s`` their values (one column per name), ``stats`` each
+        corpus output's statistics on either side, ``keys`` each unit's 64-bit key, ``groups``
+        each record's unit (None: each record is one)."""
+        units = len(keys)
+        for k, name in enumerate(self.names):
+            self.tallies[name] += tally(b[:, k], s[:, k], groups)
+        index = [self.names.index(n) for n in self.means]
+        kept = ~(np.isnan(b[:, index]) | np.isnan(s[:, index]))
+        shares = kept.astype(np.float64)
+        if groups is not None:  # each kept turn weighs one over its conversation's kept turns
+            sizes = unit_sums(shares, groups, units)
+            shares = shares / np.maximum(sizes[groups], 1.0)
+        diffs = np.where(kept, s[:, index] - b[:, index], 0.0) * shares
+        sides = [np.where(kept, x[:, index], 0.0) * shares for x in (b, s)]
+        d, mask = unit_sums(diffs, groups, units), unit_sums(shares, groups, units)
+        self._exact.add(np.hstack([d, *(unit_sums(x, groups, units) for x in sides)]))
+        weighted, moved = [d, mask], [d]
+        for name in self.corpus:
+            both = ~(np.isnan(b[:, self.names.index(name)])
+                     | np.isnan(s[:, self.names.index(name)]))
+            bs, ss = (np.where(both[:, None], x, 0) for x in stats[name])
+            bu, su = unit_sums(bs, groups, units), unit_sums(ss, groups, units)
+            self._totals[name] += np.vstack([bu.sum(axis=0), su.sum(axis=0)])
+            scored = unit_sums(both[:, None].astype(np.float64), groups, units)
+            weighted += [bu, su, scored]
+            moved.append(bu - su)
+        self._weigh(seeded_keys(keys, self.seed), np.hstack(weighted).astype(np.float64),
+                    np.hstack(moved).astype(np.float64))
+
+    def _weigh(self, seeded: np.ndarray, weighted: np.ndarray, moved: np.ndarray) -> None:
+        block = max(1, _BLOCK_CELLS // max(self.resamples, self.permutations))
+        for start in range(0, len(seeded), block):
+            rows = slice(start, start + block)
+            self._weighted += poisson_weights(seeded[rows], self.resamples).T @ weighted[rows]
+            self._relabelled += sign_flips(seeded[rows], self.permutations).T @ moved[rows]
+
+    def statistics(self) -> dict[str, dict[str, object]]:
+        """Per compared output with a scored pair: value, delta, CI and p-value."""
+        out: dict[str, dict[str, object]] = {}
+        m = len(self.means)
+        for k, name in enumerate(self.means):
+            n = self.tallies[name].n
+            if n:
+                ratios = _ratio(self._weighted[:, k], self._weighted[:, m + k])
+                observed = self._exact.value(k)
+                out[name] = _row(self._exact.mean(m + k, n), self._exact.mean(2 * m + k, n),
+                                 self._exact.mean(k, n), percentile_interval(ratios, self.level),
+                                 self._p(observed, self._relabelled[:, k]))
+        column, moved = 2 * m, m
+        for name, metric in self.corpus.items():
+            width = self.widths[name]
+            if self.tallies[name].n:
+                out[name] = self._corpus_row(metric, self._totals[name],
+                                             self._weighted[:, column : column + 2 * width + 1],
+                                             self._relabelled[:, moved : moved + width])
+            column, moved = column + 2 * width + 1, moved + width
+        return out
+
+    def _corpus_row(self, metric: Metric, totals: np.ndarray, weighted: np.ndarray,
+                    moved: np.ndarray) -> dict[str, object]:
+        width = totals.shape[1]
+
+        def figure(sums: np.ndarray) -> float:
+            return float(metric.corpus_from_sums(np.rint(sums).astype(np.int64)))  # type: ignore[arg-type]
+
+        base, system = figure(totals[0]), figure(totals[1])
+        resampled = np.array([figure(r[width : 2 * width]) - figure(r[:width])
+                              if r[-1] > 0 else np.nan for r in weighted])
+        # Relabelling j moves sum(f * (b - s)) from the baseline to the system, where a unit's
+        # f = (1 - sign) / 2: half of (all of b - s) less the signed sum.
+        shifted = ((totals[0] - totals[1])[None, :] - moved) / 2
+        relabelled = np.array([figure(totals[1] + x) - figure(totals[0] - x) for x in shifted])
+        return _row(base, system, system - base, percentile_interval(resampled, self.level),
+                    self._p(system - base, relabelled))
+
+    def _p(self, observed: float, relabelled: np.ndarray) -> float:
+        count = extreme_counts(np.array([observed]), relabelled.reshape(len(relabelled), -1))
+        return float(min(1.0, (int(count[0]) + 1) / (self.permutations + 1)))
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / denominator, np.nan)
+
+
+def _row(base: float, system: float, delta: float, ci: tuple[float, float] | None,
+         p: float) -> dict[str, object]:
+    low, high = (np.nan, np.nan) if ci is None else ci
+    return {"baseline_value": finite(base), "system_value": finite(system),
+            "delta": finite(delta), "ci95": [finite(low), finite(high)], "p_value": finite(p),
+            "p_method": "monte-carlo"}
