@@ -25,7 +25,7 @@ from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
 __all__ = ["LEVEL", "Comparison", "Tally", "adjust", "column", "compare_pair", "finite",
-           "mismatch_kind", "row_head", "signature_diff", "tally"]
+           "mismatch_kind", "missing_outputs", "row_head", "signature_diff", "tally"]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -98,8 +98,7 @@ def compare_pair(
     (each paired record's conversation), values, deltas and counts are over conversations
     (each the mean of its paired turns) and conversations are resampled and relabelled whole."""
     bsum, ssum = base.results.summary, system.results.summary
-    missing = {"baseline_only": [n for n in bsum if n not in ssum],
-               "system_only": [n for n in ssum if n not in bsum]}
+    missing = missing_outputs(base, system)
     metrics = []
     for name in (n for n in bsum if n in ssum):
         b = column(base.results, name)[base_pos]
@@ -149,6 +148,13 @@ def tally(b: np.ndarray, s: np.ndarray, groups: np.ndarray | None = None) -> Tal
         kept = scored
     return Tally(int((sk > bk).sum()), int((sk == bk).sum()), int((sk < bk).sum()),
                  int(kept.sum()), int((~kept).sum()))
+
+
+def missing_outputs(base: NamedRun, system: NamedRun) -> dict[str, list[str]]:
+    """The output names only one of the two runs has (``baseline_only``, ``system_only``)."""
+    bsum, ssum = base.results.summary, system.results.summary
+    return {"baseline_only": [n for n in bsum if n not in ssum],
+            "system_only": [n for n in ssum if n not in bsum]}
 
 
 def row_head(name: str, base: NamedRun, system: NamedRun, counts: Tally,

@@ -11,6 +11,7 @@ and the sums, whatever the runs' length.
 
 from __future__ import annotations
 
+import heapq
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from rageval.compare.runs.pairing import (
     some_ids,
 )
 from rageval.compare.runs.spill import Part, RunSpill, partition_count
-from rageval.compare.runs.statistics import LEVEL, adjust, row_head
+from rageval.compare.runs.statistics import LEVEL, adjust, missing_outputs, row_head
 from rageval.compare.runs.sums import PairedSums
 from rageval.compare.runs.turns import TurnSums
 from rageval.core.errors import InputError
@@ -62,7 +63,7 @@ class _Keys:
 
     def add(self, keys: list[PairKey]) -> None:
         self.count += len(keys)
-        self.first = sorted([*self.first, *keys], key=label)[:SHOWN_IDS]
+        self.first = heapq.nsmallest(SHOWN_IDS, [*self.first, *keys], key=label)
 
     def text(self) -> str:
         return some_ids(self.count, self.first)
@@ -95,10 +96,7 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
     rows, not_compared = [], {}
     for system in systems:
         rows += _rows(base, system, shared[system.name], sums[system.name])
-        missing = {"baseline_only": [n for n in base.results.summary
-                                     if n not in system.results.summary],
-                   "system_only": [n for n in system.results.summary
-                                   if n not in base.results.summary]}
+        missing = missing_outputs(base, system)
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
     per_turn = [row for s in systems if s.name in turns for row in turns[s.name].rows(base, s)]
