@@ -27,7 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["PPIEstimate", "classical_mean", "ppi_mean"]
+__all__ = ["PPIEstimate", "classical_mean", "ppi_mean", "ppi_mean_moments"]
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,26 @@ def ppi_mean(labels: Sequence[float] | np.ndarray, judged: Sequence[float] | np.
     records without a label). ``tuned``: PPI++'s weight, else PPI's (1)."""
     y, f, f_unlabelled = _arrays(labels, judged, judged_unlabelled)
     lam = _tuned_lam(y, f, f_unlabelled) if tuned else 1.0
-    n, big_n = len(y), len(f_unlabelled)
-    estimate = float((lam * f_unlabelled).mean() + (y - lam * f).mean())
-    se = math.sqrt(float((lam * f_unlabelled).std()) ** 2 / big_n
-                   + float((y - lam * f).std()) ** 2 / n)
-    return PPIEstimate(estimate, _normal_interval(estimate, se, level), lam, n, big_n)
+    return _estimate(y, f, lam, float(f_unlabelled.mean()), float(f_unlabelled.var()),
+                     len(f_unlabelled), level)
+
+
+def ppi_mean_moments(labels: Sequence[float] | np.ndarray,
+                     judged: Sequence[float] | np.ndarray, unlabelled_mean: float,
+                     unlabelled_variance: float, unlabelled: int, *,
+                     level: float = 0.95) -> PPIEstimate:
+    """PPI's mean (weight 1) with the unlabelled records given by their judge scores' count,
+    mean and variance (ddof 0) alone: what running sums over a stream of records keep."""
+    y, f, _ = _arrays(labels, judged, [unlabelled_mean] if unlabelled else [])
+    return _estimate(y, f, 1.0, unlabelled_mean, unlabelled_variance, unlabelled, level)
+
+
+def _estimate(y: np.ndarray, f: np.ndarray, lam: float, unlabelled_mean: float,
+              unlabelled_variance: float, unlabelled: int, level: float) -> PPIEstimate:
+    n = len(y)
+    estimate = float(lam * unlabelled_mean + (y - lam * f).mean())
+    se = math.sqrt(lam**2 * unlabelled_variance / unlabelled + float((y - lam * f).std()) ** 2 / n)
+    return PPIEstimate(estimate, _normal_interval(estimate, se, level), lam, n, unlabelled)
 
 
 def classical_mean(labels: Sequence[float] | np.ndarray, *,

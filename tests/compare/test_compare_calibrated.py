@@ -53,10 +53,11 @@ def runs(tmp_path: Path, keyed_judge: JudgeServer) -> tuple[Path, Path]:
 
 
 @pytest.mark.parity
-def test_the_calibrated_difference_is_ppi_py_s(runs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("ci", ["records", "poisson"])  # every value held, or running sums
+def test_the_calibrated_difference_is_ppi_py_s(runs: tuple[Path, Path], ci: str) -> None:
     ppi_py = pytest.importorskip("ppi_py")
     a, b = runs
-    comparison = compare_runs([a, b], human="human", resamples=200, permutations=200)
+    comparison = compare_runs([a, b], human="human", resamples=200, permutations=200, ci=ci)
     rows = {r["metric"]: r for r in comparison.rows}
     for metric, key in (("judge:faithfulness", "faithfulness"),
                         ("judge:correctness", "correctness")):
@@ -105,11 +106,12 @@ def test_the_command_line_says_whether_the_interval_holds_zero(
 def test_few_labelled_pairs_is_a_refusal(tmp_path: Path, keyed_judge: JudgeServer) -> None:
     a = score(keyed_judge, write(tmp_path / "a.jsonl", "alpha", 8, 0), tmp_path / "a")
     b = score(keyed_judge, write(tmp_path / "b.jsonl", "beta", 20, 2), tmp_path / "b")
-    rows = compare_runs([a, b], human="human", resamples=50, permutations=50).rows
-    c = next(r for r in rows if r["metric"] == "judge:faithfulness")["calibrated"]
-    assert c == {"labelled": 8, "unlabelled": 42,
-                 "refused": "8 pairs carry a human label for both answers; a calibrated "
-                            "difference needs at least 10"}
+    for ci in ("records", "poisson"):
+        rows = compare_runs([a, b], human="human", resamples=50, permutations=50, ci=ci).rows
+        c = next(r for r in rows if r["metric"] == "judge:faithfulness")["calibrated"]
+        assert c == {"labelled": 8, "unlabelled": 42,
+                     "refused": "8 pairs carry a human label for both answers; a calibrated "
+                                "difference needs at least 10"}
 
 
 def test_runs_without_labels_or_records_are_usage_errors(runs: tuple[Path, Path]) -> None:

@@ -178,10 +178,8 @@ def test_a_records_file_changed_since_its_summary_is_refused(tmp_path: Path) -> 
         compare_runs([a, b], ci="poisson")
 
 
-def test_human_labels_and_an_unknown_method_are_refused(tmp_path: Path) -> None:
+def test_an_unknown_method_is_refused(tmp_path: Path) -> None:
     a = _write(tmp_path / "a", ["q1", "q2"], {"m": [0.1, 0.2]})
     b = _write(tmp_path / "b", ["q1", "q2"], {"m": [0.3, 0.2]})
-    with pytest.raises(UsageError, match="--human is not available"):
-        compare_runs([a, b], ci="poisson", human="label")
     with pytest.raises(UsageError, match="ci must be one of records, poisson"):
         compare_runs([a, b], ci="exact")

@@ -13,6 +13,7 @@ that holds 0 does not establish a difference, and the row says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from rageval.compare.runs.pairing import NamedRun
 from rageval.compare.runs.statistics import column
 from rageval.core.calibration import MIN_LABELLED
 from rageval.core.errors import UsageError
-from rageval.core.records import load_records
+from rageval.core.records import iter_records
 from rageval.core.records.human import Label, label_keys, parse_label
-from rageval.stats.ppi import classical_mean, ppi_mean
+from rageval.stats.poisson import ExactSums
+from rageval.stats.ppi import PPIEstimate, classical_mean, ppi_mean, ppi_mean_moments
 
-__all__ = ["RunLabels", "add_calibrated", "calibrated_delta", "calibrated_metrics"]
+__all__ = ["CalibratedSums", "RunLabels", "add_calibrated", "calibrated_delta",
+           "calibrated_metrics"]
 
 
 class RunLabels:
@@ -40,10 +43,13 @@ class RunLabels:
                              f"read again ({source or 'unknown'}): calibrated differences need "
                              "the records files the runs scored")
         self.field, self.source = field, source
-        records = load_records(source)
-        self.labels: dict[str, Label] = {
-            r.id: parse_label(r.extra.get(field), r.id, field, source) for r in records}
-        if not any(label is not None for label in self.labels.values()):
+        # Read as a stream and only the labelled records kept: a few among millions.
+        self.labels: dict[str, Label] = {}
+        for record in iter_records(source):
+            label = parse_label(record.extra.get(field), record.id, field, source)
+            if label is not None:
+                self.labels[record.id] = label
+        if not self.labels:
             raise UsageError(f"--human {field}: no record of {source} (run {run.name}) has a "
                              f"field '{field}'")
 
@@ -91,20 +97,28 @@ def calibrated_delta(base: np.ndarray, system: np.ndarray,
     judged = ~(np.isnan(base) | np.isnan(system))
     labelled = judged & ~(np.isnan(base_labels) | np.isnan(system_labels))
     unlabelled = judged & ~labelled
-    n, big_n = int(labelled.sum()), int(unlabelled.sum())
+    y = system_labels[labelled] - base_labels[labelled]
+    f = system - base
+    return _delta(y, f[labelled], int(unlabelled.sum()),
+                  lambda: ppi_mean(y, f[labelled], f[unlabelled], tuned=False))
+
+
+def _delta(y: np.ndarray, f: np.ndarray, big_n: int,
+           estimated: Callable[[], PPIEstimate]) -> dict[str, Any]:
+    """The row entry from the labelled pairs' human (``y``) and judge (``f``) differences, the
+    count of unlabelled pairs and the PPI estimate over all of them."""
+    n = len(y)
     out: dict[str, Any] = {"labelled": n, "unlabelled": big_n}
     if n < MIN_LABELLED:
         out["refused"] = (f"{n} pairs carry a human label for both answers; a calibrated "
                           f"difference needs at least {MIN_LABELLED}")
         return out
-    y = system_labels[labelled] - base_labels[labelled]
     human_mean, human_ci = classical_mean(y)
     out["human"] = {"delta": human_mean, "ci95": list(human_ci)}
     if big_n == 0:
         out["refused"] = "every pair carries human labels: their difference is the estimate"
         return out
-    f = system - base
-    estimate = ppi_mean(y, f[labelled], f[unlabelled], tuned=False)
+    estimate = estimated()
     low, high = estimate.ci
     out.update({"method": "ppi", "delta": estimate.mean, "ci95": [low, high],
                 "crosses_zero": bool(low <= 0 <= high)})
@@ -116,3 +130,47 @@ def calibrated_metrics(rows: list[dict[str, Any]]) -> list[str]:
     calibrate (pairwise verdicts and claim-level shares are not labelled on their scale)."""
     return [r["metric"] for r in rows if r["headline"] and r["metric"].startswith(JUDGE_PREFIX)
             and not r["metric"].startswith(PAIRWISE_PREFIX)]
+
+
+class CalibratedSums:
+    """The calibrated differences of one comparison streamed from disk: per calibrated metric,
+    the labelled pairs' human and judge differences (few) and the unlabelled pairs' judge
+    differences as exact running sums of ``f`` and ``f ** 2``."""
+
+    def __init__(self, names: list[str], base: RunLabels, system: RunLabels) -> None:
+        self.names, self.base, self.system = names, base, system
+        self._labelled: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {n: [] for n in names}
+        self._sums = ExactSums(2 * len(names))
+        self._unlabelled = np.zeros(len(names), dtype=np.int64)
+
+    def add(self, name: str, base: np.ndarray, system: np.ndarray, base_ids: list[str],
+            system_ids: list[str]) -> None:
+        """Paired values of ``name`` and the ids of the records they are the values of."""
+        several = len(self.names) > 1
+        b_labels = self.base.column(base_ids, name, several)
+        s_labels = self.system.column(system_ids, name, several)
+        judged = ~(np.isnan(base) | np.isnan(system))
+        labelled = judged & ~(np.isnan(b_labels) | np.isnan(s_labels))
+        f = system - base
+        self._labelled[name].append((s_labels[labelled] - b_labels[labelled], f[labelled]))
+        rest = f[judged & ~labelled]
+        k = self.names.index(name)
+        columns = np.zeros((len(rest), 2 * len(self.names)))
+        columns[:, k], columns[:, len(self.names) + k] = rest, rest**2
+        self._sums.add(columns)
+        self._unlabelled[k] += len(rest)
+
+    def entry(self, name: str) -> dict[str, Any]:
+        """The row's ``calibrated`` entry (as :func:`calibrated_delta` gives it)."""
+        k, width = self.names.index(name), len(self.names)
+        pairs = self._labelled[name]
+        y = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0)
+        f = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0)
+        big_n = int(self._unlabelled[k])
+
+        def estimated() -> PPIEstimate:
+            mean = self._sums.mean(k, big_n)
+            variance = max(0.0, self._sums.mean(width + k, big_n) - mean**2)
+            return ppi_mean_moments(y, f, mean, variance, big_n)
+
+        return _delta(y, f, big_n, estimated)

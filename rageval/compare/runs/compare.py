@@ -142,10 +142,7 @@ def compare_runs(
     runs = load_runs(run_dirs, names)
     base, systems = pick_baseline(runs, baseline)
     if ci == "poisson" or any(len(r.results.records) > EXACT_RECORDS for r in [base, *systems]):
-        if human is not None:
-            raise UsageError("--human is not available for runs compared with running sums "
-                             f"(--ci poisson, or runs past {EXACT_RECORDS:,} records)")
-        return _streamed(base, systems, intersect, resamples, permutations, seed)
+        return _streamed(base, systems, intersect, (resamples, permutations, seed), human)
     base, systems = base.whole(), [system.whole() for system in systems]
     ids, positions, dropped = pair_record_ids([base, *systems], intersect)
     labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
@@ -188,17 +185,19 @@ def compare_runs(
                             "resampled and relabelled whole")
         settings["ci"] = "paired percentile bootstrap of the delta (conversations resampled)"
     if human is not None:
-        settings["calibrated"] = ("PPI on the paired differences, human labels in field "
-                                  f"{human!r} of each run's records")
+        settings["calibrated"] = _calibrated_setting(human)
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
                       settings, not_compared, turn_rows)
 
 
-def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool, resamples: int,
-              permutations: int, seed: int) -> Comparison:
+def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool,
+              draws: tuple[int, int, int], human: str | None) -> Comparison:
     """The comparison streamed from disk, with running sums (:mod:`.streamed`)."""
+    resamples, permutations, seed = draws
+    labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
+              if human is not None else None)
     found = compare_streamed(base, systems, intersect=intersect, resamples=resamples,
-                             permutations=permutations, seed=seed)
+                             permutations=permutations, seed=seed, labels=labels)
     unit = "conversation" if found.conversations else "record"
     settings = {
         "level": LEVEL,
@@ -218,8 +217,14 @@ def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool, resample
         settings["unit"] = ("conversation: turns paired by conversation and position; each "
                             "conversation's value the mean of its paired turns; conversations "
                             "weighed and relabelled whole")
+    if human is not None:
+        settings["calibrated"] = _calibrated_setting(human)
     return Comparison(base.name, tuple(s.name for s in systems), found.rows, found.dropped,
                       found.paired, settings, found.not_compared, found.per_turn)
+
+
+def _calibrated_setting(human: str) -> str:
+    return f"PPI on the paired differences, human labels in field {human!r} of each run's records"
 
 
 def _check_settings(resamples: int, permutations: int, seed: int, ci: str) -> None:

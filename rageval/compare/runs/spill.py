@@ -50,6 +50,7 @@ class Part:
     """One partition of one run, read back: its records in file order."""
 
     keys: list[PairKey] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
     units: list[str] = field(default_factory=list)  # each record's unit (see unit_of)
     unit_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     turns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # 0: no turn
@@ -99,7 +100,8 @@ class RunSpill:
         if not chunks:
             return Part(values=np.zeros((0, len(self.names))),
                         corpus={n: np.zeros((0, w), np.int64) for n, w in self.widths.items()})
-        return Part([k for c in chunks for k in c.keys], [u for c in chunks for u in c.units],
+        return Part([k for c in chunks for k in c.keys], [i for c in chunks for i in c.ids],
+                    [u for c in chunks for u in c.units],
                     np.concatenate([c.unit_keys for c in chunks]),
                     np.concatenate([c.turns for c in chunks]),
                     np.concatenate([c.values for c in chunks]),
@@ -111,7 +113,8 @@ class RunSpill:
         where = staged.unit_keys % np.uint64(self.parts)
         for index in np.unique(where).tolist():
             rows = np.flatnonzero(where == index)
-            chunk = Part([staged.keys[i] for i in rows], [staged.units[i] for i in rows],
+            chunk = Part([staged.keys[i] for i in rows], [staged.ids[i] for i in rows],
+                         [staged.units[i] for i in rows],
                          staged.unit_keys[rows], staged.turns[rows], staged.values[rows],
                          {n: stats[rows] for n, stats in staged.corpus.items()})
             pickle.dump(chunk, handles[index], protocol=pickle.HIGHEST_PROTOCOL)
@@ -126,8 +129,8 @@ class RunSpill:
                                          metric)
                   for name, metric in self.corpus.items()}
         turns = np.fromiter((r.turn or 0 for r in records), dtype=np.int64, count=len(records))
-        return Part([pair_key(r) for r in records], units, unit_keys(units), turns, values,
-                    corpus)
+        return Part([pair_key(r) for r in records], [r.id for r in records], units,
+                    unit_keys(units), turns, values, corpus)
 
     def _statistics(self, records: list[RecordResult], values: np.ndarray, name: str,
                     metric: Metric) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval.compare.runs.calibrated import CalibratedSums, RunLabels, calibrated_metrics
 from rageval.compare.runs.pairing import (
     SHOWN_IDS,
     NamedRun,
@@ -69,9 +70,23 @@ class _Keys:
         return some_ids(self.count, self.first)
 
 
+@dataclass
+class _Accumulated:
+    """Everything one system's comparison adds its pairs to: the outputs compared, their
+    running sums, the per-turn sums (runs of conversations) and the calibrated differences
+    (``--human``)."""
+
+    names: list[str]
+    sums: PairedSums
+    turns: TurnSums | None = None
+    calibrated: CalibratedSums | None = None
+
+
 def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool,
-                     resamples: int, permutations: int, seed: int) -> Streamed:
-    """Compare every system with the baseline, streaming their records (see the module)."""
+                     resamples: int, permutations: int, seed: int,
+                     labels: dict[str, RunLabels] | None = None) -> Streamed:
+    """Compare every system with the baseline, streaming their records (see the module);
+    ``labels``: each run's human labels, for calibrated differences."""
     runs = [base, *systems]
     shared = {s.name: [n for n in base.results.summary if n in s.results.summary]
               for s in systems}
@@ -83,24 +98,40 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
         for spill in spills:
             spill.fill()
         paired, dropped = _pair(spills, intersect)
-        conversations = spills[0].in_conversations
-        sums = {s.name: _sums(spills[0], spill, shared[s.name], resamples, permutations, seed)
-                for s, spill in zip(systems, spills[1:], strict=True)}
-        turns = ({s.name: TurnSums(_means(base, s, shared[s.name]), resamples=resamples,
-                                   seed=seed) for s in systems} if conversations else {})
+        found = {s.name: _accumulated(base, s, (spills[0], spill), shared[s.name], labels,
+                                      (resamples, permutations, seed))
+                 for s, spill in zip(systems, spills[1:], strict=True)}
         for index in range(parts):
             loaded = [spill.part(index) for spill in spills]
             for system, spill, part in zip(systems, spills[1:], loaded[1:], strict=True):
-                _add(sums[system.name], turns.get(system.name), loaded[0], part,
-                     (spills[0], spill), shared[system.name])
-    rows, not_compared = [], {}
+                _add(found[system.name], loaded[0], part, (spills[0], spill))
+    rows, not_compared, per_turn = [], {}, []
     for system in systems:
-        rows += _rows(base, system, shared[system.name], sums[system.name])
+        rows += _rows(base, system, found[system.name])
         missing = missing_outputs(base, system)
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
-    per_turn = [row for s in systems if s.name in turns for row in turns[s.name].rows(base, s)]
-    return Streamed(rows, per_turn, dropped, paired, not_compared, conversations)
+        turns = found[system.name].turns
+        per_turn += [] if turns is None else turns.rows(base, system)
+    return Streamed(rows, per_turn, dropped, paired, not_compared, spills[0].in_conversations)
+
+
+def _accumulated(base: NamedRun, system: NamedRun, spills: tuple[RunSpill, RunSpill],
+                 names: list[str], labels: dict[str, RunLabels] | None,
+                 draws: tuple[int, int, int]) -> _Accumulated:
+    resamples, permutations, seed = draws
+    corpus = {n: spills[0].corpus[n] for n in names
+              if n in spills[0].corpus and n in spills[1].corpus}
+    widths = {n: max(spills[0].widths[n], spills[1].widths[n]) for n in corpus}
+    found = _Accumulated(names, PairedSums(names, corpus, widths, resamples=resamples,
+                                           permutations=permutations, seed=seed, level=LEVEL))
+    if spills[0].in_conversations:
+        found.turns = TurnSums(_means(base, system, names), resamples=resamples, seed=seed)
+    if labels is not None:
+        heads = [{"metric": n, "headline": base.results.summary[n].in_table} for n in names]
+        found.calibrated = CalibratedSums(calibrated_metrics(heads), labels[base.name],
+                                          labels[system.name])
+    return found
 
 
 def _spilled_names(run: NamedRun, base: NamedRun, systems: list[NamedRun],
@@ -153,22 +184,14 @@ def _pair(spills: list[RunSpill], intersect: bool) -> tuple[int, dict[str, int]]
     return paired, {name: total - paired for name, total in totals.items()}
 
 
-def _sums(base: RunSpill, system: RunSpill, names: list[str], resamples: int,
-          permutations: int, seed: int) -> PairedSums:
-    corpus = {n: base.corpus[n] for n in names if n in base.corpus and n in system.corpus}
-    widths = {n: max(base.widths[n], system.widths[n]) for n in corpus}
-    return PairedSums(names, corpus, widths, resamples=resamples, permutations=permutations,
-                      seed=seed, level=LEVEL)
-
-
 def _means(base: NamedRun, system: NamedRun, names: list[str]) -> list[str]:
     """The outputs compared turn by turn: those both runs average."""
     return [n for n in names if base.results.summary[n].aggregate == "mean"
             and system.results.summary[n].aggregate == "mean"]
 
 
-def _add(sums: PairedSums, turns: TurnSums | None, base: Part, system: Part,
-         spills: tuple[RunSpill, RunSpill], names: list[str]) -> None:
+def _add(found: _Accumulated, base: Part, system: Part,
+         spills: tuple[RunSpill, RunSpill]) -> None:
     """Add one partition's pairs of one system to its sums, a few thousand units at a time
     (ids in every run: the pairing pass has checked them)."""
     where = {key: i for i, key in enumerate(system.keys)}
@@ -182,9 +205,10 @@ def _add(sums: PairedSums, turns: TurnSums | None, base: Part, system: Part,
                             dtype=np.int64, count=len(b_rows))
     else:
         units = np.arange(len(b_rows))
+    names, sums = found.names, found.sums
     base_columns = [spills[0].names.index(n) for n in names]
     system_columns = [spills[1].names.index(n) for n in names]
-    for first in range(0, int(units[-1]) + 1 if len(units) else 0, _UNITS):
+    for first in range(0, int(units[-1]) + 1, _UNITS):
         chunk = np.flatnonzero((units >= first) & (units < first + _UNITS))
         br, sr = b_rows[chunk], s_rows[chunk]
         b, s = base.values[br][:, base_columns], system.values[sr][:, system_columns]
@@ -197,9 +221,14 @@ def _add(sums: PairedSums, turns: TurnSums | None, base: Part, system: Part,
             sums.add(b, s, stats, row_keys[firsts], groups)
         else:
             sums.add(b, s, stats, row_keys, None)
-        if turns is not None:
-            columns = [names.index(n) for n in turns.names]
-            turns.add(b[:, columns], s[:, columns], base.turns[br], row_keys)
+        if found.turns is not None:
+            columns = [names.index(n) for n in found.turns.names]
+            found.turns.add(b[:, columns], s[:, columns], base.turns[br], row_keys)
+        if found.calibrated is not None:
+            ids = ([base.ids[i] for i in br], [system.ids[i] for i in sr])
+            for name in found.calibrated.names:
+                k = names.index(name)
+                found.calibrated.add(name, b[:, k], s[:, k], *ids)
 
 
 def _widened(stats: np.ndarray, width: int) -> np.ndarray:
@@ -209,13 +238,14 @@ def _widened(stats: np.ndarray, width: int) -> np.ndarray:
     return np.zeros((len(stats), width), dtype=np.int64)
 
 
-def _rows(base: NamedRun, system: NamedRun, names: list[str],
-          sums: PairedSums) -> list[dict[str, Any]]:
-    measured = sums.statistics()
+def _rows(base: NamedRun, system: NamedRun, found: _Accumulated) -> list[dict[str, Any]]:
+    measured = found.sums.statistics()
     rows = []
-    for name in names:
-        row = row_head(name, base, system, sums.tallies[name], name in sums.corpus)
+    for name in found.names:
+        row = row_head(name, base, system, found.sums.tallies[name], name in found.sums.corpus)
         row.update(measured.get(name, {}))
+        if found.calibrated is not None and name in found.calibrated.names:
+            row["calibrated"] = found.calibrated.entry(name)
         rows.append(row)
     adjust(rows)
     return rows
