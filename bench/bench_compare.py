@@ -1,15 +1,15 @@
 """Comparing runs: peak RSS and wall time of ``rageval compare`` as the runs grow.
 
     python bench/bench_compare.py [--records 100000,1000000] [--repeats 3] [--draws 1000]
-        [--data-dir bench/data] [--json out.json] [--build-only]
+        [--template 2000] [--data-dir bench/data] [--json out.json] [--build-only]
 
-Two systems are scored for real on 2,000 records of ``bench_stream``'s data (seed 0 and seed 1:
-the same ids, other texts) with ``bench_stream.METRICS``; each size's run directories are then
-those records repeated under fresh ids (``q7~3``: record q7, copy 3) until the run has the
-size asked. A run's ``summary.json`` is its template's with the records' count and digest of
-the file written: a comparison reads only each output's signature and aggregate from it, and
-every value from the records. The directories are written once to ``--data-dir`` (git-ignored)
-as ``compare-<n>-<a|b>`` and reused.
+Two systems are scored for real on ``--template`` records of ``bench_stream``'s data (seed 0
+and seed 1: the same ids, other texts) with ``bench_stream.METRICS``; each size's run
+directories are then those records repeated under fresh ids (``q7~3``: record q7, copy 3)
+until the run has the size asked. A run's ``summary.json`` is its template's with the
+records' count and the digest of the file written: a comparison reads only each output's
+signature and aggregate from it, and every value from the records. The directories are
+written once to ``--data-dir`` (git-ignored) as ``compare-<n>-t<template>-<a|b>`` and reused.
 
 Each size is compared in its own process, ``rageval compare A B --resamples D --permutations
 D``, twice where both apply: with the exact paired bootstrap (``--ci records``, sizes up to
@@ -32,16 +32,15 @@ from typing import Any
 from bench_proc import rageval_command, run_process
 from bench_stream import METRICS, records_file
 
-_TEMPLATE = 2_000
 _EXACT_LIMIT = 100_000
 
 
-def template_run(data_dir: Path, seed: int, source: str | None) -> Path:
-    """The scored run of the 2,000 records of ``seed``, scored once and reused."""
-    out = data_dir / f"compare-template-seed{seed}"
+def template_run(data_dir: Path, size: int, seed: int, source: str | None) -> Path:
+    """The scored run of the ``size`` records of ``seed``, scored once and reused."""
+    out = data_dir / f"compare-t{size}-seed{seed}"
     if (out / "summary.json").exists():
         return out
-    records = records_file(data_dir, _TEMPLATE, seed)
+    records = records_file(data_dir, size, seed)
     cmd = [*rageval_command(source), "score", str(records.resolve()), "--out", str(out),
            "--no-progress", "--bootstrap", "50"]
     subprocess.run(cmd + [a for m in METRICS for a in ("-m", m)], check=True,
@@ -51,7 +50,8 @@ def template_run(data_dir: Path, seed: int, source: str | None) -> Path:
 
 def sized_run(data_dir: Path, template: Path, count: int, side: str) -> Path:
     """``template``'s records repeated under fresh ids to ``count`` records."""
-    out = data_dir / f"compare-{count}-{side}"
+    size = template.name.split("-")[1]
+    out = data_dir / f"compare-{count}-{size}-{side}"
     if (out / "summary.json").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--draws", type=int, default=1000,
                         help="bootstrap resamples and relabellings (default 1000)")
+    parser.add_argument("--template", type=int, default=2000,
+                        help="records scored for real, then repeated (default 2000)")
     parser.add_argument("--data-dir", default=str(Path(__file__).parent / "data"))
     parser.add_argument("--json", help="also write the measurements here")
     parser.add_argument("--build-only", action="store_true",
@@ -107,7 +109,7 @@ def main() -> None:
     parser.add_argument("--source", help="rageval's source tree to run (default: installed)")
     args = parser.parse_args()
     data_dir = Path(args.data_dir)
-    templates = [template_run(data_dir, seed, args.source) for seed in (0, 1)]
+    templates = [template_run(data_dir, args.template, seed, args.source) for seed in (0, 1)]
     sizes = [int(n) for n in args.records.split(",")]
     runs = {n: [sized_run(data_dir, t, n, side) for t, side in zip(templates, "ab",
                                                                     strict=True)]

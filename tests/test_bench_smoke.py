@@ -110,3 +110,15 @@ def test_bootstrap_benchmark_compares_both_methods() -> None:
     for row in rows:
         assert len(row) == 10 and row[-1].endswith("%")
         assert 0.5 < float(row[4]) < 2  # the width ratio of the two methods
+
+
+def test_compare_benchmark_measures_both_methods(tmp_path: Path) -> None:
+    """bench/bench_compare.py on a tiny configuration: runs built by repeating a scored
+    template, compared exactly and streamed."""
+    lines = run_bench("bench_compare", "--records", "130", "--template", "40", "--repeats", "1",
+                      "--draws", "20", "--data-dir", str(tmp_path))
+    rows = [line.split() for line in lines if line.split()[0] == "130"]
+    assert [row[:2] for row in rows] == [["130", "records"], ["130", "poisson"]]
+    assert all(float(row[3]) > 0 for row in rows)  # peak RSS
+    records = (tmp_path / "compare-130-t40-a" / "records.jsonl").read_text().splitlines()
+    assert len(records) == 130 and '"id": "q3~2"' in records[83]
