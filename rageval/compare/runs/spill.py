@@ -39,10 +39,22 @@ _STAGED = 1 << 14
 
 def partition_count(runs: list[NamedRun]) -> int:
     """How many partitions the runs are spilled to: enough that the largest run's partitions
-    each hold about :data:`PARTITION_BYTES` of its file (one for runs held in memory)."""
+    each hold about :data:`PARTITION_BYTES` of its file (one for runs held in memory), but
+    no more than half the files this process may hold open (a run's partitions are all open
+    while it is spilled): past that, about 32 GB of records on most systems, they grow."""
     sizes = [os.path.getsize(r.results.records.path) for r in runs
              if isinstance(r.results.records, RecordsFile)]
-    return max(1, *(math.ceil(size / PARTITION_BYTES) for size in sizes))
+    wanted = max(1, *(math.ceil(size / PARTITION_BYTES) for size in sizes))
+    return min(wanted, max(1, _open_files_limit() // 2))
+
+
+def _open_files_limit() -> int:
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: the C runtime's usual limit
+        return 512
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 512 if soft == resource.RLIM_INFINITY else soft
 
 
 @dataclass
