@@ -6,7 +6,8 @@ nothing but the time.
 - Slices started by the caller are the slices evaluated, with the same output; a command line
   refused after they started (an unknown measure) leaves no worker thread behind.
 - The slices' pipeline calls ahead of its consumer from the start, in order, and stops at the
-  end.
+  end; the first slice is a short one (parsing begins once it is read), the rest as long as
+  asked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from rageval.cli import trec_eval_command
-from rageval.retrieval.trec.chunked_read import _prefetched
+from rageval.retrieval.trec import chunked_read
+from rageval.retrieval.trec.chunked_read import _byte_slices, _prefetched
 from rageval.retrieval.trec_eval.evaluation import run_evaluation
 from rageval.retrieval.trec_eval.options import Options, start_slices
 from rageval.retrieval.trec_eval.output import write_results
@@ -121,3 +123,14 @@ def test_the_pipeline_calls_ahead_from_the_start_and_in_order(ahead: int) -> Non
         assert started.wait(timeout=30)  # before anything is asked for
         assert list(got) == list(range(10))
         assert next(got, None) is None
+
+
+def test_the_first_slice_is_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, run = files(tmp_path)
+    monkeypatch.setattr(chunked_read, "_FIRST_BYTES", 30)
+    sizes = [len(piece) for piece in _byte_slices(run, 100)]
+    assert sum(sizes) == len(RUN)
+    line = len(RUN.splitlines(keepends=True)[0])
+    assert sizes[0] == 30 // line * line  # whole lines
+    assert all(100 - line < size <= 100 for size in sizes[1:-1])
+    assert len(next(_byte_slices(run, 20))) == 20 // line * line

@@ -32,6 +32,8 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
 # Big enough that per-slice overheads vanish, small enough to keep memory low.
 DEFAULT_CHUNK_BYTES = 1 << 24
+# The first slice's size, at most: the sooner it is read, the sooner parsing begins.
+_FIRST_BYTES = 1 << 22
 # Slices read and checked, and slices parsed, ahead of the one in use (each a slice's memory).
 _READ_AHEAD = 1
 _PARSE_AHEAD = 3
@@ -207,19 +209,21 @@ def _in_turn(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
 
 def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
     """The file in slices of whole lines (the last may lack its line end), each about
-    ``chunk_bytes`` long; a line longer than that makes a longer slice."""
+    ``chunk_bytes`` long, the first shorter; a line longer than that makes a longer slice."""
     with open(path, "rb") as fh:
         offset = 0
+        size = min(chunk_bytes, _FIRST_BYTES)  # parsing begins once it is read and checked
         while True:
-            end = _slice_end(fh, offset, chunk_bytes)
+            end = _slice_end(fh, offset, size)
             if end is None:  # no line end in the last bytes: read the slice to find one
                 fh.seek(offset)
-                data = _whole_lines(fh, chunk_bytes)
+                data = _whole_lines(fh, size)
             else:  # the slice itself, read once (slicing a read copies it again)
                 data = os.pread(fh.fileno(), end - offset, offset)
             if not data:
                 return
             offset += len(data)
+            size = chunk_bytes
             yield data
 
 
