@@ -19,10 +19,12 @@ from dataclasses import replace
 from typing import TextIO
 
 from rageval.core.errors import InputWarning, RagevalError, UsageError
+from rageval.retrieval.trec.chunked_read import RunSlices
 from rageval.retrieval.trec.syntax import WHITESPACE, c_atol
-from rageval.retrieval.trec_eval.evaluation import Options, TopicStop, run_evaluation
-from rageval.retrieval.trec_eval.output import write_results
-from rageval.retrieval.trec_eval.selection import UnknownMeasure, check_names, select_measures
+from rageval.retrieval.trec_eval.options import Options, start_slices
+
+# The measures' and the evaluation's modules are imported where they are used, after the run's
+# first slices have begun to be read and parsed (see _main): loading them takes about as long.
 
 USAGE = """\
 usage: rageval trec-eval [-h] [-v] [-q] [-c] [-n] [-l N] [-M N] [-J] [-N N]
@@ -148,6 +150,8 @@ def _rel_format(value: str) -> str:
 
 
 def _help_text(specs: list[str]) -> str:
+    from rageval.retrieval.trec_eval.selection import select_measures
+
     text = HELP
     if specs:
         try:
@@ -206,21 +210,36 @@ def _main(argv: list[str], out: TextIO) -> None:
         return
     if len(positional) != 2:
         raise CommandLineError(f"expected QRELS and RUN files\n{USAGE.rstrip()}")
+    qrels_path, run_path = positional
+    slices = start_slices(run_path, opts) if run_path != "-" else None
+    try:
+        _check_names(specs)
+    except BaseException:
+        if slices is not None:
+            slices.close()
+        raise
+    if run_path == "-":
+        _main_stdin(qrels_path, specs, opts, out)
+    else:
+        _evaluate_and_write(qrels_path, run_path, specs, opts, out, slices)
+
+
+def _check_names(specs: list[str]) -> None:
+    from rageval.retrieval.trec_eval.selection import UnknownMeasure, check_names
+
     try:
         check_names(specs)
     except UnknownMeasure as exc:
         raise CommandLineError(str(exc)) from None
-    qrels_path, run_path = positional
-    if run_path == "-":
-        _main_stdin(qrels_path, specs, opts, out)
-    else:
-        _evaluate_and_write(qrels_path, run_path, specs, opts, out)
 
 
 def _evaluate_and_write(qrels_path: str, run_path: str, specs: list[str], opts: Options,
-                        out: TextIO) -> None:
+                        out: TextIO, slices: RunSlices | None = None) -> None:
+    from rageval.retrieval.trec_eval.evaluation import TopicStop, run_evaluation
+    from rageval.retrieval.trec_eval.output import write_results
+
     try:
-        qids, results = run_evaluation(qrels_path, run_path, specs, opts)
+        qids, results = run_evaluation(qrels_path, run_path, specs, opts, slices)
     except TopicStop as stop:
         # trec_eval has printed (with -q) the topics it finished before the one it stopped at.
         if stop.partial is not None:

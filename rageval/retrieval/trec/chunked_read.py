@@ -17,6 +17,7 @@ decide it exactly (and report its errors).
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO, TypeVar
@@ -31,6 +32,11 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
 # Big enough that per-slice overheads vanish, small enough to keep memory low.
 DEFAULT_CHUNK_BYTES = 1 << 24
+# The first slice's size, at most: the sooner it is read, the sooner parsing begins.
+_FIRST_BYTES = 1 << 22
+# Slices read and checked, and slices parsed, ahead of the one in use (each a slice's memory).
+_READ_AHEAD = 1
+_PARSE_AHEAD = 3
 
 # A slice read, and what slice_byte_facts says of it; a slice parsed, and its last runid.
 _Checked = tuple[bytes, tuple[bool, bool]]
@@ -77,16 +83,16 @@ class RunSlices:
             data = next(slices, None)
             return None if data is None else (data, slice_byte_facts(data, sep))
 
-        checked = _prefetched(self._reader, read_next, self._reader.submit(read_next))
+        checked = _prefetched(self._reader, read_next, _READ_AHEAD)
 
         def parse_next() -> _Parsed | None:
             item = next(checked, None)
             return None if item is None else _parsed(*item, sep)
 
         self._pool = ThreadPoolExecutor(max_workers=1)
-        # The first parse starts when the caller first asks: till then the caller may read the
-        # qrels with polars, whose parses run one at a time.
-        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next))
+        # Parsing starts at once too: the caller has modules to load and the qrels to read
+        # first, a few slices' parsing time.
+        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next, _PARSE_AHEAD))
 
     def close(self) -> None:
         """Stop reading (after the slices under way) and end the worker threads."""
@@ -184,36 +190,40 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
 
 
 def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
-                pending: Future[_T | None] | None = None) -> Iterator[_T]:
-    """What ``pending`` (if given, else a first call) and then ``produce`` return until None,
-    the next one already in the making in ``pool`` (one worker: the calls run in order) while
-    this one is used."""
-    if pending is None:
-        pending = pool.submit(produce)
+                ahead: int) -> Iterator[_T]:
+    """What ``produce`` returns until None, called in ``pool`` (one worker: the calls run in
+    order) from now on, up to ``ahead`` calls beyond the item in use."""
+    pending = deque(pool.submit(produce) for _ in range(ahead + 1))
+    return _in_turn(pool, produce, pending)
+
+
+def _in_turn(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
+             pending: deque[Future[_T | None]]) -> Iterator[_T]:
     while True:
-        ahead = pool.submit(produce)
-        item = pending.result()
+        item = pending.popleft().result()
         if item is None:
             return
         yield item
-        pending = ahead
+        pending.append(pool.submit(produce))
 
 
 def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
     """The file in slices of whole lines (the last may lack its line end), each about
-    ``chunk_bytes`` long; a line longer than that makes a longer slice."""
+    ``chunk_bytes`` long, the first shorter; a line longer than that makes a longer slice."""
     with open(path, "rb") as fh:
         offset = 0
+        size = min(chunk_bytes, _FIRST_BYTES)  # parsing begins once it is read and checked
         while True:
-            end = _slice_end(fh, offset, chunk_bytes)
+            end = _slice_end(fh, offset, size)
             if end is None:  # no line end in the last bytes: read the slice to find one
                 fh.seek(offset)
-                data = _whole_lines(fh, chunk_bytes)
+                data = _whole_lines(fh, size)
             else:  # the slice itself, read once (slicing a read copies it again)
                 data = os.pread(fh.fileno(), end - offset, offset)
             if not data:
                 return
             offset += len(data)
+            size = chunk_bytes
             yield data
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -18,10 +17,11 @@ from rageval.core.errors import InputError, RagevalError
 from rageval.retrieval.ranking import Ranking, fast_allocation
 from rageval.retrieval.ranking.trec_grades import DuplicateDocument
 from rageval.retrieval.trec import QidLayout, Qrels, Run, read_qrels, read_qrels_jg, read_run
-from rageval.retrieval.trec.chunked_read import DEFAULT_CHUNK_BYTES, NotStreamable, RunSlices
+from rageval.retrieval.trec.chunked_read import NotStreamable, RunSlices
 from rageval.retrieval.trec_eval import judgment_groups as groups
 from rageval.retrieval.trec_eval import stops
 from rageval.retrieval.trec_eval.catalogue import MeasureContext
+from rageval.retrieval.trec_eval.options import Options, start_slices
 from rageval.retrieval.trec_eval.per_topic import (
     MeasureResult,
     clear_stand_ins,
@@ -41,40 +41,22 @@ __all__ = ["MeasureResult", "Options", "TopicStop", "evaluate_files", "run_evalu
 Evaluated = tuple[tuple[str, ...], list[MeasureResult]]
 
 
-@dataclass(frozen=True)
-class Options:
-    """trec_eval's command-line options (see :data:`~.command.HELP`)."""
-
-    query_flag: bool = False
-    summary_flag: bool = True
-    all_queries: bool = False
-    judged_only: bool = False
-    rel_level: int = 1
-    max_retrieved: int | None = None
-    num_docs: int = 0
-    only_qid: str | None = None
-    rel_format: str = "qrels"  # or "qrels_jg" (-R)
-    zscores_path: str | None = None  # -Z
-    # Read what trec_eval 10.0 reads (numbers as C's atof/atol, its qrels comment and blank-line
-    # rules) and stop where it stops (exit 4: a qrels topic without results, a document listed
-    # twice, a first topic judged all below 0). False reads strictly and skips topics without
-    # results, as trec_eval 9 and pytrec_eval do.
-    like_trec_eval_10: bool = True
-    # Size of the slices a run written topic by topic is read in (see _streamed); 0 reads the
-    # whole file at once.
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES
-
-
 def run_evaluation(
-    qrels_path: str, run_path: str, specs: Sequence[str], opts: Options
+    qrels_path: str, run_path: str, specs: Sequence[str], opts: Options,
+    started: RunSlices | None = None,
 ) -> Evaluated:
-    """Read the files and evaluate the measures of ``specs`` (``-m`` syntax) under ``opts``."""
+    """Read the files and evaluate the measures of ``specs`` (``-m`` syntax) under ``opts``.
+
+    ``started``: the run's slices as :func:`~.options.start_slices` gave them to a caller that
+    started reading the run earlier; they are started here otherwise."""
     with fast_allocation():
-        return _run_inner(qrels_path, run_path, specs, opts)
+        return _run_inner(qrels_path, run_path, specs, opts, started)
 
 
-def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Options) -> Evaluated:
-    slices = _slices_started(run_path, opts)  # read while the qrels are
+def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Options,
+               started: RunSlices | None) -> Evaluated:
+    # The run is read in worker threads while the qrels are.
+    slices = started if started is not None else start_slices(run_path, opts)
     try:
         if opts.rel_format == "qrels_jg":
             qrels = read_qrels_jg(qrels_path)
@@ -111,26 +93,13 @@ def _run_inner(qrels_path: str, run_path: str, specs: Sequence[str], opts: Optio
     raise stop
 
 
-def _slices_started(run_path: str, opts: Options) -> RunSlices | None:
-    """The run's slices, the first already being read (while the caller reads the qrels), or
-    None where the run is not to be read in slices."""
-    if opts.rel_format != "qrels" or opts.only_qid is not None or opts.chunk_bytes <= 0:
-        return None
-    slices = RunSlices(run_path, opts.chunk_bytes)
-    try:
-        slices.start()
-    except (NotStreamable, OSError):
-        return None  # the whole-file readers report it, in trec_eval's order
-    return slices
-
-
 def _streamed(qrels: Qrels, run: RunSlices | str, specs: Sequence[str],
               opts: Options) -> Evaluated | None:
     """The run (its slices, or its path) read and evaluated a slice of topics at a time, so
     that a big run is never resident as a whole; None where that cannot give the whole-file
     result (the caller then reads the whole file: any error, stop or warning comes from there,
     in trec_eval's order)."""
-    slices = _slices_started(run, opts) if isinstance(run, str) else run
+    slices = start_slices(run, opts) if isinstance(run, str) else run
     if slices is None:
         return None
     run_path = slices.path
