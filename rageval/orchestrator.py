@@ -17,12 +17,12 @@ hooks. The public entry point is :func:`rageval.evaluate`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
-from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
+from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
 from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
@@ -59,7 +59,10 @@ def run_metrics(
     checks each window as it comes, and whether every metric found its inputs in some record
     at the end (nothing is written then). With a judgments provider, or a metric that does
     not stream (:meth:`~rageval.core.metric.Metric.streams`), the windows are joined into one
-    before anything is scored. ``started`` is the :func:`time.perf_counter` reading the run's
+    before anything is scored. The metrics' passes over the run
+    (:class:`~rageval.core.metric.RunPass`) read the records once more before the first window
+    is scored, or, where they cannot be read twice (a pipe), read them as one window.
+    ``started`` is the :func:`time.perf_counter` reading the run's
     wall time counts from (default: now); ``engine`` scores each window's batches (default:
     here, one after the other).
     """
@@ -92,8 +95,13 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     state.helpers = provider.metrics() if provider is not None else []
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
+    passes = _passes(state.metrics)
     windows, single = _read_ahead(inputs.windows(), one=provider is not None
-                                  or not all(m.streams() for m in state.metrics))
+                                  or not all(m.streams() for m in state.metrics)
+                                  or (bool(passes) and not inputs.rereadable()))
+    if passes:  # over the window held, or over the records read once more before scoring
+        windows = list(windows) if single else windows
+        state.passes = _made(passes, windows if single else inputs.windows(again=True))
     if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
         state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
                                                       for m in state.metrics], inputs.source)
@@ -101,7 +109,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     for window in windows:
         if not window:
             continue
-        run = Batch(window, shared=state.shared)
+        run = Batch(window, shared=state.shared, passes=state.passes)
         _check_conversations(window, settings, inputs)
         state.digest.add(window)  # as read: judgments given during the run are not the set's
         ending = conversations_ending(window) if whole.metrics else []
@@ -187,6 +195,25 @@ def _read_ahead(windows: Iterator[list[Record]], one: bool,
     return _chain([first, following], windows), False
 
 
+def _passes(metrics: list[Metric]) -> dict[Hashable, RunPass]:
+    """The passes over the run its metrics read, one per key."""
+    passes: dict[Hashable, RunPass] = {}
+    for metric in metrics:
+        run_pass = metric.run_pass()
+        if run_pass is not None:
+            passes.setdefault(run_pass.key, run_pass)
+    return passes
+
+
+def _made(passes: dict[Hashable, RunPass],
+          windows: Iterable[list[Record]]) -> dict[Hashable, Any]:
+    """The passes' results over every window of the run."""
+    for window in windows:
+        for run_pass in passes.values():
+            run_pass.add(window)
+    return {key: run_pass.result() for key, run_pass in passes.items()}
+
+
 def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
     """The windows read ahead, then the rest, each let go of here once handed over."""
     while ahead:
@@ -209,6 +236,7 @@ class _RunState:
         self.shared: dict[Any, Any] = {}
         self.count = 0
         self.last_run: Batch = Batch([])
+        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
         self.helpers: list[Metric] = []  # the judgments provider's metrics
         self.labels: LabelColumns | None = None  # the human labels, when the run has them
         # What was scored, for telling a baseline of other data (the manifest's "data").

@@ -10,7 +10,7 @@ merges into the run's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,11 +60,13 @@ def score_batch(metrics: Sequence[Metric], batch: Batch) -> ScoredBatch:
     return ScoredBatch(result_block(batch.records, per_metric), parts)
 
 
-def score_apart(metrics: Sequence[Metric], records: Sequence[Record]) -> ScoredBatch:
-    """Score records as a run of their own (a worker's batch): what the scoring counted
-    run-wide comes back with them, for the run's own counters."""
+def score_apart(metrics: Sequence[Metric], records: Sequence[Record],
+                passes: Mapping[Hashable, Any] | None = None) -> ScoredBatch:
+    """Score records as a run of their own (a worker's block) with the run's ``passes``:
+    what the scoring counted run-wide comes back with them, for the run's own counters."""
     shared: dict[Any, Any] = {}
-    scored = score_batch(metrics, Batch(records, shared=shared))
+    batch = Batch(records, shared=shared, passes=passes)
+    scored = score_batch(metrics, batch)
     scored.run_wide = shared
     return scored
 

@@ -149,8 +149,7 @@ class RayEngine:
     def score(self, metrics: list[Metric], run: Batch,
               batch_size: int) -> Iterator[ScoredBatch]:
         if not all(m.streams() for m in metrics):
-            # A metric that reads the whole run (idf over every reference, claim analyses
-            # prepared over the window) is scored where the run is: here.
+            # A metric that reads the whole run at once is scored where the run is: here.
             yield from LocalEngine().score(metrics, run, batch_size)
             return
         ray = _ray()
@@ -169,7 +168,8 @@ class RayEngine:
             secrets.update(secret)
         dataset = ray.data.from_items(blocks, override_num_blocks=len(blocks))
         scored = dataset.map_batches(
-            _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets), batch_size=1,
+            _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets,
+                                               pickle.dumps(dict(run.passes))), batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=size), num_gpus=gpus,
             runtime_env={"env_vars": env},
         )
@@ -180,15 +180,17 @@ class RayEngine:
 class _BlockScorer:
     """A Ray actor: the run's metrics, built once, scoring one block of records at a time."""
 
-    def __init__(self, metrics: bytes, secrets: dict[str, str]) -> None:
+    def __init__(self, metrics: bytes, secrets: dict[str, str], passes: bytes) -> None:
         os.environ.update(secrets)  # the judge's API key, read where a request is made
         self.metrics: list[Metric] = pickle.loads(metrics)
+        # The run's passes (BERTScore's idf counts): a block is scored with the run's.
+        self.passes: dict[Any, Any] = pickle.loads(passes)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
         out = []
         for block in batch["block"]:
             records = pickle.loads(block)
-            out.append(pickle.dumps(score_apart(self.metrics, records)))
+            out.append(pickle.dumps(score_apart(self.metrics, records, self.passes)))
         return {"scored": out}
 
 

@@ -1,0 +1,98 @@
+"""The kinds of run that once read every record as one window stream window by window: a
+run cut into many small windows gives the records, summary and manifest of the run read as one
+window. BERTScore's idf from a pass over the references before scoring (read twice from a
+file; one window from a pipe); the claim-level metrics with their manifest section summed
+window by window; the judge's judgments (``judgments_from="judge"``) filled window by window."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_streaming import comparable, write_records
+
+from rageval.api import evaluate
+from rageval.core.metric import Batch, Metric, MetricResult, RunHooks
+from rageval.core.records import load_records
+from rageval.generation.bertscore import weights
+
+IDF = ["bertscore(idf=true)", "bertscore"]
+
+
+class _Windows(RunHooks):
+    """Counts the records of each window the run prepares."""
+
+    section = "windows_seen"
+    seen: ClassVar[list[int]] = []
+
+    def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
+        self.seen.append(len(run.records))
+
+
+class _Spy(Metric):
+    """Scores nothing of note; its hooks tell how the run was cut."""
+
+    family = "retrieval"
+    base = "spy"
+    summary = "how the run was cut"
+    hooks = _Windows()
+
+    def score(self, batch: Batch) -> MetricResult:
+        return MetricResult({"spy": np.ones(len(batch))}, [None] * len(batch))
+
+
+def windows_of(run: Any) -> list[int]:
+    _Windows.seen.clear()
+    run()
+    return list(_Windows.seen)
+
+
+def test_idf_streams_with_the_one_window_numbers(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same embeddings and batches for both (an embedding is a few 1e-8 apart with the
+    texts embedded beside it, a match 1e-16 with the pairs matched beside it, whatever the
+    weights): the numbers then agree to the last bit."""
+    path = write_records(tmp_path / "r.jsonl", 11, seed=1)
+    cache = str(tmp_path / "embeddings")
+    one = evaluate(load_records(path), [*IDF, _Spy()], bootstrap=30, batch_size=3,
+                   embedding_cache=cache)
+    passes: list[int] = []
+    add = weights.DocumentFrequencies.add
+    monkeypatch.setattr(weights.DocumentFrequencies, "add",
+                        lambda self, records: (passes.append(len(records)), add(self, records)))
+    runs: list[Any] = []
+    seen = windows_of(lambda: runs.append(evaluate(
+        path, [*IDF, _Spy()], bootstrap=30, window=3, batch_size=3, embedding_cache=cache)))
+    assert seen == [3, 3, 3, 2]  # scored window by window...
+    assert passes == [3, 3, 3, 2]  # ...after a pass that counted every window's references
+    rows, summary, manifest = comparable(runs[0])
+    one_rows, one_summary, one_manifest = comparable(one)
+    assert rows == one_rows
+    assert summary == one_summary
+    one_manifest["records"]["source"] = manifest["records"]["source"]
+    assert manifest == one_manifest
+
+
+def test_idf_from_a_pipe_is_read_as_one_window(tmp_path: Path) -> None:
+    """A pipe cannot be read twice: the run keeps every record in one window."""
+    path = write_records(tmp_path / "r.jsonl", 7, seed=2)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    feeder = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
+    feeder.start()
+    runs: list[Any] = []
+    seen = windows_of(lambda: runs.append(evaluate(
+        fifo, [*IDF, _Spy()], bootstrap=30, window=2, embedding_cache="none")))
+    feeder.join()
+    assert seen == [7]
+    held = evaluate(path, [*IDF, _Spy()], bootstrap=30, window=2, embedding_cache="none")
+    assert comparable(runs[0])[:2] == comparable(held)[:2]
