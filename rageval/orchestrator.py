@@ -7,7 +7,7 @@ records, window by window, and their judgments) and its settings
 hooks check that the run can go ahead before anything is read from outside, written or sent,
 lets a judgments provider fill in the judgments of records without any, checks that every
 metric can score at least one record, has
-the hooks prepare each window, score in batches, hand each batch's per-record results to a
+the engine prepare each window and score it in batches, hand each batch's per-record results to a
 sink (:mod:`rageval.engine.sink`) and keep what the summary needs
 (:mod:`rageval.engine.summary`), aggregate each output (mean or the metric's corpus figure,
 seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
@@ -135,8 +135,6 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
                 state.parts.add_labels(name, labels)
             if single:
                 _check_labels_found(state.labels)
-        for hooks, group in by_hooks(state.metrics):
-            hooks.prepare(run, group)
         _score_window(state, run, settings.batch_size, progress, sink, engine, single)
         if whole.metrics:
             whole.score(ending, single=single, options=options,

@@ -365,8 +365,9 @@ class RunHooks:
 
     Metrics that share an object of this class as their ``hooks`` are handed to it together
     (the judge metrics share one cache and one manifest section). :meth:`check` comes before
-    anything is read from outside, written or sent, :meth:`prepare` over each window before
-    its first batch, :meth:`manifest` after scoring. The default of each does nothing.
+    anything is read from outside, written or sent; the engine calls :meth:`prepare` over each
+    window's records (on Ray, each block's) before its batches; :meth:`manifest` comes after
+    scoring, reading what the run kept run-wide. The default of each does nothing.
     """
 
     section: ClassVar[str]  # the manifest key :meth:`manifest` fills

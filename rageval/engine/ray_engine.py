@@ -5,8 +5,9 @@ Each window becomes a Ray Data dataset of record blocks (one block per batch) ma
 they load (a BERTScore model) for every block it scores, and asks for a GPU when the cluster
 has them and a metric can use one. Blocks come back in order, so the per-record results are
 written, and the summary built, exactly as the local engine does: the same
-:func:`~rageval.engine.local.score_batch` scores each block, and values, summaries and
-signatures are the local engine's, number for number.
+:func:`~rageval.engine.local.score_apart` prepares (the run hooks) and scores each block, with
+the results of the run's passes (BERTScore's idf counts) shipped beside the metrics, and values,
+summaries and signatures are the local engine's, number for number.
 
 The workers get the caller's settings that scoring reads from the environment (rageval's and
 the model hubs': a cluster's workers do not inherit the caller's environment) through Ray's

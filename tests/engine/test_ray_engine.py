@@ -159,6 +159,27 @@ def test_idf_counts_travel_to_the_workers(tmp_path: Path,
             == [r["scores"] for r in comparable(local)[0]])
 
 
+def test_claim_level_metrics_match_the_local_engine(tmp_path: Path) -> None:
+    """Each block's claim analyses made on its worker, their account and replies per record
+    summed with the run's (records that share no text: see test_window_by_window)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge" / "claims"))
+    from test_claim_metrics import ALL, RECORDS, judge
+    from test_claim_metrics import write_records as write_claim_records
+
+    path = write_claim_records(tmp_path / "r.jsonl", RECORDS)
+    runs: dict[str, Any] = {}
+    with JudgeServer() as server:
+        for engine in ("local", "ray"):
+            extra = {"engine": "ray", "ray_workers": 2} if engine == "ray" else {}
+            runs[engine] = comparable(evaluate(
+                path, ALL, judge=judge(server, tmp_path / f"{engine}.sqlite"), bootstrap=30,
+                window=3, batch_size=1, **extra))
+    for _, _, manifest in runs.values():
+        manifest["claims"]["cache"].pop("path")
+    assert runs["ray"] == runs["local"]
+    assert server.requests == 2 * runs["local"][2]["claims"]["requests"]
+
+
 def test_cli_engine_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["score", str(DEMO), "-m", "map", "-m", "rouge1", "--no-progress", "--bootstrap",
             "50"]

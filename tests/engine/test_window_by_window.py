@@ -16,8 +16,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge" / "claims"))
 
+from judge_server import JudgeServer
+from test_claim_metrics import ALL, RECORDS, judge
+from test_claim_metrics import write_records as write_claim_records
 from test_streaming import comparable, write_records
 
 from rageval.api import evaluate
@@ -96,3 +101,34 @@ def test_idf_from_a_pipe_is_read_as_one_window(tmp_path: Path) -> None:
     assert seen == [7]
     held = evaluate(path, [*IDF, _Spy()], bootstrap=30, window=2, embedding_cache="none")
     assert comparable(runs[0])[:2] == comparable(held)[:2]
+
+
+# ---- the claim-level metrics ------------------------------------------------------------
+
+
+
+def test_claim_level_metrics_stream_with_one_account(tmp_path: Path) -> None:
+    """Records that share no text: two records asking the same request in one window ask it
+    once, in two windows once and then from the cache (a hit more, and ``cached`` details)."""
+    path = write_claim_records(tmp_path / "r.jsonl", RECORDS)
+    runs: dict[str, Any] = {}
+    with JudgeServer() as server:
+        for name, window in (("one", 4), ("many", 1)):
+            runs[name] = evaluate(path, [*ALL, _Spy()], bootstrap=30, window=window,
+                                  judge=judge(server, tmp_path / f"{name}.sqlite"))
+        asked = server.requests
+    one, many = comparable(runs["one"]), comparable(runs["many"])
+    for manifest in (one[2], many[2]):  # each run had a cache file of its own
+        manifest["claims"]["cache"].pop("path")
+    assert many == one
+    assert asked == 2 * one[2]["claims"]["requests"] > 0
+    # Replayed from the cache, as one window and as windows of two (batches of one).
+    replay = judge(None, tmp_path / "many.sqlite", offline=True)
+    held = evaluate(path, [*ALL, _Spy()], bootstrap=30, window=4, judge=replay)
+    seen = windows_of(lambda: runs.setdefault("replay", evaluate(
+        path, [*ALL, _Spy()], bootstrap=30, window=2, batch_size=1, judge=replay)))
+    assert seen == [2, 2]
+    assert comparable(runs["replay"]) == comparable(held)
+    assert [r.scores for r in held.records] == [r.scores for r in runs["one"].records]
+    assert held.manifest["claims"]["cache"]["hits"] == one[2]["claims"]["requests"] + 1
+
