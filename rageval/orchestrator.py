@@ -23,6 +23,7 @@ from typing import Any
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
+from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
@@ -57,9 +58,9 @@ def run_metrics(
 
     A run of one window is checked as a whole before anything is scored. A run of several
     checks each window as it comes, and whether every metric found its inputs in some record
-    at the end (nothing is written then). With a judgments provider, or a metric that does
-    not stream (:meth:`~rageval.core.metric.Metric.streams`), the windows are joined into one
-    before anything is scored. The metrics' passes over the run
+    at the end (nothing is written then); a judgments provider fills each window before it is
+    scored. With a metric that does not stream (:meth:`~rageval.core.metric.Metric.streams`),
+    the windows are joined into one before anything is scored. The metrics' passes over the run
     (:class:`~rageval.core.metric.RunPass`) read the records once more before the first window
     is scored, or, where they cannot be read twice (a pipe), read them as one window.
     ``started`` is the :func:`time.perf_counter` reading the run's
@@ -96,8 +97,8 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
     passes = _passes(state.metrics)
-    windows, single = _read_ahead(inputs.windows(), one=provider is not None
-                                  or not all(m.streams() for m in state.metrics)
+    windows, single = _read_ahead(inputs.windows(),
+                                  one=not all(m.streams() for m in state.metrics)
                                   or (bool(passes) and not inputs.rereadable()))
     if passes:  # over the window held, or over the records read once more before scoring
         windows = list(windows) if single else windows
@@ -118,12 +119,12 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
             hooks.check(window, group)
         whole.check(ending)
         if provider is not None:
-            state.fields.require(window, but="judgments")  # before the provider's work
+            if single:  # the run's records are in: refused before the provider's work
+                state.fields.require(window, but="judgments")
             provider.check(window)
-            run.records, source, extra[provider.section] = provider.fill(
-                window, run, inputs.judgments.source())
-            inputs.judgments.provided(source)
-            window = run.records
+            run.records = window = provider.fill(window, run)
+            if single:
+                _provided(provider, run, inputs, extra)
         if single:
             state.fields.require(window)
             # Every record is in: the metrics score under the options they sign with.
@@ -143,6 +144,8 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         # The manifest hooks read a run of one window whole; of several, what is run-wide.
         state.last_run = run if single else Batch([], shared=state.shared)
         window = run = None  # type: ignore[assignment]  # not held while the next is read
+    if provider is not None and not single:
+        _provided(provider, state.last_run, inputs, extra)
     # Where the judgments came from, once every record was read (qrels may have matched none).
     turn_signers = settled(state.metrics, options, inputs.judgments.source())
     whole_signers = settled(whole.metrics, options, inputs.judgments.source())
@@ -177,6 +180,14 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     return Results(sink.records(), summary, manifest)
 
 
+def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
+              extra: dict[str, Any]) -> None:
+    """Once every record is filled: where the run's judgments came from, the provider's
+    label built on the qrels' or the records' own, and its manifest section."""
+    source, extra[provider.section] = provider.account(run, inputs.judgments.source())
+    inputs.judgments.provided(source)
+
+
 def _read_ahead(windows: Iterator[list[Record]], one: bool,
                 ) -> tuple[Iterator[list[Record]], bool]:
     """The windows, the first one or two read before anything is scored (``one``: every
@@ -187,7 +198,7 @@ def _read_ahead(windows: Iterator[list[Record]], one: bool,
         raise UsageError("no records to score")
     if following is None:
         return _chain([first], windows), True
-    if one:  # a judgments provider, or a metric that needs every record at once
+    if one:  # a metric that needs every record at once, or a pass over records read once
         joined = [*first, *following, *(r for window in windows for r in window)]
         return _chain([joined], iter(())), True
     return _chain([first, following], windows), False
