@@ -107,10 +107,9 @@ class Batch:
 
 
 class RunPass(ABC):
-    """Statistics a metric needs over every record of the run before it scores any (the idf
-    of BERTScore's references), gathered window by window in a pass of their own over the
-    records before any is scored and handed to every batch, on any engine. Passes with equal
-    :attr:`key` are made once per run."""
+    """Statistics over every record of the run a metric needs before it scores any (BERTScore's
+    idf), counted window by window in a pass of their own before the run is scored and handed
+    to every batch, on any engine. Passes with equal :attr:`key` are made once per run."""
 
     key: Hashable
 
@@ -121,6 +120,7 @@ class RunPass(ABC):
     @abstractmethod
     def result(self) -> Any:
         """What the batches read (picklable: an engine may score elsewhere)."""
+
 
 NO_ANSWER = "no answer (the record has no 'answer')"
 NO_REFERENCE = "no reference (the record has no 'reference')"
