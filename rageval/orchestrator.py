@@ -6,9 +6,9 @@ records, window by window, and their judgments) and its settings
 (:class:`~rageval.engine.settings.RunSettings`), resolves metric names, has each metric's run
 hooks check that the run can go ahead before anything is read from outside, written or sent,
 lets a judgments provider fill in the judgments of records without any, checks that every
-metric can score at least one record, has
-the engine prepare each window and score it in batches, hand each batch's per-record results to a
-sink (:mod:`rageval.engine.sink`) and keep what the summary needs
+metric can score at least one record, has the engine prepare each window and score it in
+batches, hand each batch's per-record results to a sink (:mod:`rageval.engine.sink`) and keep
+what the summary needs
 (:mod:`rageval.engine.summary`), aggregate each output (mean or the metric's corpus figure,
 seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
 hooks. The public entry point is :func:`rageval.evaluate`.
@@ -63,9 +63,9 @@ def run_metrics(
     the windows are joined into one before anything is scored. The metrics' passes over the run
     (:class:`~rageval.core.metric.RunPass`) read the records once more before the first window
     is scored, or, where they cannot be read twice (a pipe), read them as one window.
-    ``started`` is the :func:`time.perf_counter` reading the run's
-    wall time counts from (default: now); ``engine`` scores each window's batches (default:
-    here, one after the other).
+    ``started`` is the :func:`time.perf_counter` reading the run's wall time counts from
+    (default: now); ``engine`` prepares and scores each window's batches (default: here, one
+    after the other).
     """
     started = time.perf_counter() if started is None else started
     sink = settings.sink() or MemorySink()
