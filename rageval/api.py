@@ -91,9 +91,10 @@ def evaluate(
     unless ``out`` names a run directory, every record's results. With ``out`` the
     per-record results go to ``out/records.jsonl`` as they finish and ``summary.json`` follows
     once the run is complete (the returned results read the records back from there when
-    asked). Metrics that need every record at once (BERTScore with ``idf=true``, claim-level
-    judging, ``judgments_from``) are scored over one window holding the whole run. Values
-    never depend on ``window``.
+    asked). BERTScore with ``idf=true`` counts its document frequencies in a pass over the
+    references that reads the records file twice (an input read once, a pipe, is scored as
+    one window); claim-level judging and ``judgments_from`` work window by window, their
+    manifest sections summed over the run. Values never depend on ``window``.
 
     ``turn_thresholds`` (output name -> value) give, for a run with conversations, the value
     under which a turn fails (over which, where lower is better): each conversation's

@@ -6,9 +6,9 @@ records, window by window, and their judgments) and its settings
 (:class:`~rageval.engine.settings.RunSettings`), resolves metric names, has each metric's run
 hooks check that the run can go ahead before anything is read from outside, written or sent,
 lets a judgments provider fill in the judgments of records without any, checks that every
-metric can score at least one record, has
-the hooks prepare each window, score in batches, hand each batch's per-record results to a
-sink (:mod:`rageval.engine.sink`) and keep what the summary needs
+metric can score at least one record, has the engine prepare each window and score it in
+batches, hand each batch's per-record results to a sink (:mod:`rageval.engine.sink`) and keep
+what the summary needs
 (:mod:`rageval.engine.summary`), aggregate each output (mean or the metric's corpus figure,
 seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
 hooks. The public entry point is :func:`rageval.evaluate`.
@@ -17,12 +17,13 @@ hooks. The public entry point is :func:`rageval.evaluate`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
-from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
+from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
+from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
@@ -57,11 +58,14 @@ def run_metrics(
 
     A run of one window is checked as a whole before anything is scored. A run of several
     checks each window as it comes, and whether every metric found its inputs in some record
-    at the end (nothing is written then). With a judgments provider, or a metric that does
-    not stream (:meth:`~rageval.core.metric.Metric.streams`), the windows are joined into one
-    before anything is scored. ``started`` is the :func:`time.perf_counter` reading the run's
-    wall time counts from (default: now); ``engine`` scores each window's batches (default:
-    here, one after the other).
+    at the end (nothing is written then); a judgments provider fills each window before it is
+    scored. With a metric that does not stream (:meth:`~rageval.core.metric.Metric.streams`),
+    the windows are joined into one before anything is scored. The metrics' passes over the run
+    (:class:`~rageval.core.metric.RunPass`) read the records once more before the first window
+    is scored, or, where they cannot be read twice (a pipe), read them as one window.
+    ``started`` is the :func:`time.perf_counter` reading the run's wall time counts from
+    (default: now); ``engine`` prepares and scores each window's batches (default: here, one
+    after the other).
     """
     started = time.perf_counter() if started is None else started
     sink = settings.sink() or MemorySink()
@@ -92,8 +96,13 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     state.helpers = provider.metrics() if provider is not None else []
     # How to read the records again (rageval report), when an input spec named them.
     described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
-    windows, single = _read_ahead(inputs.windows(), one=provider is not None
-                                  or not all(m.streams() for m in state.metrics))
+    passes = _passes(state.metrics)
+    windows, single = _read_ahead(inputs.windows(),
+                                  one=not all(m.streams() for m in state.metrics)
+                                  or (bool(passes) and not inputs.rereadable()))
+    if passes:  # over the window held, or over the records read once more before scoring
+        windows = list(windows) if single else windows
+        state.passes = _made(passes, windows if single else inputs.windows(again=True))
     if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
         state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
                                                       for m in state.metrics], inputs.source)
@@ -101,7 +110,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     for window in windows:
         if not window:
             continue
-        run = Batch(window, shared=state.shared)
+        run = Batch(window, shared=state.shared, passes=state.passes)
         _check_conversations(window, settings, inputs)
         state.digest.add(window)  # as read: judgments given during the run are not the set's
         ending = conversations_ending(window) if whole.metrics else []
@@ -110,12 +119,12 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
             hooks.check(window, group)
         whole.check(ending)
         if provider is not None:
-            state.fields.require(window, but="judgments")  # before the provider's work
+            if single:  # the run's records are in: refused before the provider's work
+                state.fields.require(window, but="judgments")
             provider.check(window)
-            run.records, source, extra[provider.section] = provider.fill(
-                window, run, inputs.judgments.source())
-            inputs.judgments.provided(source)
-            window = run.records
+            run.records = window = provider.fill(window, run)
+            if single:
+                _provided(provider, run, inputs, extra)
         if single:
             state.fields.require(window)
             # Every record is in: the metrics score under the options they sign with.
@@ -127,8 +136,6 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
                 state.parts.add_labels(name, labels)
             if single:
                 _check_labels_found(state.labels)
-        for hooks, group in by_hooks(state.metrics):
-            hooks.prepare(run, group)
         _score_window(state, run, settings.batch_size, progress, sink, engine, single)
         if whole.metrics:
             whole.score(ending, single=single, options=options,
@@ -137,6 +144,8 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
         # The manifest hooks read a run of one window whole; of several, what is run-wide.
         state.last_run = run if single else Batch([], shared=state.shared)
         window = run = None  # type: ignore[assignment]  # not held while the next is read
+    if provider is not None and not single:
+        _provided(provider, state.last_run, inputs, extra)
     # Where the judgments came from, once every record was read (qrels may have matched none).
     turn_signers = settled(state.metrics, options, inputs.judgments.source())
     whole_signers = settled(whole.metrics, options, inputs.judgments.source())
@@ -171,6 +180,14 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     return Results(sink.records(), summary, manifest)
 
 
+def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
+              extra: dict[str, Any]) -> None:
+    """Once every record is filled: where the run's judgments came from, the provider's
+    label built on the qrels' or the records' own, and its manifest section."""
+    source, extra[provider.section] = provider.account(run, inputs.judgments.source())
+    inputs.judgments.provided(source)
+
+
 def _read_ahead(windows: Iterator[list[Record]], one: bool,
                 ) -> tuple[Iterator[list[Record]], bool]:
     """The windows, the first one or two read before anything is scored (``one``: every
@@ -181,10 +198,29 @@ def _read_ahead(windows: Iterator[list[Record]], one: bool,
         raise UsageError("no records to score")
     if following is None:
         return _chain([first], windows), True
-    if one:  # a judgments provider, or a metric that needs every record at once
+    if one:  # a metric that needs every record at once, or a pass over records read once
         joined = [*first, *following, *(r for window in windows for r in window)]
         return _chain([joined], iter(())), True
     return _chain([first, following], windows), False
+
+
+def _passes(metrics: list[Metric]) -> dict[Hashable, RunPass]:
+    """The passes over the run its metrics read, one per key."""
+    passes: dict[Hashable, RunPass] = {}
+    for metric in metrics:
+        run_pass = metric.run_pass()
+        if run_pass is not None:
+            passes.setdefault(run_pass.key, run_pass)
+    return passes
+
+
+def _made(passes: dict[Hashable, RunPass],
+          windows: Iterable[list[Record]]) -> dict[Hashable, Any]:
+    """The passes' results over every window of the run."""
+    for window in windows:
+        for run_pass in passes.values():
+            run_pass.add(window)
+    return {key: run_pass.result() for key, run_pass in passes.items()}
 
 
 def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
@@ -209,6 +245,7 @@ class _RunState:
         self.shared: dict[Any, Any] = {}
         self.count = 0
         self.last_run: Batch = Batch([])
+        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
         self.helpers: list[Metric] = []  # the judgments provider's metrics
         self.labels: LabelColumns | None = None  # the human labels, when the run has them
         # What was scored, for telling a baseline of other data (the manifest's "data").

@@ -95,12 +95,14 @@ class ToyJudgments(JudgmentsProvider):
         if ToyJudgments.refuse:
             raise UsageError("the toy provider cannot grade these records")
 
-    def fill(self, records: list[Record], run: Batch,
-             source: str) -> tuple[list[Record], str, dict[str, Any]]:
+    def fill(self, records: list[Record], run: Batch) -> list[Record]:
         ToyJudgments.filled += 1
         grades = {r.id: {c.id: 1 for c in r.contexts} for r in records if r.judgments is None}
-        filled = apply_judgments(records, grades, source="toy")
-        return filled, f"toy({source})", {"graded": len(grades)}
+        run.run_wide("toy-graded", list).append(len(grades))
+        return apply_judgments(records, grades, source="toy")
+
+    def account(self, run: Batch, source: str) -> tuple[str, dict[str, Any]]:
+        return f"toy({source})", {"graded": sum(run.run_wide("toy-graded", list))}
 
 
 @pytest.fixture

@@ -4,17 +4,17 @@ A metric is an immutable, parameterised value (the ir_measures idea): ``p(rel=2)
 registered as ``p`` built with ``rel=2`` and cutoff 5. A small table of :class:`Param` declarations
 drives validation, the canonical name, the signature and ``rageval metrics``.
 
-Metrics score a whole batch of records at once (BERTScore and the judge need batches); shared,
-derived data for a batch (the columnar ranking of the retrieval metrics, say) lives in the
-:class:`Batch` cache so that ten retrieval metrics build it once. Work a kind of metric does once
-per run (checks before anything is read or sent, preparation over all records, a manifest
-section) goes through :class:`RunHooks`, so the orchestrator calls every family the same way.
+Metrics score a whole batch of records at once; derived data for a batch (the retrieval
+metrics' columnar ranking) lives in the :class:`Batch` cache, built once. Work a kind of metric
+does around scoring (checks before anything is read or sent, preparation of each window, a
+manifest section) goes through :class:`RunHooks`, statistics over the whole run through a
+:class:`RunPass`, so the orchestrator calls every family the same way.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -55,27 +55,27 @@ class ScoreOptions:
 
 
 class Batch:
-    """The records scored together, plus a cache of data derived from them.
-
-    ``run`` is the whole run the batch belongs to (a Batch of every record ``evaluate`` scores,
-    whose cache all its batches share), for statistics over the run such as BERTScore's idf over
-    all references. A batch built on its own is its own run.
-    """
+    """The records scored together, plus a cache of data derived from them. ``run`` is the
+    window the batch belongs to (a Batch whose cache all its batches share; a run held in
+    memory is one window); a batch built on its own is its own run."""
 
     def __init__(self, records: Sequence[Record], run: Batch | None = None,
                  scope: Sequence[Record] | None = None,
-                 shared: dict[Any, Any] | None = None) -> None:
+                 shared: dict[Any, Any] | None = None,
+                 passes: Mapping[Hashable, Any] | None = None) -> None:
         self.records = records
         self._cache: dict[Any, Any] = {}
         self.run: Batch = self if run is None else run
         # The records scored batch by batch in the same pass, this batch among them (default:
         # this batch alone): a metric may prepare work for all of them at once (the judge).
         self.scope: Sequence[Record] = records if scope is None else scope
-        # What outlives a window of a streamed run (counters for the manifest): a run read
-        # window by window gives each window's run Batch the same dict; else the run's cache.
+        # What outlives a window (counters for the manifest): every window's run Batch is
+        # given the same dict; else the run's cache. So are the results of the run's passes.
         if shared is None:
             shared = self._cache if run is None else run._shared
         self._shared: dict[Any, Any] = shared
+        self.passes: Mapping[Hashable, Any] = (
+            passes if passes is not None else {} if run is None else run.passes)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -88,10 +88,38 @@ class Batch:
 
     def run_wide(self, key: Any, build: Callable[[], Any]) -> Any:
         """An object every window of the run shares (a counter the manifest reports), built
-        once per run. A run held in memory is one window: this is then :meth:`cached`."""
+        once per run (a Ray worker's come back with its batches, merged: see the engines)."""
         if key not in self._shared:
             self._shared[key] = build()
         return self._shared[key]
+
+    def passed(self, run_pass: RunPass) -> Any:
+        """The result of ``run_pass`` over every record of the run: the run's pass, made before
+        scoring, or (a batch scored outside a run) one over this batch's run, made here."""
+        if run_pass.key in self.run.passes:
+            return self.run.passes[run_pass.key]
+
+        def made() -> Any:
+            run_pass.add(self.run.records)
+            return run_pass.result()
+
+        return self.run.cached(("run pass", run_pass.key), made)
+
+
+class RunPass(ABC):
+    """Statistics over every record of the run a metric needs before it scores any (BERTScore's
+    idf), counted window by window in a pass of their own before the run is scored and handed
+    to every batch, on any engine. Passes with equal :attr:`key` are made once per run."""
+
+    key: Hashable
+
+    @abstractmethod
+    def add(self, records: Sequence[Record]) -> None:
+        """Count one window of the run's records."""
+
+    @abstractmethod
+    def result(self) -> Any:
+        """What the batches read (picklable: an engine may score elsewhere)."""
 
 
 NO_ANSWER = "no answer (the record has no 'answer')"
@@ -109,13 +137,10 @@ def answer_reference_reason(record: Record) -> str | None:
 
 @dataclass
 class MetricResult:
-    """What a metric returns for a batch.
-
-    ``values`` maps output names (the headline name and any components such as
-    ``bertscore.precision``) to float arrays aligned with the batch, NaN where unscored;
-    ``reasons[i]`` explains why record ``i`` is unscored (None when scored); ``details[i]`` is an
-    optional per-record dict (judge reasoning, BLEU statistics, ...).
-    """
+    """What a metric returns for a batch: ``values`` maps output names (the headline and any
+    components such as ``bertscore.precision``) to float arrays aligned with the batch, NaN
+    where unscored; ``reasons[i]`` says why record ``i`` is unscored (None when scored);
+    ``details[i]`` is an optional per-record dict (judge reasoning, BLEU statistics, ...)."""
 
     values: dict[str, np.ndarray]
     reasons: list[str | None]
@@ -147,11 +172,8 @@ class Metric(ABC):
     # Signature keys that say where a grader is reached, not how it grades (left out of
     # :meth:`grading`: the same model behind another address grades the same).
     reached_at: ClassVar[frozenset[str]] = frozenset()
-    # Work done once per run for every metric sharing these hooks (None: nothing to do).
-    hooks: ClassVar[RunHooks | None] = None
-    # Distributions whose version can change a value (the manifest records them).
-    libraries: ClassVar[tuple[str, ...]] = ()
-
+    hooks: ClassVar[RunHooks | None] = None  # work around scoring, shared (None: none)
+    libraries: ClassVar[tuple[str, ...]] = ()  # whose versions can change a value (manifest)
     _frozen: bool = False
 
     def __init__(
@@ -295,20 +317,16 @@ class Metric(ABC):
     def corpus_resampler(
         self, details: Sequence[Mapping[str, Any] | None]
     ) -> Callable[[np.ndarray | None], np.ndarray] | None:
-        """For a metric with a corpus figure: a function that recomputes it for weighted sets of
-        records from their per-record ``details`` as ``records.jsonl`` holds them.
-
-        It takes a ``(k, n)`` array of non-negative integer multiplicities (bootstrap
-        resamples, relabellings; None: every record once) and returns the ``k`` figures, so
-        ``rageval compare`` can resample corpus figures of finished runs. None: no corpus figure.
-        """
+        """For a metric with a corpus figure (else None): a function that recomputes it from the
+        ``details`` in ``records.jsonl`` for a ``(k, n)`` array of integer multiplicities
+        (resamples, relabellings; None: each record once), giving ``k`` figures, so that
+        ``rageval compare`` can resample corpus figures of finished runs."""
         return None
 
     def summary_part(self, result: MetricResult) -> MetricResult:
-        """What the summary needs of a batch's result, kept while the rest of the run is
-        scored: the values, and whatever :meth:`corpus_value` and :meth:`result_signature`
-        read. Reasons are counted apart. The default drops the details; a metric whose
-        signature reads them keeps the little it reads."""
+        """What the summary keeps of a batch's result: the values, and what
+        :meth:`corpus_value` and :meth:`result_signature` read (reasons are counted apart);
+        the default drops the details."""
         return MetricResult(result.values, [], None, result.stats)
 
     def signature_rows(self, part: MetricResult) -> MetricResult:
@@ -324,9 +342,13 @@ class Metric(ABC):
 
     def streams(self) -> bool:
         """Whether the metric can score a run read window by window, each window prepared on
-        its own; False for one that needs every record of the run at once (statistics over
-        the whole run, an analysis its manifest reads back)."""
+        its own; False for one that needs every record of the run at once."""
         return True
+
+    def run_pass(self) -> RunPass | None:
+        """The pass over the run this metric's scoring reads (statistics over every record;
+        see :class:`RunPass`); None: none."""
+        return None
 
     def summary_figures(self, result: MetricResult) -> dict[str, Any]:
         """Figures the summary reports beside the headline value, by key, from the metric's
@@ -348,10 +370,10 @@ class RunHooks:
     """Work a kind of metric does once per run, around the per-batch ``score`` calls.
 
     Metrics that share an object of this class as their ``hooks`` are handed to it together
-    (all the judge metrics of a run share one cache and one manifest section). The orchestrator
-    calls :meth:`check` before anything is read from outside, written or sent, :meth:`prepare`
-    once over the whole run before the first batch, and :meth:`manifest` after scoring; the
-    default of each does nothing.
+    (the judge metrics share one cache and one manifest section). :meth:`check` comes before
+    anything is read from outside, written or sent; the engine calls :meth:`prepare` over each
+    window's records (on Ray, each block's) before its batches; :meth:`manifest` comes after
+    scoring, reading what the run kept run-wide. The default of each does nothing.
     """
 
     section: ClassVar[str]  # the manifest key :meth:`manifest` fills
@@ -360,7 +382,7 @@ class RunHooks:
         """Raise a :class:`~rageval.core.errors.RagevalError` if the run cannot go ahead."""
 
     def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
-        """Work over every record of the run, kept in ``run``'s cache for the batches."""
+        """Work over a window's records, kept in ``run``'s cache for its batches."""
 
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         """The manifest section of these metrics (None: none)."""

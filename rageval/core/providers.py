@@ -19,7 +19,7 @@ class JudgmentsProvider(ABC):
     metrics of its own family (:meth:`metrics`). The orchestrator hands those metrics to their
     :class:`RunHooks` for the manifest and counts their libraries; their checks are the
     provider's own :meth:`check`, which knows which records it will grade. ``prepare`` is not
-    called for them: :meth:`fill` does their whole work.
+    called for them: :meth:`fill` does their whole work, window by window.
     """
 
     section: ClassVar[str]  # the manifest key of :meth:`fill`'s account
@@ -34,7 +34,12 @@ class JudgmentsProvider(ABC):
         :meth:`RunHooks.check` of its metrics over the records it will grade)."""
 
     @abstractmethod
-    def fill(self, records: list[Record], run: Batch,
-             source: str) -> tuple[list[Record], str, dict[str, Any]]:
-        """The records with judgments filled in, the new judgments source for signatures
-        (``source`` is where the existing ones came from), and its manifest section."""
+    def fill(self, records: list[Record], run: Batch) -> list[Record]:
+        """A window's records with judgments filled in; what it did is kept run-wide in
+        ``run`` (:meth:`~rageval.core.metric.Batch.run_wide`) for :meth:`account`."""
+
+    @abstractmethod
+    def account(self, run: Batch, source: str) -> tuple[str, dict[str, Any]]:
+        """Once every window is filled: the run's judgments source for signatures
+        (``source`` is where the judgments it did not give came from) and its manifest
+        section, from what :meth:`fill` kept in ``run``."""

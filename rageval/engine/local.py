@@ -10,13 +10,13 @@ merges into the run's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from rageval.core.metric import Batch, Metric, MetricResult
+from rageval.core.metric import Batch, Metric, MetricResult, by_hooks
 from rageval.core.records import Record
 from rageval.engine.result_block import ResultBlock, result_block
 
@@ -33,7 +33,8 @@ class ScoredBatch:
 
 
 class Engine(Protocol):
-    """Scores the batches of a window and yields them in order."""
+    """Prepares a window (the metrics' :meth:`~rageval.core.metric.RunHooks.prepare`, over
+    the records scored together), scores its batches and yields them in order."""
 
     def score(self, metrics: list[Metric], run: Batch,
               batch_size: int) -> Iterator[ScoredBatch]: ...
@@ -46,6 +47,7 @@ class LocalEngine:
 
     def score(self, metrics: list[Metric], run: Batch,
               batch_size: int) -> Iterator[ScoredBatch]:
+        prepare(metrics, run)
         records = run.records
         for start in range(0, len(records), batch_size):
             batch = Batch(records[start : start + batch_size], run=run, scope=records)
@@ -60,11 +62,22 @@ def score_batch(metrics: Sequence[Metric], batch: Batch) -> ScoredBatch:
     return ScoredBatch(result_block(batch.records, per_metric), parts)
 
 
-def score_apart(metrics: Sequence[Metric], records: Sequence[Record]) -> ScoredBatch:
-    """Score records as a run of their own (a worker's batch): what the scoring counted
-    run-wide comes back with them, for the run's own counters."""
+def prepare(metrics: Sequence[Metric], run: Batch) -> None:
+    """The run hooks' preparation of the records scored together (a window, a worker's
+    block), before the first of their batches."""
+    for hooks, group in by_hooks(metrics):
+        hooks.prepare(run, group)
+
+
+def score_apart(metrics: Sequence[Metric], records: Sequence[Record],
+                passes: Mapping[Hashable, Any] | None = None) -> ScoredBatch:
+    """Score records as a run of their own (a worker's block), prepared on their own, with
+    the run's ``passes``: what the scoring counted run-wide comes back with them, for the
+    run's own counters."""
     shared: dict[Any, Any] = {}
-    scored = score_batch(metrics, Batch(records, shared=shared))
+    batch = Batch(records, shared=shared, passes=passes)
+    prepare(metrics, batch)
+    scored = score_batch(metrics, batch)
     scored.run_wide = shared
     return scored
 

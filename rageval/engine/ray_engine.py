@@ -5,8 +5,9 @@ Each window becomes a Ray Data dataset of record blocks (one block per batch) ma
 they load (a BERTScore model) for every block it scores, and asks for a GPU when the cluster
 has them and a metric can use one. Blocks come back in order, so the per-record results are
 written, and the summary built, exactly as the local engine does: the same
-:func:`~rageval.engine.local.score_batch` scores each block, and values, summaries and
-signatures are the local engine's, number for number.
+:func:`~rageval.engine.local.score_apart` prepares (the run hooks) and scores each block, with
+the results of the run's passes (BERTScore's idf counts) shipped beside the metrics, and values,
+summaries and signatures are the local engine's, number for number.
 
 The workers get the caller's settings that scoring reads from the environment (rageval's and
 the model hubs': a cluster's workers do not inherit the caller's environment) through Ray's
@@ -149,8 +150,7 @@ class RayEngine:
     def score(self, metrics: list[Metric], run: Batch,
               batch_size: int) -> Iterator[ScoredBatch]:
         if not all(m.streams() for m in metrics):
-            # A metric that reads the whole run (idf over every reference, claim analyses
-            # prepared over the window) is scored where the run is: here.
+            # A metric that reads the whole run at once is scored where the run is: here.
             yield from LocalEngine().score(metrics, run, batch_size)
             return
         ray = _ray()
@@ -169,7 +169,8 @@ class RayEngine:
             secrets.update(secret)
         dataset = ray.data.from_items(blocks, override_num_blocks=len(blocks))
         scored = dataset.map_batches(
-            _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets), batch_size=1,
+            _BlockScorer, fn_constructor_args=(pickle.dumps(portable), secrets,
+                                               pickle.dumps(dict(run.passes))), batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=size), num_gpus=gpus,
             runtime_env={"env_vars": env},
         )
@@ -180,15 +181,17 @@ class RayEngine:
 class _BlockScorer:
     """A Ray actor: the run's metrics, built once, scoring one block of records at a time."""
 
-    def __init__(self, metrics: bytes, secrets: dict[str, str]) -> None:
+    def __init__(self, metrics: bytes, secrets: dict[str, str], passes: bytes) -> None:
         os.environ.update(secrets)  # the judge's API key, read where a request is made
         self.metrics: list[Metric] = pickle.loads(metrics)
+        # The run's passes (BERTScore's idf counts): a block is scored with the run's.
+        self.passes: dict[Any, Any] = pickle.loads(passes)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
         out = []
         for block in batch["block"]:
             records = pickle.loads(block)
-            out.append(pickle.dumps(score_apart(self.metrics, records)))
+            out.append(pickle.dumps(score_apart(self.metrics, records, self.passes)))
         return {"scored": out}
 
 

@@ -70,8 +70,6 @@ class WholeConversations:
         if not records:
             return
         run = Batch(records, shared=self.shared)
-        for hooks, group in by_hooks(self.metrics):
-            hooks.prepare(run, group)
         start = 0
         for scored in engine.score(self.metrics, run, batch_size):
             self.parts.add_records(records[start : start + len(scored.block)])

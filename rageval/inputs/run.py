@@ -4,6 +4,7 @@ orchestrator whole, which reads the records from it window by window."""
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -66,10 +67,26 @@ class RunInputs:
         self.source = _source(records)
         self.judgments = _join(qrels, self.source)
 
-    def windows(self) -> Iterator[list[Record]]:
+    def rereadable(self) -> bool:
+        """Whether the records can be read twice, as a pass over the run before it is scored
+        needs (:class:`~rageval.core.metric.RunPass`): records in memory, loaded whole by an
+        input format, or in a regular file. A pipe (standard input) reads once, and so do
+        traces (a trace server's may change between reads): a run of them that needs a pass
+        is read as one window."""
+        records = self.records
+        if isinstance(records, InputSpec) and records.reader() == "openinference":
+            return False
+        if isinstance(records, InputSpec) and not records.is_plain():
+            return True  # loaded whole: one window, held in memory
+        if isinstance(records, InputSpec):
+            records = records.records or ""
+        return not isinstance(records, (str, os.PathLike)) or Path(records).is_file()
+
+    def windows(self, again: bool = False) -> Iterator[list[Record]]:
         """The records, each window filled with its qrels' judgments as it is read: one
         window for records held in memory or read by an input format (read and checked
-        here), windows of a records file read as the run goes otherwise."""
+        here), windows of a records file read as the run goes otherwise. ``again``: a records
+        file's second read, for a pass over the run (which tells no progress)."""
         records = self.records
         if isinstance(records, InputSpec) and records.reader() == "openinference":
             from rageval.inputs.traces import references_of, trace_windows
@@ -92,8 +109,10 @@ class RunInputs:
         if not isinstance(records, (str, os.PathLike)):
             return self.judgments.filled(iter([list(records)]))
         windows = iter_windows(records, self.window, format=self.format,
-                               max_line_bytes=self.max_line_bytes, progress=self.progress)
-        return self.judgments.filled(windows)
+                               max_line_bytes=self.max_line_bytes,
+                               progress=None if again else self.progress)
+        # The run's join counts what matched once; a pass's read counts on a copy.
+        return (copy.copy(self.judgments) if again else self.judgments).filled(windows)
 
     def _join_qrels(self, qrels: Qrels, source: str, given_by: str) -> None:
         """Join the qrels the input itself gives (a BEIR directory's, a references file's

@@ -143,6 +143,43 @@ def test_every_family_matches_with_the_judge_asked_once(
             == [r["scores"] for r in local_rows])
 
 
+def test_idf_counts_travel_to_the_workers(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """BERTScore's idf from the run's pass over its references, not a block's: the local
+    engine's numbers, streamed, and the run's read as one window."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    path = write_records(tmp_path / "r.jsonl", 9)
+    metrics = ["bertscore(idf=true)", "rouge1"]
+    kw: dict[str, Any] = {"bootstrap": 50, "batch_size": 2, "embedding_cache": "none"}
+    local = evaluate(path, metrics, window=4, **kw)
+    on_ray = evaluate(path, metrics, window=4, engine="ray", ray_workers=2, **kw)
+    assert comparable(on_ray) == comparable(local)
+    whole = evaluate(load_records(path), metrics, **kw)  # the same batches, in one window
+    assert ([r["scores"] for r in comparable(whole)[0]]
+            == [r["scores"] for r in comparable(local)[0]])
+
+
+def test_claim_level_metrics_match_the_local_engine(tmp_path: Path) -> None:
+    """Each block's claim analyses made on its worker, their account and replies per record
+    summed with the run's (records that share no text: see test_window_by_window)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge" / "claims"))
+    from test_claim_metrics import ALL, RECORDS, judge
+    from test_claim_metrics import write_records as write_claim_records
+
+    path = write_claim_records(tmp_path / "r.jsonl", RECORDS)
+    runs: dict[str, Any] = {}
+    with JudgeServer() as server:
+        for engine in ("local", "ray"):
+            extra = {"engine": "ray", "ray_workers": 2} if engine == "ray" else {}
+            runs[engine] = comparable(evaluate(
+                path, ALL, judge=judge(server, tmp_path / f"{engine}.sqlite"), bootstrap=30,
+                window=3, batch_size=1, **extra))
+    for _, _, manifest in runs.values():
+        manifest["claims"]["cache"].pop("path")
+    assert runs["ray"] == runs["local"]
+    assert server.requests == 2 * runs["local"][2]["claims"]["requests"]
+
+
 def test_cli_engine_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["score", str(DEMO), "-m", "map", "-m", "rouge1", "--no-progress", "--bootstrap",
             "50"]

@@ -13,6 +13,7 @@ from rageval.core.metric import (
     Batch,
     Metric,
     MetricResult,
+    RunPass,
     ScoreOptions,
     answer_reference_reason,
 )
@@ -36,6 +37,7 @@ from rageval.generation.bertscore.models import (
 from rageval.generation.bertscore.progress import embedding_tally
 from rageval.generation.bertscore.rescaling import _baseline
 from rageval.generation.bertscore.weights import (
+    DocumentFrequencies,
     TokenWeights,
     _idf_weights,
     _special_token_weights,
@@ -296,9 +298,10 @@ class BertScore(Metric):
         values[names[0]] = f1.copy()
         return MetricResult(values, reasons, details)
 
-    def streams(self) -> bool:
-        """Not with idf: its weights count every reference of the run."""
-        return not self.idf
+    def run_pass(self) -> RunPass | None:
+        """With idf: the references' document frequencies over the whole run, counted before
+        the run is scored (so that it scores window by window with fixed weights)."""
+        return DocumentFrequencies(_engine(self.model, self.layer)) if self.idf else None
 
     def _cache_setting(self) -> str:
         """The metric's ``cache`` parameter, else the run's ``--embedding-cache``, else auto."""
@@ -319,7 +322,7 @@ class BertScore(Metric):
         if not self.idf:
             return _special_token_weights(engine)
         # idf over every reference of the run, not just this batch's, as bert-score does.
-        return _idf_weights(engine, batch.run)
+        return _idf_weights(engine, batch)
 
 
 def _render(value: Any) -> str:

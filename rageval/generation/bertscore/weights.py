@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rageval.core.metric import Batch, answer_reference_reason
+from rageval.core.metric import Batch, RunPass, answer_reference_reason
 from rageval.generation.bertscore.embeddings import _MEMORY
 
 if TYPE_CHECKING:
@@ -33,11 +33,10 @@ def _special_token_weights(engine: _Engine) -> TokenWeights:
     return plain
 
 
-def _idf_weights(engine: _Engine, run: Batch) -> TokenWeights:
+def _idf_weights(engine: _Engine, batch: Batch) -> TokenWeights:
     """Each token's idf ``log((M + 1) / (m + 1))`` over every reference of the run, not just
-    one batch's, as bert-score does (computed once per run and model)."""
-    docs, counts = run.cached(("bertscore-idf", engine.namespace),
-                              lambda: _document_frequencies(engine, run.records))
+    one batch's, as bert-score does: the run's pass (:class:`DocumentFrequencies`)."""
+    docs, counts = batch.passed(DocumentFrequencies(engine))
     unseen = math.log(docs + 1)
     table: dict[int, float] = {}
 
@@ -54,20 +53,31 @@ def _idf_weights(engine: _Engine, run: Batch) -> TokenWeights:
     return idf
 
 
-def _document_frequencies(engine: _Engine, records: Sequence[Record]) -> tuple[int, Counter]:
-    """bert-score's ``get_idf_dict`` over the references of the scored records: the number of
-    references, and per token the number of references containing it."""
-    references = [ref.strip() for r in records if answer_reference_reason(r) is None
-                  for ref in r.references]
-    known: dict[str, np.ndarray] = {}
-    for text in set(references):
-        entry = _MEMORY.get((engine.namespace, text))
-        if entry is not None:
-            known[text] = entry.ids
-    missing = [t for t in dict.fromkeys(references) if t not in known]
-    for text, (ids, _full) in zip(missing, engine.encode(missing), strict=True):
-        known[text] = ids
-    counts: Counter = Counter()
-    for text in references:
-        counts.update(set(known[text].tolist()))
-    return len(references), counts
+class DocumentFrequencies(RunPass):
+    """bert-score's ``get_idf_dict`` over the references of the run's scorable records, window
+    by window: the number of references, and per token the number of references holding it.
+    Tokens only (no embedding), so the pass costs a tokenisation of the references."""
+
+    def __init__(self, engine: _Engine) -> None:
+        self.engine = engine
+        self.key = ("bertscore-idf", engine.namespace)  # one pass per model and layer
+        self.docs = 0
+        self.counts: Counter[int] = Counter()
+
+    def add(self, records: Sequence[Record]) -> None:
+        references = [ref.strip() for r in records if answer_reference_reason(r) is None
+                      for ref in r.references]
+        known: dict[str, np.ndarray] = {}
+        for text in set(references):
+            entry = _MEMORY.get((self.engine.namespace, text))
+            if entry is not None:
+                known[text] = entry.ids
+        missing = [t for t in dict.fromkeys(references) if t not in known]
+        for text, (ids, _full) in zip(missing, self.engine.encode(missing), strict=True):
+            known[text] = ids
+        for text in references:
+            self.counts.update(set(known[text].tolist()))
+        self.docs += len(references)
+
+    def result(self) -> tuple[int, Counter[int]]:
+        return self.docs, self.counts

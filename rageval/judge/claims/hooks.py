@@ -6,15 +6,16 @@ valid; every step prompt loads; then a dry run of every pipeline over the cache 
 requests the run needs (later rounds built from the cached replies of earlier ones), so an
 ``--offline`` replay that lacks any stops with the list, and a run that must ask the judge has
 a model and its API key. A run whose records give every claim and verdict needs no judge at
-all. ``prepare`` builds each kind's analysis once for all its metrics, with the union of the
-checks they need. The manifest section has the judge's shape (model, endpoint, formats, step
-prompts, cache, requests, tokens) plus the replies per record.
+all. ``prepare`` builds each kind's analysis of a window (a Ray worker's block) once for all
+its metrics, with the union of the checks they need. The manifest section has the judge's
+shape (model, endpoint, formats, step prompts, cache, requests, tokens) plus the replies per
+record, each summed window by window over the run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.metric import RunHooks
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from rageval.core.metric import Batch, Metric
     from rageval.core.records import Record
 
-__all__ = ["CLAIM_HOOKS", "ClaimHooks", "analysis", "run_stats"]
+__all__ = ["CLAIM_HOOKS", "ClaimHooks", "RepliesTally", "analysis", "run_stats"]
 
 
 class ClaimLevel(Protocol):
@@ -56,9 +57,36 @@ class ClaimLevel(Protocol):
 
 
 def run_stats(run: Batch) -> RunStats:
-    """The run's account of claim-level judge work (apart from the rubric judge's)."""
-    stats: RunStats = run.cached(("claims", "stats"), RunStats)
+    """The run's account of claim-level judge work (apart from the rubric judge's), summed
+    over every window (and every Ray worker's block)."""
+    stats: RunStats = run.run_wide(("claims", "stats"), RunStats)
     return stats
+
+
+@dataclass
+class RepliesTally:
+    """The step replies each record's analyses rest on, summed over every window of the run:
+    records counted, replies in all, the most of one record."""
+
+    records: int = 0
+    replies: int = 0
+    most: int = 0
+
+    def add(self, per_record: list[int]) -> None:
+        self.records += len(per_record)
+        self.replies += sum(per_record)
+        self.most = max([self.most, *per_record])
+
+    def merge(self, other: RepliesTally) -> None:
+        """Add a worker's tally (see :func:`~rageval.engine.local.merge_run_wide`)."""
+        self.records += other.records
+        self.replies += other.replies
+        self.most = max(self.most, other.most)
+
+    def to_json(self) -> dict[str, float] | None:
+        if not self.records:
+            return None
+        return {"mean": round(self.replies / self.records, 3), "max": self.most}
 
 
 def analysis(run: Batch | None, records: Sequence[Record], metrics: Sequence[ClaimLevel],
@@ -144,8 +172,12 @@ class ClaimHooks(RunHooks):
         reading = [group for group in groups if group[0].reads_judgments()]
         if reading:
             _verify(run.records, reading)
+        per_record = [0] * len(run.records)
         for group in groups:
-            analysis(run, run.records, group)
+            for i, detail in enumerate(analysis(run, run.records, group)):
+                per_record[i] += int(detail.get("replies", 0))
+        if groups:  # the manifest reads the run's, window after window
+            run.run_wide(_REPLIES, RepliesTally).add(per_record)
 
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         groups = _groups(metrics)
@@ -158,25 +190,14 @@ class ClaimHooks(RunHooks):
                               for step in metric.used_steps())
         prompts = {step: prompt_info(asker.prompt(step)) for step in steps}
         section = judge_section(judge, stats, prompts, RENDER_VERSION)
-        replies = _replies_per_record(run)
+        replies = run.run_wide(_REPLIES, RepliesTally).to_json()
         if replies is not None:
             section["replies_per_record"] = replies
         return section
 
 
-def _replies_per_record(run: Batch) -> dict[str, float] | None:
-    """The step replies each record's analyses rest on (cached or asked), by kind: mean and
-    max over the run's records."""
-    store = run.cached(("claims", "analyses"), dict)
-    per_record = [0] * len(run.records)
-    for (_, _, _, records_id), (_, details) in store.items():
-        if records_id != id(run.records):
-            continue
-        for i, detail in enumerate(details):
-            per_record[i] += int(detail.get("replies", 0))
-    if not per_record:
-        return None
-    return {"mean": round(sum(per_record) / len(per_record), 3), "max": max(per_record)}
+# The run's replies per record (cached or asked, every kind's), for the manifest.
+_REPLIES = ("claims", "replies")
 
 
 CLAIM_HOOKS = ClaimHooks()

@@ -149,10 +149,6 @@ class ClaimLevelMetric(Metric):
                             provenance_only(result.details, ("endpoint", "response_format",
                                                              "sources")))
 
-    def streams(self) -> bool:
-        """No: the claim analyses of the whole run are read back by the manifest."""
-        return False
-
     def result_signature(self, result: MetricResult) -> Signature:
         """Endpoint and response format of the replies used (a replay signs with what recorded
         them), and where the analysis came from."""

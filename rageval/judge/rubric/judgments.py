@@ -42,17 +42,27 @@ _SHOWN = 10
 
 @dataclass
 class JudgedJudgments:
-    """What the judge contributed: how many records it graded and which it could not."""
+    """What the judge contributed, summed window by window: whether any record needed grading
+    and any had judgments already, how many records it graded, which it could not (the first
+    few, with their reasons)."""
 
-    source: str  # the judgments field of the retrieval metrics' signatures
+    asked: bool = False
+    others: bool = False
     graded: int = 0
-    incomplete: list[str] = field(default_factory=list)
+    incomplete: int = 0
     reasons: dict[str, str] = field(default_factory=dict)
 
-    def manifest(self) -> dict[str, Any]:
-        return {"rubric": JUDGMENTS_RUBRIC, "source": self.source,
-                "records_graded": self.graded, "records_incomplete": len(self.incomplete),
-                "incomplete": {rid: self.reasons[rid] for rid in self.incomplete[:_SHOWN]}}
+    def source(self, metric: JudgeMetric, base: str) -> str:
+        """The judgments field of the retrieval metrics' signatures (``base``: where the
+        judgments the judge did not give came from)."""
+        if not self.asked:  # every record had judgments already: the judge added nothing
+            return base
+        return source_label(metric, base if self.others else "none")
+
+    def manifest(self, source: str) -> dict[str, Any]:
+        return {"rubric": JUDGMENTS_RUBRIC, "source": source,
+                "records_graded": self.graded, "records_incomplete": self.incomplete,
+                "incomplete": dict(self.reasons)}
 
 
 class JudgeJudgments(JudgmentsProvider):
@@ -71,10 +81,17 @@ class JudgeJudgments(JudgmentsProvider):
         if self.grader.hooks is not None:
             self.grader.hooks.check(todo, [self.grader])
 
-    def fill(self, records: list[Record], run: Batch,
-             source: str) -> tuple[list[Record], str, dict[str, Any]]:
-        filled, info = judge_judgments(records, self.grader, run, source)
-        return filled, info.source, info.manifest()
+    def fill(self, records: list[Record], run: Batch) -> list[Record]:
+        return judge_judgments(records, self.grader, run)
+
+    def account(self, run: Batch, source: str) -> tuple[str, dict[str, Any]]:
+        info: JudgedJudgments = run.run_wide(_ACCOUNT, JudgedJudgments)
+        source = info.source(self.grader, source)
+        return source, info.manifest(source)
+
+
+# The run's account of judged judgments, in its run-wide objects.
+_ACCOUNT = ("judged_judgments", "account")
 
 
 def judgments_metric(options: ScoreOptions) -> JudgeMetric:
@@ -95,27 +112,30 @@ def source_label(metric: JudgeMetric, base: str) -> str:
     return label if base == "none" else f"{base}+{label}"
 
 
-def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch,
-                    base_source: str) -> tuple[list[Record], JudgedJudgments]:
-    """Grade the contexts of every record without judgments and fill its judgments."""
+def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch) -> list[Record]:
+    """Grade the contexts of every record without judgments and fill its judgments, counting
+    what the judge did in the run's account (window by window)."""
+    info: JudgedJudgments = run.run_wide(_ACCOUNT, JudgedJudgments)
+    info.others = info.others or any(r.judgments is not None for r in records)
     todo = [r for r in records if needs_grading(r)]
     if not todo:  # every record has judgments already: the judge adds nothing
-        return records, JudgedJudgments(base_source)
-    others = any(r.judgments is not None for r in records)
-    info = JudgedJudgments(source_label(metric, base_source if others else "none"))
+        return records
+    info.asked = True
     result = metric.score(Batch(todo, run=run))
     details = result.details or [None] * len(todo)
     grades: dict[str, dict[str, int]] = {}
     for record, reason, detail in zip(todo, result.reasons, details, strict=True):
         if reason is not None or detail is None:
-            info.incomplete.append(record.id)
-            info.reasons[record.id] = reason or "not graded"
+            info.incomplete += 1
+            if len(info.reasons) < _SHOWN:
+                info.reasons[record.id] = reason or "not graded"
             continue
         grades[record.id] = {c["id"]: _round_half_up(c["grade"]) for c in detail["contexts"]}
-    info.graded = len(grades)
+    info.graded += len(grades)
     if not grades:
-        return records, info
-    return apply_judgments(records, grades, source=info.source), info
+        return records
+    # Labelled as the judge's, for an error that names where a grade came from.
+    return apply_judgments(records, grades, source=source_label(metric, "none"))
 
 
 def _round_half_up(grade: float) -> int:
