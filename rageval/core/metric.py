@@ -307,20 +307,12 @@ class Metric(ABC):
     def corpus_row(self, detail: Mapping[str, Any]) -> np.ndarray | None:
         """The additive statistics of one record from its ``details`` as ``records.jsonl``
         holds them (:meth:`corpus_from_sums` of their sum is the corpus figure), for
-        comparisons streamed from disk; None: no corpus figure."""
+        ``rageval compare`` to recompute it on resamples and relabellings; None: no corpus
+        figure."""
         return None
 
     def corpus_from_sums(self, sums: np.ndarray) -> float | None:
         """The corpus figure of records whose :meth:`corpus_sums` add up to ``sums``."""
-        return None
-
-    def corpus_resampler(
-        self, details: Sequence[Mapping[str, Any] | None]
-    ) -> Callable[[np.ndarray | None], np.ndarray] | None:
-        """For a metric with a corpus figure (else None): a function that recomputes it from the
-        ``details`` in ``records.jsonl`` for a ``(k, n)`` array of integer multiplicities
-        (resamples, relabellings; None: each record once), giving ``k`` figures, so that
-        ``rageval compare`` can resample corpus figures of finished runs."""
         return None
 
     def summary_part(self, result: MetricResult) -> MetricResult:

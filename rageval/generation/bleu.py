@@ -12,7 +12,7 @@ references)``; over the records scored, the summary's headline is exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +31,6 @@ from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.bleu_corpus import (
     STATS_WIDTH,
-    corpus_bleu_scorer,
     stats_columns,
     stats_matrix,
     stats_row,
@@ -261,11 +260,6 @@ class Bleu(Metric):
             return super().signature_rows(part)
         _, first = np.unique(part.stats[:, STATS_WIDTH], return_index=True)
         return MetricResult({}, [], None, part.stats[first])
-
-    def corpus_resampler(
-        self, details: Sequence[Mapping[str, Any] | None]
-    ) -> Callable[[np.ndarray | None], np.ndarray]:
-        return corpus_bleu_scorer(details, metric=str(self))
 
     def corpus_score(self, details: Sequence[Mapping[str, Any] | None]) -> BLEUScore:
         """sacrebleu's corpus ``BLEUScore`` (score, precisions, bp, ratio, lengths) recomputed

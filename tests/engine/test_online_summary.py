@@ -31,6 +31,7 @@ from rageval.engine import online
 from rageval.engine import settings as settings_module
 from rageval.engine.online import OnlineStore, block_rows
 from rageval.engine.summary import SummaryParts
+from rageval.generation.bleu_corpus import corpus_bleu_scorer
 from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, unit_keys
 from rageval.stats.resampling import percentile_interval
 
@@ -178,14 +179,13 @@ def test_corpus_bleu_from_summed_statistics(tmp_path: Path) -> None:
         assert online[name].aggregate == item.aggregate
         assert online[name].signature.replace("|ci:poisson", "") == item.signature
     # The interval by hand: each resample's corpus BLEU from its weighted statistics.
-    metric = create("bleu")
     ids = [r.id for r in load_records(path)]
     rows = [json.loads(line) for line in
             evaluate(path, ["bleu"], bootstrap=10, out=tmp_path / "o")
             .records.path.read_text().splitlines()]  # type: ignore[union-attr]
     assert [row["id"] for row in rows] == ids
     weights = _weights(ids, 0, 300)
-    scorer = metric.corpus_resampler([row["details"]["bleu"] for row in rows])
+    scorer = corpus_bleu_scorer([row["details"]["bleu"] for row in rows])
     by_hand = percentile_interval(scorer(weights.T))
     assert online["bleu"].ci95 == pytest.approx(by_hand, rel=1e-12)
 

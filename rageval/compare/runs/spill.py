@@ -16,14 +16,13 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 
+from rageval.compare.runs.corpus import corpus_matrix, corpus_metric, record_details
 from rageval.compare.runs.pairing import NamedRun, PairKey, pair_key
-from rageval.core.errors import InputError, UsageError
 from rageval.core.metric import Metric
-from rageval.core.registry import create
 from rageval.core.results import RecordResult
 from rageval.core.results.run_records import RecordsFile
 from rageval.stats.poisson import unit_keys
@@ -84,7 +83,7 @@ class RunSpill:
     def __init__(self, run: NamedRun, names: list[str], corpus: list[str], parts: int,
                  directory: Path) -> None:
         self.run, self.names, self.parts = run, names, parts
-        self.corpus: dict[str, Metric] = {name: _corpus_metric(name) for name in corpus}
+        self.corpus: dict[str, Metric] = {name: corpus_metric(name) for name in corpus}
         directory.mkdir()
         self.paths = [directory / f"{i}.part" for i in range(parts)]
         self.in_conversations = False  # whether any record is a conversation's
@@ -147,27 +146,12 @@ class RunSpill:
     def _statistics(self, records: list[RecordResult], values: np.ndarray, name: str,
                     metric: Metric) -> np.ndarray:
         """Each scored record's corpus statistics (``details[name]``), zeros elsewhere."""
-        rows: list[Any] = [None] * len(records)
-        for i in np.flatnonzero(~np.isnan(values)).tolist():
-            detail = records[i].details.get(name)
-            if not isinstance(detail, dict):
-                raise InputError(f"record {records[i].id!r} has a {name} value but no details "
-                                 f"to recompute the corpus figure from", path=self.run.name)
-            rows[i] = metric.corpus_row(detail)
-        width = next((len(r) for r in rows if r is not None), 0)
-        self.widths[name] = max(self.widths[name], width)
-        out = np.zeros((len(records), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            if row is not None:
-                out[i] = row
+        scored = ~np.isnan(values)
+        details = [record_details(r, name, self.run.name) if keep else None
+                   for r, keep in zip(records, scored.tolist(), strict=True)]
+        out = corpus_matrix(metric, details)
+        self.widths[name] = max(self.widths[name], out.shape[1])
         return out
-
-
-def _corpus_metric(name: str) -> Metric:
-    metric = create(name)
-    if type(metric).corpus_row is Metric.corpus_row:
-        raise UsageError(f"{name} has no corpus figure to recompute")
-    return metric
 
 
 def _stacked(blocks: list[np.ndarray], width: int) -> np.ndarray:

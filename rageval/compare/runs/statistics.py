@@ -11,21 +11,31 @@ headline and component families, wins/ties/losses and the signature check
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from rageval.compare.runs.corpus import corpus_resampler, record_details
 from rageval.compare.runs.pairing import NamedRun
-from rageval.core.errors import InputError, UsageError
-from rageval.core.registry import create
 from rageval.core.results import Results
 from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
-__all__ = ["LEVEL", "Comparison", "Tally", "adjust", "column", "compare_pair", "finite",
-           "mismatch_kind", "missing_outputs", "row_head", "signature_diff", "tally"]
+__all__ = [
+    "LEVEL",
+    "Comparison",
+    "Tally",
+    "adjust",
+    "column",
+    "compare_pair",
+    "finite",
+    "mismatch_kind",
+    "missing_outputs",
+    "row_head",
+    "signature_diff",
+    "tally",
+]
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
@@ -226,8 +236,8 @@ def _measure(
     scorers = []
     for metric in corpora:
         db, ds = _details(base, metric, base_pos), _details(system, metric, system_pos)
-        scorers.append((_resampler(metric.name, db), _resampler(metric.name, ds),
-                        _resampler(metric.name, db + ds)))
+        scorers.append((corpus_resampler(metric.name, db), corpus_resampler(metric.name, ds),
+                        corpus_resampler(metric.name, db + ds)))
 
     def resampled(drawn: np.ndarray) -> np.ndarray:
         weights = spread(drawn)
@@ -287,31 +297,12 @@ def _shares(kept: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     return np.where(kept, 1.0 / np.maximum(sizes[groups], 1), 0.0)
 
 
-def _resampler(name: str, details: list[dict[str, Any] | None]
-               ) -> Callable[[np.ndarray | None], np.ndarray]:
-    """The metric's corpus figure over weighted sets of these records (see
-    :meth:`~rageval.core.metric.Metric.corpus_resampler`)."""
-    resampler = create(name).corpus_resampler(details)
-    if resampler is None:
-        raise UsageError(f"{name} has no corpus figure to recompute")
-    return resampler
-
-
 def _details(run: NamedRun, metric: _Metric, positions: np.ndarray) -> list[dict[str, Any] | None]:
     """Each paired record's ``details[name]`` (its sufficient statistics); None where the
     metric is not compared on the record (unscored in either run)."""
     records = run.results.records
-    out: list[dict[str, Any] | None] = []
-    for keep, position in zip(metric.kept, positions, strict=True):
-        if not keep:
-            out.append(None)
-            continue
-        detail = records[position].details.get(metric.name)
-        if not isinstance(detail, dict):
-            raise InputError(f"record {records[position].id!r} has a {metric.name} value but "
-                             f"no details to recompute the corpus figure from", path=run.name)
-        out.append(detail)
-    return out
+    return [record_details(records[position], metric.name, run.name) if keep else None
+            for keep, position in zip(metric.kept, positions, strict=True)]
 
 
 def column(results: Results, name: str) -> np.ndarray:
