@@ -1,5 +1,5 @@
-"""A judge run replayed from its cache: peak RSS and wall time of ``rageval score --offline`` as
-the number of records grows.
+"""A judge run replayed from its cache: peak RSS, wall and CPU time of ``rageval score
+--offline`` as the number of records grows.
 
     python bench/bench_judge_replay.py [--records 100000,1000000,4000000] [--repeats 3]
         [--rubrics faithfulness correctness] [--metrics rouge1 ...] [--model M] [--seed 0]
@@ -7,7 +7,8 @@ the number of records grows.
 
 Each run is ``rageval score FILE -m judge:R ... --judge-model M --cache CACHE --offline --out
 TMP --no-progress`` in its own process, timed as ``bench_stream.py`` times its runs (peak RSS
-from ``os.wait4``, medians over ``--repeats``); the records are ``bench_stream.py``'s files.
+and CPU time from ``os.wait4``, medians over ``--repeats``); the records are
+``bench_stream.py``'s files.
 Every run's summary is checked: each judge metric scored every record, and the manifest
 counts a cache hit for each request.
 
@@ -20,7 +21,7 @@ from the request's key (so the scores vary from record to record), usage tokens 
 quarter of the prompt's characters, and the metadata a judge run stores beside a reply. The
 request summary stored beside each reply leaves out the messages and the response format
 (a replay reads only the endpoint from it): with them, 4,000,000 records' cache would take
-about 35 GB instead of 5. The filler runs in a child process (with ``--source``, from that
+over 30 GB instead of 5. The filler runs in a child process (with ``--source``, from that
 checkout, so its keys are the measured rageval's) and leaves this process as light as
 ``bench_stream.py`` leaves its own.
 """
@@ -33,10 +34,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from bench_proc import source_first
 from bench_stream import measure, print_table, records_file
+
+if TYPE_CHECKING:  # imported where the cache is filled, in a child process
+    from rageval.core.records.model import Record
+    from rageval.judge.llm.cache.store import NewReply
+    from rageval.judge.llm.options import JudgeOptions
+    from rageval.judge.rubric.metric import JudgeMetric
 
 RUBRICS = ["faithfulness", "correctness"]
 MODEL = "gpt-4o-mini"
@@ -89,7 +96,7 @@ def fill(records: Path, cache_path: Path, model: str, rubrics: list[str], part: 
     judge = JudgeOptions(model=model, cache=str(cache_path.resolve()), offline=True)
     judge.check()
     options = ScoreOptions(judge=judge)
-    metrics = [create(f"judge:{r}", options) for r in rubrics]
+    metrics = [cast("JudgeMetric", create(f"judge:{r}", options)) for r in rubrics]
     fmt = judge.ladder[0]
     with JudgeCache(cache_path) as cache:
         for w, window in enumerate(iter_windows(str(records), _WINDOW)):
@@ -99,10 +106,11 @@ def fill(records: Path, cache_path: Path, model: str, rubrics: list[str], part: 
                            for reply in _replies(metric, judge, fmt, record, i))
 
 
-def _replies(metric: Any, judge: Any, fmt: str, record: Any, index: int) -> list[Any]:
+def _replies(metric: JudgeMetric, judge: JudgeOptions, fmt: str, record: Record,
+             index: int) -> list[NewReply]:
     """The cache entries of one record's requests of one rubric metric."""
     low, high = (int(v) for v in metric.score_range())
-    out = []
+    out: list[NewReply] = []
     for unit in metric.units(record, index):
         key = unit.keys[fmt]
         grade = low + int(key[:8], 16) % (high - low + 1)
@@ -143,8 +151,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="of bench_stream's records")
     parser.add_argument("--rubrics", nargs="+", default=RUBRICS, metavar="RUBRIC")
     parser.add_argument("--metrics", nargs="+", default=[], metavar="METRIC",
-                        help="metrics scored beside the judge (default none: rouge1, bleu, "
-                        "ndcg@10 ... as a run of both kinds)")
+                        help="other metrics to score beside the judge, as a run of both "
+                        "kinds would (default: none)")
     parser.add_argument("--model", default=MODEL, help="the judge model the cache is keyed on")
     parser.add_argument("--data-dir", type=Path, default=Path(__file__).parent / "data",
                         help="where the records and caches are kept (default bench/data)")
@@ -163,7 +171,7 @@ def main() -> None:
         fill(Path(args.fill[0]), Path(args.fill[1]), args.model, args.rubrics, args.fill_part,
              args.fill_jobs)
         return
-    args.engine = None
+    args.engine = None  # what measure() passes on: the local engine
     sizes = sorted({int(n.replace("_", "")) for n in args.records.split(",") if n.strip()})
     names = metric_names(args)
     rows = []
