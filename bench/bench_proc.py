@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -14,12 +15,19 @@ import time
 from pathlib import Path
 
 # Runs rageval from a source checkout given as argv[1] (an earlier commit's worktree, say),
-# ahead of the installed copy: an editable install's import hook would otherwise win.
+# ahead of the installed copy (see source_first).
 _FROM_SOURCE = (
-    "import sys; src = sys.argv.pop(1); "
-    "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
-    "sys.path.insert(0, src); from rageval.cli import main; sys.exit(main(sys.argv[1:]))"
+    f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+    "from bench_proc import source_first; source_first(sys.argv.pop(1)); "
+    "from rageval.cli import main; sys.exit(main(sys.argv[1:]))"
 )
+
+
+def source_first(source: str) -> None:
+    """Make this process import rageval from the checkout ``source`` rather than the installed
+    copy: an editable install's import hook would otherwise win over ``sys.path``."""
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, str(Path(source).resolve()))
 
 
 def rageval_command(source: str | None = None) -> list[str]:
@@ -37,6 +45,13 @@ def rageval_command(source: str | None = None) -> list[str]:
 def run_process(cmd: list[str], cwd: str) -> tuple[float, int]:
     """Run ``cmd`` in ``cwd`` to completion: (wall seconds, peak RSS in KiB, from
     ``os.wait4``). A failure prints the child's stderr and ends the benchmark."""
+    wall, usage = run_usage(cmd, cwd)
+    return wall, usage.ru_maxrss
+
+
+def run_usage(cmd: list[str], cwd: str) -> tuple[float, resource.struct_rusage]:
+    """:func:`run_process`, with everything ``os.wait4`` reports of the child (its CPU time
+    too: on a busy machine a steadier measure of the work than the wall time)."""
     with open(Path(cwd) / "stderr", "w+b") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
@@ -47,4 +62,4 @@ def run_process(cmd: list[str], cwd: str) -> tuple[float, int]:
             err.seek(0)
             sys.stderr.write(err.read().decode(errors="replace"))
             sys.exit(f"bench: `{' '.join(cmd)}` exited with {code}")
-    return wall, usage.ru_maxrss
+    return wall, usage

@@ -7,8 +7,10 @@
 Each run is ``rageval score FILE -m ... --out TMP --no-progress`` in its own process (plus
 ``--engine ENGINE`` when one other than ``local`` is asked for); its wall time and peak RSS come
 from ``os.wait4`` (``ru_maxrss``: the largest of the process and its reaped children, not their
-sum). Times and RSS are medians over ``--repeats``. A scorer that streams keeps the RSS flat as
-the records grow and the time per record constant; one that holds every record grows with them.
+sum), and so does its CPU time (user + system: on a busy machine a steadier measure of the work
+than the wall time). Times and RSS are medians over ``--repeats``. A scorer that streams keeps
+the RSS flat as the records grow and the time per record constant; one that holds every record
+grows with them.
 
 The records (5 contexts of ~40 words, answers ~30, references ~25 overlapping their answer) are
 slices of a seeded stream of words drawn (Zipf-weighted) from a fixed vocabulary, so ROUGE and
@@ -25,11 +27,12 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_proc import rageval_command, run_process
+from bench_proc import rageval_command, run_usage
 
 METRICS = ["ndcg@10", "map", "mrr", "p@5", "recall@5", "rouge1", "rouge2", "rougeL", "bleu"]
 _VOCABULARY = """
@@ -135,25 +138,36 @@ def conversations_file(data_dir: Path, count: int, seed: int, turns: int) -> Pat
     return path
 
 
-def run_once(path: Path, metrics: list[str], engine: str | None,
-             source: str | None) -> tuple[float, int]:
-    """One ``rageval score`` process: (wall seconds, peak RSS in KiB)."""
+def run_once(path: Path, metrics: list[str], engine: str | None, source: str | None,
+             extra: Sequence[str] = (), check: Callable[[Path], None] | None = None
+             ) -> tuple[float, int, float]:
+    """One ``rageval score`` process (``extra``: more of its options): (wall seconds, peak RSS
+    in KiB, CPU seconds). ``check`` is given the run's output directory before it is
+    removed."""
     with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
         cmd = [*rageval_command(source), "score", str(path.resolve())]
         cmd += [a for m in metrics for a in ("-m", m)]
-        cmd += ["--out", str(Path(tmp) / "out"), "--no-progress"]
+        cmd += [*extra, "--out", str(out), "--no-progress"]
         if engine and engine != "local":
             cmd += ["--engine", engine]
-        return run_process(cmd, tmp)
+        wall, usage = run_usage(cmd, tmp)
+        if check is not None:
+            check(out)
+        return wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
-def measure(path: Path, count: int, args: argparse.Namespace) -> dict[str, Any]:
-    runs = [run_once(path, args.metrics, args.engine, args.source)
+def measure(path: Path, count: int, args: argparse.Namespace, *,
+            metrics: list[str] | None = None, extra: Sequence[str] = (),
+            check: Callable[[Path], None] | None = None) -> dict[str, Any]:
+    """``args.repeats`` runs of ``args.metrics`` (or ``metrics``) on ``path``: their medians."""
+    runs = [run_once(path, metrics or args.metrics, args.engine, args.source, extra, check)
             for _ in range(args.repeats)]
-    wall = statistics.median(w for w, _ in runs)
+    wall = statistics.median(w for w, _, _ in runs)
     return {"records": count, "file": str(path), "bytes": path.stat().st_size,
-            "runs": [{"wall_s": w, "peak_rss_kib": r} for w, r in runs],
-            "wall_s": wall, "rss_mib": statistics.median(r for _, r in runs) / 1024,
+            "runs": [{"wall_s": w, "peak_rss_kib": r, "cpu_s": c} for w, r, c in runs],
+            "wall_s": wall, "rss_mib": statistics.median(r for _, r, _ in runs) / 1024,
+            "cpu_s": statistics.median(c for _, _, c in runs),
             "us_per_record": wall / count * 1e6}
 
 
@@ -171,13 +185,15 @@ def print_shapes(flat: list[dict[str, Any]], grouped: list[dict[str, Any]],
 
 
 def print_table(rows: list[dict[str, Any]], curve: bool) -> None:
-    header = f"{'records':>10}{'peak RSS MiB':>14}{'wall s':>10}{'us/record':>11}{'RSS ratio':>11}"
+    header = (f"{'records':>10}{'peak RSS MiB':>14}{'wall s':>10}{'us/record':>11}"
+              f"{'RSS ratio':>11}{'CPU s':>10}{'CPU us/record':>15}")
     print(header)
     print("-" * len(header))
     base = rows[0]["rss_mib"]
     for row in rows:
         print(f"{row['records']:>10,}{row['rss_mib']:>14.1f}{row['wall_s']:>10.2f}"
-              f"{row['us_per_record']:>11.1f}{row['rss_mib'] / base:>11.2f}")
+              f"{row['us_per_record']:>11.1f}{row['rss_mib'] / base:>11.2f}"
+              f"{row['cpu_s']:>10.2f}{row['cpu_s'] / row['records'] * 1e6:>15.1f}")
     if len(rows) > 1:
         big, prev = rows[-1], rows[-2]
         print(f"per record: {big['us_per_record']:.1f} us at {big['records']:,} records vs "

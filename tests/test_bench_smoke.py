@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from bench_scripts import load_bench
 
+from rageval.judge.llm.cache.store import JudgeCache
+
 pytest.importorskip("pytrec_eval")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +124,18 @@ def test_compare_benchmark_measures_both_methods(tmp_path: Path) -> None:
     assert all(float(row[3]) > 0 for row in rows)  # peak RSS
     records = (tmp_path / "compare-130-t40-a" / "records.jsonl").read_text().splitlines()
     assert len(records) == 130 and '"id": "q3~2"' in records[83]
+
+
+def test_judge_replay_benchmark_fills_a_cache_and_replays_it(tmp_path: Path) -> None:
+    """bench/bench_judge_replay.py on 60 records: the cache is filled with each record's two
+    rubric requests, and the offline run scores every record from it (the script checks)."""
+    data, out = tmp_path / "data", tmp_path / "replay.json"
+    lines = run_bench("bench_judge_replay", "--records", "60", "--repeats", "1",
+                      "--data-dir", str(data), "--json", str(out))
+    assert any(line.startswith("wrote") and "judge-60-seed0.sqlite" in line for line in lines)
+    assert "peak RSS MiB" in "\n".join(lines)
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["records"] for row in rows] == [60]
+    assert rows[0]["rss_mib"] > 0 and rows[0]["wall_s"] > 0
+    with JudgeCache(data / "judge-60-seed0.sqlite") as cache:
+        assert len(cache) == 120
