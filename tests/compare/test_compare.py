@@ -25,10 +25,10 @@ from rageval.compare.runs.compare import (
     signature_diff,
     significance_mark,
 )
+from rageval.compare.runs.corpus import corpus_resampler
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
 from rageval.core.results import MetricSummary, RecordResult, Results
-from rageval.generation.bleu_corpus import corpus_bleu_scorer
 from rageval.stats.resampling import bootstrap_ci, bootstrap_weights, paired_randomization_test
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"
@@ -262,10 +262,10 @@ def test_corpus_bleu_bootstrap_matches_sacrebleu_on_each_resample(tmp_path: Path
     assert row["losses"] == sum(y < x for x, y in zip(sentence_a, sentence_b, strict=True))
 
 
-def test_corpus_bleu_scorer_recomputes_from_details(tmp_path: Path) -> None:
+def test_corpus_resampler_recomputes_bleu_from_details(tmp_path: Path) -> None:
     a = Results.load(_lexical_run(tmp_path / "a", ANSWERS_A, ["bleu", "bleu(smooth=floor)"]))
     details = [r.details["bleu"] for r in a.records]
-    score = corpus_bleu_scorer(details)
+    score = corpus_resampler("bleu", details)
     assert score(None)[0] == pytest.approx(sacrebleu.corpus_bleu(ANSWERS_A, [REFERENCES]).score)
     weights = np.array([[1, 0, 0, 0, 0, 0, 0], [2, 0, 1, 0, 0, 0, 1], [0] * 6 + [1]])
     for row, value in zip(weights, score(weights), strict=True):
@@ -274,13 +274,13 @@ def test_corpus_bleu_scorer_recomputes_from_details(tmp_path: Path) -> None:
                                          [[REFERENCES[i] for i in picks]])
         assert value == pytest.approx(expected.score)
     floor = [r.details["bleu(smooth=floor)"] for r in a.records]
-    assert corpus_bleu_scorer(floor, metric="bleu(smooth=floor)")(None)[0] == pytest.approx(
+    assert corpus_resampler("bleu(smooth=floor)", floor)(None)[0] == pytest.approx(
         a.summary["bleu(smooth=floor)"].value)
-    assert corpus_bleu_scorer([None, *details])(None)[0] == score(None)[0]  # None adds nothing
+    assert corpus_resampler("bleu", [None, *details])(None)[0] == score(None)[0]  # None: nothing
     with pytest.raises(ValueError, match="shape"):
         score(np.ones((1, 3)))
-    with pytest.raises(UsageError, match="not a BLEU metric"):
-        corpus_bleu_scorer(details, metric="rouge1")
+    with pytest.raises(UsageError, match="rouge1 has no corpus figure to recompute"):
+        corpus_resampler("rouge1", details)
 
 
 @pytest.mark.parametrize("ci", ["records", "poisson"])

@@ -18,9 +18,9 @@ from rageval.compare.runs import compare as compare_module
 from rageval.compare.runs import spill
 from rageval.compare.runs import streamed as streamed_module
 from rageval.compare.runs.compare import compare_runs
+from rageval.compare.runs.corpus import corpus_resampler
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
-from rageval.generation.bleu_corpus import corpus_bleu_scorer
 from rageval.stats.poisson import poisson_weights, seeded_keys, sign_flips, unit_keys
 from rageval.stats.resampling import percentile_interval
 
@@ -117,8 +117,8 @@ def test_corpus_bleu_by_hand_from_its_statistics(tmp_path: Path) -> None:
                              ci="poisson"))["bleu"]
     details = [[json.loads(x)["details"]["bleu"] for x in (run / "records.jsonl")
                 .read_text().splitlines()] for run in (a, b)]
-    base, system = corpus_bleu_scorer(details[0]), corpus_bleu_scorer(details[1])
-    both = corpus_bleu_scorer(details[0] + details[1])
+    base, system = corpus_resampler("bleu", details[0]), corpus_resampler("bleu", details[1])
+    both = corpus_resampler("bleu", details[0] + details[1])
     weights, flips = _weights([f"\0r{i}" for i in range(len(ANSWERS_A))])
     assert row["delta"] == pytest.approx(system(None)[0] - base(None)[0], rel=1e-12)
     resampled = system(weights.T) - base(weights.T)

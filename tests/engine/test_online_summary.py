@@ -22,6 +22,7 @@ from test_streaming import LEXICAL, comparable, write_records
 
 from rageval.api import evaluate
 from rageval.cli import main
+from rageval.compare.runs.corpus import corpus_resampler
 from rageval.compare.runs.statistics import signature_diff
 from rageval.core.errors import UsageError
 from rageval.core.metric import MetricResult
@@ -31,7 +32,6 @@ from rageval.engine import online
 from rageval.engine import settings as settings_module
 from rageval.engine.online import OnlineStore, block_rows
 from rageval.engine.summary import SummaryParts
-from rageval.generation.bleu_corpus import corpus_bleu_scorer
 from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, unit_keys
 from rageval.stats.resampling import percentile_interval
 
@@ -185,7 +185,7 @@ def test_corpus_bleu_from_summed_statistics(tmp_path: Path) -> None:
             .records.path.read_text().splitlines()]  # type: ignore[union-attr]
     assert [row["id"] for row in rows] == ids
     weights = _weights(ids, 0, 300)
-    scorer = corpus_bleu_scorer([row["details"]["bleu"] for row in rows])
+    scorer = corpus_resampler("bleu", [row["details"]["bleu"] for row in rows])
     by_hand = percentile_interval(scorer(weights.T))
     assert online["bleu"].ci95 == pytest.approx(by_hand, rel=1e-12)
 

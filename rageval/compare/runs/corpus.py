@@ -17,8 +17,8 @@ from rageval.core.results import RecordResult
 __all__ = ["corpus_matrix", "corpus_metric", "corpus_resampler", "record_details"]
 
 
-def corpus_resampler(name: str, details: list[dict[str, Any] | None]
-               ) -> Callable[[np.ndarray | None], np.ndarray]:
+def corpus_resampler(name: str, details: Sequence[Mapping[str, Any] | None]
+                     ) -> Callable[[np.ndarray | None], np.ndarray]:
     """The metric's corpus figure over weighted sets of these records: given a ``(k, n)``
     array of integer multiplicities (resamples, relabellings; None: each record once), the
     ``k`` figures of each row's summed statistics
@@ -27,7 +27,9 @@ def corpus_resampler(name: str, details: list[dict[str, Any] | None]
     matrix = corpus_matrix(metric, details).astype(np.float64)
 
     def figures(weights: np.ndarray | None) -> np.ndarray:
-        rows = np.ones((1, len(matrix))) if weights is None else weights
+        rows = np.ones((1, len(matrix))) if weights is None else np.asarray(weights, np.float64)
+        if rows.ndim != 2 or rows.shape[1] != len(matrix):
+            raise ValueError(f"weights must have shape (k, {len(matrix)}), got {rows.shape}")
         # Float products are exact for these integer sums (far below 2**53).
         sums = np.rint(rows @ matrix).astype(np.int64)
         return np.array([metric.corpus_from_sums(row) for row in sums])
