@@ -24,20 +24,11 @@ import numpy as np
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
-from rageval.stats.poisson import ExactSums, poisson_weights
+from rageval.stats.poisson import ExactSums, block_rows, poisson_weights
 from rageval.stats.resampling import percentile_interval
 
 #: The signature field of a value whose interval came from the Poisson bootstrap.
 POISSON = Field("ci", "poisson")
-
-# Cells (records x resamples) weighed at once: 8 MB of weights.
-_BLOCK_CELLS = 1 << 20
-
-
-def block_rows(resamples: int) -> int:
-    """How many records each block of the running sums holds (fixed for the run)."""
-    return max(1, _BLOCK_CELLS // resamples)
-
 
 class OnlineStore:
     """A metric's running sums (see the module). Each batch's rows are folded into units,

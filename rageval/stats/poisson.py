@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,6 +25,9 @@ import numpy as np
 #: the exact percentile bootstrap (the textbook method, the intervals of every earlier run);
 #: past them, running sums with the weights of this module.
 EXACT_RECORDS = 100_000
+
+# Cells (units x draws) weighed at once: 8 MB of weights.
+_BLOCK_CELLS = 1 << 20
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Sign flips are drawn from a stream of their own: a unit's flips and its Poisson weights are
@@ -106,6 +109,24 @@ def sign_flips(seeded: np.ndarray, relabellings: int) -> np.ndarray:
                         counters[None, :]))
     bits = np.unpackbits(mixed.view(np.uint8).reshape(len(seeded), 8 * words), axis=1)
     return 1.0 - 2.0 * bits[:, :relabellings]
+
+
+def block_rows(draws: int) -> int:
+    """How many units are weighed at once for ``draws`` resamples (or relabellings): 8 MB of
+    weights."""
+    return max(1, _BLOCK_CELLS // draws)
+
+
+def drawn_sums(seeded: np.ndarray, columns: np.ndarray, draws: int,
+               weights: Callable[[np.ndarray, int], np.ndarray] = poisson_weights
+               ) -> np.ndarray:
+    """Per draw, the units' ``columns`` summed with their weights in it (``poisson_weights``,
+    or ``sign_flips``): a ``(draws, columns)`` array, the units weighed a block at a time."""
+    out = np.zeros((draws, columns.shape[1]))
+    step = block_rows(draws)
+    for start in range(0, len(seeded), step):
+        out += weights(seeded[start : start + step], draws).T @ columns[start : start + step]
+    return out
 
 
 class ExactSums:

@@ -28,11 +28,11 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import MetricResult
 from rageval.core.records import Conversation, Record, load_records
 from rageval.core.registry import create
-from rageval.engine import online
 from rageval.engine import settings as settings_module
-from rageval.engine.online import OnlineStore, block_rows
+from rageval.engine.online import OnlineStore
 from rageval.engine.summary import SummaryParts
-from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, unit_keys
+from rageval.stats import poisson
+from rageval.stats.poisson import ExactSums, block_rows, poisson_weights, seeded_keys, unit_keys
 from rageval.stats.resampling import percentile_interval
 
 
@@ -144,7 +144,7 @@ def test_order_changes_the_sums_only_in_their_last_bits(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cells", [1 << 20, 3000])
 def test_past_the_limit_the_run_equals_running_sums_from_the_start(
         monkeypatch: pytest.MonkeyPatch, cells: int) -> None:
-    monkeypatch.setattr(online, "_BLOCK_CELLS", cells)  # blocks of 10,485 or 30 records
+    monkeypatch.setattr(poisson, "_BLOCK_CELLS", cells)  # blocks of 10,485 or 30 records
     metrics = [create(name) for name in ("ndcg@3", "map", "mrr", "rouge1")]
     rng = np.random.default_rng(5)
     rows = block_rows(100) * 2 + 17 if cells > 3000 else 317

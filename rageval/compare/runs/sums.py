@@ -21,14 +21,10 @@ import numpy as np
 
 from rageval.compare.runs.statistics import Tally, finite, tally
 from rageval.core.metric import Metric
-from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys, sign_flips
+from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys, sign_flips
 from rageval.stats.resampling import extreme_counts, percentile_interval
 
 __all__ = ["PairedSums", "unit_sums"]
-
-# Cells (units x resamples) weighed at once: 8 MB of weights.
-_BLOCK_CELLS = 1 << 20
-
 
 def unit_sums(columns: np.ndarray, groups: np.ndarray | None, units: int) -> np.ndarray:
     """The rows of ``columns`` summed by unit (``groups``: each row's unit; None: a unit
@@ -92,11 +88,8 @@ class PairedSums:
                     np.hstack(moved).astype(np.float64))
 
     def _weigh(self, seeded: np.ndarray, weighted: np.ndarray, moved: np.ndarray) -> None:
-        block = max(1, _BLOCK_CELLS // max(self.resamples, self.permutations))
-        for start in range(0, len(seeded), block):
-            rows = slice(start, start + block)
-            self._weighted += poisson_weights(seeded[rows], self.resamples).T @ weighted[rows]
-            self._relabelled += sign_flips(seeded[rows], self.permutations).T @ moved[rows]
+        self._weighted += drawn_sums(seeded, weighted, self.resamples)
+        self._relabelled += drawn_sums(seeded, moved, self.permutations, sign_flips)
 
     def statistics(self) -> dict[str, dict[str, object]]:
         """Per compared output with a scored pair: value, delta, CI and p-value."""

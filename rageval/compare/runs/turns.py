@@ -16,7 +16,7 @@ import numpy as np
 
 from rageval.compare.runs.pairing import NamedRun
 from rageval.compare.runs.statistics import LEVEL, column, finite
-from rageval.stats.poisson import ExactSums, poisson_weights, seeded_keys
+from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys
 from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
 
 __all__ = ["TurnSums", "per_turn_rows"]
@@ -76,11 +76,7 @@ class TurnSums:
             exact.add(np.hstack([diffs[here], *sides]))
             counts += shown.sum(axis=0)
             columns = np.hstack([diffs[here], shown.astype(np.float64)])
-            seeded = seeded_keys(keys[here], self.seed)
-            block = max(1, (1 << 20) // self.resamples)
-            for start in range(0, len(seeded), block):
-                weights = poisson_weights(seeded[start : start + block], self.resamples)
-                weighted += weights.T @ columns[start : start + block]
+            weighted += drawn_sums(seeded_keys(keys[here], self.seed), columns, self.resamples)
 
     def rows(self, base: NamedRun, system: NamedRun) -> list[dict[str, Any]]:
         out = []
