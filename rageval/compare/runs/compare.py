@@ -167,25 +167,8 @@ def compare_runs(
         rows += pair_rows
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
-    settings = {
-        "level": LEVEL,
-        "resamples": resamples,
-        "permutations": permutations,
-        "seed": seed,
-        "ci": "paired percentile bootstrap of the delta (records resampled jointly)",
-        "test": "two-sided paired randomization test (per-record swaps / sign flips)",
-        "p_value": "(count + 1) / (permutations + 1); exact enumeration when "
-                   "2**n <= permutations",
-        "holm": "per comparison; headline rows and component rows are separate families",
-        "intersect": intersect,
-    }
-    if groups is not None:
-        settings["unit"] = ("conversation: turns paired by conversation and position; each "
-                            "conversation's value the mean of its paired turns; conversations "
-                            "resampled and relabelled whole")
-        settings["ci"] = "paired percentile bootstrap of the delta (conversations resampled)"
-    if human is not None:
-        settings["calibrated"] = _calibrated_setting(human)
+    settings = _settings((resamples, permutations, seed), intersect, human,
+                         conversations=groups is not None, streamed=False)
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
                       settings, not_compared, turn_rows)
 
@@ -198,33 +181,44 @@ def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool,
               if human is not None else None)
     found = compare_streamed(base, systems, intersect=intersect, resamples=resamples,
                              permutations=permutations, seed=seed, labels=labels)
-    unit = "conversation" if found.conversations else "record"
-    settings = {
-        "level": LEVEL,
-        "resamples": resamples,
-        "permutations": permutations,
-        "seed": seed,
-        "ci": f"paired Poisson bootstrap of the delta (running sums; each {unit}'s weights "
-              "from the seed and its id)",
-        "test": f"two-sided paired randomization test (each {unit}'s sign flips from the "
-                "seed and its id)",
-        "p_value": "(count + 1) / (permutations + 1)",
-        "holm": "per comparison; headline rows and component rows are separate families",
-        "intersect": intersect,
-        "method": "poisson",
-    }
-    if found.conversations:
-        settings["unit"] = ("conversation: turns paired by conversation and position; each "
-                            "conversation's value the mean of its paired turns; conversations "
-                            "weighed and relabelled whole")
-    if human is not None:
-        settings["calibrated"] = _calibrated_setting(human)
+    settings = _settings(draws, intersect, human, conversations=found.conversations,
+                         streamed=True)
     return Comparison(base.name, tuple(s.name for s in systems), found.rows, found.dropped,
                       found.paired, settings, found.not_compared, found.per_turn)
 
 
-def _calibrated_setting(human: str) -> str:
-    return f"PPI on the paired differences, human labels in field {human!r} of each run's records"
+def _settings(draws: tuple[int, int, int], intersect: bool, human: str | None, *,
+              conversations: bool, streamed: bool) -> dict[str, Any]:
+    """How a comparison was drawn, as its JSON reports it."""
+    resamples, permutations, seed = draws
+    unit = "conversation" if conversations else "record"
+    if streamed:
+        ci = (f"paired Poisson bootstrap of the delta (running sums; each {unit}'s weights "
+              "from the seed and its id)")
+        test = (f"two-sided paired randomization test (each {unit}'s sign flips from the "
+                "seed and its id)")
+        p_value = "(count + 1) / (permutations + 1)"
+    else:
+        ci = ("paired percentile bootstrap of the delta "
+              + ("(conversations resampled)" if conversations else "(records resampled jointly)"))
+        test = "two-sided paired randomization test (per-record swaps / sign flips)"
+        p_value = "(count + 1) / (permutations + 1); exact enumeration when 2**n <= permutations"
+    settings: dict[str, Any] = {
+        "level": LEVEL, "resamples": resamples, "permutations": permutations, "seed": seed,
+        "ci": ci, "test": test, "p_value": p_value,
+        "holm": "per comparison; headline rows and component rows are separate families",
+        "intersect": intersect,
+    }
+    if streamed:
+        settings["method"] = "poisson"
+    if conversations:
+        settings["unit"] = ("conversation: turns paired by conversation and position; each "
+                            "conversation's value the mean of its paired turns; conversations "
+                            f"{'weighed' if streamed else 'resampled'} and relabelled whole")
+    if human is not None:
+        settings["calibrated"] = ("PPI on the paired differences, human labels in field "
+                                  f"{human!r} of each run's records")
+    return settings
 
 
 def _check_settings(resamples: int, permutations: int, seed: int, ci: str) -> None:
