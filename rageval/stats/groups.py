@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["group_means", "group_sums"]
+__all__ = ["group_means", "group_rows", "group_sums"]
 
 
 def group_sums(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
@@ -23,3 +23,13 @@ def group_means(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
     sums, sizes = group_sums(values, kept, groups, count)
     with np.errstate(invalid="ignore", divide="ignore"):
         return sums / sizes
+
+
+def group_rows(columns: np.ndarray, groups: np.ndarray | None, count: int) -> np.ndarray:
+    """The rows of ``columns`` summed by group (``count`` of them; ``groups=None``: each row
+    is a group of its own), in the columns' type: integer statistics stay exact."""
+    if groups is None:
+        return columns
+    out = np.zeros((count, columns.shape[1]), dtype=columns.dtype)
+    np.add.at(out, groups, columns)
+    return out

@@ -231,3 +231,18 @@ def test_sign_flips_are_a_function_of_seed_unit_and_relabelling() -> None:
     assert not np.array_equal(sign_flips(seeded_keys(unit_keys(["r0"]), 6), 300), flips[:1])
     weights = poisson_weights(seeded, 300)  # another stream than the unit's Poisson weights
     assert abs(np.corrcoef(weights.ravel(), flips.ravel())[0, 1]) < 0.01
+
+
+def test_group_rows_sum_each_column_as_group_sums_does() -> None:
+    from rageval.stats.groups import group_rows, group_sums
+
+    rng = np.random.default_rng(1)
+    groups = rng.integers(0, 5, 40)
+    columns = rng.integers(0, 9, (40, 3))
+    summed = group_rows(columns, groups, 6)
+    assert summed.dtype == columns.dtype and summed.shape == (6, 3)  # integers stay integers
+    everything = np.ones(40, dtype=bool)
+    for k in range(3):
+        assert np.array_equal(summed[:, k], group_sums(columns[:, k].astype(float), everything,
+                                                       groups, 6)[0])
+    assert group_rows(columns, None, 40) is columns  # each row a group of its own

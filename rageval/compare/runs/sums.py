@@ -21,20 +21,11 @@ import numpy as np
 
 from rageval.compare.runs.statistics import Tally, finite, tally
 from rageval.core.metric import Metric
+from rageval.stats.groups import group_rows
 from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys, sign_flips
 from rageval.stats.resampling import extreme_counts, percentile_interval
 
-__all__ = ["PairedSums", "unit_sums"]
-
-def unit_sums(columns: np.ndarray, groups: np.ndarray | None, units: int) -> np.ndarray:
-    """The rows of ``columns`` summed by unit (``groups``: each row's unit; None: a unit
-    each)."""
-    if groups is None:
-        return columns
-    out = np.zeros((units, columns.shape[1]), dtype=columns.dtype)
-    np.add.at(out, groups, columns)
-    return out
-
+__all__ = ["PairedSums"]
 
 class PairedSums:
     """The sums of one comparison (see the module): ``names`` the compared outputs, ``corpus``
@@ -68,20 +59,20 @@ class PairedSums:
         kept = ~(np.isnan(b[:, index]) | np.isnan(s[:, index]))
         shares = kept.astype(np.float64)
         if groups is not None:  # each kept turn weighs one over its conversation's kept turns
-            sizes = unit_sums(shares, groups, units)
+            sizes = group_rows(shares, groups, units)
             shares = shares / np.maximum(sizes[groups], 1.0)
         diffs = np.where(kept, s[:, index] - b[:, index], 0.0) * shares
         sides = [np.where(kept, x[:, index], 0.0) * shares for x in (b, s)]
-        d, mask = unit_sums(diffs, groups, units), unit_sums(shares, groups, units)
-        self._exact.add(np.hstack([d, *(unit_sums(x, groups, units) for x in sides)]))
+        d, mask = group_rows(diffs, groups, units), group_rows(shares, groups, units)
+        self._exact.add(np.hstack([d, *(group_rows(x, groups, units) for x in sides)]))
         weighted, moved = [d, mask], [d]
         for name in self.corpus:
             both = ~(np.isnan(b[:, self.names.index(name)])
                      | np.isnan(s[:, self.names.index(name)]))
             bs, ss = (np.where(both[:, None], x, 0) for x in stats[name])
-            bu, su = unit_sums(bs, groups, units), unit_sums(ss, groups, units)
+            bu, su = group_rows(bs, groups, units), group_rows(ss, groups, units)
             self._totals[name] += np.vstack([bu.sum(axis=0), su.sum(axis=0)])
-            scored = unit_sums(both[:, None].astype(np.float64), groups, units)
+            scored = group_rows(both[:, None].astype(np.float64), groups, units)
             weighted += [bu, su, scored]
             moved.append(bu - su)
         self._weigh(seeded_keys(keys, self.seed), np.hstack(weighted).astype(np.float64),
