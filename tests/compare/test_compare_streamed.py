@@ -19,6 +19,7 @@ from rageval.compare.runs import spill
 from rageval.compare.runs import streamed as streamed_module
 from rageval.compare.runs.compare import compare_runs
 from rageval.compare.runs.corpus import corpus_resampler
+from rageval.compare.runs.pairing import load_runs
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records import records_from_dicts
 from rageval.stats.poisson import poisson_weights, seeded_keys, sign_flips, unit_keys
@@ -183,3 +184,22 @@ def test_an_unknown_method_is_refused(tmp_path: Path) -> None:
     b = _write(tmp_path / "b", ["q1", "q2"], {"m": [0.3, 0.2]})
     with pytest.raises(UsageError, match="ci must be one of records, poisson"):
         compare_runs([a, b], ci="exact")
+
+
+@pytest.mark.parametrize("ci", ["records", "poisson"])
+def test_runs_sharing_no_id_are_an_error(tmp_path: Path, ci: str) -> None:
+    a = _write(tmp_path / "a", ["q1", "q2"], {"m": [0.1, 0.2]})
+    b = _write(tmp_path / "b", ["x1", "x2"], {"m": [0.3, 0.2]})
+    with pytest.raises(InputError, match="no record id is common to all runs"):
+        compare_runs([a, b], intersect=True, ci=ci)
+
+
+def test_partitions_stay_within_the_open_files_allowed(
+        mean_runs: tuple[Path, Path, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, _ = mean_runs
+    runs = load_runs([a, b], None)
+    monkeypatch.setattr(spill, "PARTITION_BYTES", 100)
+    wanted = spill.partition_count(runs)
+    assert wanted > 100  # one partition per 100 bytes of the larger file
+    monkeypatch.setattr(spill, "_open_files_limit", lambda: 40)
+    assert spill.partition_count(runs) == 20  # half of what may be held open
