@@ -45,9 +45,9 @@ def _check_out_dir(path: str) -> bool:
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     """The judge configuration from the score flags; None when no judge metric is asked for."""
-    from rageval.core.names import parse
+    from rageval.core.registry import parse_name  # a malformed name gets a suggestion
 
-    names = [parse(m) for m in args.metrics]
+    names = [parse_name(m) for m in args.metrics]
     judged = any(name.namespace == "judge" for name in names)
     # claims:, nuggets:, citations: need a model only when records do not bring every verdict
     # (their checks say so before any work).

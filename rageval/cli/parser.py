@@ -243,9 +243,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
 
 # Options of `rageval score` that belong to the scoring of a run, not to reading it back.
-_SCORING_ONLY = {"--turn-threshold": "the turn thresholds are set when a run is scored "
-                                     "(rageval score --turn-threshold, or turn_thresholds in an "
-                                     "evaluation file) and read from its manifest"}
+_SCORING_ONLY = {"--turn-threshold": "turn thresholds are set when a run is scored: rageval "
+                                     "score --turn-threshold, or turn_thresholds in an "
+                                     "evaluation file"}
 
 
 def _unrecognized(command: str | None, extra: list[str]) -> str:

@@ -54,7 +54,7 @@ def metric_classes() -> dict[str, type[Metric]]:
 
 def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metric:
     """Build the metric a name denotes; unknown names get "did you mean ...?"."""
-    parsed = _parsed(name) if isinstance(name, str) else name
+    parsed = parse_name(name) if isinstance(name, str) else name
     opts = options or ScoreOptions()
     importlib.import_module(_home(parsed))
     if parsed.namespace is not None:
@@ -74,7 +74,7 @@ def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metri
     return cls(cutoff=parsed.cutoff, options=opts, **dict(parsed.params))
 
 
-def _parsed(text: str) -> MetricName:
+def parse_name(text: str) -> MetricName:
     """The name parsed; a malformed one (``rouge-l``) gets the registered name it is
     closest to, when one is close."""
     try:

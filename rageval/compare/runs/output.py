@@ -123,7 +123,8 @@ def turn_table(comparison: Comparison, system: str,
 def _print_fitting(console: Console, table: Table, stacked: Callable[[], list[Text]]) -> None:
     """The table where it fits the console's width whole; else its rows stacked, each cell
     with its label, so that no number is ever cut to fit (an 80-column terminal)."""
-    if Measurement.get(console, console.options, table).maximum <= console.width:
+    natural = Measurement.get(console, console.options.update_width(10**6), table).maximum
+    if natural <= console.width:
         console.print(table)
         return
     for line in stacked():
