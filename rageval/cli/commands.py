@@ -269,11 +269,9 @@ def _write_report(results: Results, name: str, page: Path) -> None:
     """The run's HTML report at ``page``, as ``rageval report DIR -o page`` writes it."""
     from rageval.report.html.page import build_report, write_report
 
-    records = run_records(results)
-    html = build_report([(name, results)], None,
-                        records_by_run=None if records is None else {name: records})
+    records = {name: found} if (found := run_records(results)) is not None else None
     try:
-        write_report(page, html)
+        write_report(page, build_report([(name, results)], None, records_by_run=records))
     except OSError as err:
         raise UsageError(f"--report {page}: cannot write: {err}") from None
 

@@ -13,12 +13,42 @@ whole), which is no record and is not counted as one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from rageval.core.results import MetricSummary, RecordResult, Results
+
+class RecordResult(Protocol):
+    """A line of ``records.jsonl`` (:class:`rageval.core.results.RecordResult`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def conversation(self) -> str | None: ...
+    @property
+    def turn(self) -> int | None: ...
+    @property
+    def scores(self) -> Mapping[str, float | None]: ...
+
+
+class Results(Protocol):
+    """A run's results (:class:`rageval.core.results.Results`)."""
+
+    @property
+    def records(self) -> Sequence[RecordResult]: ...
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+
+
+class MetricSummary(Protocol):
+    """One output's summary (:class:`rageval.core.results.MetricSummary`)."""
+
+    @property
+    def n(self) -> int: ...
+    @property
+    def unscored(self) -> int: ...
+    @property
+    def figures(self) -> dict[str, Any]: ...
 
 __all__ = ["MetricCounts", "RunCounts", "count_of", "unit_key", "unit_values"]
 
@@ -40,8 +70,9 @@ class RunCounts:
     def of(cls, results: Results) -> RunCounts:
         """Read from the manifest (what the run wrote), else from the records themselves
         (each conversation's own line is no record)."""
-        records = results.records_info.count
-        if records is None:
+        section = results.manifest.get("records")
+        records = section.get("count") if isinstance(section, Mapping) else None
+        if not isinstance(records, int) or isinstance(records, bool):
             records = sum(1 for r in results.records
                           if r.conversation is None or r.turn is not None)
         section = results.manifest.get("conversations")
