@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from rageval.core.errors import UsageError, did_you_mean
@@ -161,7 +162,9 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
                **whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
     order = {str(m): i for i, m in enumerate(resolved)}
     signers = sorted([*turn_signers, *whole_signers], key=lambda m: order[str(m)])
-    summary = {name: summary[name] for m in signers for name in m.output_names()}
+    # Each value with the range its metric declares, for every channel that shows it.
+    summary = {name: replace(summary[name], scale=m.output_scale(name))
+               for m in signers for name in m.output_names()}
     for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
     extra["data"] = state.digest.manifest(*_data_needs(turn_signers))

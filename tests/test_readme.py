@@ -40,6 +40,8 @@ def test_readme_demo_command_runs(tmp_path: Path, monkeypatch) -> None:
     out = io.StringIO()
     assert main([*argv[1:], "--out", str(tmp_path / "demo"), "--no-progress"], stdout=out) == 0
     assert "rageval summary" in out.getvalue()
+    # The first command writes the HTML report too: a plain install can, and the file asks.
+    assert (tmp_path / "demo" / "report.html").read_text().startswith("<!DOCTYPE html>")
     summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
     assert "ndcg@3" in summary["metrics"] and "bleu" in summary["metrics"]
     # BERTScore is optional in the file; the test extra installs it, so it is scored here.

@@ -45,9 +45,9 @@ def _check_out_dir(path: str) -> bool:
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
     """The judge configuration from the score flags; None when no judge metric is asked for."""
-    from rageval.core.names import parse
+    from rageval.core.registry import parse_name  # a malformed name gets a suggestion
 
-    names = [parse(m) for m in args.metrics]
+    names = [parse_name(m) for m in args.metrics]
     judged = any(name.namespace == "judge" for name in names)
     # claims:, nuggets:, citations: need a model only when records do not bring every verdict
     # (their checks say so before any work).
@@ -105,6 +105,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     gate = plan_gate(args, judge)
     check_annotate(args, inputs)
     replaced = _check_out_dir(args.out) if args.out else False
+    if getattr(args, "report", None) and not args.out:
+        raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
         if path and (problem := creatable(Path(path).absolute().parent)) is not None:
             raise UsageError(f"{flag} {path}: cannot write there: {problem}")
@@ -144,7 +146,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     console = console_for(out)
     print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
-        _write_run(results, args.out, console, rewrite, replaced)
+        _write_run(results, args.out, console, rewrite, replaced,
+                   report=bool(getattr(args, "report", None)))
     if args.progress is not False:  # say on stderr what the run did (stdout stays the table)
         from rageval.cli.progress import final_line
 
@@ -239,9 +242,10 @@ def _capped(results: Results) -> str | None:
 
 
 def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
-               replaced: bool) -> None:
+               replaced: bool, *, report: bool = False) -> None:
     """Say where the run was written and how to look at it (``rewrite``: the manifest
-    changed since, so the summary is written again; ``replaced``: a run was there before)."""
+    changed since, so the summary is written again; ``replaced``: a run was there before;
+    ``report``: write its HTML report there too)."""
     written = results.write(out_dir) if rewrite else Path(out_dir)
     note = ", replacing the run that was there" if replaced else ""
     files = [written / "records.jsonl", written / "summary.json"]
@@ -249,12 +253,27 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
         files.insert(1, written / CONVERSATIONS_FILE)
     console.print(f"wrote {', '.join(map(str, files[:-1]))} and {files[-1]}{note}",
                   markup=False)
-    report = written / "report.html"
-    command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(report))}, "
-               f"then open {report} in a browser")
+    page = written / "report.html"
+    if report:
+        _write_report(results, out_dir, page)
+        console.print(f"wrote {page}: open it in a browser", markup=False, highlight=False)
+        return
+    command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(page))}, "
+               f"then open {page} in a browser")
     if importlib.util.find_spec("matplotlib") is None:  # the report extra is not installed
         command = f"pip install 'rageval[report]', then {command}"
     console.print(f"HTML report: {command}", markup=False, highlight=False)
+
+
+def _write_report(results: Results, name: str, page: Path) -> None:
+    """The run's HTML report at ``page``, as ``rageval report DIR -o page`` writes it."""
+    from rageval.report.html.page import build_report, write_report
+
+    records = {name: found} if (found := run_records(results)) is not None else None
+    try:
+        write_report(page, build_report([(name, results)], None, records_by_run=records))
+    except OSError as err:
+        raise UsageError(f"--report {page}: cannot write: {err}") from None
 
 
 def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
-from rageval.core.results import Results
+from rageval.core.results import Results, count_of
 
 if TYPE_CHECKING:
     from rageval.gate.model import GateReport
@@ -38,6 +39,11 @@ def run_export(args: argparse.Namespace, out: TextIO) -> int:
     if report is not None and not report.passed:
         from rageval.gate import GATE_FAILED_EXIT
 
+        # The exit status alone does not say why: name the failed checks, on stderr (stdout
+        # may be the export itself).
+        failed = "; ".join(f"{row.metric} {row.rule}" for row in report.failures)
+        print(f"rageval: gate failed ({count_of(len(report.failures), 'check')}): {failed}",
+              file=sys.stderr)
         return GATE_FAILED_EXIT
     return 0
 

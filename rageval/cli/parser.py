@@ -24,8 +24,10 @@ from rageval.core.version import __version__
 
 class _Parser(argparse.ArgumentParser):
     # argparse exits on its own; raise instead so main() controls streams and exit codes.
+    # main() prints "rageval: error: "; a subcommand's parser names its command after it.
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        command = self.prog.removeprefix("rageval").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -228,7 +230,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
             from rageval.cli import trec_eval_command
 
             return trec_eval_command.main(args_list[1:], stdout=out)
-        args = build_parser().parse_args(args_list)
+        args, extra = build_parser().parse_known_args(args_list)
+        if extra:
+            raise UsageError(_unrecognized(args.command, extra))
         return _dispatch(args, out)
     except RagevalError as err:
         print(err.format(), file=sys.stderr)
@@ -236,6 +240,20 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     except BrokenPipeError:
         # `rageval fuse ... | head` closes the pipe early; that is not an error.
         return 0
+
+
+# Options of `rageval score` that belong to the scoring of a run, not to reading it back.
+_SCORING_ONLY = {"--turn-threshold": "turn thresholds are set when a run is scored: rageval "
+                                     "score --turn-threshold, or turn_thresholds in an "
+                                     "evaluation file"}
+
+
+def _unrecognized(command: str | None, extra: list[str]) -> str:
+    """The command and the arguments it does not take, and why where it is known."""
+    text = f"{command + ': ' if command else ''}unrecognized arguments: {' '.join(extra)}"
+    why = [_SCORING_ONLY[arg.partition("=")[0]] for arg in extra
+           if arg.partition("=")[0] in _SCORING_ONLY]
+    return f"{text} ({why[0]})" if why else text
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:

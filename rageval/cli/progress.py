@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.results import count_of
+from rageval.core.results.counts import RunCounts
 from rageval.orchestrator import ProgressHook
 
 if TYPE_CHECKING:
@@ -103,10 +104,8 @@ def final_line(results: Results) -> str:
     ``8 records · 21 metrics · 4.7 s · judge: 0 requests, 40 cache hits, 28,177 tokens
     replayed``."""
     manifest = results.manifest
-    records = results.records_info.count
-    records = len(results.records) if records is None else records
     metrics = len(manifest.get("metrics", []))
-    parts = [count_of(records, "record"), count_of(metrics, "metric")]
+    parts = [RunCounts.of(results).text(), count_of(metrics, "metric")]
     if manifest.get("wall_time_s") is not None:
         parts.append(f"{float(manifest['wall_time_s']):.1f} s")
     judge = _judge_account(manifest)

@@ -289,3 +289,6 @@ def _gate_options(p: argparse.ArgumentParser) -> None:
                    help="also write the run as JUnit XML: a test case per gate check (failed: "
                    "the value, the rule and the 95%% CI) and per metric with unscored records "
                    "(an error giving why), for CI systems to show")
+    g.add_argument("--report", action=argparse.BooleanOptionalAction,
+                   help="also write the run's HTML report (as rageval report does) to "
+                   "DIR/report.html, DIR the --out directory")

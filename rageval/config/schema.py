@@ -137,6 +137,7 @@ FIELDS: list[Field] = [
         ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
         ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
         ("markdown", "markdown", "out", (), "the summary table as Markdown, at this path"),
+        ("report", "report", "bool", (), "the run's HTML report, in the output directory"),
         ("turn_thresholds", "turn_thresholds", "limits", (),
          "metric = value under which a conversation's turn fails (conversations.jsonl)"),
         ("phoenix_annotate", "phoenix_annotate", "bool", (),

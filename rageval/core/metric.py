@@ -24,6 +24,7 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.names import MetricName
 from rageval.core.params import Param, render_value
+from rageval.core.scale import UNBOUNDED, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 
@@ -173,6 +174,7 @@ class Metric(ABC):
     # :meth:`grading`: the same model behind another address grades the same).
     reached_at: ClassVar[frozenset[str]] = frozenset()
     hooks: ClassVar[RunHooks | None] = None  # work around scoring, shared (None: none)
+    value_range: ClassVar[Scale] = UNBOUNDED  # the values' range (a ratio's is RATIO)
     libraries: ClassVar[tuple[str, ...]] = ()  # whose versions can change a value (manifest)
     _frozen: bool = False
 
@@ -257,7 +259,7 @@ class Metric(ABC):
         return str(self.name)
 
     def table_names(self) -> list[str]:
-        """The outputs the terminal summary shows by default (every output is in the files)."""
+        """The outputs the terminal summary shows by default (the files hold every output)."""
         return self.output_names()[:1]
 
     def signature(self) -> Signature:
@@ -292,10 +294,8 @@ class Metric(ABC):
         """Score every record of the batch."""
 
     def corpus_value(self, result: MetricResult, indices: np.ndarray) -> float | None:
-        """A corpus-level figure over the given records, where the metric defines one.
-
-        None means the summary value is the mean of the per-record headline values.
-        """
+        """A corpus-level figure over the given records, where the metric defines one (None:
+        the summary value is the mean of the per-record headline values)."""
         return None
 
     def corpus_sums(self, stats: np.ndarray) -> np.ndarray | None:
@@ -333,29 +333,31 @@ class Metric(ABC):
         return False
 
     def streams(self) -> bool:
-        """Whether the metric can score a run read window by window, each window prepared on
-        its own; False for one that needs every record of the run at once."""
+        """Whether the metric can score a run read window by window (False: it needs every
+        record of the run at once)."""
         return True
 
     def run_pass(self) -> RunPass | None:
-        """The pass over the run this metric's scoring reads (statistics over every record;
-        see :class:`RunPass`); None: none."""
+        """The pass over the run (:class:`RunPass`) this metric's scoring reads; None: none."""
         return None
 
     def summary_figures(self, result: MetricResult) -> dict[str, Any]:
-        """Figures the summary reports beside the headline value, by key, from the metric's
-        summary parts (a judge's stability over its samples); none by default."""
+        """Figures the summary reports beside the headline value, by key (a judge's stability)."""
         return {}
 
     def noise_samples(self, result: MetricResult) -> np.ndarray | None:
-        """Per record, the values its headline value is the mean of (a judge's samples; NaN
-        after), which ``--ci judge-noise`` resamples within each record; None: one each."""
+        """Per record, the values its headline is the mean of (a judge's samples, NaN after),
+        which ``--ci judge-noise`` resamples within each record; None: one each."""
         return None
 
     def score_range(self) -> tuple[float, float] | None:
-        """The lowest and highest value the headline can take, where the metric has a fixed
-        scale that readers of its values need (a judge rubric's 1-5); None otherwise."""
+        """The headline's fixed scale, where grading needs it (a rubric's 1-5); else None."""
         return None
+
+    def output_scale(self, output: str) -> Scale:
+        """The range ``output``'s values take (:mod:`rageval.core.scale`), shown beside them:
+        the fixed :meth:`score_range`, else :attr:`value_range`; components share it."""
+        return self.score_range() or self.value_range
 
 
 class RunHooks:

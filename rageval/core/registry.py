@@ -54,7 +54,7 @@ def metric_classes() -> dict[str, type[Metric]]:
 
 def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metric:
     """Build the metric a name denotes; unknown names get "did you mean ...?"."""
-    parsed = parse(name) if isinstance(name, str) else name
+    parsed = parse_name(name) if isinstance(name, str) else name
     opts = options or ScoreOptions()
     importlib.import_module(_home(parsed))
     if parsed.namespace is not None:
@@ -72,6 +72,28 @@ def create(name: str | MetricName, options: ScoreOptions | None = None) -> Metri
     if cls is None:
         raise UsageError(_unknown(parsed.base, [*_REGISTRY, *_ALIASES]))
     return cls(cutoff=parsed.cutoff, options=opts, **dict(parsed.params))
+
+
+def parse_name(text: str) -> MetricName:
+    """The name parsed; a malformed one (``rouge-l``) gets the registered name it is
+    closest to, when one is close."""
+    try:
+        return parse(text)
+    except UsageError as error:
+        _load_builtin()
+        word = re.split(r"[(@]", text.strip(), maxsplit=1)[0]
+        known = [*_REGISTRY, *_ALIASES, *_SPELLED]
+        same = {_folded(name): name for name in known}.get(_folded(word))
+        hint = (f"did you mean {same!r}?" if same is not None
+                else did_you_mean(word.lower(), known, n=3, cutoff=0.5))
+        if not hint:
+            raise
+        raise UsageError(f"{error}; {hint}") from None
+
+
+def _folded(name: str) -> str:
+    """A name without case, hyphens or underscores: ``rouge-l``, ``ROUGE_L`` and ``rougeL``."""
+    return name.lower().replace("-", "").replace("_", "")
 
 
 def _home(parsed: MetricName) -> str:
@@ -106,6 +128,9 @@ def _unknown(what: str, known: list[str]) -> str:
     hint = f"; {hint}" if hint else ""
     return f"unknown metric {what!r}{hint} (`rageval metrics` lists them all)"
 
+
+# Names a family pattern makes (no registry entry of their own), offered as corrections.
+_SPELLED = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 # Friendly aliases; the canonical name is the registered one.
 _ALIASES: dict[str, str] = {

@@ -27,6 +27,7 @@ from rageval.core.metric import (
 )
 from rageval.core.params import Param
 from rageval.core.registry import register
+from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.bleu_corpus import (
@@ -116,6 +117,7 @@ class Bleu(Metric):
     """
 
     family = "lexical"
+    value_range = (0.0, 100.0)
     libraries = ("sacrebleu",)
     base = "bleu"
     summary = "BLEU (sacrebleu), 0-100: sentence BLEU per record, corpus BLEU in the summary"
@@ -147,6 +149,11 @@ class Bleu(Metric):
     def output_names(self) -> list[str]:
         head = str(self.name)
         return [head, *(f"{head}.{part}" for part in COMPONENTS)]
+
+    def output_scale(self, output: str) -> Scale:
+        """sacrebleu's 0-100, but the brevity penalty's 0-1 and the length ratio's >= 0."""
+        return {"bp": RATIO, "ratio": (0.0, None)}.get(output.rpartition(".")[2],
+                                                          self.value_range)
 
     def signature(self) -> Signature:
         """The signature before scoring; ``nrefs`` is only known from the data (``nrefs:?``)."""

@@ -9,6 +9,8 @@ from rageval.core.metric import Metric
 from rageval.core.params import render_value
 from rageval.core.registry import metric_classes
 from rageval.core.results import Results, count_of
+from rageval.core.results.counts import MetricCounts, RunCounts
+from rageval.core.scale import scale_text
 
 
 def _fmt(value: float | None) -> str:
@@ -18,8 +20,9 @@ def _fmt(value: float | None) -> str:
 
 
 def summary_table(results: Results, *, components: bool = False) -> Table:
-    """The summary: value, 95% CI, scored and unscored counts; values first, so that a row fits
-    on one line (the signatures follow once, below: :func:`signatures_table`).
+    """The summary: value, its scale (a 1-5 rubric beside a 0-1 ratio), 95% CI, scored and
+    unscored counts; values first, so that a row fits on one line (the signatures follow
+    once, below: :func:`signatures_table`).
 
     Unless ``components`` is set, only each metric's headline values are shown.
     """
@@ -27,6 +30,7 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
     # Numbers never wrap or shrink; on a narrow terminal a long metric name folds instead.
     table.add_column("metric", style="bold", overflow="fold")
     table.add_column("value", justify="right", no_wrap=True, min_width=7)
+    table.add_column("scale", no_wrap=True)
     table.add_column("95% CI", justify="right", no_wrap=True, min_width=16)
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("unscored", justify="right", no_wrap=True)
@@ -35,23 +39,17 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
             continue
         ci = "—" if item.ci95 is None else f"[{_fmt(item.ci95[0])}, {_fmt(item.ci95[1])}]"
         label = name + (" (corpus)" if item.aggregate == "corpus" else "")
-        table.add_row(label, _fmt(item.value), ci, str(item.n), str(item.unscored))
+        table.add_row(label, _fmt(item.value), scale_text(item.scale), ci, str(item.n),
+                      str(item.unscored))
     return table
 
 
 def _run_size(results: Results) -> str:
     """``8 records``, or for a run with conversations what it summed up over."""
-    total = results.records_info.count
-    section = results.manifest.get("conversations")
-    if total is None:
-        total = len(results.records)
-    if not isinstance(section, dict):
-        return count_of(total, "record")
-    text = f"{count_of(section['count'], 'conversation')} of {count_of(section['turns'], 'turn')}"
-    alone = total - section["turns"]
-    if alone:
-        text += f" and {count_of(alone, 'record')} on {'its' if alone == 1 else 'their'} own"
-    return f"{text}; n counts conversations"
+    counts = RunCounts.of(results)
+    if not counts.conversations:
+        return counts.text()
+    return f"{counts.text()}; {counts.n_text()}"
 
 
 def signatures_table(results: Results) -> Table:
@@ -73,17 +71,18 @@ def signatures_table(results: Results) -> Table:
 def unscored_lines(results: Results) -> list[str]:
     """One line per (metric, reason) so that no unscored record goes unexplained, and one per
     (metric, flag) so that no flagged value goes unnoticed."""
-    lines = []
+    lines: list[str] = []
     seen: set[str] = set()
+    run = RunCounts.of(results)
     for name, item in results.summary.items():
         # Components of one metric share its signature and reasons: report them once.
         if item.signature in seen:
             continue
         seen.add(item.signature)
         # A value scored per turn and summed up over conversations counts its reasons by turn.
-        what = "unscored turns" if "turns" in item.figures else "unscored"
-        for reason, count in item.reasons.items():
-            lines.append(f"{name}: {count} {what}: {reason}")
+        counts = MetricCounts.of(item, run)
+        lines += [f"{name}: {counts.reason_text(count, reason)}"
+                  for reason, count in item.reasons.items()]
         lines += [f"{name}: {flagged_text(flag, count)}" for flag, count in item.flagged.items()]
     return lines
 

@@ -26,6 +26,7 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import ScoreOptions
 from rageval.core.params import Param
 from rageval.core.registry import register
+from rageval.core.scale import UNBOUNDED
 from rageval.retrieval import kernels
 
 # NOT_JUDGED is re-exported: callers read the unscored reason from here.
@@ -146,6 +147,8 @@ class MeanRank(RetrievalMetric):
     Lower is better. Example: first relevant at ranks 3, 2, 5 gives mean rank 3.33.
     """
 
+    value_range = UNBOUNDED
+
     base = "mean_rank"
     cutoff_rule = "optional"
     params = (
@@ -230,6 +233,8 @@ class DCG(RetrievalMetric):
     gain=linear uses the grade itself (trec_eval), gain=exp uses 2^g - 1 (Burges et al. 2005).
     Example: grades [3, 2, 3] give DCG@3 = 3 + 2/log2(3) + 3/2 = 5.76.
     """
+
+    value_range = UNBOUNDED
 
     base = "dcg"
     cutoff_rule = "optional"

@@ -15,6 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult
+from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field
 from rageval.retrieval.ranking import Ranking
 
@@ -49,6 +50,7 @@ class RetrievalMetric(Metric):
     """A ranked-list metric: one kernel call over the batch's columnar ranking."""
 
     family = "retrieval"
+    value_range: ClassVar[Scale] = RATIO  # DCG and ranks are unbounded
     needs = frozenset({"judgments", "contexts"})
     # Metrics trec_eval also computes (same conventions); the others are rageval's own.
     trec_eval_measure: ClassVar[bool] = True

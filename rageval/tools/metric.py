@@ -19,6 +19,7 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.params import Param
+from rageval.core.scale import RATIO
 from rageval.core.records import Record
 from rageval.tools.matching import MATCH_RULES, ORDER_RULES, Pairing, pair_calls
 
@@ -46,6 +47,7 @@ class ToolCallMetric(Metric):
     """One of :data:`KINDS` (see the module)."""
 
     family = "tools"
+    value_range = RATIO
     params: ClassVar[tuple[Param, ...]] = (
         Param("match", str, "exact", "what makes two calls the same: exact (name and equal "
               "arguments), name (name only), args_subset (name, and every expected argument "

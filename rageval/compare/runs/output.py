@@ -5,10 +5,11 @@ rows."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -35,12 +36,14 @@ def render_comparison(comparison: Comparison, console: Console, *,
     signature mismatches, records left out, metrics not compared, what the marks mean."""
     for system in comparison.systems:
         rows = [r for r in comparison.rows_for(system) if r["headline"] or components]
-        console.print(comparison_table(comparison, system, rows))
+        _print_fitting(console, comparison_table(comparison, system, rows),
+                       lambda: stacked_comparison(comparison, system, rows, console.width))
         turns = [r for r in comparison.per_turn
                  if r["system"] == system and (r["headline"] or components)]
         if turns:
-            console.print(turn_table(comparison, system, turns))
-        for line, style in _notes(comparison, system, rows):
+            _print_fitting(console, turn_table(comparison, system, turns),
+                           lambda: stacked_turns(comparison, system, turns, console.width))
+        for line, style in _notes(comparison, system, rows, components=components):
             console.print(line, style=style, markup=False, highlight=False)
     dropped = {k: v for k, v in comparison.dropped.items() if v}
     if dropped:
@@ -54,35 +57,50 @@ def render_comparison(comparison: Comparison, console: Console, *,
 def comparison_table(comparison: Comparison, system: str,
                      rows: Sequence[dict[str, Any]]) -> Table:
     """The table of one comparison (rows already filtered)."""
-    unit = ""
-    if "unit" in comparison.settings:
-        unit = "; n counts conversations"
-    title = (f"{system} vs baseline {comparison.baseline} "
-             f"({comparison.n_records} paired records{unit})")
     # Text, not markup: paths and metric names may hold brackets ("p(rel=2)@5", "run[1]").
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(_title(comparison, system)), title_justify="left")
     table.add_column("metric", style="bold")
-    for label in ("baseline", "system", "delta", f"{LEVEL:.0%} CI", "p", "p_adj", "W/T/L",
-                  "n"):
+    for label in _COLUMNS:
         table.add_column(label, justify="right")
-    table.add_column("signature")
+    # Signatures that agree are said once, in the notes; a column only when one differs.
+    differs = any(row["signature_mismatch"] for row in rows)
+    if differs:
+        table.add_column("signature")
     for row in rows:
-        ci = row["ci95"]
-        cells = (
-            row["metric"] + (" (corpus)" if row["aggregate"] == "corpus" else ""),
-            _fmt(row["baseline_value"]),
-            _fmt(row["system_value"]),
-            _fmt(row["delta"], signed=True),
-            "—" if ci is None else f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
-            _fmt_p(row["p_value"]),
-            _fmt_p(row["p_adjusted"]) + significance_mark(row["p_adjusted"]),
-            f"{row['wins']}/{row['ties']}/{row['losses']}",
-            str(row["n"]) + (f" (-{row['n_dropped']})" if row["n_dropped"] else ""),
-            {None: "same", "rageval-version": "rageval version differs",
-             "config": "DIFFERS"}[row["signature_mismatch"]],
-        )
+        cells = [_label(row), *_cells(row)]
+        if differs:
+            cells.append(_SIGNATURE[row["signature_mismatch"]])
         table.add_row(*(Text(cell) for cell in cells))
     return table
+
+
+def _title(comparison: Comparison, system: str) -> str:
+    unit = "; n counts conversations" if "unit" in comparison.settings else ""
+    return (f"{system} vs baseline {comparison.baseline} "
+            f"({comparison.n_records} paired records{unit})")
+
+
+_COLUMNS = ("baseline", "system", "delta", f"{LEVEL:.0%} CI", "p", "p_adj", "W/T/L", "n")
+_SIGNATURE = {None: "same", "rageval-version": "rageval version differs", "config": "DIFFERS"}
+
+
+def _label(row: dict[str, Any]) -> str:
+    return row["metric"] + (" (corpus)" if row["aggregate"] == "corpus" else "")
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    """A row's figures, in the order of :data:`_COLUMNS`."""
+    ci = row["ci95"]
+    return [
+        _fmt(row["baseline_value"]),
+        _fmt(row["system_value"]),
+        _fmt(row["delta"], signed=True),
+        "—" if ci is None else f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
+        _fmt_p(row["p_value"]),
+        _fmt_p(row["p_adjusted"]) + significance_mark(row["p_adjusted"]),
+        f"{row['wins']}/{row['ties']}/{row['losses']}",
+        str(row["n"]) + (f" (-{row['n_dropped']})" if row["n_dropped"] else ""),
+    ]
 
 
 def turn_table(comparison: Comparison, system: str,
@@ -100,6 +118,60 @@ def turn_table(comparison: Comparison, system: str,
                  f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]", str(row["n"]))
         table.add_row(*(Text(cell) for cell in cells))
     return table
+
+
+def _print_fitting(console: Console, table: Table, stacked: Callable[[], list[Text]]) -> None:
+    """The table where it fits the console's width whole; else its rows stacked, each cell
+    with its label, so that no number is ever cut to fit (an 80-column terminal)."""
+    natural = Measurement.get(console, console.options.update_width(10**6), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    for line in stacked():
+        console.print(line, markup=False, highlight=False)
+
+
+def stacked_comparison(comparison: Comparison, system: str, rows: Sequence[dict[str, Any]],
+                       width: int) -> list[Text]:
+    """The narrow layout of :func:`comparison_table`: its title, then per metric its name and
+    its labelled figures, packed into lines of ``width`` (a figure never split)."""
+    lines = [Text(_title(comparison, system), style="bold")]
+    for row in rows:
+        fields = [f"{label} {cell}" for label, cell in zip(_COLUMNS, _cells(row), strict=True)]
+        if row["signature_mismatch"]:
+            fields.append(f"signature {_SIGNATURE[row['signature_mismatch']]}")
+        lines += _packed(_label(row), fields, width)
+    return lines
+
+
+def stacked_turns(comparison: Comparison, system: str, rows: Sequence[dict[str, Any]],
+                  width: int) -> list[Text]:
+    """The narrow layout of :func:`turn_table`."""
+    lines = [Text(f"{system} vs baseline {comparison.baseline}, turn by turn", style="bold")]
+    for row in rows:
+        ci = row["ci95"]
+        fields = [f"baseline {_fmt(row['baseline_value'])}",
+                  f"system {_fmt(row['system_value'])}",
+                  f"delta {_fmt(row['delta'], signed=True)}",
+                  f"{LEVEL:.0%} CI [{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
+                  f"n {row['n']}"]
+        lines += _packed(f"{row['metric']} turn {row['turn']}", fields, width)
+    return lines
+
+
+def _packed(head: str, fields: list[str], width: int) -> list[Text]:
+    """``head`` on its own line, then the fields two spaces apart, indented, as many to a
+    line as ``width`` holds (a field longer than a line gets a line of its own)."""
+    lines, current = [Text(head, style="bold")], ""
+    for field in fields:
+        joined = f"{current}  {field}" if current else f"  {field}"
+        if current and len(joined) > width:
+            lines.append(Text(current))
+            joined = f"  {field}"
+        current = joined
+    if current:
+        lines.append(Text(current))
+    return lines
 
 
 def significance_mark(p_adjusted: float | None) -> str:
@@ -126,9 +198,11 @@ def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> None:
     write_json_file(json_rows(comparison), path)
 
 
-def _notes(comparison: Comparison, system: str,
-           rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+def _notes(comparison: Comparison, system: str, rows: Sequence[dict[str, Any]], *,
+           components: bool = False) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
+    if rows and not any(row["signature_mismatch"] for row in rows):
+        lines.append(("signatures: the same in both runs for every metric shown", ""))
     for row in rows:
         if row["signature_mismatch"] is None:
             continue
@@ -146,9 +220,12 @@ def _notes(comparison: Comparison, system: str,
     lines += [(text, "") for row in rows if (text := _calibrated_text(row)) is not None]
     missing = comparison.not_compared.get(system, {})
     for key, where in (("baseline_only", comparison.baseline), ("system_only", system)):
-        if missing.get(key):
-            lines.append((f"only in {where}, not compared: {', '.join(missing[key])}",
-                          "yellow"))
+        names = missing.get(key) or []
+        if not components:  # a metric's components go with it, and are not shown apart
+            compared = {row["metric"] for row in comparison.rows_for(system)}
+            names = [n for n in names if n.rpartition(".")[0] not in {*names, *compared}]
+        if names:
+            lines.append((f"only in {where}, not compared: {', '.join(names)}", "yellow"))
     return lines
 
 

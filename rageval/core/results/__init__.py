@@ -30,6 +30,8 @@ from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError
 from rageval.core.files import atomic_write
 from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
+from rageval.core.results.counts import count_of
+from rageval.core.scale import Scale, scale_from_json
 from rageval.core.results.frames import calibration_columns, frame
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
@@ -60,6 +62,9 @@ class MetricSummary:
     # then each record's judge samples), "conversations" (of conversations), or "poisson"
     # (running sums with Poisson weights: a run past the records kept whole, or --ci poisson).
     ci_method: str = "records"
+    # The range the values take (rageval.core.scale), as the metric declares it; None: the
+    # run did not record it (written before scales were).
+    scale: Scale | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -80,6 +85,8 @@ class MetricSummary:
             out["calibrated"] = self.calibrated.to_json()
         if self.ci_method != "records":
             out["ci_method"] = self.ci_method
+        if self.scale is not None:
+            out["scale"] = list(self.scale)
         out.update(self.figures)
         return out
 
@@ -101,13 +108,14 @@ class MetricSummary:
                         else None),
             figures={k: v for k, v in data.items() if k not in _SUMMARY_KEYS},
             ci_method=str(data.get("ci_method", "records")),
+            scale=scale_from_json(data.get("scale")),
         )
 
 
 # The keys of a metric's summary.json entry that are not figures (MetricSummary.figures).
 _SUMMARY_KEYS = frozenset({"value", "n", "unscored", "ci95", "signature", "aggregate",
                            "short_signature", "component", "unscored_reasons", "flagged",
-                           "calibrated", "ci_method"})
+                           "calibrated", "ci_method", "scale"})
 
 
 @dataclass(frozen=True)
@@ -322,11 +330,6 @@ class Results:
         summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
         atomic_write(directory / "summary.json", summary + "\n")
         return directory
-
-
-def count_of(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is one (``1 record``, ``1,024 records``)."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def read_summary(run_dir: str | os.PathLike[str]

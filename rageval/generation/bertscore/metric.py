@@ -20,6 +20,7 @@ from rageval.core.metric import (
 from rageval.core.names import MetricName
 from rageval.core.params import Param
 from rageval.core.registry import register
+from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.bertscore.dependencies import _import, _version, bert_score_hash
@@ -155,6 +156,7 @@ class BertScore(Metric):
     """
 
     family = "semantic"
+    value_range = (None, 1.0)
     libraries = ("bert-score", "transformers", "torch")
     base = "bertscore"
     summary = ("BERTScore F1 (bert-score): greedy cosine matching of contextual token "
@@ -221,6 +223,10 @@ class BertScore(Metric):
     def output_names(self) -> list[str]:
         head = str(self.name)
         return [head, *(f"{head}.{part}" for part in self.components)]
+
+    def output_scale(self, output: str) -> Scale:
+        """Cosine similarities reach 1 (and may go below 0); ``.truncated`` is 0 or 1."""
+        return RATIO if output.endswith(".truncated") else self.value_range
 
     # ---- signature ----------------------------------------------------------------------
 

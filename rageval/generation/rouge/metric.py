@@ -32,6 +32,7 @@ import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult
 from rageval.core.params import Param
+from rageval.core.scale import RATIO
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.generation.rouge.pairs import _Pairs, batch_pairs
@@ -95,6 +96,7 @@ class Rouge(Metric):
     """Base of the ROUGE metrics: pairs, best reference, components, signature."""
 
     family = "lexical"
+    value_range = RATIO
     libraries = ("nltk",)  # its Porter stemmer, with stem=true
     params = (_STEM, _TOKENIZER)
     needs = frozenset({"answer", "reference"})

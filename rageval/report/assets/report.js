@@ -81,7 +81,7 @@
     });
     table.setAttribute("data-shown", String(shown));
     if (counter) {
-      counter.textContent = shown + " of " + texts.length + " records";
+      counter.textContent = shown + " of " + texts.length + " rows";
     }
   }
 

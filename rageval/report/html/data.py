@@ -21,12 +21,13 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.records import Record
 from rageval.core.results import RecordResult, Results
+from rageval.core.results.counts import unit_values
+from rageval.core.scale import Scale
 
 # One color per run, used in plots and next to run names in tables (matplotlib's tab10).
 _RUN_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 _MAX_BAR_SPAN = 20  # integer scores spanning at most this many values are drawn as bar counts
-JUDGE_SCALE = (1, 5)  # the rubric scale (DESIGN: judge scores stay on the rubric's 1-5)
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per run
@@ -92,9 +93,23 @@ def as_finite(value: Any) -> float | None:
 
 
 def scored_values(run: ReportRun, metric: str) -> np.ndarray:
-    """The run's finite scores for the metric, in record order (unscored records left out)."""
+    """The values the run's summary averages for the metric, unscored ones left out: each
+    record's, in record order; in a run of conversations, each conversation's (the mean of
+    its scored turns), so that a plot counts what the summary's ``n`` counts."""
+    if isinstance(run.results.manifest.get("conversations"), Mapping):
+        means = unit_values(run.results.records, metric).values()
+        return np.array([mean for mean, _ in means], dtype=float)
     values = [as_finite(result.scores.get(metric)) for result in run.results.records]
     return np.array([v for v in values if v is not None], dtype=float)
+
+
+def value_span(scale: Scale | None, values: Sequence[float]) -> tuple[float, float] | None:
+    """The span an axis or a shading gives the values: the metric's scale where it is bounded
+    (widened to any value outside it), else None (the values' own span)."""
+    if scale is None or scale[0] is None or scale[1] is None:
+        return None
+    low, high = scale[0], scale[1]
+    return (min([low, *values]), max([high, *values]))
 
 
 def drawn_as_bars(series: list[tuple[ReportRun, np.ndarray]]) -> bool:

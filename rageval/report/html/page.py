@@ -41,7 +41,8 @@ from importlib import resources
 from typing import Any
 
 from rageval.core.records import Record
-from rageval.core.results import Results, count_of
+from rageval.core.results import Results
+from rageval.core.results.counts import RunCounts
 from rageval.core.version import __version__
 from rageval.report.html.comparison import comparison_section
 from rageval.report.html.data import ReportRun, headline_metrics, prepare_runs
@@ -131,9 +132,9 @@ def _csp(script: str) -> str:
 def _header(runs: list[ReportRun], heading: str, *, has_comparison: bool) -> str:
     parts = []
     for run in runs:
-        count = len(run.results.records)
+        size = RunCounts.of(run.results).text()
         parts.append(f'<span class="run">{run_label(run)} '
-                     f'<span class="muted">({count_of(count, "record")})</span></span>')
+                     f'<span class="muted">({esc(size)})</span></span>')
     links = [("summary", "Summary"), ("distributions", "Distributions")]
     if has_comparison:
         links.append(("comparison", "Comparison"))

@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import MissingDependencyError
+from rageval.core.results.counts import RunCounts, count_of
+from rageval.core.scale import Scale, scale_text
 from rageval.report.html.data import (
-    JUDGE_SCALE,
     ReportRun,
     ci_excludes_zero,
     ci_pair,
     mismatch_text,
+    value_span,
 )
 from rageval.report.html.markup import esc
 
@@ -106,13 +108,17 @@ def _short(name: str) -> str:
 
 
 def _series_label(run: ReportRun, metric: str, count: int) -> str:
+    """The run's name, and what its summary counts: ``(n=3 conversations, 2 unscored)``."""
     unscored = run.results.summary[metric].unscored
     extra = f", {unscored} unscored" if unscored else ""
-    return f"{_short(run.name)}\n(n={count}{extra})"
+    noun = RunCounts.of(run.results).unit
+    return f"{_short(run.name)}\n(n={count_of(count, noun)}{extra})"
 
 
-def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray]]) -> None:
-    """A box plot with every record as a jittered dot, one row per run (first run on top)."""
+def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray]],
+                scale: Scale | None = None) -> None:
+    """A box plot with every record as a jittered dot, one row per run (first run on top),
+    along the metric's scale where it is bounded."""
     axes = figure.add_subplot()
     rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same picture
     positions = list(range(len(series), 0, -1))
@@ -132,7 +138,11 @@ def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarr
     axes.set_yticks(positions, [_series_label(run, metric, values.size)
                                 for run, values in series])
     axes.set_ylim(0.4, len(series) + 0.6)
-    axes.set_xlabel(metric)
+    span = value_span(scale, [float(v) for _, values in series for v in values])
+    if span is not None:
+        margin = 0.03 * (span[1] - span[0])
+        axes.set_xlim(span[0] - margin, span[1] + margin)
+    axes.set_xlabel(f"{metric} (scale {scale_text(scale)})" if scale is not None else metric)
     axes.grid(axis="x")
     axes.set_axisbelow(True)
     axes.spines["left"].set_visible(False)
@@ -153,15 +163,17 @@ def _horizontal(axes: Any) -> dict[str, Any]:
 
 
 def draw_bars(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray]],
-              judge: bool) -> None:
-    """Counts per integer score, runs side by side; a judge's axis spans its whole rubric."""
+              scale: Scale | None = None) -> None:
+    """Counts per integer score, runs side by side; the axis spans the metric's whole scale
+    (a rubric's 1-5) where it is bounded and small."""
     from matplotlib.ticker import MaxNLocator
 
     axes = figure.add_subplot()
     values = np.concatenate([scores for _, scores in series])
     low, high = int(values.min()), int(values.max())
-    if judge:
-        low, high = min(low, JUDGE_SCALE[0]), max(high, JUDGE_SCALE[1])
+    span = value_span(scale, [float(v) for v in values])
+    if span is not None and span[1] - span[0] <= 20 and all(float(e).is_integer() for e in span):
+        low, high = int(span[0]), int(span[1])
     xs = np.arange(low, high + 1)
     width = 0.8 / len(series)
     for index, (run, scores) in enumerate(series):
@@ -170,7 +182,7 @@ def draw_bars(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray
         axes.bar(xs + offset, counts, width=width * 0.92, color=run.color,
                  label=_series_label(run, metric, scores.size).replace("\n", " "))
     axes.set_xticks(xs)
-    axes.set_xlabel(f"{metric} score")
+    axes.set_xlabel(f"{metric} score" + (f" (scale {scale_text(scale)})" if scale else ""))
     axes.set_ylabel("records")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(axis="y")

@@ -9,12 +9,14 @@ reasons a record went unscored. The table sorts and filters in the browser
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
+from rageval.core.results.counts import count_of, unit_values
 from rageval.report.html.claims import LEGEND, claims_cell, has_claim_details
-from rageval.report.html.data import JUDGE_SCALE, ReportRun, as_finite, drawn_as_bars, scored_values
+from rageval.report.html.data import ReportRun, as_finite, scored_values, value_span
 from rageval.report.html.markup import clip, esc, fmt_number, num_cell, run_label, table, th
 
 
@@ -44,12 +46,19 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
     if has_errors:
         head.append(th("unscored / errors", key="errors", kind="text"))
 
+    wholes = _Conversations(runs, metrics)
     rows = []
     for record_id in ids:
         cells = [f'<td class="id">{esc(record_id)}</td>']
-        cells += [_text_cell(getter(record_id)) for _, _, getter in text_columns]
+        turns = wholes.turns(record_id)
+        if turns is not None and text_columns:  # a conversation's own line: no text of its own
+            cells.append(f'<td class="muted" data-s="">the conversation as a whole '
+                         f"({count_of(turns, 'turn')})</td>")
+            cells += ['<td class="null" data-s=""></td>'] * (len(text_columns) - 1)
+        else:
+            cells += [_text_cell(getter(record_id)) for _, _, getter in text_columns]
         for run, metric in score_columns:
-            cells.append(_score_cell(run, record_id, metric, ranges[(run, metric)]))
+            cells.append(_score_cell(run, record_id, metric, ranges[(run, metric)], wholes))
         if has_reasoning:
             cells.append(_reasoning_cell(runs, record_id))
         if has_claims:
@@ -69,7 +78,7 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
                 "are not shown: ids, scores and judge reasoning only.</p>")
     toolbar = ('<div class="toolbar"><input type="search" id="records-filter" '
                'placeholder="Filter records (id, text, reasoning, …)" aria-label="filter records">'
-               f'<span id="records-count" class="muted">{len(ids)} records</span>'
+               f'<span id="records-count" class="muted">{count_of(len(ids), "row")}</span>'
                '<span class="muted">Click a header to sort (unscored last); click a long text '
                "to expand it.</span></div>")
     return (f'<section id="records"><h2>Records</h2>{note}{toolbar}'
@@ -146,23 +155,60 @@ def _column_range(run: ReportRun, metric: str) -> tuple[float, float]:
     scores = scored_values(run, metric)
     if not scores.size:
         return (0.0, 1.0)
+    span = value_span(run.results.summary[metric].scale, [float(v) for v in scores])
+    if span is not None:  # shaded within the metric's scale (a 3 of 5 fills three fifths)
+        return span
     low, high = float(scores.min()), float(scores.max())
-    if drawn_as_bars([(run, scores)]) and metric.startswith("judge:"):
-        low, high = min(low, JUDGE_SCALE[0]), max(high, JUDGE_SCALE[1])
     return (min(low, 0.0), high) if low >= 0 else (low, high)
 
 
-def _score_cell(run: ReportRun, record_id: str, metric: str, bounds: tuple[float, float]) -> str:
+class _Conversations:
+    """The conversations' own lines of each run (the values that grade a conversation whole),
+    and what their rows show for a value scored per turn: the mean of the scored turns, the
+    conversation's value in the run's summary."""
+
+    def __init__(self, runs: list[ReportRun], metrics: list[str]) -> None:
+        self._turns: dict[str, int] = {}
+        self._means: dict[tuple[int, str], dict[str, tuple[float, int]]] = {}
+        for index, run in enumerate(runs):
+            if not isinstance(run.results.manifest.get("conversations"), Mapping):
+                continue
+            counted = Counter(r.conversation for r in run.results.records
+                              if r.conversation is not None and r.turn is not None)
+            for result in run.results.records:
+                if result.conversation is not None and result.turn is None:
+                    self._turns.setdefault(result.id, counted[result.conversation])
+            for metric in metrics:
+                self._means[(index, metric)] = unit_values(run.results.records, metric)
+        self._index = {id(run): index for index, run in enumerate(runs)}
+
+    def turns(self, record_id: str) -> int | None:
+        """The turns of the conversation whose own line this is; None: not such a line."""
+        return self._turns.get(record_id)
+
+    def mean(self, run: ReportRun, record_id: str, metric: str) -> tuple[float, int] | None:
+        """A conversation's mean of its scored turns and their number, on its own line."""
+        if record_id not in self._turns:
+            return None
+        return self._means.get((self._index[id(run)], metric), {}).get(record_id)
+
+
+def _score_cell(run: ReportRun, record_id: str, metric: str, bounds: tuple[float, float],
+                wholes: _Conversations) -> str:
     result = run.by_id.get(record_id)
     if result is None:
         return '<td class="num null" data-v="" title="not in this run">·</td>'
     value = as_finite(result.scores.get(metric))
+    title = None
+    if value is None and (mean := wholes.mean(run, record_id, metric)) is not None:
+        value, title = mean[0], f"the mean of its {count_of(mean[1], 'scored turn')}"
     if value is None:
         reason = result.errors.get(metric) or "unscored"
         return f'<td class="num null" data-v="" title="{esc(reason)}">—</td>'
     low, high = bounds
     share = 0.0 if high <= low else min(max((value - low) / (high - low), 0.0), 1.0)
-    return num_cell(value, extra_class="score", style=f"--p:{share:.3f}")
+    extra = "score" if title is None else "score mean"
+    return num_cell(value, extra_class=extra, style=f"--p:{share:.3f}", title=title)
 
 
 def _reasonings(run: ReportRun, result: RecordResult) -> list[tuple[str, str]]:

@@ -12,7 +12,9 @@ import math
 
 import numpy as np
 
-from rageval.core.results import MetricSummary, Results, count_of
+from rageval.core.results import MetricSummary, Results
+from rageval.core.results.counts import MetricCounts, RunCounts
+from rageval.core.scale import scale_text
 from rageval.report.html.data import ReportRun, drawn_as_bars, headline_names, scored_values
 from rageval.report.html.markup import ci_text, esc, num_cell, run_label, table, th
 from rageval.report.html.plots import draw_bars, draw_strips, render_svg
@@ -38,13 +40,17 @@ def summary_section(runs: list[ReportRun]) -> str:
 def _run_summary(run: ReportRun, index: int) -> str:
     source_text = run.results.records_info.source
     created = run.results.manifest.get("created")
-    facts = [count_of(len(run.results.records), "record")]
+    counts = RunCounts.of(run.results)
+    facts = [esc(counts.text())]
+    if counts.conversations:
+        facts.append(esc(counts.n_text()))
     if isinstance(source_text, str):
         facts.append(f"from <code>{esc(source_text)}</code>")
     if isinstance(created, str):
         facts.append(f"scored {esc(created)}")
     head = [th("metric", key="metric", kind="text"), th("value", key="value", kind="num",
-            numeric=True), th("95% CI", numeric=True), th("n", key="n", kind="num",
+            numeric=True), th("scale", title="the range the metric's values take"),
+            th("95% CI", numeric=True), th("n", key="n", kind="num",
             numeric=True), th("unscored", key="unscored", kind="num", numeric=True),
             th("signature")]
     headline = set(headline_names(run.results))
@@ -63,6 +69,7 @@ def _summary_row(name: str, item: MetricSummary, headline: bool) -> str:
     short = item.short_signature or item.signature
     return (f'<tr class="{class_attr}"><td data-s="{esc(name)}">{label}</td>'
             f"{num_cell(item.value)}"
+            f'<td class="scale">{esc(scale_text(item.scale))}</td>'
             f'<td class="num">{ci_text(item.ci95)}</td>'
             f'<td class="num" data-v="{item.n}">{item.n}</td>'
             f'<td class="num" data-v="{item.unscored}">{item.unscored}</td>'
@@ -83,12 +90,14 @@ def _reasons_list(results: Results) -> str:
     share their metric's reasons)."""
     seen: set[str] = set()
     items = []
+    run = RunCounts.of(results)
     for name, item in results.summary.items():
         if item.signature in seen or not (item.reasons or item.flagged):
             continue
         seen.add(item.signature)
-        for reason, count in item.reasons.items():
-            items.append(f"<li><b>{esc(name)}</b>: {count} unscored: {esc(reason)}</li>")
+        counts = MetricCounts.of(item, run)
+        items += [f"<li><b>{esc(name)}</b>: {esc(counts.reason_text(count, reason))}</li>"
+                  for reason, count in item.reasons.items()]
         items += [f'<li class="flag"><b>{esc(name)}</b>: {flagged_text(flag, count)}</li>'
                   for flag, count in item.flagged.items()]
     return f'<ul class="reasons">{"".join(items)}</ul>' if items else ""
@@ -100,9 +109,13 @@ def distribution_section(runs: list[ReportRun], metrics: list[str]) -> str:
         series = [(run, scored_values(run, metric)) for run in runs
                   if metric in run.results.summary]
         figures.append(_distribution_figure(metric, series, f"dist{index}-"))
-    note = ('<p class="note">One plot per headline metric. Each dot is a record; boxes show the '
-            "quartiles, diamonds the mean. Integer scores (judge rubrics) are shown as counts per "
-            "score. Unscored records are not drawn: their count is in each label.</p>")
+    dot = "a record"
+    if any(RunCounts.of(run.results).conversations for run in runs):
+        dot = "what the summary's n counts: a conversation (the mean of its scored turns)"
+    note = (f'<p class="note">One plot per headline metric, on the metric\'s scale. Each dot is '
+            f"{dot}; boxes show the quartiles, diamonds the mean. Integer scores (judge "
+            "rubrics) are shown as counts per score. Unscored values are not drawn: their count "
+            "is in each label.</p>")
     body = "\n".join(figures) or '<p class="note">No metrics.</p>'
     return (f'<section id="distributions"><h2>Score distributions</h2>{note}'
             f'<div class="plots">{body}</div></section>')
@@ -110,20 +123,21 @@ def distribution_section(runs: list[ReportRun], metrics: list[str]) -> str:
 
 def _distribution_figure(metric: str, series: list[tuple[ReportRun, np.ndarray]],
                          prefix: str) -> str:
-    judge = metric.startswith("judge:")
+    summary = series[0][0].results.summary[metric] if series else None
+    scale = None if summary is None else summary.scale
     if drawn_as_bars(series):
         height = 2.4 + 0.2 * math.ceil(len(series) / 3)
-        svg = render_svg(lambda fig: draw_bars(fig, metric, series, judge), height=height,
+        svg = render_svg(lambda fig: draw_bars(fig, metric, series, scale), height=height,
                          prefix=prefix, label=f"counts of {metric} scores")
     else:
         height = 1.0 + 0.55 * len(series)
-        svg = render_svg(lambda fig: draw_strips(fig, metric, series), height=height,
+        svg = render_svg(lambda fig: draw_strips(fig, metric, series, scale), height=height,
                          prefix=prefix, label=f"distribution of {metric} scores")
-    summary = series[0][0].results.summary[metric] if series else None
     signature = "" if summary is None else summary.signature
     short = "" if summary is None else (summary.short_signature or summary.signature)
     return (f'<figure class="plot" id="plot-{esc(prefix.rstrip("-"))}" data-metric="{esc(metric)}">'
-            f"<figcaption><b>{esc(metric)}</b>"
+            f"<figcaption><b>{esc(metric)}</b> "
+            f'<span class="muted">scale {esc(scale_text(scale))}</span>'
             f'<span class="sig" title="{esc(signature)}">{esc(short)}</span></figcaption>'
             f"{svg}</figure>")
 
