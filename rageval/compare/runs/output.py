@@ -14,6 +14,8 @@ from rich.text import Text
 
 from rageval.compare.command_output import write_json_file
 from rageval.compare.runs.statistics import LEVEL, Comparison
+from rageval.core.outputs.significance import MARKS, SIGNIFICANCE_LEGEND, significance_mark
+from rageval.core.outputs.text import terminal
 
 __all__ = [
     "MARKS",
@@ -24,9 +26,6 @@ __all__ = [
     "turn_table",
     "write_json",
 ]
-
-# Significance marks on Holm-adjusted p-values, strictest first.
-MARKS = ((0.01, "**"), (0.05, "*"))
 
 
 def render_comparison(comparison: Comparison, console: Console, *,
@@ -41,11 +40,11 @@ def render_comparison(comparison: Comparison, console: Console, *,
         if turns:
             console.print(turn_table(comparison, system, turns))
         for line, style in _notes(comparison, system, rows):
-            console.print(line, style=style, markup=False, highlight=False)
+            console.print(terminal(line), style=style, markup=False, highlight=False)
     dropped = {k: v for k, v in comparison.dropped.items() if v}
     if dropped:
         text = ", ".join(f"{name}: {count}" for name, count in dropped.items())
-        console.print(f"records dropped by --intersect (ids not in every run): {text}",
+        console.print(terminal(f"records dropped by --intersect (ids not in every run): {text}"),
                       style="yellow", markup=False, highlight=False)
     for line in _legend(comparison):
         console.print(line, markup=False, highlight=False)
@@ -60,7 +59,7 @@ def comparison_table(comparison: Comparison, system: str,
     title = (f"{system} vs baseline {comparison.baseline} "
              f"({comparison.n_records} paired records{unit})")
     # Text, not markup: paths and metric names may hold brackets ("p(rel=2)@5", "run[1]").
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(terminal(title)), title_justify="left")
     table.add_column("metric", style="bold")
     for label in ("baseline", "system", "delta", f"{LEVEL:.0%} CI", "p", "p_adj", "W/T/L",
                   "n"):
@@ -81,7 +80,7 @@ def comparison_table(comparison: Comparison, system: str,
             {None: "same", "rageval-version": "rageval version differs",
              "config": "DIFFERS"}[row["signature_mismatch"]],
         )
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     return table
 
 
@@ -89,7 +88,7 @@ def turn_table(comparison: Comparison, system: str,
                rows: Sequence[dict[str, Any]]) -> Table:
     """The paired differences at each turn position (runs of conversations)."""
     title = f"{system} vs baseline {comparison.baseline}, turn by turn"
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(terminal(title)), title_justify="left")
     table.add_column("metric", style="bold")
     for label in ("turn", "baseline", "system", "delta", f"{LEVEL:.0%} CI", "n"):
         table.add_column(label, justify="right")
@@ -98,15 +97,8 @@ def turn_table(comparison: Comparison, system: str,
         cells = (row["metric"], str(row["turn"]), _fmt(row["baseline_value"]),
                  _fmt(row["system_value"]), _fmt(row["delta"], signed=True),
                  f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]", str(row["n"]))
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     return table
-
-
-def significance_mark(p_adjusted: float | None) -> str:
-    """``**`` below 0.01, ``*`` below 0.05, else nothing (on Holm-adjusted p-values)."""
-    if p_adjusted is None:
-        return ""
-    return next((mark for bound, mark in MARKS if p_adjusted < bound), "")
 
 
 def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
@@ -180,8 +172,8 @@ def _legend(comparison: Comparison) -> list[str]:
     if settings.get("method") == "poisson":  # streamed: weights and signs from the ids
         test, bootstrap = f"{test} from each record's id", "Poisson"
     return [
-        "* p_adj < 0.05, ** p_adj < 0.01 (Holm within each comparison, headline and component "
-        "rows as separate families)",
+        f"{SIGNIFICANCE_LEGEND.replace(' p ', ' p_adj ')} (Holm within each comparison, "
+        "headline and component rows as separate families)",
         f"p: two-sided paired randomization test ({test}); CI: paired {bootstrap} bootstrap "
         f"({settings['resamples']} resamples); seed {settings['seed']}",
     ]
