@@ -82,9 +82,10 @@ def markdown(text: object) -> str:
     """``text`` as inline GitHub Markdown, in a table cell or not: shown as written, never
     as HTML, a mention, an issue link or a second row."""
     text = _visible(_TERMINAL_UNSAFE, str(text))
-    # Markdown's own punctuation (``*_[]`<>\\``) backslash-escaped, then what is left of HTML
-    # as entities: nothing untrusted becomes emphasis, a link, code or a tag.
-    text = re.sub(r"([\\`*_\[\]{}()!~])", r"\\\1", text)
+    # Markdown's own punctuation (emphasis, strikethrough, code, links, escapes)
+    # backslash-escaped, then HTML as entities: nothing untrusted becomes emphasis, a link,
+    # code or a tag.
+    text = re.sub(r"([\\`*_\[\]~])", r"\\\1", text)
     text = html.escape(text, quote=True).replace("|", "\\|")
     return _MENTION.sub(lambda match: match.group(1) + JOINER, text)
 
