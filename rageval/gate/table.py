@@ -28,7 +28,7 @@ def gate_table(report: GateReport, masker: Masker | None = None) -> Table:
     table = Table(title=Text(f"gate: {verdict}"), title_justify="left")
     table.add_column("metric", style="bold")
     table.add_column("rule")
-    table.add_column("figures", justify="right")
+    table.add_column("figures", no_wrap=True)
     table.add_column("result", no_wrap=True)
     table.add_column("note", overflow="fold")
     for row in report.rows:

@@ -39,7 +39,8 @@ _TERMINAL_UNSAFE = re.compile(
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # A reference GitHub links in Markdown: @user or @org/team, #123, GH-123.
-_MENTION = re.compile(r"([@#])(?=[A-Za-z0-9])")
+# (An @ inside a word, as in ndcg@3 or an e-mail address, is no mention.)
+_MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#)(?=[A-Za-z0-9])")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -85,9 +86,10 @@ def markdown(text: object) -> str:
     # Markdown's own punctuation (emphasis, strikethrough, code, links, escapes)
     # backslash-escaped, then HTML as entities: nothing untrusted becomes emphasis, a link,
     # code or a tag.
-    text = re.sub(r"([\\`*_\[\]~])", r"\\\1", text)
-    text = html.escape(text, quote=True).replace("|", "\\|")
-    return _MENTION.sub(lambda match: match.group(1) + JOINER, text)
+    # (An underscore inside a word never starts emphasis: snake_case paths stay as written.)
+    text = re.sub(r"([\\`*\[\]~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))", r"\\\1", text)
+    text = _MENTION.sub(lambda match: match.group(1) + JOINER, text)
+    return html.escape(text, quote=False).replace("|", "\\|")
 
 
 def markdown_code(text: object) -> str:
