@@ -25,11 +25,12 @@ def test_the_legend_names_every_mark() -> None:
 def test_compare_and_the_report_mark_p_0_0009_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     from rageval.compare.runs.output import _legend
 
-    class Settings:  # the two fields the legend reads, as a comparison holds them
-        settings = {"permutations": 100, "resamples": 100, "seed": 0}
-        rows: list[dict[str, object]] = []
+    from types import SimpleNamespace
 
-    legend = _legend(Settings())  # type: ignore[arg-type]
+    # The two fields the legend reads, as a comparison holds them.
+    settings = SimpleNamespace(settings={"permutations": 100, "resamples": 100, "seed": 0},
+                               rows=[])
+    legend = _legend(settings)  # type: ignore[arg-type]
     assert legend[0].startswith("* p_adj < 0.05, ** p_adj < 0.01, *** p_adj < 0.001")
     row = {"metric": "ndcg@3", "baseline": "a", "system": "b", "baseline_value": 0.5,
            "system_value": 0.6, "delta": 0.1, "ci95": [0.05, 0.15], "p_value": 0.0009,
