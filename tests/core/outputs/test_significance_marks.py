@@ -23,9 +23,9 @@ def test_the_legend_names_every_mark() -> None:
 
 
 def test_compare_and_the_report_mark_p_0_0009_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rageval.compare.runs.output import _legend
-
     from types import SimpleNamespace
+
+    from rageval.compare.runs.output import _legend
 
     # The two fields the legend reads, as a comparison holds them.
     settings = SimpleNamespace(settings={"permutations": 100, "resamples": 100, "seed": 0},
