@@ -129,3 +129,11 @@ def test_a_masker_masks_every_form_of_a_url_s_credentials() -> None:
 def test_a_masker_leaves_short_values_and_masks_the_longest_first() -> None:
     masker = Masker.of(["abc", "sk-key", "sk-key-long", None, ""])
     assert masker("abc sk-key-long sk-key") == "abc *** ***"
+
+
+def test_the_judge_endpoint_redacts_the_basic_form_at_the_source() -> None:
+    from rageval.judge.llm.endpoint import Endpoint
+
+    endpoint = Endpoint.of("http://user:SECRETPW9@127.0.0.1:8000/v1")
+    echoed = f"Unauthorized: Authorization: Basic {basic_token('user', 'SECRETPW9')}"
+    assert endpoint.redact(echoed) == "Unauthorized: Authorization: Basic ***"
