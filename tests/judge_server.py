@@ -59,6 +59,9 @@ Faults come on demand, by name:
                                  ``llama-server``, ``llama-server-old``, ``vllm``, ``vllm-flat``
                                  (older vLLM's unwrapped body), ``vllm-input``, ``ollama``,
                                  ``ollama-shift`` or ``llama-cpp-python`` (see ``_TOO_LONG``)
+``"custom"``                     the error :attr:`JudgeServer.custom_error` chooses: its status and
+                                 message, ``{auth}`` in it replaced by the request's
+                                 ``Authorization`` header (a server that echoes it)
 ``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
                                  real endpoints echo a prefix of it: clients must redact it)
 
@@ -439,6 +442,11 @@ class _Handler(BaseHTTPRequestHandler):
             rf_type = str((body.get("response_format") or {}).get("type"))
             self._error(refused, message.format(type=rf_type), etype)
             return
+        if fault == "custom":
+            status, message = judge.custom_error
+            auth = self.headers.get("Authorization", "")
+            self._error(status, message.replace("{auth}", auth), "server_error")
+            return
         if fault == "timeout":
             time.sleep(judge.hang_s)
             fault = None
@@ -505,6 +513,7 @@ class JudgeServer:
         self.refuse: dict[str, int] = {}  # wire format -> the status it is refused with
         self.expected_key = expected_key
         self.always: str | None = None
+        self.custom_error: tuple[int, str] = (500, "")  # the "custom" fault's status, message
         self.authorizations: list[str] = []  # each request's Authorization header
         self.pairwise_rule = "longer"  # see pairwise_verdict
         # The model each reply names as served (None: the name asked for, echoed), as

@@ -17,9 +17,11 @@ from rageval.cli.gate_step import plan_gate
 from rageval.cli.input_step import input_spec, run_records
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
+from rageval.cli.secrets import run_masker
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
+from rageval.core.outputs.text import terminal
 from rageval.core.results import count_of
 from rageval.core.results.conversations import CONVERSATIONS_FILE
 from rageval.report.tables import metrics_table, named_metrics_table, print_summary
@@ -27,6 +29,7 @@ from rageval.report.tables import metrics_table, named_metrics_table, print_summ
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from rageval.core.outputs.masking import Masker
     from rageval.core.results import Results
     from rageval.gate import GateReport
     from rageval.inputs.spec import InputSpec
@@ -144,6 +147,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         results.manifest["eval_file"] = args.eval_file
         rewrite = True
     console = console_for(out)
+    masker = run_masker(args)
     print_summary(results, console, components=args.components, signatures=args.signatures)
     if args.out:
         _write_run(results, args.out, console, rewrite, replaced,
@@ -151,24 +155,25 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if args.progress is not False:  # say on stderr what the run did (stdout stays the table)
         from rageval.cli.progress import final_line
 
-        print(final_line(results), file=sys.stderr)
-    report = gate.apply(results, console) if gate is not None else None
+        print(terminal(masker(final_line(results))), file=sys.stderr)
+    report = gate.apply(results, console, masker) if gate is not None else None
     name = args.out or _run_name(inputs)
     if args.junit:
-        _write_junit(results, report, args.junit, name, console)
+        _write_junit(results, report, args.junit, name, console, masker)
     if args.markdown or _on_github(args):
         from rageval.cli.github_step import github_outputs
 
-        github_outputs(results, report, name, args.markdown, _on_github(args), console)
-    annotated = annotate_step(args, inputs, results)  # after the outputs CI reads
+        github_outputs(results, report, name, args.markdown, _on_github(args), console,
+                       masker)
+    annotated = annotate_step(args, inputs, results, masker)  # after the outputs CI reads
     passed = report is None or report.passed
     capped = _capped(results)
     if capped is not None:
-        print(f"rageval: {capped}", file=sys.stderr)
+        print(terminal(f"rageval: {capped}"), file=sys.stderr)
         return CAPPED_EXIT
     empty = results.scored_nothing()
     if empty:
-        print(f"rageval: error: {empty[0]}", file=sys.stderr)
+        print(terminal(masker(f"rageval: error: {empty[0]}")), file=sys.stderr)
         return 1
     if not passed:
         from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
@@ -211,16 +216,16 @@ def _on_github(args: argparse.Namespace) -> bool:
 
 
 def _write_junit(results: Results, report: GateReport | None, path: str, name: str,
-                 console: Console) -> None:
+                 console: Console, masker: Masker) -> None:
     """The run and its gate as JUnit XML at ``path``, written whole or not at all."""
     from rageval.core.files import atomic_write
     from rageval.gate.junit import junit_xml
 
     try:
-        atomic_write(path, junit_xml(results, report, name).encode("utf-8"))
+        atomic_write(path, junit_xml(results, report, name, masker).encode("utf-8"))
     except OSError as error:
         raise UsageError(f"--junit {path}: cannot write: {error.strerror or error}") from None
-    console.print(f"wrote {path} (JUnit XML)", markup=False, highlight=False)
+    console.print(terminal(f"wrote {path} (JUnit XML)"), markup=False, highlight=False)
 
 
 #: The exit status of a run that a judge cap stopped (--judge-max-requests, --judge-max-cost).
@@ -251,7 +256,7 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
     files = [written / "records.jsonl", written / "summary.json"]
     if "conversations" in results.manifest:
         files.insert(1, written / CONVERSATIONS_FILE)
-    console.print(f"wrote {', '.join(map(str, files[:-1]))} and {files[-1]}{note}",
+    console.print(terminal(f"wrote {', '.join(map(str, files[:-1]))} and {files[-1]}{note}"),
                   markup=False)
     page = written / "report.html"
     if report:
@@ -262,7 +267,7 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
                f"then open {page} in a browser")
     if importlib.util.find_spec("matplotlib") is None:  # the report extra is not installed
         command = f"pip install 'rageval[report]', then {command}"
-    console.print(f"HTML report: {command}", markup=False, highlight=False)
+    console.print(terminal(f"HTML report: {command}"), markup=False, highlight=False)
 
 
 def _write_report(results: Results, name: str, page: Path) -> None:
@@ -359,10 +364,10 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
     missing = [name for name, _ in loaded if name not in records]
     console = console_for(out)
     if missing:
-        console.print("queries and answers not shown for " + ", ".join(missing) + ": the "
-                      "records file named in the manifest is not readable from here",
-                      markup=False)
-    console.print(f"wrote {written}", markup=False)
+        console.print(terminal("queries and answers not shown for " + ", ".join(missing)
+                               + ": the records file named in the manifest is not readable "
+                               "from here"), markup=False)
+    console.print(terminal(f"wrote {written}"), markup=False)
     return 0
 
 

@@ -10,11 +10,13 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
+from rageval.cli.secrets import run_masker
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
 from rageval.core.results import Results, count_of
 
 if TYPE_CHECKING:
+    from rageval.core.outputs.masking import Masker
     from rageval.gate.model import GateReport
 
 __all__ = ["EXPORT_FORMATS", "run_export"]
@@ -27,7 +29,8 @@ def run_export(args: argparse.Namespace, out: TextIO) -> int:
     when the gate given fails, as ``rageval score`` would."""
     results = Results.load(args.run)
     report = _gate(args, results)
-    text = _render(args.format, results, report, args.run)
+    masker = run_masker(args)
+    text = masker(_render(args.format, results, report, args.run, masker))
     if args.output:
         try:
             atomic_write(args.output, text)
@@ -48,15 +51,16 @@ def run_export(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _render(fmt: str, results: Results, report: GateReport | None, name: str) -> str:
+def _render(fmt: str, results: Results, report: GateReport | None, name: str,
+            masker: Masker) -> str:
     if fmt == "md":
         from rageval.gate.github import summary_markdown
 
-        return summary_markdown(results, report, name)
+        return summary_markdown(results, report, name, masker)
     if fmt == "junit":
         from rageval.gate.junit import junit_xml
 
-        return junit_xml(results, report, name)
+        return junit_xml(results, report, name, masker)
     if fmt == "csv":
         return str(results.summary_frame("polars").write_csv())
     data = results.summary_json()

@@ -12,6 +12,7 @@ from rageval.core.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from rageval.core.outputs.masking import Masker
     from rageval.core.results import Results
     from rageval.gate import GateReport, Threshold
     from rageval.judge.llm.options import JudgeOptions
@@ -25,8 +26,9 @@ class GatePlan:
     max_drop: float
     allow_data_change: bool = False
 
-    def apply(self, results: Results, console: Console) -> GateReport:
-        """Check the run and print the table of checks."""
+    def apply(self, results: Results, console: Console,
+              masker: Masker | None = None) -> GateReport:
+        """Check the run and print the table of checks (``masker``: the run's secrets)."""
         from rageval.gate import GateReport, check_regression, check_thresholds, gate_table
 
         rows = check_thresholds(results, self.thresholds, on=self.on)
@@ -35,7 +37,7 @@ class GatePlan:
             rows += check_regression(results, self.baseline, max_drop=self.max_drop,
                                      allow_data_change=self.allow_data_change)
         report = GateReport(rows)
-        console.print(gate_table(report))
+        console.print(gate_table(report, masker))
         return report
 
 

@@ -1,6 +1,9 @@
 """GitHub Actions output of a scoring run (``--github``, ``--markdown FILE``): the summary
 table appended to the job's summary page and written for a pull-request comment, and the
-annotations printed as workflow commands (:mod:`rageval.gate.github`)."""
+annotations printed as workflow commands (:mod:`rageval.gate.github`), each a whole line that
+rageval writes itself: untrusted text never starts a line of the run's output
+(:func:`rageval.core.outputs.text.terminal`), so no guard around it is needed and these
+commands are always read."""
 
 from __future__ import annotations
 
@@ -9,11 +12,13 @@ from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
+from rageval.core.outputs.text import terminal
 from rageval.gate.github import annotations, summary_markdown
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from rageval.core.outputs.masking import Masker
     from rageval.core.results import Results
     from rageval.gate.model import GateReport
 
@@ -21,18 +26,20 @@ __all__ = ["github_outputs"]
 
 
 def github_outputs(results: Results, report: GateReport | None, name: str,
-                   markdown: str | None, github: bool, console: Console) -> None:
+                   markdown: str | None, github: bool, console: Console,
+                   masker: Masker | None = None) -> None:
     """``--markdown FILE``: the table, written whole; ``github``: the table appended to
     ``$GITHUB_STEP_SUMMARY`` (where the job has one) and the annotations on the run's output
     (stdout, where GitHub reads workflow commands)."""
-    table = summary_markdown(results, report, name)
+    table = summary_markdown(results, report, name, masker)
     if markdown:
         try:
             atomic_write(markdown, table)
         except OSError as error:
             raise UsageError(f"--markdown {markdown}: cannot write: "
                              f"{error.strerror or error}") from None
-        console.print(f"wrote {markdown} (Markdown summary)", markup=False, highlight=False)
+        console.print(terminal(f"wrote {markdown} (Markdown summary)"), markup=False,
+                      highlight=False)
     if not github:
         return
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -43,5 +50,5 @@ def github_outputs(results: Results, report: GateReport | None, name: str,
         except OSError as error:
             raise UsageError(f"$GITHUB_STEP_SUMMARY {step_summary}: cannot append: "
                              f"{error.strerror or error}") from None
-    for command in annotations(results, report):  # one whole line each: never wrapped
+    for command in annotations(results, report, masker):  # one whole line each: never wrapped
         console.file.write(command + "\n")

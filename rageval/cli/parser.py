@@ -18,7 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from rageval.cli.secrets import masked, run_masker
 from rageval.core.errors import RagevalError, UsageError
+from rageval.core.outputs.text import terminal_lines
 from rageval.core.version import __version__
 
 
@@ -225,6 +227,7 @@ def _add_fuse(sub: argparse._SubParsersAction) -> None:
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     out = stdout if stdout is not None else sys.stdout
+    masker = run_masker(None)
     try:
         if args_list and args_list[0] == "trec-eval":
             from rageval.cli import trec_eval_command
@@ -233,9 +236,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         args, extra = build_parser().parse_known_args(args_list)
         if extra:
             raise UsageError(_unrecognized(args.command, extra))
-        return _dispatch(args, out)
+        masker = run_masker(args)
+        return _dispatch(args, masked(out, masker))
     except RagevalError as err:
-        print(err.format(), file=sys.stderr)
+        # An error may quote what a server or a file said: masked, and made safe for a
+        # terminal and a CI log line by line.
+        print(terminal_lines(masker(err.format())), file=sys.stderr)
         return err.exit_code
     except BrokenPipeError:
         # `rageval fuse ... | head` closes the pipe early; that is not an error.

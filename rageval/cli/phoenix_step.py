@@ -8,8 +8,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import RagevalError, UsageError
+from rageval.core.outputs.text import terminal, terminal_lines
 
 if TYPE_CHECKING:
+    from rageval.core.outputs.masking import Masker
     from rageval.core.results import Results
     from rageval.inputs.spec import InputSpec
 
@@ -31,23 +33,26 @@ def check_annotate(args: argparse.Namespace, spec: InputSpec) -> None:
     phoenix_client(args.phoenix)  # the URL and the client checked before anything is scored
 
 
-def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results) -> bool:
-    """Write the run's values to their spans, and say on stderr how many went where; False
-    (the error said) when the server could not take them: the run's results stand."""
+def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results,
+                  masker: Masker | None = None) -> bool:
+    """Write the run's values to their spans, every credential ``masker`` knows masked, and
+    say on stderr how many went where; False (the error said) when the server could not take
+    them: the run's results stand."""
     if not getattr(args, "phoenix_annotate", False):
         return True
     from rageval.inputs.traces.phoenix import phoenix_source
     from rageval.phoenix import annotate_run
 
     try:
-        report = annotate_run(results, spec, args.phoenix, args.project)
+        report = annotate_run(results, spec, args.phoenix, args.project, masker)
     except RagevalError as error:
-        print(f"{error.format()} (the scores were not written to Phoenix; the run's results "
-              "stand)", file=sys.stderr)
+        text = f"{error.format()} (the scores were not written to Phoenix; the run's results " \
+               "stand)"
+        print(terminal_lines(masker(text) if masker else text), file=sys.stderr)
         return False
     where = phoenix_source(args.phoenix, args.project)
     missing = (f"; {report.missing} records' spans are not in the project (not annotated)"
                if report.missing else "")
-    print(f"wrote {report.written} annotations on {report.records} spans to {where}{missing}",
-          file=sys.stderr)
+    print(terminal(f"wrote {report.written} annotations on {report.records} spans to "
+                   f"{where}{missing}"), file=sys.stderr)
     return True

@@ -6,6 +6,11 @@ a Markdown table for the job's summary page (appended to ``$GITHUB_STEP_SUMMARY`
 The table has a row per headline metric: value, 95% CI, and against a ``--baseline`` the
 baseline's value, the change and the paired test's Holm-adjusted p-value, then whether the
 gate's checks of the metric passed.
+
+Every text in them that rageval did not write (metric names, paths, notes quoting record ids
+or endpoint errors) goes through :mod:`rageval.core.outputs.text` (Markdown and workflow
+commands) after the run's :class:`~rageval.core.outputs.masking.Masker`; each failed check is
+said from its one description (:func:`rageval.gate.describe.describe`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rageval.core.manifest import judge_sections
+from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.text import markdown, markdown_code, workflow_command
 from rageval.core.results import Results, count_of
+from rageval.gate.describe import describe
 from rageval.gate.model import GateRow, format_number
 
 if TYPE_CHECKING:
@@ -25,8 +33,18 @@ __all__ = ["annotations", "summary_markdown"]
 _LABELS = {"judge": "judge", "judge_panel": "judge panel", "claims": "claim-level judge"}
 
 
-def summary_markdown(results: Results, report: GateReport | None, name: str) -> str:
-    """The job summary (and pull-request comment) of one run."""
+def summary_markdown(results: Results, report: GateReport | None, name: str,
+                     masker: Masker | None = None) -> str:
+    """The job summary (and pull-request comment) of one run, every credential ``masker``
+    knows masked."""
+    mask = masker or Masker()
+
+    def cell(text: str) -> str:
+        return markdown(mask(text))
+
+    def code(text: str) -> str:
+        return markdown_code(mask(text))
+
     rows = report.rows if report is not None else []
     by_metric: dict[str, list[GateRow]] = {}
     for row in rows:
@@ -34,7 +52,7 @@ def summary_markdown(results: Results, report: GateReport | None, name: str) -> 
     verdict = ("" if report is None else
                " — gate passed" if report.passed else
                f" — gate failed ({count_of(len(report.failures), 'check')})")
-    lines = [f"### rageval: {_cell(name)} ({count_of(len(results.records), 'record')})"
+    lines = [f"### rageval: {cell(name)} ({count_of(len(results.records), 'record')})"
              f"{verdict}", "",
              "| metric | value | 95% CI | baseline | delta | p-value | gate |",
              "| --- | ---: | --- | ---: | ---: | ---: | --- |"]
@@ -46,35 +64,41 @@ def summary_markdown(results: Results, report: GateReport | None, name: str) -> 
         ci = ("—" if item.ci95 is None else
               f"[{format_number(item.ci95[0])}, {format_number(item.ci95[1])}]")
         lines.append(" | ".join([
-            f"| `{_cell(metric)}`", format_number(item.value), ci,
+            f"| {code(metric)}", format_number(item.value), ci,
             _number(regression and regression.baseline), _signed(regression and regression.delta),
             _p(regression and regression.p_value), _gate(checks)]) + " |")
     for metric, checks in by_metric.items():  # run figures (cost_usd, ...) and unknown names
-        lines.append(f"| `{_cell(metric)}` | {format_number(checks[0].observed)} | — | — | — "
+        lines.append(f"| {code(metric)} | {format_number(checks[0].observed)} | — | — | — "
                      f"| — | {_gate(checks)} |")
     failed = [r for r in rows if not r.passed]
     if failed:
         lines += ["", "Failed checks:", ""]
-        lines += [f"- `{_cell(r.metric)}` {_cell(r.rule)}: {_cell(r.note)}" for r in failed]
+        for row in failed:
+            text = describe(row)
+            figures = f"{text.figures_text}; " if text.figures else ""
+            lines.append(f"- {code(row.metric)}: {cell(figures + 'rule ' + row.rule)}"
+                         + (f": {cell(row.note)}" if row.note else ""))
     # A data check that passed says what changed (--allow-data-change) or what was not checked.
-    lines += [f"\nData: {_cell(r.note)}" for r in rows if r.passed and r.metric == "data"]
+    lines += [f"\nData: {cell(r.note)}" for r in rows if r.passed and r.metric == "data"]
     return "\n".join(lines) + "\n"
 
 
-def annotations(results: Results, report: GateReport | None) -> list[str]:
+def annotations(results: Results, report: GateReport | None,
+                masker: Masker | None = None) -> list[str]:
     """The workflow commands GitHub turns into annotations: an error per failed gate check,
-    a warning per kind of judge work whose requests failed."""
+    a warning per kind of judge work whose requests failed (each one whole line)."""
+    mask = masker or Masker()
     out = []
     for row in report.failures if report is not None else []:
-        observed = "" if row.metric == "data" else (
-            f"{row.metric} = {format_number(row.observed)}, needed {row.rule}: ")
-        out.append(_command("error", "rageval gate", observed + row.note))
+        text = describe(row)
+        message = text.sentence + (f"; {row.note}" if row.note else "")
+        out.append(workflow_command("error", mask(message), title="rageval gate"))
     for section, part in judge_sections(results.manifest).items():
         if part.get("failed"):
             label = _LABELS.get(section, section)
-            out.append(_command("warning", "rageval judge",
-                                f"{count_of(part['failed'], 'request')} to the {label} "
-                                "failed; their records are unscored with the reason"))
+            out.append(workflow_command(
+                "warning", f"{count_of(part['failed'], 'request')} to the {label} failed; "
+                "their records are unscored with the reason", title="rageval judge"))
     return out
 
 
@@ -94,17 +118,3 @@ def _signed(value: float | None) -> str:
 
 def _p(value: float | None) -> str:
     return "—" if value is None else f"{value:.2g}"
-
-
-def _cell(text: str) -> str:
-    """Text safe in a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _command(kind: str, title: str, message: str) -> str:
-    """A workflow command, its data and properties escaped as GitHub reads them."""
-    def data(text: str) -> str:
-        return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-    prop = data(title).replace(":", "%3A").replace(",", "%2C")
-    return f"::{kind} title={prop}::{data(message)}"

@@ -7,6 +7,13 @@ The file follows the common JUnit schema (Jenkins' and Ant's): ``testsuites`` ho
 ``testsuite`` elements with ``tests``, ``failures``, ``errors``, ``skipped``, ``time`` and
 ``timestamp``, ``properties``, and ``testcase`` elements with ``classname``, ``name`` and
 ``time``.
+
+Every text in it (names, paths, notes, unscored reasons quoting endpoint errors) goes through
+:func:`rageval.core.outputs.text.xml_text` after the run's
+:class:`~rageval.core.outputs.masking.Masker`: the file holds only characters XML 1.0 allows,
+and the serializer escapes the rest. A failed check is said from its one description
+(:func:`rageval.gate.describe.describe`): the value, the baseline's, the difference and the
+rule, each labelled.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.text import xml_text
 from rageval.core.results import MetricSummary, Results, count_of
+from rageval.gate.describe import describe
 from rageval.gate.model import GateRow, format_number
 
 if TYPE_CHECKING:
@@ -24,9 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["junit_xml"]
 
 
-def junit_xml(results: Results, report: GateReport | None, name: str) -> str:
+def junit_xml(results: Results, report: GateReport | None, name: str,
+              masker: Masker | None = None) -> str:
     """The JUnit XML of one run (``name``: the suite's name, e.g. the run's records or
-    directory) and of its gate (``report``; None: no gate was asked for)."""
+    directory) and of its gate (``report``; None: no gate was asked for), every credential
+    ``masker`` knows masked."""
     rows = report.rows if report is not None else []
     suite = ET.Element("testsuite", name=name, timestamp=str(results.manifest.get("created",
                                                                                   "")))
@@ -50,6 +62,7 @@ def junit_xml(results: Results, report: GateReport | None, name: str) -> str:
     root = ET.Element("testsuites", name="rageval", time=f"{wall:.3f}",
                       **{key: str(value) for key, value in counts.items() if key != "skipped"})
     root.append(suite)
+    _make_safe(root, masker or Masker())
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
@@ -59,11 +72,21 @@ def _gate_case(suite: ET.Element, row: GateRow, item: MetricSummary | None) -> N
                          name=f"{row.metric} {row.rule}", time="0")
     if row.passed:
         return
-    ci = ("" if item is None or item.ci95 is None
-          else f"; 95% CI [{format_number(item.ci95[0])}, {format_number(item.ci95[1])}]")
-    found = f"{row.metric} = {format_number(row.observed)}, needed {row.rule}"
+    ci = ("" if item is None or item.ci95 is None or row.metric == "data"
+          else f"; the value's 95% CI [{format_number(item.ci95[0])}, "
+               f"{format_number(item.ci95[1])}]")
+    found = describe(row).sentence
     failure = ET.SubElement(case, "failure", message=found + ci, type="gate")
-    failure.text = found + (f"\n{row.note}" if row.note else ci)
+    failure.text = found + ci + (f"\n{row.note}" if row.note else "")
+
+
+def _make_safe(root: ET.Element, mask: Masker) -> None:
+    """Every attribute and text of the tree masked and holding only what XML 1.0 allows."""
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            element.set(key, xml_text(mask(value)))
+        if element.text:
+            element.text = xml_text(mask(element.text))
 
 
 def _unscored(summary: dict[str, MetricSummary]) -> list[tuple[str, MetricSummary]]:

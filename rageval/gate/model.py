@@ -85,7 +85,9 @@ class GateRow:
     """One check of the gate and its outcome.
 
     ``observed`` is the number the rule was applied to (the mean, a CI bound, a run figure, a
-    drop against the baseline), None when there is none (unscored, unknown name).
+    drop against the baseline), None when there is none (unscored, unknown name); ``label``
+    says which (``mean``, ``CI lower bound``, ``drop``, ...). ``value`` is the run's own value
+    of the metric where the rule applies to something else (a drop, a CI bound).
     """
 
     check: str  # "threshold" or "regression"
@@ -99,6 +101,8 @@ class GateRow:
     baseline: float | None = None
     delta: float | None = None
     p_value: float | None = None
+    label: str = "value"
+    value: float | None = None
 
 
 @dataclass(frozen=True)

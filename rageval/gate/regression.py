@@ -144,7 +144,8 @@ def _row(row: dict[str, Any], p: float | None, max_drop: float, alpha: float, fa
         note = f"{values}, {p_text} ({test})"
     passed = not (over and significant)
     return GateRow("regression", name, rule, drop, passed, note + _extras(row, left_out),
-                   baseline=row["baseline_value"], delta=row["delta"], p_value=p)
+                   baseline=row["baseline_value"], delta=row["delta"], p_value=p, label=word,
+                   value=row["system_value"])
 
 
 def _rule(max_drop: float, lower: bool) -> str:

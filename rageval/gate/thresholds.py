@@ -92,7 +92,8 @@ def _figure_row(results: Results, threshold: Threshold) -> GateRow:
 
 
 def _metric_row(item: MetricSummary, threshold: Threshold, on: str) -> GateRow:
-    rule = _rule(threshold, rule_basis(threshold, item, on))
+    basis = rule_basis(threshold, item, on)
+    rule = _rule(threshold, basis)
     if _missing(item.value):
         return GateRow("threshold", threshold.metric, rule, None, False, _no_value(item))
     if on == "mean":
@@ -105,7 +106,8 @@ def _metric_row(item: MetricSummary, threshold: Threshold, on: str) -> GateRow:
         note = (summary_note(item, with_value=True) if observed is not None
                 else f"no 95% CI to compare ({summary_note(item, with_value=True)})")
     passed = observed is not None and threshold.holds(observed)
-    return GateRow("threshold", threshold.metric, rule, observed, passed, note)
+    return GateRow("threshold", threshold.metric, rule, observed, passed, note, label=basis,
+                   value=item.value)
 
 
 def _no_value(item: MetricSummary) -> str:

@@ -7,6 +7,11 @@ value's short signature in ``metadata``. A record left unscored gets the label `
 its reason as the explanation, so that Phoenix shows why. Every annotation carries the
 identifier ``rageval``: Phoenix keeps one annotation per span, name and identifier, so a rerun
 updates the values in place and never adds a second one.
+
+The texts an annotation carries (the reasoning, the unscored reason) are masked by the run's
+:class:`~rageval.core.outputs.masking.Masker` and hold no lone surrogate (each replaced by
+U+FFFD): what a server echoed never reaches Phoenix's store, and the request is always valid
+JSON in UTF-8.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.text import valid_unicode
 from rageval.inputs.traces import trace_windows
 from rageval.inputs.traces.phoenix import phoenix_call, phoenix_client, phoenix_source
 
@@ -42,9 +49,12 @@ class AnnotationReport:
 
 
 def span_annotations(rows: Iterable[RecordResult], spans: Mapping[str, str],
-                     metrics: Mapping[str, str]) -> Iterator[dict[str, Any]]:
+                     metrics: Mapping[str, str],
+                     masker: Masker | None = None) -> Iterator[dict[str, Any]]:
     """The annotations of ``rows`` (a run's records) on their spans (``spans``: record id ->
-    span id; records without one are skipped), for the ``metrics`` (name -> short signature)."""
+    span id; records without one are skipped), for the ``metrics`` (name -> short signature),
+    their texts masked by ``masker``."""
+    mask = masker or Masker()
     for row in rows:
         span_id = spans.get(row.id)
         if span_id is None:
@@ -52,27 +62,35 @@ def span_annotations(rows: Iterable[RecordResult], spans: Mapping[str, str],
         for name, signature in metrics.items():
             if name not in row.scores:
                 continue
-            yield _annotation(row, name, span_id, signature)
+            yield _annotation(row, name, span_id, signature, mask)
 
 
-def _annotation(row: RecordResult, name: str, span_id: str, signature: str) -> dict[str, Any]:
+def _annotation(row: RecordResult, name: str, span_id: str, signature: str,
+                mask: Masker) -> dict[str, Any]:
     value = row.scores[name]
     detail = row.details.get(name)
     reasoning = detail.get("reasoning") if isinstance(detail, Mapping) else None
     judged = name.partition(":")[0] in _JUDGED or reasoning is not None
     result: dict[str, Any] = {"label": None, "score": None, "explanation": None}
     if value is None or value != value:  # unscored: say why
-        result.update(label="unscored", explanation=row.errors.get(name))
+        result.update(label="unscored", explanation=_text(row.errors.get(name), mask))
     else:
-        result.update(score=float(value),
-                      explanation=reasoning if isinstance(reasoning, str) else None)
+        result.update(score=float(value), explanation=_text(reasoning, mask))
     return {"name": name, "annotator_kind": "LLM" if judged else "CODE", "span_id": span_id,
             "result": result, "identifier": IDENTIFIER, "metadata": {"signature": signature}}
 
 
-def annotate_run(results: Results, spec: InputSpec, url: str, project: str) -> AnnotationReport:
+def _text(text: object, mask: Masker) -> str | None:
+    """An annotation's text: masked, each lone surrogate replaced by U+FFFD."""
+    if not isinstance(text, str):
+        return None
+    return valid_unicode(mask(text))
+
+
+def annotate_run(results: Results, spec: InputSpec, url: str, project: str,
+                 masker: Masker | None = None) -> AnnotationReport:
     """Write ``results`` (a run whose records came from the traces ``spec`` names) to their
-    spans in ``project`` on the Phoenix server at ``url``."""
+    spans in ``project`` on the Phoenix server at ``url``, their texts masked by ``masker``."""
     spans = record_spans(spec)
     client = phoenix_client(url)
     present = _present(client, url, project, sorted(set(spans.values())))
@@ -84,7 +102,7 @@ def annotate_run(results: Results, spec: InputSpec, url: str, project: str) -> A
     metrics = {name: s.short_signature or s.signature for name, s in results.summary.items()
                if s.in_table}
     written, batch = 0, []
-    for annotation in span_annotations(results.records, kept, metrics):
+    for annotation in span_annotations(results.records, kept, metrics, masker):
         batch.append(annotation)
         if len(batch) == _BATCH:
             written += _send(client, url, project, batch)

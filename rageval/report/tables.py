@@ -1,11 +1,15 @@
-"""Terminal presentation of results and of the metric catalogue (presentation only)."""
+"""Terminal presentation of results and of the metric catalogue (presentation only); text that
+rageval did not write (names, reasons quoting record ids or endpoint errors) made safe for a
+terminal and a CI log by :func:`rageval.core.outputs.text.terminal`."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rageval.core.metric import Metric
+from rageval.core.outputs.text import terminal
 from rageval.core.params import render_value
 from rageval.core.registry import metric_classes
 from rageval.core.results import Results, count_of
@@ -39,7 +43,8 @@ def summary_table(results: Results, *, components: bool = False) -> Table:
             continue
         ci = "—" if item.ci95 is None else f"[{_fmt(item.ci95[0])}, {_fmt(item.ci95[1])}]"
         label = name + (" (corpus)" if item.aggregate == "corpus" else "")
-        table.add_row(label, _fmt(item.value), scale_text(item.scale), ci, str(item.n),
+        table.add_row(Text(terminal(label)), _fmt(item.value), scale_text(item.scale), ci,
+                      str(item.n),
                       str(item.unscored))
     return table
 
@@ -64,7 +69,8 @@ def signatures_table(results: Results) -> Table:
         if item.signature in seen:
             continue
         seen.add(item.signature)
-        table.add_row(name, item.short_signature or item.signature)
+        signature = item.short_signature or item.signature
+        table.add_row(Text(terminal(name)), Text(terminal(signature)))
     return table
 
 
@@ -196,9 +202,9 @@ def print_summary(results: Results, console: Console, *, components: bool = Fals
     console.print(summary_table(results, components=components))
     for line in [*calibration_lines(results), *stability_lines(results),
                  *panel_lines(results)]:
-        console.print(line, markup=False, highlight=False)
+        console.print(terminal(line), markup=False, highlight=False)
     for line in unscored_lines(results):
-        console.print(line, style="yellow", markup=False, highlight=False)
+        console.print(terminal(line), style="yellow", markup=False, highlight=False)
     if signatures:
         console.print(signatures_table(results))
     else:

@@ -42,7 +42,7 @@ def test_a_job_gets_the_table_and_an_annotation_per_failed_check(
     assert "| `rouge1` | 0.571 | [0.5004, 0.6446] | 0.571 | +0.0 | 1 | ✅ pass |" in text
     assert "| `ndcg@3` | 0.7984 |" in text and "❌ fail" in text
     commands = [line for line in out.getvalue().splitlines() if line.startswith("::")]
-    assert commands == ["::error title=rageval gate::ndcg@3 = 0.7984, needed >= 0.9 (mean): "
+    assert commands == ["::error title=rageval gate::ndcg@3: mean 0.7984; rule >= 0.9 (mean); "
                         "95%25 CI [0.6469, 0.9304], n=7, 1 unscored"]
 
 
@@ -75,10 +75,11 @@ def test_judge_failures_are_warnings_and_messages_are_escaped() -> None:
                   "100% sure\nsecond line")
     commands = annotations(results, GateReport([row]))
     assert commands == [
-        "::error title=rageval gate::judge:faithfulness = 0.5, needed >= 0.9 (mean): "
+        "::error title=rageval gate::judge:faithfulness: value 0.5; rule >= 0.9 (mean); "
         "100%25 sure%0Asecond line",
         "::warning title=rageval judge::3 requests to the judge failed; their records are "
         "unscored with the reason"]
     table = summary_markdown(results, GateReport([row]), "a|b")
     assert table.startswith("### rageval: a\\|b (0 records) — gate failed (1 check)")
-    assert "- `judge:faithfulness` >= 0.9 (mean): 100% sure second line" in table
+    assert "- `judge:faithfulness`: value 0.5; rule &gt;= 0.9 (mean): 100% sure\\\\nsecond line" \
+        in table

@@ -37,7 +37,8 @@ def test_a_failed_check_and_unscored_records_are_reported(tmp_path: Path) -> Non
     failed = cases["ndcg@3 >= 0.9 (mean)"]
     (failure,) = failed.result
     assert isinstance(failure, junitparser.Failure)
-    assert failure.message.startswith("ndcg@3 = 0.7984, needed >= 0.9 (mean); 95% CI [")
+    assert failure.message.startswith("ndcg@3: mean 0.7984; rule >= 0.9 (mean); the value's "
+                                      "95% CI [")
     assert cases["rouge1 >= 0.3 (mean)"].is_passed
     (error,) = cases["ndcg@3"].result
     assert isinstance(error, junitparser.Error)

@@ -15,6 +15,8 @@ from rich.text import Text
 
 from rageval.compare.command_output import write_json_file
 from rageval.compare.runs.statistics import LEVEL, Comparison
+from rageval.core.outputs.significance import MARKS, SIGNIFICANCE_LEGEND, significance_mark
+from rageval.core.outputs.text import terminal
 
 __all__ = [
     "MARKS",
@@ -25,9 +27,6 @@ __all__ = [
     "turn_table",
     "write_json",
 ]
-
-# Significance marks on Holm-adjusted p-values, strictest first.
-MARKS = ((0.01, "**"), (0.05, "*"))
 
 
 def render_comparison(comparison: Comparison, console: Console, *,
@@ -44,11 +43,11 @@ def render_comparison(comparison: Comparison, console: Console, *,
             _print_fitting(console, turn_table(comparison, system, turns),
                            lambda: stacked_turns(comparison, system, turns, console.width))
         for line, style in _notes(comparison, system, rows, components=components):
-            console.print(line, style=style, markup=False, highlight=False)
+            console.print(terminal(line), style=style, markup=False, highlight=False)
     dropped = {k: v for k, v in comparison.dropped.items() if v}
     if dropped:
         text = ", ".join(f"{name}: {count}" for name, count in dropped.items())
-        console.print(f"records dropped by --intersect (ids not in every run): {text}",
+        console.print(terminal(f"records dropped by --intersect (ids not in every run): {text}"),
                       style="yellow", markup=False, highlight=False)
     for line in _legend(comparison):
         console.print(line, markup=False, highlight=False)
@@ -58,7 +57,7 @@ def comparison_table(comparison: Comparison, system: str,
                      rows: Sequence[dict[str, Any]]) -> Table:
     """The table of one comparison (rows already filtered)."""
     # Text, not markup: paths and metric names may hold brackets ("p(rel=2)@5", "run[1]").
-    table = Table(title=Text(_title(comparison, system)), title_justify="left")
+    table = Table(title=Text(terminal(_title(comparison, system))), title_justify="left")
     table.add_column("metric", style="bold")
     for label in _COLUMNS:
         table.add_column(label, justify="right")
@@ -70,7 +69,7 @@ def comparison_table(comparison: Comparison, system: str,
         cells = [_label(row), *_cells(row)]
         if differs:
             cells.append(_SIGNATURE[row["signature_mismatch"]])
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     return table
 
 
@@ -107,7 +106,7 @@ def turn_table(comparison: Comparison, system: str,
                rows: Sequence[dict[str, Any]]) -> Table:
     """The paired differences at each turn position (runs of conversations)."""
     title = f"{system} vs baseline {comparison.baseline}, turn by turn"
-    table = Table(title=Text(title), title_justify="left")
+    table = Table(title=Text(terminal(title)), title_justify="left")
     table.add_column("metric", style="bold")
     for label in ("turn", "baseline", "system", "delta", f"{LEVEL:.0%} CI", "n"):
         table.add_column(label, justify="right")
@@ -116,7 +115,7 @@ def turn_table(comparison: Comparison, system: str,
         cells = (row["metric"], str(row["turn"]), _fmt(row["baseline_value"]),
                  _fmt(row["system_value"]), _fmt(row["delta"], signed=True),
                  f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]", str(row["n"]))
-        table.add_row(*(Text(cell) for cell in cells))
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     return table
 
 
@@ -135,7 +134,7 @@ def stacked_comparison(comparison: Comparison, system: str, rows: Sequence[dict[
                        width: int) -> list[Text]:
     """The narrow layout of :func:`comparison_table`: its title, then per metric its name and
     its labelled figures, packed into lines of ``width`` (a figure never split)."""
-    lines = [Text(_title(comparison, system), style="bold")]
+    lines = [Text(terminal(_title(comparison, system)), style="bold")]
     for row in rows:
         fields = [f"{label} {cell}" for label, cell in zip(_COLUMNS, _cells(row), strict=True)]
         if row["signature_mismatch"]:
@@ -147,7 +146,8 @@ def stacked_comparison(comparison: Comparison, system: str, rows: Sequence[dict[
 def stacked_turns(comparison: Comparison, system: str, rows: Sequence[dict[str, Any]],
                   width: int) -> list[Text]:
     """The narrow layout of :func:`turn_table`."""
-    lines = [Text(f"{system} vs baseline {comparison.baseline}, turn by turn", style="bold")]
+    lines = [Text(terminal(f"{system} vs baseline {comparison.baseline}, turn by turn"),
+                  style="bold")]
     for row in rows:
         ci = row["ci95"]
         fields = [f"baseline {_fmt(row['baseline_value'])}",
@@ -162,8 +162,8 @@ def stacked_turns(comparison: Comparison, system: str, rows: Sequence[dict[str, 
 def _packed(head: str, fields: list[str], width: int) -> list[Text]:
     """``head`` on its own line, then the fields two spaces apart, indented, as many to a
     line as ``width`` holds (a field longer than a line gets a line of its own)."""
-    lines, current = [Text(head, style="bold")], ""
-    for field in fields:
+    lines, current = [Text(terminal(head), style="bold")], ""
+    for field in map(terminal, fields):
         joined = f"{current}  {field}" if current else f"  {field}"
         if current and len(joined) > width:
             lines.append(Text(current))
@@ -172,13 +172,6 @@ def _packed(head: str, fields: list[str], width: int) -> list[Text]:
     if current:
         lines.append(Text(current))
     return lines
-
-
-def significance_mark(p_adjusted: float | None) -> str:
-    """``**`` below 0.01, ``*`` below 0.05, else nothing (on Holm-adjusted p-values)."""
-    if p_adjusted is None:
-        return ""
-    return next((mark for bound, mark in MARKS if p_adjusted < bound), "")
 
 
 def json_rows(comparison: Comparison) -> list[dict[str, Any]]:
@@ -257,8 +250,8 @@ def _legend(comparison: Comparison) -> list[str]:
     if settings.get("method") == "poisson":  # streamed: weights and signs from the ids
         test, bootstrap = f"{test} from each record's id", "Poisson"
     return [
-        "* p_adj < 0.05, ** p_adj < 0.01 (Holm within each comparison, headline and component "
-        "rows as separate families)",
+        f"{SIGNIFICANCE_LEGEND.replace(' p ', ' p_adj ')} (Holm within each comparison, "
+        "headline and component rows as separate families)",
         f"p: two-sided paired randomization test ({test}); CI: paired {bootstrap} bootstrap "
         f"({settings['resamples']} resamples); seed {settings['seed']}",
     ]

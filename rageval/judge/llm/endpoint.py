@@ -5,7 +5,9 @@ query string (``...?api-key=SECRET``, as some gateways take it). :class:`Endpoin
 as given for the HTTP client and offers only redacted forms to everything that prints or
 stores: :attr:`Endpoint.public` (scheme, host, port and path: what signatures, manifests and
 the judge cache hold) and :attr:`Endpoint.shown` (user info and query values masked, for
-messages). :meth:`Endpoint.redact` masks the secrets wherever an error text echoes them.
+messages). :meth:`Endpoint.redact` masks the secrets wherever an error text echoes them, in
+every form they travel in: as written, percent-decoded, and the HTTP Basic token
+``base64(user:password)`` that a server echoing the ``Authorization`` header sends back.
 
 What authenticates a request: the API key, as ``Authorization: Bearer <key>``, unless the URL
 carries user info, which the HTTP client (httpx) sends as ``Authorization: Basic`` instead, so
@@ -21,13 +23,12 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from rageval.core.errors import UsageError
+from rageval.core.outputs.masking import MASK, Masker, url_secrets
 from rageval.core.urls import host_port, public_url
 
 __all__ = ["DEFAULT_BASE_URL", "MASK", "Endpoint", "api_key_problem", "public_url"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-MASK = "***"
-_MIN_SECRET = 4  # shorter values (a port, "1") would mask innocent text everywhere
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,9 @@ class Endpoint:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Every value that must never be shown: user name, password and query values."""
-        parts = urlsplit(self.url)
-        values = [parts.username, parts.password, *self.query.values()]
-        return tuple(sorted({v for v in values if v and len(v) >= _MIN_SECRET}, key=len,
-                            reverse=True))
+        """Every value that must never be shown: user name, password (as written, decoded
+        and as their Basic token) and query values, longest first."""
+        return Masker.of(url_secrets(self.url)).secrets
 
     def credentials(self, api_key_env: str) -> str:
         """What is sent to authenticate, in words. User info in the URL wins: the HTTP client
@@ -99,10 +98,7 @@ class Endpoint:
 
     def redact(self, text: str) -> str:
         """``text`` with the full URL and every secret of it masked."""
-        text = text.replace(self.url, self.shown)
-        for secret in self.secrets:
-            text = text.replace(secret, MASK)
-        return text
+        return Masker(self.secrets)(text.replace(self.url, self.shown))
 
 
 def api_key_problem(api_key_env: str, base_url: str | None) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rageval.core.outputs.significance import SIGNIFICANCE_LEGEND, significance_mark
 from rageval.report.html.data import ReportRun, as_finite, ci_excludes_zero, ci_pair, mismatch_text
 from rageval.report.html.markup import ci_text, esc, num_cell, swatch, table, th
 from rageval.report.html.plots import PLOT_WIDTH_IN, draw_forest, render_svg
@@ -30,8 +31,8 @@ def comparison_section(runs: list[ReportRun], rows: list[dict[str, Any]]) -> str
     body = [_comparison_row(row, colors, has_headline) for row in rows]
     forest = _forest_figure(runs, _headline_rows(rows))
     note = ('<p class="note">Δ = system − baseline on the records both runs scored. '
-            "Significance from the adjusted p-value where given: * p &lt; 0.05, ** p &lt; 0.01, "
-            "*** p &lt; 0.001. Δ is coloured when its 95% CI excludes zero. "
+            f"Significance from the adjusted p-value where given: {esc(SIGNIFICANCE_LEGEND)}. "
+            "Δ is coloured when its 95% CI excludes zero. "
             '<span class="flag">⚠ signature</span> marks metrics whose configuration differs '
             "between the runs.</p>")
     return ('<section id="comparison"><h2>Comparison</h2>'
@@ -41,7 +42,7 @@ def comparison_section(runs: list[ReportRun], rows: list[dict[str, Any]]) -> str
 def _comparison_row(row: Mapping[str, Any], colors: Mapping[str, str], has_headline: bool) -> str:
     direction = ci_excludes_zero(row)
     delta_class = {1: "up", -1: "down"}.get(direction, "")
-    stars = _stars(_significance(row))
+    stars = significance_mark(_significance(row))
     mismatch = mismatch_text(row.get("signature_mismatch"))
     flags = (f'<span class="flag" title="{esc(mismatch)}">⚠ signature</span>' if mismatch
              else "")
@@ -70,12 +71,6 @@ def _significance(row: Mapping[str, Any]) -> float | None:
     """The p-value to judge a row by: adjusted for multiple comparisons when available."""
     adjusted = as_finite(row.get("p_adjusted"))
     return adjusted if adjusted is not None else as_finite(row.get("p_value"))
-
-
-def _stars(p: float | None) -> str:
-    if p is None:
-        return ""
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
 def _headline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,74 @@
+"""The credentials one command knows, gathered into the run's
+:class:`~rageval.core.outputs.masking.Masker` and handed to every writer of its outputs.
+
+They are the judge's API key (the variable ``--judge-api-key-env`` names, and each panel
+member's), the user info and query values of the judge's base URLs (with their HTTP Basic
+form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from typing import TextIO
+
+from rageval.core.errors import UsageError
+from rageval.core.outputs.masking import Masker, url_secrets
+
+__all__ = ["MaskedStream", "masked", "run_masker"]
+
+_DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_PHOENIX_KEY_ENV = "PHOENIX_API_KEY"
+
+
+def run_masker(args: argparse.Namespace | None) -> Masker:
+    """The masker of one command (``args``: its options; None before they are read)."""
+    return Masker.of(_secrets(args))
+
+
+def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
+    key_envs = {_DEFAULT_KEY_ENV, _PHOENIX_KEY_ENV}
+    urls = []
+    if args is not None:
+        key_envs.add(getattr(args, "judge_api_key_env", None) or _DEFAULT_KEY_ENV)
+        urls += [getattr(args, "judge_base_url", None), getattr(args, "phoenix", None)]
+        for member in _members(getattr(args, "judge_panel", None) or ()):
+            key_envs.add(str(member.get("api_key_env") or _DEFAULT_KEY_ENV))
+            urls.append(member.get("base_url"))
+    for name in key_envs:
+        yield os.environ.get(name)
+    for url in urls:
+        yield from url_secrets(url)
+
+
+def _members(specs: list[str] | tuple[str, ...]) -> Iterator[dict[str, object]]:
+    from rageval.judge.llm.members import parse_member
+
+    for spec in specs:
+        try:
+            yield parse_member(spec)
+        except UsageError:  # said when the judge's options are read
+            continue
+
+
+class MaskedStream:
+    """A text stream whose every write is masked first (the command's stdout): a second line
+    of defence behind the writers, which mask what they put into lines before laying them
+    out."""
+
+    def __init__(self, stream: TextIO, masker: Masker) -> None:
+        self._stream = stream
+        self._masker = masker
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._masker(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # isatty, flush, encoding, fileno, ...
+        return getattr(self._stream, name)
+
+
+def masked(stream: TextIO, masker: Masker) -> TextIO:
+    """``stream``, masked when there is a secret to mask."""
+    return MaskedStream(stream, masker) if masker.secrets else stream  # type: ignore[return-value]

@@ -1,0 +1,61 @@
+"""One description of a gate row, which every channel renders: the terminal's table, the JUnit
+failure, the Markdown summary and the GitHub annotation.
+
+Its figures are labelled, so that no channel shows one number as another: a threshold on the
+mean gives ``mean 0.4766``; one on a CI bound gives ``value 0.4766, CI lower bound 0.41``; a
+regression check gives ``value 0.4766, baseline 0.5339, difference -0.0573, drop 0.0573``, the
+rule then saying what the drop had to be (``drop <= 0.02 vs baseline``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rageval.gate.model import GateRow, format_number
+
+__all__ = ["GateRowText", "describe"]
+
+
+@dataclass(frozen=True)
+class GateRowText:
+    """A gate row in words: the metric, its labelled figures, the rule and the verdict."""
+
+    metric: str
+    figures: tuple[tuple[str, str], ...]  # (label, number as shown)
+    rule: str
+    passed: bool
+    note: str
+
+    @property
+    def figures_text(self) -> str:
+        """``value 0.4766, baseline 0.5339, difference -0.0573, drop 0.0573`` (``-`` when the
+        row has no number)."""
+        return ", ".join(f"{label} {number}" for label, number in self.figures) or "-"
+
+    @property
+    def sentence(self) -> str:
+        """``ndcg@3: value 0.4766, baseline 0.5339, ...; rule drop <= 0.02 vs baseline``
+        (the data check, which has no number, says its rule alone)."""
+        figures = f"{self.figures_text}; " if self.figures else ""
+        return f"{self.metric}: {figures}rule {self.rule}"
+
+
+def describe(row: GateRow) -> GateRowText:
+    """The labelled figures of ``row``: the run's value, then the baseline's and the
+    difference (regression checks), then what the rule was applied to when that is not the
+    value itself (a CI bound, a drop)."""
+    figures: list[tuple[str, float | None]] = []
+    if row.value is not None and row.label not in ("mean", "corpus", "value"):
+        figures.append(("value", row.value))
+    if row.check == "regression" and row.baseline is not None:
+        figures += [("baseline", row.baseline), ("difference", row.delta)]
+    if row.observed is not None:
+        figures.append((row.label, row.observed))
+    shown = tuple((label, _signed(number) if label == "difference" else format_number(number))
+                  for label, number in figures)
+    return GateRowText(row.metric, shown, row.rule, row.passed, row.note)
+
+
+def _signed(value: float | None) -> str:
+    text = format_number(value)
+    return text if value is None or value < 0 else "+" + text
