@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from rageval.api import evaluate
 from rageval.cli.gate_step import plan_gate
-from rageval.cli.input_step import input_spec, run_records
+from rageval.cli.input_step import input_spec
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
+from rageval.cli.report_command import write_run_report
 from rageval.cli.secrets import run_masker
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
@@ -260,7 +261,7 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
                   markup=False)
     page = written / "report.html"
     if report:
-        _write_report(results, out_dir, page)
+        write_run_report(results, out_dir, page)
         console.print(f"wrote {page}: open it in a browser", markup=False, highlight=False)
         return
     command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(page))}, "
@@ -268,17 +269,6 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
     if importlib.util.find_spec("matplotlib") is None:  # the report extra is not installed
         command = f"pip install 'rageval[report]', then {command}"
     console.print(terminal(f"HTML report: {command}"), markup=False, highlight=False)
-
-
-def _write_report(results: Results, name: str, page: Path) -> None:
-    """The run's HTML report at ``page``, as ``rageval report DIR -o page`` writes it."""
-    from rageval.report.html.page import build_report, write_report
-
-    records = {name: found} if (found := run_records(results)) is not None else None
-    try:
-        write_report(page, build_report([(name, results)], None, records_by_run=records))
-    except OSError as err:
-        raise UsageError(f"--report {page}: cannot write: {err}") from None
 
 
 def run_metrics_list(args: argparse.Namespace, out: TextIO) -> int:
@@ -333,41 +323,6 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
         else:
             counts = cache.import_jsonl(args.file)
             print(f"read {counts['read']} entries, added {counts['added']} to {path}", file=out)
-    return 0
-
-
-def run_report(args: argparse.Namespace, out: TextIO) -> int:
-    """``rageval report``: load the runs, compare them when there are two or more, and write
-    one self-contained HTML file."""
-    from rageval.compare.runs.compare import compare_runs
-    from rageval.core.results import Results
-    from rageval.report.html.page import build_report, write_report
-
-    names = list(args.runs)
-    if args.baseline is not None and args.baseline not in names:
-        names.insert(0, args.baseline)
-    loaded = [(name, Results.load(name)) for name in names]
-    rows = None
-    if len(loaded) > 1:
-        comparison = compare_runs([r for _, r in loaded], names=names, baseline=args.baseline,
-                                  intersect=args.intersect, resamples=args.resamples,
-                                  permutations=args.permutations, seed=args.seed,
-                                  ci=args.ci)
-        rows = comparison.rows
-    records = {name: found for name, results in loaded
-               if (found := run_records(results)) is not None}
-    page = build_report(loaded, rows, records_by_run=records, title=args.title)
-    try:
-        written = write_report(args.output, page)
-    except OSError as err:
-        raise UsageError(f"-o {args.output}: cannot write: {err}") from None
-    missing = [name for name, _ in loaded if name not in records]
-    console = console_for(out)
-    if missing:
-        console.print(terminal("queries and answers not shown for " + ", ".join(missing)
-                               + ": the records file named in the manifest is not readable "
-                               "from here"), markup=False)
-    console.print(terminal(f"wrote {written}"), markup=False)
     return 0
 
 

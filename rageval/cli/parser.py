@@ -287,7 +287,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
                          args.intersect, args.json, out, metric=args.metric)
     if args.command == "report":
-        from rageval.cli.commands import run_report
+        from rageval.cli.report_command import run_report
 
         return run_report(args, out)
     if args.command == "export":

@@ -3,9 +3,12 @@ a Markdown table for the job's summary page (appended to ``$GITHUB_STEP_SUMMARY`
 ``--markdown FILE`` writes for a pull-request comment) and workflow-command annotations
 (``::error``, ``::warning``) for failed gate checks and failed judge requests.
 
-The table has a row per headline metric: value, 95% CI, and against a ``--baseline`` the
-baseline's value, the change and the paired test's Holm-adjusted p-value, then whether the
-gate's checks of the metric passed.
+The table has a row per headline metric: value, the scale its values take, 95% CI, and
+against a ``--baseline`` the baseline's value, the change and the paired test's Holm-adjusted
+p-value with its significance mark (one scale and one format everywhere:
+:mod:`rageval.core.outputs.significance`), then whether the gate's checks of the metric passed.
+The heading counts the run as the terminal does
+(:class:`~rageval.core.results.counts.RunCounts`).
 
 Every text in them that rageval did not write (metric names, paths, notes quoting record ids
 or endpoint errors) goes through :mod:`rageval.core.outputs.text` (Markdown and workflow
@@ -19,8 +22,11 @@ from typing import TYPE_CHECKING
 
 from rageval.core.manifest import judge_sections
 from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.significance import p_value_text, significance_mark
 from rageval.core.outputs.text import markdown, markdown_code, workflow_command
 from rageval.core.results import Results, count_of
+from rageval.core.results.counts import RunCounts
+from rageval.core.scale import scale_text
 from rageval.gate.describe import describe
 from rageval.gate.model import GateRow, format_number
 
@@ -52,10 +58,9 @@ def summary_markdown(results: Results, report: GateReport | None, name: str,
     verdict = ("" if report is None else
                " — gate passed" if report.passed else
                f" — gate failed ({count_of(len(report.failures), 'check')})")
-    lines = [f"### rageval: {cell(name)} ({count_of(len(results.records), 'record')})"
-             f"{verdict}", "",
-             "| metric | value | 95% CI | baseline | delta | p-value | gate |",
-             "| --- | ---: | --- | ---: | ---: | ---: | --- |"]
+    lines = [f"### rageval: {cell(name)} ({RunCounts.of(results).text()}){verdict}", "",
+             "| metric | value | scale | 95% CI | baseline | delta | p-value | gate |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | --- |"]
     for metric, item in results.summary.items():
         if not item.in_table:
             continue
@@ -64,12 +69,12 @@ def summary_markdown(results: Results, report: GateReport | None, name: str,
         ci = ("—" if item.ci95 is None else
               f"[{format_number(item.ci95[0])}, {format_number(item.ci95[1])}]")
         lines.append(" | ".join([
-            f"| {code(metric)}", format_number(item.value), ci,
+            f"| {code(metric)}", format_number(item.value), scale_text(item.scale), ci,
             _number(regression and regression.baseline), _signed(regression and regression.delta),
             _p(regression and regression.p_value), _gate(checks)]) + " |")
     for metric, checks in by_metric.items():  # run figures (cost_usd, ...) and unknown names
         lines.append(f"| {code(metric)} | {format_number(checks[0].observed)} | — | — | — "
-                     f"| — | {_gate(checks)} |")
+                     f"| — | — | {_gate(checks)} |")
     failed = [r for r in rows if not r.passed]
     if failed:
         lines += ["", "Failed checks:", ""]
@@ -117,4 +122,4 @@ def _signed(value: float | None) -> str:
 
 
 def _p(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2g}"
+    return f"{p_value_text(value)} {significance_mark(value)}".rstrip()

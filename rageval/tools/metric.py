@@ -19,8 +19,8 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.params import Param
-from rageval.core.scale import RATIO
 from rageval.core.records import Record
+from rageval.core.scale import RATIO
 from rageval.tools.matching import MATCH_RULES, ORDER_RULES, Pairing, pair_calls
 
 __all__ = ["KINDS", "SCOPES", "ToolCallMetric"]

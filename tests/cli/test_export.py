@@ -41,7 +41,7 @@ def test_each_format_holds_the_run(run: Path) -> None:
     assert status == 0 and float(rows["rouge1"]["value"]) == saved["metrics"]["rouge1"]["value"]
     status, text = _export(run, "--format", "md")
     assert status == 0 and text.startswith(f"### rageval: {run} (8 records)\n")
-    assert "| `rouge1` | 0.571 | [0.5004, 0.6446] | — | — | — | — |" in text
+    assert "| `rouge1` | 0.571 | 0–1 | [0.5004, 0.6446] | — | — | — | — |" in text
 
 
 def test_a_gate_given_is_checked_and_sets_the_exit_status(run: Path, tmp_path: Path) -> None:

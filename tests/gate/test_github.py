@@ -37,9 +37,11 @@ def test_a_job_gets_the_table_and_an_annotation_per_failed_check(
     text = step_summary.read_text()
     assert text.startswith("earlier step\n### rageval: ")  # appended, never replaced
     assert "— gate failed (1 check)" in text
-    assert "| metric | value | 95% CI | baseline | delta | p-value | gate |" in text
-    # The same records scored again: the baseline's value, no change, p = 1.
-    assert "| `rouge1` | 0.571 | [0.5004, 0.6446] | 0.571 | +0.0 | 1 | ✅ pass |" in text
+    assert "| metric | value | scale | 95% CI | baseline | delta | p-value | gate |" in text
+    # The same records scored again: the baseline's value, no change, p = 1; each value with
+    # its scale, as the terminal and the report show it.
+    assert ("| `rouge1` | 0.571 | 0–1 | [0.5004, 0.6446] | 0.571 | +0.0 | 1.0000 | ✅ pass |"
+            in text)
     assert "| `ndcg@3` | 0.7984 |" in text and "❌ fail" in text
     commands = [line for line in out.getvalue().splitlines() if line.startswith("::")]
     assert commands == ["::error title=rageval gate::ndcg@3: mean 0.7984; rule >= 0.9 (mean); "
@@ -54,7 +56,8 @@ def test_markdown_is_written_for_a_comment_and_no_github_turns_the_job_output_of
     assert step_summary.read_text() == "earlier step\n"
     assert "::" not in out.getvalue()
     assert comment.read_text().startswith("### rageval: ")
-    assert "| `ndcg@3` | 0.7984 | [0.6469, 0.9304] | — | — | — | — |" in comment.read_text()
+    assert ("| `ndcg@3` | 0.7984 | 0–1 | [0.6469, 0.9304] | — | — | — | — |"
+            in comment.read_text())
 
 
 def test_outside_a_job_nothing_is_written(tmp_path: Path,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from rich.console import Console
@@ -15,7 +16,12 @@ from rich.text import Text
 
 from rageval.compare.command_output import write_json_file
 from rageval.compare.runs.statistics import LEVEL, Comparison
-from rageval.core.outputs.significance import MARKS, SIGNIFICANCE_LEGEND, significance_mark
+from rageval.core.outputs.significance import (
+    MARKS,
+    SIGNIFICANCE_LEGEND,
+    p_value_text,
+    significance_mark,
+)
 from rageval.core.outputs.text import terminal
 
 __all__ = [
@@ -36,12 +42,12 @@ def render_comparison(comparison: Comparison, console: Console, *,
     for system in comparison.systems:
         rows = [r for r in comparison.rows_for(system) if r["headline"] or components]
         _print_fitting(console, comparison_table(comparison, system, rows),
-                       lambda: stacked_comparison(comparison, system, rows, console.width))
+                       partial(stacked_comparison, comparison, system, rows, console.width))
         turns = [r for r in comparison.per_turn
                  if r["system"] == system and (r["headline"] or components)]
         if turns:
             _print_fitting(console, turn_table(comparison, system, turns),
-                           lambda: stacked_turns(comparison, system, turns, console.width))
+                           partial(stacked_turns, comparison, system, turns, console.width))
         for line, style in _notes(comparison, system, rows, components=components):
             console.print(terminal(line), style=style, markup=False, highlight=False)
     dropped = {k: v for k, v in comparison.dropped.items() if v}
@@ -96,7 +102,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         _fmt(row["delta"], signed=True),
         "—" if ci is None else f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
         _fmt_p(row["p_value"]),
-        _fmt_p(row["p_adjusted"]) + significance_mark(row["p_adjusted"]),
+        f'{_fmt_p(row["p_adjusted"])} {significance_mark(row["p_adjusted"])}'.rstrip(),
         f"{row['wins']}/{row['ties']}/{row['losses']}",
         str(row["n"]) + (f" (-{row['n_dropped']})" if row["n_dropped"] else ""),
     ]
@@ -271,6 +277,4 @@ def _fmt(value: float | None, *, signed: bool = False) -> str:
 
 
 def _fmt_p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.4f}" if value >= 0.001 else f"{value:.1e}"
+    return p_value_text(value)

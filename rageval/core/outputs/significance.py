@@ -1,5 +1,6 @@
 """One scale of significance marks, for every place rageval shows a p-value: ``rageval
-compare``'s tables, the HTML report, and anything else that marks a difference as real.
+compare``'s tables, the HTML report, the Markdown summary, and anything else that marks a
+difference as real; and one way of writing the p-value beside its mark (:func:`p_value_text`).
 
 The marks read a Holm-adjusted p-value where there is one: ``***`` below 0.001, ``**`` below
 0.01, ``*`` below 0.05, nothing otherwise; :data:`SIGNIFICANCE_LEGEND` says so in words.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "significance_mark"]
+__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "p_value_text", "significance_mark"]
 
 # Bounds on the p-value and their marks, strictest first.
 MARKS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
@@ -22,3 +23,11 @@ def significance_mark(p_value: float | None) -> str:
     if p_value is None or math.isnan(p_value):
         return ""
     return next((mark for bound, mark in MARKS if p_value < bound), "")
+
+
+def p_value_text(p_value: float | None) -> str:
+    """A p-value as every channel writes it: four decimals, ``<0.0001`` below that, ``—`` for
+    none (so ``0.0009 ***`` reads the same in the terminal, the report and the Markdown)."""
+    if p_value is None or math.isnan(p_value):
+        return "—"
+    return "<0.0001" if p_value < 1e-4 else f"{p_value:.4f}"

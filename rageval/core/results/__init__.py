@@ -31,8 +31,8 @@ from rageval.core.errors import InputError
 from rageval.core.files import atomic_write
 from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
 from rageval.core.results.counts import count_of
-from rageval.core.scale import Scale, scale_from_json
 from rageval.core.results.frames import calibration_columns, frame
+from rageval.core.scale import Scale, scale_from_json
 
 # summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
 # replaced one after the other, and a run killed in between must not pass for a whole run.

@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rageval.core.outputs.significance import SIGNIFICANCE_LEGEND, significance_mark
+from rageval.core.outputs.significance import (
+    SIGNIFICANCE_LEGEND,
+    p_value_text,
+    significance_mark,
+)
 from rageval.report.html.data import ReportRun, as_finite, ci_excludes_zero, ci_pair, mismatch_text
 from rageval.report.html.markup import ci_text, esc, num_cell, swatch, table, th
 from rageval.report.html.plots import PLOT_WIDTH_IN, draw_forest, render_svg
@@ -87,9 +91,7 @@ def _p_cell(value: Any, stars: str) -> str:
 
 
 def _fmt_p(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+    return p_value_text(value)
 
 
 def _name_cell(name: Any, colors: Mapping[str, str]) -> str:

@@ -41,3 +41,22 @@ def test_compare_and_the_report_mark_p_0_0009_alike(monkeypatch: pytest.MonkeyPa
     html = comparison_section([], [row])
     assert '<span class="stars">***</span>' in html
     assert "*** p &lt; 0.001" in html
+
+
+def test_one_p_value_text_in_compare_the_report_and_the_markdown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``0.0009 ***`` everywhere: not ``9.0e-04**`` in the terminal and ``0.0009`` in the
+    report, nor ``0.00090`` in the Markdown."""
+    from rageval.compare.runs.output import _cells
+    from rageval.gate.github import _p
+    from rageval.report.html import comparison
+
+    row = {"metric": "ndcg@3", "aggregate": "mean", "baseline_value": 0.5,
+           "system_value": 0.6, "delta": 0.1, "ci95": [0.05, 0.15], "p_value": 0.0009,
+           "p_adjusted": 0.0009, "wins": 5, "ties": 0, "losses": 0, "n": 5, "n_dropped": 0}
+    assert _cells(row)[5] == "0.0009 ***"
+    assert _p(0.0009) == "0.0009 ***"
+    monkeypatch.setattr(comparison, "_forest_figure", lambda runs, rows: "")
+    html = comparison.comparison_section([], [{**row, "baseline": "a", "system": "b"}])
+    assert '0.0009 <span class="stars">***</span>' in html
+    assert _cells({**row, "p_adjusted": 0.00001})[5] == "<0.0001 ***"
