@@ -287,7 +287,7 @@ def _context_object(item: Mapping[str, Any], index: int) -> Context:
     except KeyError as missing:
         name = missing.args[0]
         raise FieldError(f"missing required field {name!r}", f"contexts[{index}].{name}") from None
-    if type(context_id) is not str or not context_id:
+    if type(context_id) is not str or not context_id or not context_id.isascii():
         context_id = identifier(context_id, f"contexts[{index}].id")
     if type(text) is not str:
         raise expected("a string", text, f"contexts[{index}].text")

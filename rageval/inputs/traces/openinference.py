@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rageval.core.errors import InputError
+from rageval.core.records.lines import DEEP_JSON
 from rageval.inputs.traces.spans import Span, attribute, documents
 
 __all__ = ["TRACE_MAP_FIELDS", "unit_records"]
@@ -131,7 +132,11 @@ def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, st
     if retrievers:
         item["contexts"] = _contexts(retrievers, where, source)
     for field, name in field_map.items():
-        value = _mapped(root, spans, name)
+        try:
+            value = _mapped(root, spans, name)
+        except RecursionError:  # an attribute's JSON text nested too deeply to open
+            raise InputError(f"{where}: attribute {name!r} (--map {field}={name}): "
+                             f"{DEEP_JSON}", path=source, line=root.line, field=field) from None
         if value is None:
             if field == "id":
                 raise InputError(f"{where}: no attribute {name!r} to read the record id from "
