@@ -94,3 +94,26 @@ def test_a_reply_holding_a_lone_surrogate_is_written_repaired_and_replays(
 def said(row: dict) -> tuple:
     return (row["scores"], row["details"][METRIC]["reasoning"],
             row["details"].get("lone_surrogates"))
+
+
+def test_a_poisoned_cache_export_imports_and_replays(tmp_path: Path, capsys,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with JudgeServer() as server:
+        code, err = judged(tmp_path, capsys, server)
+    assert code == 0, err
+    exported = tmp_path / "cache.jsonl"
+    assert main(["cache", "export", str(exported), "--cache", str(tmp_path / "cache.sqlite")]) == 0
+    # Each reply's reasoning given a lone surrogate, as a JSON escape in the export's line.
+    poisoned = [line.replace('Scripted verdict', 'ok \\\\ud800 \\ud800')
+                for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert all("\\ud800" in line for line in poisoned)
+    write(exported, poisoned)
+    (tmp_path / "cache.sqlite").unlink()
+    assert main(["cache", "import", str(exported), "--cache",
+                 str(tmp_path / "cache.sqlite")]) == 0, capsys.readouterr().err
+    code, err = judged(tmp_path, capsys, None, "--offline")
+    assert code == 0, err
+    for row in lines(tmp_path).values():
+        assert row["details"][METRIC]["reasoning"].startswith("ok \ufffd \ufffd")
+        assert row["details"]["lone_surrogates"] == [f"details.{METRIC}.reasoning"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "has_lone_surrogates", "repaired", "unicode_problem",
-           "without_lone_surrogates"]
+__all__ = ["REPLACEMENT", "escaped_lone_surrogates", "has_lone_surrogates", "repaired",
+           "unicode_problem", "without_lone_surrogates"]
 
 #: What a lone surrogate becomes in text rageval writes.
 REPLACEMENT = "\ufffd"
@@ -30,6 +30,15 @@ def has_lone_surrogates(text: str) -> bool:
 def without_lone_surrogates(text: str) -> str:
     """``text`` with each lone surrogate replaced with U+FFFD."""
     return text if text.isascii() else _LONE.sub(REPLACEMENT, text)
+
+
+def escaped_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its JSON escape (``\\ud800``): JSON text
+    then means what it meant and can be stored as UTF-8 (the judge cache keeps a reply this
+    way, so that a replay reads the reply the server sent)."""
+    if text.isascii():
+        return text
+    return _LONE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def unicode_problem(text: str) -> str | None:
