@@ -636,9 +636,9 @@ class JudgeServer:
             content = json.dumps({"reasoning": found.group(1) if found else msg, "score": high})
             score = None
         elif fault == "surrogate":  # a lone surrogate as JSON escape text in the reply
-            content = '{"reasoning": "ok \\ud800", "score": %d}' % score
+            content = '{"reasoning": "ok \\ud800", "score": ' + f"{score}}}"
         elif fault == "surrogate_raw":  # the reply's text itself holds one
-            content = '{"reasoning": "ok \ud800", "score": %d}' % score
+            content = '{"reasoning": "ok \ud800", "score": ' + f"{score}}}"
         elif '"verdict"' in msg:  # a pairwise prompt
             verdict = pairwise_verdict(msg, self.pairwise_rule)
             content = json.dumps({"reasoning": f"Scripted pairwise verdict ({self.pairwise_rule}"

@@ -3,9 +3,9 @@ a Python string but which no UTF-8 text can hold (encoding one raises "surrogate
 allowed").
 
 The rule, the same at every reader and writer: an id holding one is not valid Unicode and is
-refused (:func:`unicode_problem` says why, the reader adds the file, line and field); in text rageval writes,
-each is replaced with U+FFFD, the replacement character, and the record's details say where
-(:func:`repaired`, the paths of the fields it changed).
+refused (:func:`unicode_problem` says why, the reader adds the file, line and field); in text
+rageval writes, each is replaced with U+FFFD, the replacement character, and the record's
+details say where (:func:`repaired`, the paths of the fields it changed).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 
-__all__ = ["BOM", "DEEP_JSON", "binary_lines", "decode_line", "file_error", "parse_json", "text_lines"]
+__all__ = ["BOM", "DEEP_JSON", "binary_lines", "decode_line", "file_error", "parse_json",
+           "text_lines"]
 
 PathLike = str | os.PathLike[str]
 
