@@ -117,3 +117,78 @@ def test_a_poisoned_cache_export_imports_and_replays(tmp_path: Path, capsys,
     for row in lines(tmp_path).values():
         assert row["details"][METRIC]["reasoning"].startswith("ok \ufffd \ufffd")
         assert row["details"]["lone_surrogates"] == [f"details.{METRIC}.reasoning"]
+
+
+# ---- JSON nested too deeply ----------------------------------------------------------------
+
+
+def tool_record(arguments: object, **more: object) -> str:
+    return record(tool_calls=[{"name": "search", "arguments": arguments}],
+                  reference_tool_calls=[{"name": "search"}], **more)
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    (tool_record('{"q": ' + DEEP + "}"), "tool_calls[0].arguments"),
+    (tool_record({"q": json.loads("[" * 900 + "]" * 900)}), "tool_calls[0].arguments"),
+    (json.dumps({"id": "c1", "turns": [json.loads(tool_record("{}", id="t1")), json.loads(
+        tool_record({"q": json.loads("[" * 500 + "]" * 500)}, id="t2"))]}),
+     "turns[1].tool_calls[0].arguments"),
+])
+def test_deep_tool_call_arguments_name_the_file_line_and_field(
+        tmp_path: Path, capsys, line: str, field: str) -> None:
+    path = write(tmp_path / "r.jsonl", [record("q0"), line])
+    code, _, err = run(["score", str(path), "-m", "tools:f1"], capsys)
+    assert code == 2, err
+    assert f"{path}, line 2, field '{field}'" in err
+    assert "nested" in err and "Traceback" not in err
+
+
+def test_a_line_nested_past_the_parser_names_its_line(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path / "r.jsonl", [record("q0"), '{"id": "q1", "x": ' + DEEP + "}"])
+    code, _, err = run(["score", str(path), "-m", "rouge1"], capsys)
+    assert code == 2 and f"{path}, line 2: JSON nested too deeply" in err, err
+
+
+def otlp(path: Path, attributes: dict[str, str]) -> Path:
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "rag",
+            "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
+                           {"key": "input.value", "value": {"stringValue": "Who?"}},
+                           *({"key": k, "value": {"stringValue": v}}
+                             for k, v in attributes.items())]}
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("metadata", "says"), [
+    ('{"qid": ' + DEEP + "}", "JSON nested too deeply"),
+    ('{"qid": "q\\ud800"}', "not valid Unicode"),
+])
+def test_a_trace_attribute_read_as_the_id_names_the_trace_and_field(
+        tmp_path: Path, capsys, metadata: str, says: str) -> None:
+    path = otlp(tmp_path / "spans.jsonl", {"metadata": metadata})
+    code, _, err = run(["score", str(path), "--input-format", "openinference",
+                        "--map", "id=metadata.qid", "-m", "rouge1"], capsys)
+    assert code == 2, err
+    assert f"{path}, line 1" in err and "field 'id'" in err and says in err
+    assert "Traceback" not in err
+
+
+# ---- integers past the machine's -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    ("--max-line-bytes", "max_line_bytes (--max-line-bytes) must be an integer from 1 to"),
+    ("--bootstrap", "bootstrap must be an integer from 1 to 10,000,000"),
+    ("--window", "the window size must be an integer from 1 to"),
+    ("--batch-size", "batch_size must be an integer from 1 to"),
+    ("--judge-samples", "judge samples must be an integer from 1 to 1,000"),
+])
+def test_a_huge_integer_option_is_a_clear_error(tmp_path: Path, capsys, option: str,
+                                                says: str) -> None:
+    path = write(tmp_path / "r.jsonl", [record()])
+    metric = "judge:fluency" if option.startswith("--judge") else "rouge1"
+    code, _, err = run(["score", str(path), "-m", metric, "--judge-model", "m", "--offline",
+                        option, "99999999999999999999"], capsys)
+    assert code == 2, err
+    assert says in err and "Traceback" not in err

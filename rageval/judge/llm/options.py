@@ -29,6 +29,8 @@ __all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]
 
 DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
+#: The most replies asked per item (--judge-samples): more would queue requests without end.
+MOST_SAMPLES = 1_000
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ class JudgeOptions:
         if self.allow_missing and not self.offline:
             raise UsageError("--allow-missing only applies with --offline")
         check_int("judge concurrency", self.concurrency, 1)
-        check_int("judge samples", self.samples, 1)
+        check_int("judge samples", self.samples, 1, high=MOST_SAMPLES)
         check_int("--judge-max-retries", self.max_retries, 0)
         if self.max_tokens is not None:
             check_int("--judge-max-tokens", self.max_tokens, 1)
