@@ -83,6 +83,9 @@ LARGEST_COUNT = 1 << 62
 #: The most bootstrap resamples (and randomization-test relabellings) a run takes: each is a
 #: row of numbers held for the whole run, and a CI's digits stop moving long before.
 MOST_RESAMPLES = 10_000_000
+#: The most replies a judge is asked per item (--judge-samples): more queue requests without
+#: end.
+MOST_SAMPLES = 1_000
 
 
 def check_int(name: str, value: object, low: int, error: type[Exception] = UsageError,

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core import read_only
-from rageval.core.errors import UsageError, check_int
+from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
 from rageval.judge.llm.cache.store import JudgeCache
@@ -29,8 +29,6 @@ __all__ = ["DEFAULT_CACHE", "TOP_LOGPROBS", "JudgeOptions", "JudgeProgress"]
 
 DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
-#: The most replies asked per item (--judge-samples): more would queue requests without end.
-MOST_SAMPLES = 1_000
 
 
 @dataclass(frozen=True)
