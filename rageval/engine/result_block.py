@@ -19,16 +19,12 @@ from typing import Any
 import numpy as np
 
 from rageval.core.metric import Metric, MetricResult
-from rageval.core.outputs.surrogates import repaired
+from rageval.core.outputs.surrogates import LONE_SURROGATES, repaired
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
 
 __all__ = ["LONE_SURROGATES", "ResultBlock", "result_block"]
 
-#: The details entry of a record whose written text held lone surrogates: the paths of the
-#: fields (``details.judge:faithfulness.reasoning``, ``errors.<metric>``) where each was
-#: replaced with U+FFFD (:mod:`rageval.core.outputs.surrogates`).
-LONE_SURROGATES = "lone_surrogates"
 
 # json.dumps with options builds a new encoder per call; one encoder serves every line.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -90,7 +86,8 @@ class ResultBlock:
             error = None if error is None else repaired(error, "errors", changed)
             detail = None if detail is None else repaired(detail, "details", changed)
             if changed:
-                detail = {**(detail or {}), LONE_SURROGATES: changed}
+                earlier = list((detail or {}).get(LONE_SURROGATES, ()))  # the record's inputs
+                detail = {**(detail or {}), LONE_SURROGATES: earlier + changed}
             errors.append(error)
             details.append(detail)
         return dataclasses.replace(self, errors=errors, details=details)
@@ -142,6 +139,9 @@ def result_block(records: Sequence[Record],
             if detail is not None:
                 # Metrics that share one analysis (claim-level judging) share one key.
                 _entry(details, i).setdefault(key, detail)
+    for i, r in enumerate(records):
+        if LONE_SURROGATES in r.extra:  # texts of the record repaired when it was read
+            _entry(details, i)[LONE_SURROGATES] = list(r.extra[LONE_SURROGATES])
     threads = None
     if any(r.conversation is not None for r in records):
         threads = [None if r.conversation is None else (r.conversation.id, r.turn or None)

@@ -192,3 +192,26 @@ def test_a_huge_integer_option_is_a_clear_error(tmp_path: Path, capsys, option: 
                         option, "99999999999999999999"], capsys)
     assert code == 2, err
     assert says in err and "Traceback" not in err
+
+
+# ---- texts of the records ------------------------------------------------------------------
+
+
+def test_a_record_text_holding_a_lone_surrogate_is_judged_repaired_and_said(
+        tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    line = record("q2").replace("Ann wrote it.", "Ann \\ud800 wrote it.").replace(
+        "Ann wrote the book.", "Ann \\udfff wrote the book.")
+    records = write(tmp_path / "r.jsonl", [record("q1"), line])
+    with JudgeServer() as server:
+        code, _, err = run(["score", str(records), "-m", METRIC, "-m", "rouge1",
+                            "--judge-model", "judge-model", "--judge-base-url", server.base_url,
+                            "--cache", str(tmp_path / "cache.sqlite"),
+                            "--out", str(tmp_path / "out"), "--bootstrap", "10"], capsys)
+        sent = json.dumps(server.bodies, ensure_ascii=False)
+    assert code == 0, err
+    assert "Ann \ufffd wrote it." in sent and "\\ud800" not in sent
+    rows = lines(tmp_path)
+    assert rows["q2"]["details"]["lone_surrogates"] == ["answer", "contexts[0].text"]
+    assert "lone_surrogates" not in rows["q1"]["details"]
+    assert rows["q2"]["scores"][METRIC] is not None and rows["q2"]["scores"]["rouge1"] > 0

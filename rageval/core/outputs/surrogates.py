@@ -13,11 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "escaped_lone_surrogates", "has_lone_surrogates", "repaired",
-           "unicode_problem", "without_lone_surrogates"]
+__all__ = ["LONE_SURROGATES", "REPLACEMENT", "escaped_lone_surrogates", "has_lone_surrogates",
+           "repaired", "unicode_problem", "without_lone_surrogates"]
 
 #: What a lone surrogate becomes in text rageval writes.
 REPLACEMENT = "\ufffd"
+#: Where a record says which of its fields held lone surrogates, replaced: a key of its
+#: ``extra`` (the fields of its input: ``answer``, ``contexts[0].text``) and of its details
+#: in ``records.jsonl`` (those, then the written ones: ``details.judge:faithfulness.reasoning``).
+LONE_SURROGATES = "lone_surrogates"
 
 _LONE = re.compile("[\ud800-\udfff]")
 
