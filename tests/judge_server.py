@@ -54,6 +54,9 @@ Faults come on demand, by name:
                                  answer's text and its score the top of the scale
 ``"wrong_count"``                200, a claim step's labels lack the last key (other replies
                                  are normal)
+``"surrogate"``                  200, the reasoning holds a lone surrogate as JSON escape text
+                                 (``"ok \\ud800"``); ``"surrogate_raw"``: the reply's text itself
+                                 holds one (the HTTP body escapes it)
 ``"too_long"``                   400 saying the prompt exceeds the model's context length, in
                                  OpenAI's words; ``"too_long:<server>"`` in the words and body of
                                  ``llama-server``, ``llama-server-old``, ``vllm``, ``vllm-flat``
@@ -641,6 +644,10 @@ class JudgeServer:
             found = re.search(r"<answer-[0-9a-f]+>\n(.*?)\n</answer-", msg, re.DOTALL)
             content = json.dumps({"reasoning": found.group(1) if found else msg, "score": high})
             score = None
+        elif fault == "surrogate":  # a lone surrogate as JSON escape text in the reply
+            content = '{"reasoning": "ok \\ud800", "score": ' + f"{score}}}"
+        elif fault == "surrogate_raw":  # the reply's text itself holds one
+            content = '{"reasoning": "ok \ud800", "score": ' + f"{score}}}"
         elif '"verdict"' in msg:  # a pairwise prompt
             verdict = pairwise_verdict(msg, self.pairwise_rule)
             content = json.dumps({"reasoning": f"Scripted pairwise verdict ({self.pairwise_rule}"

@@ -3,7 +3,8 @@
 Every error a user can cause is a :class:`RagevalError` that knows its exit code and how to
 print itself, so the CLI never shows a traceback for bad input (the click pattern). Errors are
 raised explicitly, never through ``assert`` (stripped by ``python -O``). Two wordings every
-layer shares live here too: :func:`check_int` ("must be an integer of at least ...") and
+layer shares live here too: :func:`check_int` ("must be an integer of at least ...", with the
+largest counts an option takes) and
 :func:`did_you_mean` (the close names of a misspelt one).
 """
 
@@ -76,11 +77,27 @@ class MissingDependencyError(RagevalError):
         )
 
 
-def check_int(name: str, value: object, low: int, error: type[Exception] = UsageError) -> None:
-    """Raise ``error`` unless ``value`` is an integer (not a bool) of at least ``low``."""
+#: The largest count or size an option takes (2**62): larger ones overflow the machine's
+#: integers where they become a length, an index or an array's size.
+LARGEST_COUNT = 1 << 62
+#: The most bootstrap resamples (and randomization-test relabellings) a run takes: each is a
+#: row of numbers held for the whole run, and a CI's digits stop moving long before.
+MOST_RESAMPLES = 10_000_000
+#: The most replies a judge is asked per item (--judge-samples): more queue requests without
+#: end.
+MOST_SAMPLES = 1_000
+
+
+def check_int(name: str, value: object, low: int, error: type[Exception] = UsageError,
+              high: int | None = None) -> None:
+    """Raise ``error`` unless ``value`` is an integer (not a bool) of at least ``low`` (and at
+    most ``high``, when given)."""
     # numbers.Integral: numpy's integers too, without importing numpy here.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise error(f"{name} must be an integer of at least {low}, got {value!r}")
+        bounds = f"of at least {low}" if high is None else f"from {low:,} to {high:,}"
+        raise error(f"{name} must be an integer {bounds}, got {value!r}")
+    if high is not None and value > high:
+        raise error(f"{name} must be an integer from {low:,} to {high:,}, got {value!r}")
 
 
 def close_matches(word: str, known: Iterable[str], *, n: int = 1,

@@ -10,6 +10,7 @@ and every line is one format of a template made from the output names.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,10 +19,12 @@ from typing import Any
 import numpy as np
 
 from rageval.core.metric import Metric, MetricResult
+from rageval.core.outputs.surrogates import LONE_SURROGATES, repaired
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
 
-__all__ = ["ResultBlock", "result_block"]
+__all__ = ["LONE_SURROGATES", "ResultBlock", "result_block"]
+
 
 # json.dumps with options builds a new encoder per call; one encoder serves every line.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -54,6 +57,40 @@ class ResultBlock:
                              *(thread or (None, None)))
                 for rid, row, errors, details, thread in zip(self.ids, values, self.errors,
                                                              self.details, threads, strict=True)]
+
+    def utf8_lines(self) -> bytes:
+        """:meth:`json_lines` encoded as UTF-8, after :meth:`repaired` when some text of the
+        block holds a lone surrogate (which UTF-8 cannot encode)."""
+        try:
+            return self.json_lines().encode("utf-8")
+        except UnicodeEncodeError:
+            return self.repaired().json_lines().encode("utf-8")
+
+    def valid_unicode(self) -> ResultBlock:
+        """The block itself, or :meth:`repaired` when some of its text holds a lone
+        surrogate."""
+        try:
+            _ENCODE([self.errors, self.details]).encode("utf-8")
+        except UnicodeEncodeError:
+            return self.repaired()
+        return self
+
+    def repaired(self) -> ResultBlock:
+        """The block with every lone surrogate in its records' errors and details replaced
+        with U+FFFD, each such record's details saying where (:data:`LONE_SURROGATES`). Ids
+        never need it: a reader refuses an id that is not valid Unicode."""
+        errors: list[dict[str, str] | None] = []
+        details: list[dict[str, Any] | None] = []
+        for error, detail in zip(self.errors, self.details, strict=True):
+            changed: list[str] = []
+            error = None if error is None else repaired(error, "errors", changed)
+            detail = None if detail is None else repaired(detail, "details", changed)
+            if changed:
+                earlier = list((detail or {}).get(LONE_SURROGATES, ()))  # the record's inputs
+                detail = {**(detail or {}), LONE_SURROGATES: earlier + changed}
+            errors.append(error)
+            details.append(detail)
+        return dataclasses.replace(self, errors=errors, details=details)
 
     def json_lines(self) -> str:
         """The block's lines of ``records.jsonl``: ``{"id", "scores", "details", "errors"}``
@@ -102,6 +139,9 @@ def result_block(records: Sequence[Record],
             if detail is not None:
                 # Metrics that share one analysis (claim-level judging) share one key.
                 _entry(details, i).setdefault(key, detail)
+    for i, r in enumerate(records):
+        if LONE_SURROGATES in r.extra:  # texts of the record repaired when it was read
+            _entry(details, i)[LONE_SURROGATES] = list(r.extra[LONE_SURROGATES])
     threads = None
     if any(r.conversation is not None for r in records):
         threads = [None if r.conversation is None else (r.conversation.id, r.turn or None)

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rageval.core.errors import UsageError, check_int
+from rageval.core.errors import LARGEST_COUNT, MOST_RESAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.engine.sink import FileSink
 from rageval.stats.poisson import EXACT_RECORDS
@@ -64,12 +64,15 @@ class RunSettings:
     turn_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name, value, low in (("seed", self.seed, 0), ("bootstrap", self.bootstrap, 1),
-                                 ("batch_size", self.batch_size, 1)):
-            check_int(name, value, low)
+        for name, value, low, high in (
+                ("seed", self.seed, 0, None), ("bootstrap", self.bootstrap, 1, MOST_RESAMPLES),
+                ("batch_size", self.batch_size, 1, LARGEST_COUNT)):
+            check_int(name, value, low, high=high)
         if self.window is not None and (isinstance(self.window, bool)
-                                        or not isinstance(self.window, int) or self.window < 1):
-            raise UsageError(f"the window size must be a positive integer, got {self.window!r}")
+                                        or not isinstance(self.window, int) or self.window < 1
+                                        or self.window > LARGEST_COUNT):
+            raise UsageError(f"the window size must be an integer from 1 to {LARGEST_COUNT:,}, "
+                             f"got {self.window!r}")
         if self.ci not in CI_METHODS:
             raise UsageError(f"unknown ci {self.ci!r}: use one of {', '.join(CI_METHODS)}")
         if self.engine not in ENGINES:

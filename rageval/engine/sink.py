@@ -34,7 +34,7 @@ class MemorySink:
         self.rows: list[RecordResult] = []
 
     def write(self, block: ResultBlock) -> None:
-        self.rows.extend(block.rows())
+        self.rows.extend(block.valid_unicode().rows())
 
     def records(self) -> list[RecordResult]:
         return self.rows
@@ -72,7 +72,7 @@ class FileSink:
         return self._handle
 
     def write(self, block: ResultBlock) -> None:
-        data = block.json_lines().encode("utf-8")
+        data = block.utf8_lines()  # a lone surrogate repaired, and said (result_block)
         self._pending.append(data)
         self._pending_bytes += len(data)
         self.count += len(block)

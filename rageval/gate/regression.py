@@ -31,7 +31,7 @@ from rageval.compare.runs.pairing import (
     pair_record_ids,
 )
 from rageval.compare.runs.statistics import compare_pair
-from rageval.core.errors import UsageError, check_int
+from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
 from rageval.core.results import Results
 from rageval.gate.data import data_row
 from rageval.gate.direction import lower_is_better
@@ -188,6 +188,7 @@ def _check_settings(max_drop: float, alpha: float, seed: int, resamples: int,
         raise UsageError(f"max_drop must be a finite number of at least 0, got {max_drop!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise UsageError(f"alpha must be a number between 0 and 1, got {alpha!r}")
-    for name, value, low in (("resamples", resamples, 1), ("permutations", permutations, 1),
-                             ("seed", seed, 0)):
-        check_int(name, value, low)
+    for name, value, low, high in (("resamples", resamples, 1, MOST_RESAMPLES),
+                                   ("permutations", permutations, 1, MOST_RESAMPLES),
+                                   ("seed", seed, 0, None)):
+        check_int(name, value, low, high=high)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from rageval.core.errors import InputError, UsageError
+from rageval.core.errors import LARGEST_COUNT, InputError, UsageError, check_int
 from rageval.core.records.lines import file_error, parse_json
 from rageval.core.records.readers import DEFAULT_MAX_LINE_BYTES, READERS, resolve_format
 
@@ -33,8 +33,7 @@ INPUT_FORMATS: tuple[str, ...] = ("jsonl", "json", "csv", "parquet", "arrow")
 def line_limit(max_line_bytes: int | None) -> int:
     """The longest line to read, checked as the native readers check it."""
     limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise UsageError(f"max_line_bytes must be a positive integer, got {limit!r}")
+    check_int("max_line_bytes (--max-line-bytes)", limit, 1, high=LARGEST_COUNT)
     return limit
 
 

@@ -203,3 +203,19 @@ def test_partitions_stay_within_the_open_files_allowed(
     assert wanted > 100  # one partition per 100 bytes of the larger file
     monkeypatch.setattr(spill, "_open_files_limit", lambda: 40)
     assert spill.partition_count(runs) == 20  # half of what may be held open
+
+
+def test_differences_past_the_largest_float_are_an_error_naming_the_metric(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from rageval.cli import main
+
+    a = _write(tmp_path / "a", ["q1", "q2", "q3"], {"m": [-1e308, 0.0, 0.0]})
+    b = _write(tmp_path / "b", ["q1", "q2", "q3"], {"m": [1e308, -1e308, 1e308]})
+    with pytest.raises(InputError, match="past the largest number a float holds") as caught:
+        compare_runs([a, b], ci="poisson")
+    assert caught.value.field == "m" and caught.value.path == str(b)
+    assert main(["compare", str(a), str(b), "--ci", "poisson"], stdout=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert "field 'm'" in err and "Traceback" not in err

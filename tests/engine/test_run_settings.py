@@ -13,10 +13,19 @@ from rageval.engine.sink import FileSink
 
 @pytest.mark.parametrize(("settings", "says"), [
     ({"seed": -1}, "seed must be an integer of at least 0, got -1"),
-    ({"bootstrap": 0}, "bootstrap must be an integer of at least 1, got 0"),
-    ({"batch_size": True}, "batch_size must be an integer of at least 1, got True"),
-    ({"window": 0}, "the window size must be a positive integer, got 0"),
-    ({"window": 2.5}, "the window size must be a positive integer, got 2.5"),
+    ({"bootstrap": 0}, "bootstrap must be an integer from 1 to 10,000,000, got 0"),
+    ({"bootstrap": 10**20}, "bootstrap must be an integer from 1 to 10,000,000, got "
+                            "100000000000000000000"),
+    ({"batch_size": True}, "batch_size must be an integer from 1 to 4,611,686,018,427,387,904, "
+                           "got True"),
+    ({"batch_size": 10**20}, "batch_size must be an integer from 1 to "
+                             "4,611,686,018,427,387,904, got 100000000000000000000"),
+    ({"window": 0}, "the window size must be an integer from 1 to 4,611,686,018,427,387,904, "
+                    "got 0"),
+    ({"window": 2.5}, "the window size must be an integer from 1 to "
+                      "4,611,686,018,427,387,904, got 2.5"),
+    ({"window": 10**20}, "the window size must be an integer from 1 to "
+                         "4,611,686,018,427,387,904, got 100000000000000000000"),
     ({"engine": "spark"}, "unknown engine 'spark': use one of local, ray"),
     ({"ray_workers": 2}, "ray_address and ray_workers go with engine='ray'"),
     ({"ray_address": "auto"}, "ray_address and ray_workers go with engine='ray'"),

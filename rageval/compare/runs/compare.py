@@ -88,7 +88,7 @@ from rageval.compare.runs.statistics import (
 )
 from rageval.compare.runs.streamed import compare_streamed
 from rageval.compare.runs.turns import per_turn_rows
-from rageval.core.errors import UsageError, check_int
+from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
 from rageval.stats.poisson import EXACT_RECORDS
 
 __all__ = [
@@ -222,8 +222,9 @@ def _settings(draws: tuple[int, int, int], intersect: bool, human: str | None, *
 
 
 def _check_settings(resamples: int, permutations: int, seed: int, ci: str) -> None:
-    for name, value, low in (("resamples", resamples, 1), ("permutations", permutations, 1),
-                             ("seed", seed, 0)):
-        check_int(name, value, low)
+    for name, value, low, high in (("resamples", resamples, 1, MOST_RESAMPLES),
+                                   ("permutations", permutations, 1, MOST_RESAMPLES),
+                                   ("seed", seed, 0, None)):
+        check_int(name, value, low, high=high)
     if ci not in CI_METHODS:
         raise UsageError(f"ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")

@@ -104,7 +104,10 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
         for index in range(parts):
             loaded = [spill.part(index) for spill in spills]
             for system, spill, part in zip(systems, spills[1:], loaded[1:], strict=True):
-                _add(found[system.name], loaded[0], part, (spills[0], spill))
+                try:
+                    _add(found[system.name], loaded[0], part, (spills[0], spill))
+                except OverflowError as error:
+                    raise _past_floats(error, base, system) from None
     rows, not_compared, per_turn = [], {}, []
     for system in systems:
         rows += _rows(base, system, found[system.name])
@@ -239,7 +242,10 @@ def _widened(stats: np.ndarray, width: int) -> np.ndarray:
 
 
 def _rows(base: NamedRun, system: NamedRun, found: _Accumulated) -> list[dict[str, Any]]:
-    measured = found.sums.statistics()
+    try:
+        measured = found.sums.statistics()
+    except OverflowError as error:
+        raise _past_floats(error, base, system) from None
     rows = []
     for name in found.names:
         row = row_head(name, base, system, found.sums.tallies[name], name in found.sums.corpus)
@@ -249,3 +255,12 @@ def _rows(base: NamedRun, system: NamedRun, found: _Accumulated) -> list[dict[st
         rows.append(row)
     adjust(rows)
     return rows
+
+
+def _past_floats(error: OverflowError, base: NamedRun, system: NamedRun) -> InputError:
+    """The error of an output (``error``'s argument) whose differences or exact sums pass
+    the largest float (values near 1e308): there is no figure to give."""
+    return InputError(
+        f"the values of {base.name} and {system.name} differ or sum past the largest number "
+        "a float holds (about 1.8e308), so their means and differences cannot be computed; "
+        "rescale the values", path=system.directory or system.name, field=str(error.args[0]))

@@ -51,7 +51,8 @@ class PairedSums:
             keys: np.ndarray, groups: np.ndarray | None) -> None:
         """Add paired records: ``b``, ``s`` their values (one column per name), ``stats`` each
         corpus output's statistics on either side, ``keys`` each unit's 64-bit key, ``groups``
-        each record's unit (None: each record is one)."""
+        each record's unit (None: each record is one). An :class:`OverflowError` naming the
+        output when a difference passes the largest float."""
         units = len(keys)
         for k, name in enumerate(self.names):
             self.tallies[name] += tally(b[:, k], s[:, k], groups)
@@ -64,6 +65,9 @@ class PairedSums:
         diffs = np.where(kept, s[:, index] - b[:, index], 0.0) * shares
         sides = [np.where(kept, x[:, index], 0.0) * shares for x in (b, s)]
         d, mask = group_rows(diffs, groups, units), group_rows(shares, groups, units)
+        beyond = ~np.isfinite(d).all(axis=0)  # a difference past the largest float
+        if beyond.any():
+            raise OverflowError(self.means[int(np.argmax(beyond))])
         self._exact.add(np.hstack([d, *(group_rows(x, groups, units) for x in sides)]))
         weighted, moved = [d, mask], [d]
         for name in self.corpus:
@@ -83,17 +87,18 @@ class PairedSums:
         self._relabelled += drawn_sums(seeded, moved, self.permutations, sign_flips)
 
     def statistics(self) -> dict[str, dict[str, object]]:
-        """Per compared output with a scored pair: value, delta, CI and p-value."""
+        """Per compared output with a scored pair: value, delta, CI and p-value. An
+        :class:`OverflowError` whose argument is the output's name when its exact sums
+        pass the largest float (values near 1e308)."""
         out: dict[str, dict[str, object]] = {}
         m = len(self.means)
         for k, name in enumerate(self.means):
             n = self.tallies[name].n
-            if n:
-                ratios = _ratio(self._weighted[:, k], self._weighted[:, m + k])
-                observed = self._exact.value(k)
-                out[name] = _row(self._exact.mean(m + k, n), self._exact.mean(2 * m + k, n),
-                                 self._exact.mean(k, n), percentile_interval(ratios, self.level),
-                                 self._p(observed, self._relabelled[:, k]))
+            try:
+                if n:
+                    out[name] = self._mean_row(k, m, n)
+            except OverflowError:
+                raise OverflowError(name) from None
         column, moved = 2 * m, m
         for name, metric in self.corpus.items():
             width = self.widths[name]
@@ -103,6 +108,13 @@ class PairedSums:
                                              self._relabelled[:, moved : moved + width])
             column, moved = column + 2 * width + 1, moved + width
         return out
+
+    def _mean_row(self, k: int, m: int, n: int) -> dict[str, object]:
+        ratios = _ratio(self._weighted[:, k], self._weighted[:, m + k])
+        observed = self._exact.value(k)
+        return _row(self._exact.mean(m + k, n), self._exact.mean(2 * m + k, n),
+                    self._exact.mean(k, n), percentile_interval(ratios, self.level),
+                    self._p(observed, self._relabelled[:, k]))
 
     def _corpus_row(self, metric: Metric, totals: np.ndarray, weighted: np.ndarray,
                     moved: np.ndarray) -> dict[str, object]:

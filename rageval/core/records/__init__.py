@@ -75,7 +75,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import LARGEST_COUNT, UsageError, check_int
 from rageval.core.progress import LoadProgress
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.judgments import apply_judgments
@@ -137,8 +137,7 @@ def _validated(path: PathLike, format: str | None, max_line_bytes: int | None,
     and the line limit checked at once)."""
     fmt = resolve_format(path, format)
     limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise UsageError(f"max_line_bytes must be a positive integer, got {limit!r}")
+    check_int("max_line_bytes (--max-line-bytes)", limit, 1, high=LARGEST_COUNT)
     source = os.fspath(path)
     try:
         if os.path.isdir(path):

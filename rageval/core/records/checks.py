@@ -10,7 +10,15 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-__all__ = ["FieldError", "describe", "expected", "identifier", "is_integer", "optional_str"]
+from rageval.core.outputs.surrogates import unicode_problem
+
+__all__ = ["MAX_NESTING", "FieldError", "check_nesting", "describe", "expected", "identifier",
+           "is_integer", "optional_str"]
+
+#: The deepest a free-form JSON value of a record (a tool call's arguments or result) may
+#: nest lists and objects: deeper values are refused when read, before a comparison, a hash or
+#: an encoder walks them recursively (Python stops near 1,000 levels with a RecursionError).
+MAX_NESTING = 100
 
 _REPR_LIMIT = 40
 
@@ -63,13 +71,35 @@ def is_integer(value: Any) -> bool:
 
 
 def identifier(value: Any, field: str) -> str:
-    """A record or context id: a non-empty string, or an integer converted with ``str()``."""
+    """A record or context id: a non-empty string of valid Unicode (no lone surrogate), or an
+    integer converted with ``str()``."""
     if type(value) is str or isinstance(value, str):
+        problem = unicode_problem(value)
+        if problem is not None:  # an id is matched and written as it is: never repaired
+            raise FieldError(f"the id is {problem}", field)
         if value:
             return value
     elif is_integer(value):
         return str(int(value))
     raise expected("a non-empty string or an integer", value, field)
+
+
+def check_nesting(value: Any, field: str, limit: int = MAX_NESTING) -> None:
+    """Raise :class:`FieldError` when ``value`` nests lists and objects more than ``limit``
+    levels deep (walked without recursion, so any depth is measured)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise FieldError(f"JSON nested more than {limit} levels deep (lists and objects "
+                             "within each other); flatten it", field)
+        stack.extend((child, depth + 1) for child in children)
 
 
 def optional_str(value: Any, field: str) -> str | None:

@@ -14,7 +14,8 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 
-__all__ = ["BOM", "binary_lines", "decode_line", "file_error", "parse_json", "text_lines"]
+__all__ = ["BOM", "DEEP_JSON", "binary_lines", "decode_line", "file_error", "parse_json",
+           "text_lines"]
 
 PathLike = str | os.PathLike[str]
 
@@ -22,6 +23,9 @@ BOM = b"\xef\xbb\xbf"
 # Progress is told every so often, never per line, so that it costs nothing measurable.
 _LINES_BETWEEN_LOOKS = 256
 _BYTES_BETWEEN_REPORTS = 1 << 20
+#: The error of JSON nested deeper than Python's parser goes (about 1,000 levels).
+DEEP_JSON = ("JSON nested too deeply to read (lists and objects within each other, about "
+             "1,000 levels or more)")
 
 
 def file_error(error: OSError, source: str) -> InputError:
@@ -54,7 +58,9 @@ def parse_json(text: str, source: str, line: int, field: str | None = None) -> A
         raise InputError(
             f"malformed JSON: {error.msg} (column {column})", path=source, line=line, field=field
         ) from None
-    except (ValueError, RecursionError) as error:
+    except RecursionError:
+        raise InputError(DEEP_JSON, path=source, line=line, field=field) from None
+    except ValueError as error:
         raise InputError(f"malformed JSON: {error}", path=source, line=line, field=field) from None
 
 

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import UsageError
+from rageval.core.outputs.surrogates import LONE_SURROGATES, has_lone_surrogates, repaired
 from rageval.core.records.checks import (
     FieldError,
     expected,
@@ -287,7 +288,7 @@ def _context_object(item: Mapping[str, Any], index: int) -> Context:
     except KeyError as missing:
         name = missing.args[0]
         raise FieldError(f"missing required field {name!r}", f"contexts[{index}].{name}") from None
-    if type(context_id) is not str or not context_id:
+    if type(context_id) is not str or not context_id or not context_id.isascii():
         context_id = identifier(context_id, f"contexts[{index}].id")
     if type(text) is not str:
         raise expected("a string", text, f"contexts[{index}].text")
@@ -347,7 +348,7 @@ def record_object(item: Any) -> Record:
         raise expected("a record object", item, None)
     if "id" not in item:
         raise FieldError("missing required field 'id'", "id")
-    return Record(
+    return _valid_text(Record(
         id=identifier(item["id"], "id"),
         query=optional_str(item.get("query"), "query"),
         contexts=_contexts(item.get("contexts")),
@@ -358,4 +359,25 @@ def record_object(item: Any) -> Record:
         tool_calls=validate_tool_calls(item.get("tool_calls"), "tool_calls"),
         reference_tool_calls=validate_tool_calls(item.get("reference_tool_calls"),
                                                  "reference_tool_calls"),
-    )
+    ))
+
+
+def _valid_text(record: Record) -> Record:
+    """The record, or a copy with each lone surrogate of its texts replaced with U+FFFD and
+    the fields repaired listed in its extra (:data:`LONE_SURROGATES`), which its details in
+    ``records.jsonl`` repeat."""
+    texts = [record.query, record.answer, *record.references,
+             *(context.text for context in record.contexts)]
+    if not any(text is not None and has_lone_surrogates(text) for text in texts):
+        return record
+    changed: list[str] = []
+    query, answer = (repaired(record.query, "query", changed),
+                     repaired(record.answer, "answer", changed))
+    contexts = tuple(dataclasses.replace(c, text=repaired(c.text, f"contexts[{i}].text", changed))
+                     for i, c in enumerate(record.contexts))
+    references = tuple(repaired(text, "reference" if len(record.references) == 1
+                                else f"reference[{i}]", changed)
+                       for i, text in enumerate(record.references))
+    return dataclasses.replace(record, query=query, answer=answer, contexts=contexts,
+                               references=references,
+                               extra={**record.extra, LONE_SURROGATES: tuple(changed)})

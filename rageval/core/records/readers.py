@@ -20,6 +20,7 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.lines import (
     BOM,
+    DEEP_JSON,
     PathLike,
     binary_lines,
     decode_line,
@@ -173,7 +174,9 @@ def _iter_json_array(path: PathLike, source: str,
                 item, position = decoder.raw_decode(text, position)
             except json.JSONDecodeError as error:
                 raise _array_error(text, error.pos, error.msg, source) from None
-            except (ValueError, RecursionError) as error:
+            except RecursionError:
+                raise InputError(DEEP_JSON, path=source, line=line) from None
+            except ValueError as error:
                 raise InputError(f"malformed JSON: {error}", path=source, line=line) from None
             yield line, item
             items += 1

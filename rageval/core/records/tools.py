@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from rageval.core.records.checks import FieldError, expected, identifier
+from rageval.core.records.checks import FieldError, check_nesting, expected, identifier
 
 __all__ = ["ToolCall", "validate_tool_calls"]
 
@@ -105,7 +105,9 @@ def _tool_call(item: Any, field: str) -> ToolCall:
     if not isinstance(name, str) or not name:
         raise expected("a non-empty string", name, f"{where}.name")
     arguments = _arguments(source.get("arguments"), f"{where}.arguments")
-    return ToolCall(name, arguments, item.get("result", _NO_RESULT))
+    result = item.get("result", _NO_RESULT)
+    check_nesting(result, f"{field}.result")
+    return ToolCall(name, arguments, result)
 
 
 def _check_keys(item: Mapping[str, Any], known: frozenset[str], field: str) -> None:
@@ -125,8 +127,12 @@ def _arguments(value: Any, field: str) -> Mapping[str, Any]:
             value = json.loads(value) if value.strip() else {}
         except ValueError as error:
             raise FieldError(f"the arguments are not valid JSON ({error})", field) from None
+        except RecursionError:
+            raise FieldError("the arguments are JSON nested too deeply to read (lists and "
+                             "objects within each other)", field) from None
     if not isinstance(value, Mapping):
         raise expected("a JSON object of arguments", value, field)
+    check_nesting(value, field)
     for key in value:
         if not isinstance(key, str):
             raise expected("string argument names", key, field)

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rageval.core.errors import InputError
+from rageval.core.records.lines import DEEP_JSON
 from rageval.inputs.traces.spans import Span, attribute, documents
 
 __all__ = ["TRACE_MAP_FIELDS", "unit_records"]
@@ -49,8 +50,9 @@ def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
     for span in ordered:
         if span.parent_id is not None and span.parent_id in by_id:
             children.setdefault(span.parent_id, []).append(span)
+    below = _below_kind(ordered, by_id, unit)
     for span in ordered:
-        if span.kind == unit and not _has_ancestor_of_kind(span, by_id, unit):
+        if span.kind == unit and not below[span.span_id]:
             yield _record(span, _subtree(span, children), "span", field_map, source)
 
 
@@ -63,15 +65,44 @@ def _root(ordered: list[Span]) -> Span:
     return ordered[0]
 
 
-def _has_ancestor_of_kind(span: Span, by_id: dict[str, Span], kind: str) -> bool:
-    seen = {span.span_id}
-    parent = by_id.get(span.parent_id or "")
-    while parent is not None and parent.span_id not in seen:
-        if parent.kind == kind:
-            return True
-        seen.add(parent.span_id)
-        parent = by_id.get(parent.parent_id or "")
-    return False
+def _parent(span: Span, by_id: dict[str, Span]) -> Span | None:
+    """The span's parent in the trace (None: a root, or a parent the trace lacks)."""
+    return by_id.get(span.parent_id or "")
+
+
+def _below_kind(ordered: list[Span], by_id: dict[str, Span], kind: str) -> dict[str, bool]:
+    """For each span, whether some other span of ``kind`` is among its ancestors.
+
+    Each span's parent is looked up once: a walk up from a span stops at the first ancestor
+    already answered, and answers every span it passed on the way back down, so a chain of
+    ``n`` spans costs ``O(n)`` (walking each span's ancestors anew cost ``O(n**2)``). A
+    parent cycle (malformed input) is answered as the walk up would: a span on it is below
+    ``kind`` when another span of the cycle has that kind.
+    """
+    below: dict[str, bool] = {}
+    marked: dict[str, bool] = {}  # the span itself or one of its ancestors has the kind
+    for start in ordered:
+        path: list[Span] = []
+        on_path: dict[str, int] = {}
+        span: Span | None = start
+        while span is not None and span.span_id not in marked:
+            if span.span_id in on_path:  # a cycle: every span of it sees every other
+                cycle = path[on_path[span.span_id]:]
+                hits = sum(s.kind == kind for s in cycle)
+                for member in cycle:
+                    below[member.span_id] = hits - (member.kind == kind) > 0
+                    marked[member.span_id] = hits > 0
+                del path[on_path[span.span_id]:]
+                break
+            on_path[span.span_id] = len(path)
+            path.append(span)
+            span = _parent(span, by_id)
+        above = False if span is None else marked[span.span_id]
+        for member in reversed(path):
+            below[member.span_id] = above
+            above = above or member.kind == kind
+            marked[member.span_id] = above
+    return below
 
 
 def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
@@ -101,7 +132,11 @@ def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, st
     if retrievers:
         item["contexts"] = _contexts(retrievers, where, source)
     for field, name in field_map.items():
-        value = _mapped(root, spans, name)
+        try:
+            value = _mapped(root, spans, name)
+        except RecursionError:  # an attribute's JSON text nested too deeply to open
+            raise InputError(f"{where}: attribute {name!r} (--map {field}={name}): "
+                             f"{DEEP_JSON}", path=source, line=root.line, field=field) from None
         if value is None:
             if field == "id":
                 raise InputError(f"{where}: no attribute {name!r} to read the record id from "

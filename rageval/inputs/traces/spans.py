@@ -76,6 +76,8 @@ def _inside(value: Any, keys: list[str]) -> Any:
             value = json.loads(value)
         except ValueError:
             return _MISSING
+        # A RecursionError (JSON nested about 1,000 levels deep) goes up to the record's
+        # reader, which names the trace and the field.
     for key in keys:
         if isinstance(value, dict) and key in value:
             value = value[key]

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from rageval.core import read_only
-from rageval.core.errors import UsageError, check_int
+from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
 from rageval.judge.llm.cache.store import JudgeCache
@@ -226,7 +226,7 @@ class JudgeOptions:
         if self.allow_missing and not self.offline:
             raise UsageError("--allow-missing only applies with --offline")
         check_int("judge concurrency", self.concurrency, 1)
-        check_int("judge samples", self.samples, 1)
+        check_int("judge samples", self.samples, 1, high=MOST_SAMPLES)
         check_int("--judge-max-retries", self.max_retries, 0)
         if self.max_tokens is not None:
             check_int("--judge-max-tokens", self.max_tokens, 1)

@@ -283,7 +283,8 @@ def test_jsonl_export_replays_offline(tmp_path: Path, server: JudgeServer) -> No
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
-    ("samples", 0, "samples must be an integer of at least 1"),
+    ("samples", 0, "samples must be an integer from 1 to 1,000"),
+    ("samples", 10**20, "samples must be an integer from 1 to 1,000"),
     ("temperature", 3.0, "temperature must be between 0 and 2"),
     ("price_in", -1.0, "must be a non-negative price"),
     ("seed", -5, "seed must be an integer of at least 0"),

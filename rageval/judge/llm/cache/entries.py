@@ -9,6 +9,7 @@ stored: they are not part of the key (a ``params`` field that looks like one is 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -19,10 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.core.errors import UsageError
+from rageval.core.outputs.surrogates import (
+    escaped_lone_surrogates,
+    repaired,
+    without_lone_surrogates,
+)
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
            "encode_format", "encoded_cache_keys", "is_cache_key", "new_entry",
-           "scrub_credentials"]
+           "scrub_credentials", "storable"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -206,7 +212,7 @@ def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
         raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
     if not isinstance(reply_text, str):
         raise UsageError("reply_text must be a string (errors are never cached)")
-    return Entry(
+    return storable(Entry(
         key=key,
         model=request_summary.get("model") if isinstance(request_summary, Mapping) else None,
         request=scrub_credentials(dict(request_summary)),
@@ -214,4 +220,18 @@ def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
         usage=_clean_usage(usage),
         meta=scrub_credentials(dict(meta or {})),
         created=time.time(),
-    )
+    ))
+
+
+def storable(entry: Entry) -> Entry:
+    """``entry`` as UTF-8 can hold it: a lone surrogate (which a server may send) kept in the
+    reply as its JSON escape, so that the reply parses as it did when it arrived; replaced
+    with U+FFFD in the request summary and meta (:mod:`rageval.core.outputs.surrogates`)."""
+    reply = escaped_lone_surrogates(entry.reply_text)
+    model = None if entry.model is None else without_lone_surrogates(entry.model)
+    changed: list[str] = []
+    request = repaired(entry.request, "request", changed)
+    meta = repaired(entry.meta, "meta", changed)
+    if reply is entry.reply_text and model == entry.model and not changed:
+        return entry
+    return dataclasses.replace(entry, reply_text=reply, model=model, request=request, meta=meta)

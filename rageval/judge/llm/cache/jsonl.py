@@ -10,7 +10,13 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 from rageval.core.errors import InputError
-from rageval.judge.llm.cache.entries import Entry, canonical_json, is_cache_key, scrub_credentials
+from rageval.judge.llm.cache.entries import (
+    Entry,
+    canonical_json,
+    is_cache_key,
+    scrub_credentials,
+    storable,
+)
 
 __all__ = ["read_entries", "write_entries"]
 
@@ -83,7 +89,7 @@ def _parse_line(raw: str, src: str, lineno: int) -> Entry:
     created = obj.get("created", 0.0)
     if isinstance(created, bool) or not isinstance(created, int | float):
         raise bad("must be a number", "created")
-    return Entry(
+    return storable(Entry(
         key=key,
         model=model,
         request=scrub_credentials(request),
@@ -91,4 +97,4 @@ def _parse_line(raw: str, src: str, lineno: int) -> Entry:
         usage=dict(usage),
         meta=scrub_credentials(meta),
         created=float(created),
-    )
+    ))
