@@ -26,6 +26,8 @@ from __future__ import annotations
 import html
 import re
 
+from rageval.core.outputs.surrogates import without_lone_surrogates
+
 __all__ = ["command_data", "command_property", "escape_char", "markdown", "markdown_code",
            "terminal", "terminal_lines", "valid_unicode", "workflow_command", "xml_text"]
 
@@ -37,7 +39,6 @@ _TERMINAL_UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # What XML 1.0 forbids (its Char production's complement).
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # A reference GitHub links in Markdown: @user or @org/team, #123, GH-123.
 # (An @ inside a word, as in ndcg@3 or an e-mail address, is no mention.)
 _MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#)(?=[A-Za-z0-9])")
@@ -70,8 +71,9 @@ def terminal_lines(text: object) -> str:
 
 def valid_unicode(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD, for a consumer of structured
-    text (JSON sent to a server): encodable in UTF-8 whatever it held."""
-    return _SURROGATE.sub("\ufffd", text)
+    text (JSON sent to a server): encodable in UTF-8 whatever it held (the one rule of
+    :mod:`.surrogates`)."""
+    return without_lone_surrogates(text)
 
 
 def xml_text(text: object) -> str:
