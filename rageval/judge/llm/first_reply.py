@@ -154,9 +154,9 @@ def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
         asked = f"any of the {len(failed)} requests sent, all failing alike"
     else:
         asked = f"any of the {len(failed)} requests sent, failing {len(errors)} ways, the first"
-    return (f"{where}: no reply to {asked}: {errors[0]}; a judge that answers nothing is "
-            "taken for dead, and the run stopped (--judge-timeout and --judge-max-retries set "
-            "the patience per request)")
+    return (f"{where} is taken for dead, and the run stopped: no reply to {asked} "
+            f"(--judge-timeout and --judge-max-retries set the patience per request): "
+            f"{errors[0]}")
 
 
 def failed_alike(where: str, failures: FirstFailures) -> str:
