@@ -141,8 +141,8 @@ def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
     sent = [r for r in results if r is not None]
     if any(r.ok for r in sent) or not (sent or stopped):
         return
-    raise JudgeError(stopped[0] if stopped else no_reply(where, sent),
-                     results=list(results)) from None
+    why = f"{stopped[0]}; the run stopped before any reply" if stopped else no_reply(where, sent)
+    raise JudgeError(why, results=list(results)) from None
 
 
 def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
