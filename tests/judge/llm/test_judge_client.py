@@ -369,8 +369,8 @@ def test_a_judge_that_answers_nothing_stops_with_one_message_however_few_its_req
     assert messages[1].startswith(f"{where}, and the run stopped: no reply to its one request")
     server.always = None
     server.fail_next("503", "500")
-    with pytest.raises(JudgeError, match="no reply to any of the 2 requests sent, failing 2 "
-                                         "ways, the first .*: HTTP 503"):
+    with pytest.raises(JudgeError, match=r"no reply to any of the 2 requests sent, failing 2 "
+                                         r"ways, the first .*: HTTP 503"):
         make_client(max_retries=0).complete_many(reqs(2), concurrency=1)
 
 
