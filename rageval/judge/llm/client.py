@@ -205,14 +205,14 @@ class JudgeClient:
         on_result: Callable[[JudgeResult], object] | None = None,
         shared: SharedLimits | None = None,
         on_drained: Callable[[], object] | None = None,
+        replied_before: bool = False,
     ) -> list[JudgeResult]:
-        """Send every request, ``concurrency`` at a time; the results in input order.
-
-        ``rpm`` caps request starts per minute; ``shared`` (limits shared with other
-        processes) leases each request. ``on_result`` gets each result as it arrives, failed
-        ones too, ``on_drained`` each lot of them, in the calling thread. :class:`JudgeError`
-        once the requests in flight finish: see :func:`~.pool.run_pool` and :mod:`.first_reply`.
-        """
+        """Send every request, ``concurrency`` at a time; the results in input order. ``rpm``
+        caps request starts per minute; ``shared`` (limits shared with other processes) leases
+        each request. ``on_result`` gets each result as it arrives, failed ones too,
+        ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
+        flight finish: :func:`~.pool.run_pool`, :func:`.first_reply.raise_unanswered` (not
+        when ``replied_before``: the judge answered earlier in the run)."""
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -237,9 +237,9 @@ class JudgeClient:
                                fail_fast=lambda alike: first_reply.failed_alike(where, alike),
                                shared=shared, on_drained=on_drained)
         except JudgeError as exc:
-            first_reply.raise_unanswered(where, exc.results, stopped)
+            first_reply.raise_unanswered(where, exc.results, stopped, replied_before)
             raise
-        first_reply.raise_unanswered(where, results, stopped)  # too few to stop early, say
+        first_reply.raise_unanswered(where, results, stopped, replied_before)
         return results
 
     def _where(self) -> str:

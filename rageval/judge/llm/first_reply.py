@@ -133,13 +133,14 @@ def refused(where: str) -> str:
 
 
 def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
-                     stopped: Sequence[str]) -> None:
-    """:class:`JudgeError` when no request of ``results`` (None: not sent) was answered: the
-    first of the permanent failures that ``stopped`` the requests, else :func:`no_reply`. A
-    request answered, or none sent and none stopped: nothing is raised (a run stopped for
-    another reason raises its own error)."""
+                     stopped: Sequence[str], replied_before: bool = False) -> None:
+    """:class:`JudgeError` when no request of ``results`` (None: not sent) was answered, and
+    the judge never was before in the run (``replied_before``): the first of the permanent
+    failures that ``stopped`` the requests, else :func:`no_reply`. A request answered, or none
+    sent and none stopped: nothing is raised (a run stopped for another reason raises its own
+    error)."""
     sent = [r for r in results if r is not None]
-    if any(r.ok for r in sent) or not (sent or stopped):
+    if replied_before or any(r.ok for r in sent) or not (sent or stopped):
         return
     why = f"{stopped[0]}; the run stopped before any reply" if stopped else no_reply(where, sent)
     raise JudgeError(why, results=list(results)) from None

@@ -504,3 +504,29 @@ def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RagevalError):
         client.complete_many(reqs(1), concurrency=0)
     assert client.complete_many([]) == []
+
+
+def test_a_judge_that_answered_earlier_in_the_run_is_not_dead(tmp_path: Path,
+                                                              server: JudgeServer) -> None:
+    """A later round (the next window of records) whose requests all fail leaves its records
+    unscored: the judge answered the first round, so it is not taken for dead."""
+    from rageval.api import evaluate
+    from rageval.judge.llm.options import JudgeOptions, JudgeProgress
+
+    records = tmp_path / "r.jsonl"
+    records.write_text("".join(json.dumps({"id": f"q{i}", "answer": f"Answer {i}."}) + "\n"
+                               for i in range(4)))
+
+    def fail_once_the_first_window_is_answered(progress: JudgeProgress) -> None:
+        if progress.done >= 2:
+            server.always = "503"
+
+    out = evaluate(records, ["judge:fluency"], bootstrap=5, window=2,
+                   judge=JudgeOptions(model="judge-model", base_url=server.base_url,
+                                      cache=str(tmp_path / "c.db"), max_retries=0,
+                                      response_format="text",
+                                      progress=fail_once_the_first_window_is_answered))
+    summary = out.summary["judge:fluency"]
+    assert (summary.n, summary.unscored) == (2, 2)
+    assert all(r.errors["judge:fluency"].startswith("judge request failed: HTTP 503")
+               for r in out.records[2:])
