@@ -280,13 +280,13 @@ def test_a_dead_endpoint_fails_the_run_with_one_clear_line(tmp_path: Path, capsy
     assert code != 0
     lines = err.strip().splitlines()
     assert len(lines) == 1 and f"judge endpoint {url}" in lines[0]
-    assert "connection failed after 2 attempts" in lines[0]
+    assert "the connection was refused" in lines[0]  # at once: no retry
     assert not (tmp_path / "out").exists()
 
 
-def test_a_metric_that_scored_nothing_fails_the_run(tmp_path: Path, capsys,
-                                                    server: JudgeServer) -> None:
-    """Two requests, both failing: too few to stop early, and the run must still not pass."""
+def test_a_judge_that_answered_none_of_two_requests_stops_the_run(
+        tmp_path: Path, capsys, server: JudgeServer) -> None:
+    """Two requests, both failing: too few to stop early, and still a dead judge."""
     records = write_records(tmp_path / "r.jsonl", n=2)
     server.always = "503"
     out = tmp_path / "out"
@@ -294,10 +294,28 @@ def test_a_metric_that_scored_nothing_fails_the_run(tmp_path: Path, capsys,
                           "--judge-model", "m", "--judge-base-url", server.base_url,
                           "--cache", str(tmp_path / "c.sqlite"), "--judge-max-retries", "0",
                           "--out", str(out)], capsys)
+    assert code == 2
+    assert err.strip() == (
+        f"rageval: error: judge endpoint {server.base_url} (model 'm') is taken for dead, and "
+        "the run stopped: no reply to any of the 2 requests sent, all failing alike "
+        "(--judge-timeout and --judge-max-retries set the patience per request): HTTP 503: "
+        "The server had an error processing your request.")
+    assert not out.exists()
+
+
+def test_a_metric_that_scored_nothing_fails_the_run(tmp_path: Path, capsys,
+                                                    server: JudgeServer) -> None:
+    """Two replies, neither usable: the run must not pass."""
+    records = write_records(tmp_path / "r.jsonl", n=2)
+    server.always = "prose"
+    out = tmp_path / "out"
+    code, _, err = score([str(records), "-m", "judge:fluency", "-m", "rouge1",
+                          "--judge-model", "m", "--judge-base-url", server.base_url,
+                          "--cache", str(tmp_path / "c.sqlite"), "--judge-max-retries", "0",
+                          "--out", str(out)], capsys)
     assert code == 1
-    assert err.strip() == ("rageval: error: judge:fluency scored none of the 2 records: 2 x "
-                           "judge request failed: HTTP 503: The server had an error processing "
-                           "your request.")
+    assert err.strip().startswith("rageval: error: judge:fluency scored none of the 2 records: "
+                                  "2 x judge reply not usable")
     assert (out / "summary.json").exists()  # what was computed is written all the same
 
 

@@ -89,7 +89,7 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
         price_out=args.judge_price_out, against=args.judge_against,
         extra=parse_extra(args.judge_extra or ()), any_served_model=args.judge_any_served_model,
         max_requests=args.judge_max_requests, max_cost=args.judge_max_cost,
-        panel=panel, panel_rule=args.judge_panel_rule,
+        panel=panel, panel_rule=args.judge_panel_rule, panel_min_members=args.panel_min_members,
     )
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()

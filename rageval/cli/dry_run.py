@@ -1,5 +1,6 @@
 """``rageval score --dry-run`` (and ``rageval run --dry-run``): what a run would ask its judge,
-counted and priced, with nothing sent and nothing written."""
+counted and priced, with nothing sent and nothing written, and what would stop the real run
+before its first reply (no API key, an endpoint that cannot be reached: exit status 2)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
     from rageval.inputs import InputSpec
     from rageval.judge.llm.options import JudgeOptions
 
-__all__ = ["print_dry_run", "run_dry"]
+__all__ = ["DRY_RUN_STOPPED", "print_dry_run", "run_dry"]
+
+#: The exit status of a dry run that found what would stop the real run (as that run would).
+DRY_RUN_STOPPED = 2
 
 # The metric namespaces whose values come from the judge.
 _ASKING = ("judge", "claims", "nuggets", "citations")
@@ -46,41 +50,60 @@ def run_dry(args: argparse.Namespace, inputs: InputSpec, judge: JudgeOptions | N
         judge=replace(judge, dry_run=True), judgments_from=args.judgments_from,
         format=args.format, max_line_bytes=args.max_line_bytes, window=args.window,
     )
-    print_dry_run(results, console)
+    problems = print_dry_run(results, console)
     if args.out:
         console.print(f"nothing was written to {args.out}: a dry run writes nothing",
                       markup=False, highlight=False)
-    return 0
+    return DRY_RUN_STOPPED if problems else 0
 
 
-def print_dry_run(results: Results, console: Console) -> None:
+def print_dry_run(results: Results, console: Console) -> list[str]:
     """The table of a dry run: per rubric or claim step, the requests to send, the cache hits,
-    the estimated tokens and cost; then how the tokens were counted."""
+    the estimated tokens and cost, and their total; then how the tokens were counted, and what
+    would stop the real run (returned)."""
     table = Table(title=f"dry run over {len(results.records)} records: nothing was sent",
                   title_justify="left")
     for label in ("requests of", "to send", "cache hits", "prompt tokens",
                   "completion tokens", "cost (USD)"):
         table.add_column(label, justify="left" if label == "requests of" else "right")
-    totals = {"requests": 0, "cache_hits": 0, "prompt_tokens": 0}
+    rows: list[dict[str, Any]] = []
     notes: list[str] = []
+    problems: list[str] = []
     for section, part in judge_sections(results.manifest).items():
         kind = _KINDS.get(section, section)
         for name, planned in (part.get("dry_run") or {}).items():
             table.add_row(f"{name} ({kind})", *_cells(planned))
-            for key in totals:
-                totals[key] += planned[key]
+            rows.append(planned)
             notes.append(f"{name}: completion tokens: {planned['completion_estimate']}")
         if part.get("prompt_tokens_counted_by"):
             notes.insert(0, f"{section}: prompt tokens counted by "
                             f"{part['prompt_tokens_counted_by']}")
-    table.add_row("total", str(totals["requests"]), str(totals["cache_hits"]),
-                  f"{totals['prompt_tokens']:,}", "", "", style="bold")
+        problems += [p for p in part.get("would_stop") or () if p not in problems]
+    table.add_row("total", *_total(rows), style="bold")
     console.print(table)
     if results.manifest.get("claims"):
         notes.append("claim-level steps after the first are asked about the replies to the "
                      "steps before them: they are counted only where those replies are cached")
     for line in notes:
         console.print(line, markup=False, highlight=False)
+    for problem in problems:
+        console.print(f"the real run would stop: {problem}", markup=False, highlight=False)
+    return problems
+
+
+def _total(rows: list[dict[str, Any]]) -> list[str]:
+    """The cells of the rows added up. Completion tokens some row does not know make the sum
+    a lower bound, shown with a + (``unknown`` when no row knows them), as does a cost that
+    counts some row's prompt only; the cost is blank only without prices."""
+    known = [row["completion_tokens"] for row in rows if row["completion_tokens"] is not None]
+    some_unknown = len(known) < len(rows)
+    costs = [row["cost_usd"] for row in rows if row["cost_usd"] is not None]
+    more = "+" if some_unknown else ""
+    completion = "unknown" if rows and not known else f"{sum(known):,}{more}"
+    return [str(sum(row["requests"] for row in rows)),
+            str(sum(row["cache_hits"] for row in rows)),
+            f"{sum(row['prompt_tokens'] for row in rows):,}", completion,
+            f"{sum(costs):.4f}{more}" if costs else "—"]
 
 
 def _cells(planned: dict[str, Any]) -> list[str]:

@@ -234,6 +234,10 @@ def _judge_options(p: argparse.ArgumentParser) -> None:
                    help="how the members' values make the panel's: mean (default), median, or "
                    "majority (a 0-1 verdict: more than half of all the members, abstentions "
                    "counted)")
+    j.add_argument("--panel-min-members", type=int, metavar="N",
+                   help="let the panel go on while N members answer: a member whose judge "
+                   "answers nothing (or stops) is then left out, where by default it stops the "
+                   "run as a single judge would; recorded in the signature and the summary")
     j.add_argument("--judge-max-requests", type=int, metavar="N",
                    help="send at most N judge requests in this run: the records left are "
                    "unscored with the reason and the run exits with status 4 (every reply "

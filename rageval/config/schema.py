@@ -128,6 +128,8 @@ FIELDS: list[Field] = [
         ("panel", "judge_panel", "strings", (), "a judge panel's members (--judge specs)"),
         ("panel_rule", "judge_panel_rule", "choice", ("mean", "median", "majority"),
          "how the members' values make the panel's"),
+        ("panel_min_members", "panel_min_members", "int", (),
+         "members that must answer for the panel to go on without the others"),
         ("max_cost", "judge_max_cost", "float", (), "USD this run may spend on the judge"),
         ("against", "judge_against", "path", (), ""),
     ]),

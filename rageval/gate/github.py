@@ -18,7 +18,8 @@ said from its one description (:func:`rageval.gate.describe.describe`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from rageval.core.manifest import judge_sections
 from rageval.core.outputs.masking import Masker
@@ -99,12 +100,37 @@ def annotations(results: Results, report: GateReport | None,
         message = text.sentence + (f"; {row.note}" if row.note else "")
         out.append(workflow_command("error", mask(message), title="rageval gate"))
     for section, part in judge_sections(results.manifest).items():
+        if part.get("left_out"):
+            out.append(workflow_command("warning", mask(_left_out(results, part)),
+                                        title="rageval judge"))
         if part.get("failed"):
             label = _LABELS.get(section, section)
+            what = (_panel_records(results, part, "their members abstained on those records")
+                    if section == "judge_panel" else
+                    "their records are unscored with the reason")
             out.append(workflow_command(
-                "warning", f"{count_of(part['failed'], 'request')} to the {label} failed; "
-                "their records are unscored with the reason", title="rageval judge"))
+                "warning", mask(f"{count_of(part['failed'], 'request')} to the {label} "
+                                f"failed; {what}"), title="rageval judge"))
     return out
+
+
+def _left_out(results: Results, part: Mapping[str, Any]) -> str:
+    """What a panel did without the members whose judge stopped (--panel-min-members)."""
+    left = part["left_out"]
+    names = ", ".join(repr(name) for name in left)
+    first = next(iter(left.values()))
+    return _panel_records(
+        results, part, f"panel {'members' if len(left) > 1 else 'member'} {names} left out "
+        f"(--panel-min-members {part.get('min_members')}), the others grading without "
+        f"{'them' if len(left) > 1 else 'it'}: {first}")
+
+
+def _panel_records(results: Results, part: Mapping[str, Any], said: str) -> str:
+    """``said``, then whether the panel's records stayed scored."""
+    unscored = sum(results.summary[m].unscored for m in part.get("metrics", ())
+                   if m in results.summary)
+    return said + (f"; {count_of(unscored, 'record')} unscored with the reason" if unscored
+                   else "; every record is still scored")
 
 
 def _gate(checks: list[GateRow]) -> str:

@@ -4,6 +4,8 @@ terminal and a CI log by :func:`rageval.core.outputs.text.terminal`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -138,14 +140,24 @@ def panel_lines(results: Results) -> list[str]:
         if not panel:
             continue
         alpha = panel["krippendorff_alpha"]
-        means = ", ".join(f"{member} {_fmt(m['mean'])}" + (f" ({m['abstained']} abstained)"
-                                                         if m["abstained"] else "")
-                          for member, m in panel["members"].items())
+        members = panel["members"]
+        means = ", ".join(_member_text(member, m) for member, m in members.items())
+        left = sum(1 for m in members.values() if m.get("left_out"))
+        went_on = (f"; went on with {len(members) - left} of {len(members)} members "
+                   f"(--panel-min-members {panel.get('min_members')})" if left else "")
         lines.append(f"{name}: panel of {len(panel['members'])} ({panel['rule']}): "
                      f"Krippendorff's alpha {_fmt(alpha)} ({panel['alpha_level']}, "
                      f"{count_of(panel['items_rated_twice'], 'record')} rated twice or more); "
-                     f"members: {means}")
+                     f"members: {means}{went_on}")
     return lines
+
+
+def _member_text(member: str, figures: dict[str, Any]) -> str:
+    """A panel member's mean and abstentions, or that it was left out."""
+    if figures.get("left_out"):
+        return f"{member} left out (its judge stopped; {figures['abstained']} abstained)"
+    abstained = f" ({figures['abstained']} abstained)" if figures["abstained"] else ""
+    return f"{member} {_fmt(figures['mean'])}{abstained}"
 
 
 def _interval(ci: tuple[float, float]) -> str:

@@ -1,7 +1,8 @@
 """What every kind of judge run checks before it asks, and reports after: the replies it needs
-are cached or may be asked for (:func:`check_cached`), and the manifest section of its judge
-work (:func:`judge_section`). The rubric judge's hooks (:mod:`rageval.judge.rubric.hooks`) and
-claim-level judging's (:mod:`rageval.judge.claims.hooks`) both use them.
+are cached or may be asked for (:func:`check_cached`; in a dry run, :func:`would_stop`), and
+the manifest section of its judge work (:func:`judge_section`). The rubric judge's hooks
+(:mod:`rageval.judge.rubric.hooks`) and claim-level judging's
+(:mod:`rageval.judge.claims.hooks`) both use them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 from typing import Any
 
 from rageval.core.errors import RagevalError
-from rageval.judge.llm.endpoint import api_key_problem
+from rageval.judge.llm.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.first_reply import first_reply_limit
 from rageval.judge.llm.misses import explain_misses
 from rageval.judge.llm.options import JudgeOptions
@@ -18,7 +19,7 @@ from rageval.judge.llm.replies import Unit, uncached
 from rageval.judge.llm.requests import JudgeError
 from rageval.judge.llm.run_stats import RunStats
 
-__all__ = ["OfflineCacheMiss", "check_cached", "judge_section"]
+__all__ = ["OfflineCacheMiss", "check_cached", "judge_section", "would_stop"]
 
 _SHOWN_MISSING = 5
 
@@ -54,6 +55,23 @@ def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) 
         f"{where}: {shown}{more}; " + (f"{why}; otherwise " if why else "")
         + "run once online to fill it, or give --allow-missing to leave them unscored"
     )
+
+
+def would_stop(judge: JudgeOptions, stats: RunStats) -> list[str]:
+    """What a dry run finds that would stop the real run before its first reply: requests to
+    send without the API key they need, an endpoint that cannot be reached."""
+    to_send = sum(planned.to_send for planned in stats.planned.values())
+    if not to_send:
+        return []
+    problems = []
+    problem = api_key_problem(judge.api_key_env, judge.base_url)
+    if problem is not None:
+        problems.append(f"{to_send} judge replies are not cached and must be asked for, but "
+                        f"{problem}")
+    if stats.tokens is not None and stats.tokens.unreachable:
+        problems.append(f"judge endpoint {Endpoint.of(judge.base_url).shown}: "
+                        f"{stats.tokens.unreachable}")
+    return problems
 
 
 def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[str, str]],
@@ -94,6 +112,7 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         out["dry_run"] = {kind: planned.to_json(judge) for kind, planned in stats.planned.items()}
         out["prompt_tokens_counted_by"] = (stats.tokens.method if stats.tokens is not None
                                            else None)
+        out["would_stop"] = would_stop(judge, stats)
     if judge.price_in is not None or judge.price_out is not None:
         out["cost_usd"] = {
             "price_in_per_mtok": judge.price_in,

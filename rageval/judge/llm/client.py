@@ -1,32 +1,27 @@
 """The judge client: OpenAI-compatible chat completions, concurrent, with retries and a stop rule.
 
-:class:`JudgeClient` speaks the chat API through the official ``openai`` package, so any
-OpenAI-compatible endpoint works (OpenAI, Azure, vLLM, Ollama, llama.cpp, a proxy). Its one
-public call, :meth:`JudgeClient.complete_many`, is synchronous: concurrency is a thread pool
-inside it (no asyncio, so it also works inside Jupyter).
+:class:`JudgeClient` speaks the chat API through the official ``openai`` package (OpenAI,
+Azure, vLLM, Ollama, llama.cpp, a proxy). Its one public call, :meth:`JudgeClient.complete_many`,
+is synchronous: concurrency is a thread pool inside it (no asyncio: it works inside Jupyter).
 
 * Transient failures (429 honouring ``Retry-After``, 5xx, timeouts, dropped connections) are
-  retried by the SDK's own retry machinery (bounded exponential backoff, ``max_retries``). A
-  request that still fails is returned as a failed :class:`JudgeResult` with a reason (unscored,
-  never a silent zero); the run goes on.
+  retried by the SDK (bounded exponential backoff, ``max_retries``); a request that still fails
+  is a failed :class:`JudgeResult` with a reason (unscored, never a silent zero).
 * A permanent failure (401, 403, 404 model not found, a 400 other than a refused
   ``response_format`` or an over-long prompt, exhausted quota) stops the run at once: no new
   request is started, those in flight finish (and are handed to ``on_result``), then
-  :class:`JudgeError` is raised. So do the first requests of a run when they all fail the same
-  way (a dead endpoint, a server that rejects every request), and a first reply that does not
-  come within its deadline (:mod:`rageval.judge.llm.first_reply`): the run stops with one line.
-* ``on_result`` is called, in the calling thread, as each result arrives, so the caller can store
-  every reply in the cache the moment it exists; ``on_drained`` after each run of results that
-  arrived together, so that the caller can commit them in one transaction.
-* Structured output is negotiated (see :mod:`rageval.judge.llm.formats`): the first request to an
-  (endpoint, model) probes the most constrained wire format of the mode's ladder, sent once and
-  without retries; a refusal (400, 422 or 500 naming the response format) steps down to the
-  next format, and the verdict is kept for the process, so a refusing endpoint costs one request
-  per refused format, never a retry per judgment. Other requests wait for the probe's verdict.
-* The API key is read from an environment variable (``OPENAI_API_KEY`` unless another name is
-  given). It never appears in a repr, an error message or a result, and neither do the user
-  info or query values of the base URL (see :class:`~rageval.judge.llm.endpoint.Endpoint`):
-  any text the endpoint echoes back is redacted.
+  :class:`JudgeError` is raised. So does a judge that is not there (the first requests failing
+  alike, a refused connection before the first reply, no reply to any request, however few:
+  :mod:`rageval.judge.llm.first_reply`), and a first reply that misses its deadline.
+* ``on_result`` is called, in the calling thread, as each result arrives (to store it in the
+  cache), ``on_drained`` after each lot of results that arrived together (to commit them).
+* Structured output is negotiated (:mod:`rageval.judge.llm.formats`): the first request to an
+  (endpoint, model) probes the mode's most constrained wire format, once, without retries; a
+  refusal (400, 422 or 500 naming the response format) steps down the ladder, the verdict kept
+  for the process (one request per refused format). Other requests wait for the verdict.
+* The API key (read from ``$OPENAI_API_KEY`` or the variable named), the user info and the
+  query values of the base URL (:class:`~rageval.judge.llm.endpoint.Endpoint`) appear in no
+  repr, error message or result: any text the endpoint echoes back is redacted.
 """
 
 from __future__ import annotations
@@ -41,12 +36,12 @@ import openai
 
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
+from rageval.judge.llm import first_reply
 from rageval.judge.llm.cache.store import cache_key
 from rageval.judge.llm.endpoint import Endpoint, api_key_problem
-from rageval.judge.llm.first_reply import FirstReply, first_reply_limit, send_before_first_reply
 from rageval.judge.llm.formats import LADDERS, MODES, is_refusal
 from rageval.judge.llm.negotiation import negotiation
-from rageval.judge.llm.pool import Fatal, FirstFailures, Stopped, run_pool
+from rageval.judge.llm.pool import Fatal, Stopped, run_pool
 from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
 from rageval.judge.llm.sdk import (
     compact_logprobs,
@@ -65,10 +60,9 @@ __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_us
 class JudgeClient:
     """A client for one judge model at one OpenAI-compatible endpoint.
 
-    Parameters are fixed for the client's life, so every request it sends has the same sampling
-    parameters (see :meth:`params`, which are part of every cache key). ``extra_params`` are sent
-    verbatim in the request body (e.g. ``{"top_k": 1}`` for vLLM). ``response_format`` is the
-    structured-output mode (:data:`~rageval.judge.llm.formats.MODES`).
+    Parameters are fixed for the client's life: every request has the same sampling parameters
+    (:meth:`params`, part of every cache key). ``extra_params`` go verbatim in the request
+    body (``{"top_k": 1}`` for vLLM); ``response_format``: a mode of :data:`~.formats.MODES`.
     """
 
     def __init__(
@@ -115,7 +109,7 @@ class JudgeClient:
         self.top_logprobs = top_logprobs
         self.timeout = timeout
         self.max_retries = max_retries
-        self.first_reply_timeout = first_reply_limit(first_reply_timeout, timeout)
+        self.first_reply_timeout = first_reply.first_reply_limit(first_reply_timeout, timeout)
         self.mode = response_format
         self.ladder = LADDERS[response_format]
         # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
@@ -211,19 +205,14 @@ class JudgeClient:
         on_result: Callable[[JudgeResult], object] | None = None,
         shared: SharedLimits | None = None,
         on_drained: Callable[[], object] | None = None,
+        replied_before: bool = False,
     ) -> list[JudgeResult]:
-        """Send every request, ``concurrency`` at a time, and return results in input order.
-
-        ``rpm`` caps request starts per minute; ``shared``, limits this process shares with
-        others (the workers of a distributed run), gives each request a lease first.
-        ``on_result`` is called in the calling thread for each result as it arrives (failed
-        ones too: check :attr:`JudgeResult.ok`); ``on_drained``, in the same thread, each time
-        the results that had arrived were all handed to ``on_result`` (to store them in one
-        transaction rather than one each). Raises :class:`JudgeError` after a
-        permanent failure, or when the first :data:`~rageval.judge.llm.pool.FAIL_FAST_AFTER`
-        results all failed the same way, once the requests in flight finish (see
-        :func:`~rageval.judge.llm.pool.run_pool`).
-        """
+        """Send every request, ``concurrency`` at a time; the results in input order. ``rpm``
+        caps request starts per minute; ``shared`` (limits shared with other processes) leases
+        each request. ``on_result`` gets each result as it arrives, failed ones too,
+        ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
+        flight finish: :func:`~.pool.run_pool`, :func:`.first_reply.raise_unanswered` (not
+        when ``replied_before``: the judge answered earlier in the run)."""
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -232,19 +221,26 @@ class JudgeClient:
         for r in reqs:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
-        first = FirstReply(self.first_reply_timeout)  # each call's first reply is awaited anew
+        first = first_reply.FirstReply(self.first_reply_timeout)  # awaited anew by each call
+        stopped: list[str] = []  # the permanent failures that stopped the run, as raised
 
         def send(index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
-            return self._complete(index, request, stop, first)
+            try:
+                return self._complete(index, request, stop, first)
+            except Fatal as exc:
+                stopped.append(str(exc))
+                raise
 
-        return run_pool(reqs, send, concurrency=concurrency, rpm=rpm,
-                        on_result=on_result, fail_fast=self._fail_fast_message, shared=shared,
-                        on_drained=on_drained)
-
-    def _fail_fast_message(self, failures: FirstFailures) -> str:
-        return (f"{self._where()}: the first {failures.size} requests all failed the same way, "
-                f"so no more were sent: {failures.error} (--judge-timeout and "
-                "--judge-max-retries set the patience per request)")
+        where = self._where()
+        try:
+            results = run_pool(reqs, send, concurrency=concurrency, rpm=rpm, on_result=on_result,
+                               fail_fast=lambda alike: first_reply.failed_alike(where, alike),
+                               shared=shared, on_drained=on_drained)
+        except JudgeError as exc:
+            first_reply.raise_unanswered(where, exc.results, stopped, replied_before)
+            raise
+        first_reply.raise_unanswered(where, results, stopped, replied_before)
+        return results
 
     def _where(self) -> str:
         return f"judge endpoint {self.endpoint.shown} (model {self.model!r})"
@@ -252,7 +248,7 @@ class JudgeClient:
     # -- one request (worker thread) -------------------------------------------------------
 
     def _complete(self, index: int, request: JudgeRequest, stop: threading.Event,
-                  first: FirstReply) -> JudgeResult:
+                  first: first_reply.FirstReply) -> JudgeResult:
         started = time.monotonic()
         while True:
             fmt, probe = self._choose(request, stop)
@@ -277,6 +273,8 @@ class JudgeClient:
                 ended = diagnose(self.endpoint.base_url)
                 if ended is not None:  # no use asking a server that is gone
                     raise Fatal(f"{self._where()}: {self._redact(ended)}") from None
+                if first_reply.refused_before_reply(exc, first):
+                    raise Fatal(first_reply.refused(self._where())) from None
                 return self._failed(index, request,
                                     f"connection failed after {self.max_retries + 1} attempts: "
                                     f"{self._redact(str(exc))}", started, fmt)
@@ -301,7 +299,7 @@ class JudgeClient:
         return fmt, probe
 
     def _attempt(self, request: JudgeRequest, fmt: str, probe: bool,
-                 first: FirstReply) -> dict[str, Any]:
+                 first: first_reply.FirstReply) -> dict[str, Any]:
         """Send ``request`` in ``fmt``. A probe goes once, without retries: a refusal raises
         :class:`_Refused` after one request; a probe that meets a passing fault is sent again
         with the retries it has left (the same attempts in all as any request), still as the
@@ -316,8 +314,9 @@ class JudgeClient:
                         or self._refusal(exc, fmt)):
                     raise
                 resp = self._send(request, fmt, self._resend_sdk, first)
-            except openai.APIConnectionError:
-                if not probe or self._resend_sdk is None:
+            except openai.APIConnectionError as exc:
+                if (not probe or self._resend_sdk is None
+                        or first_reply.refused_before_reply(exc, first)):
                     raise
                 resp = self._send(request, fmt, self._resend_sdk, first)
             verdict = True
@@ -336,7 +335,7 @@ class JudgeClient:
         return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
     def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI,
-              first: FirstReply) -> dict[str, Any]:
+              first: first_reply.FirstReply) -> dict[str, Any]:
         """Send ``request`` in ``fmt``; the reply's JSON object (before the run's ``first``
         reply, within its deadline)."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": []}
@@ -352,8 +351,9 @@ class JudgeClient:
             body["response_format"] = wire
         if first.remaining() is None:
             return send_chat(sdk, kwargs, body)
-        return send_before_first_reply(lambda bounded: send_chat(bounded, kwargs, body), sdk,
-                                       first, self.timeout, self._where())
+        return first_reply.send_before_first_reply(
+            lambda bounded: send_chat(bounded, kwargs, body), sdk, first, self.timeout,
+            self._where())
 
     def _result(self, index: int, request: JudgeRequest, body: dict[str, Any],
                 started: float, fmt: str) -> JudgeResult:

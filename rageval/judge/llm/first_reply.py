@@ -1,4 +1,4 @@
-"""A bound on the time before a run's first judge reply.
+"""A run's first judge reply: the bound on the time before it, and a judge that never gives one.
 
 The SDK's retries make one request last up to ``(max_retries + 1) * timeout`` plus backoff (12
 minutes with the defaults), and a run sends its first requests one at a time while it learns
@@ -6,8 +6,16 @@ which response format the endpoint takes: an endpoint that accepts connections a
 answers would hold a run for over half an hour before it failed. Until the first reply of a
 run arrives, each attempt is therefore sent by :func:`send_before_first_reply`: one attempt at a
 time (the SDK not retrying), each given no more than the time left before the deadline, so the
-run stops when :class:`FirstReply` runs out, with one line that says so. Once any reply has
-arrived the SDK's own retries take over again.
+run stops when :class:`FirstReply` runs out, with one line that says so. A connection refused
+before the first reply is not retried at all (:func:`refused_before_reply`): nothing listens at
+the endpoint, and the run stops in seconds naming it. Once any reply has arrived the SDK's own
+retries take over again.
+
+A judge that answers none of its requests is not there, however few they were: a run whose first
+:data:`~rageval.judge.llm.pool.FAIL_FAST_AFTER` requests fail alike stops early, and one with
+fewer requests, all failed, stops when they are done (:func:`raise_unanswered`), with the same
+message (:func:`no_reply`), so that whether a dead endpoint stops a run never depends on how many
+requests it had to fail.
 """
 
 from __future__ import annotations
@@ -15,16 +23,21 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import openai
 
 from rageval.judge.llm.pool import Fatal
-from rageval.judge.llm.sdk import is_transient
+from rageval.judge.llm.requests import JudgeError, JudgeResult
+from rageval.judge.llm.sdk import is_refused, is_transient
 
-__all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "first_reply_limit", "send_before_first_reply"]
+if TYPE_CHECKING:
+    from rageval.judge.llm.pool import FirstFailures
+
+__all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
+           "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
 
 #: The longest wait for a run's first reply unless told otherwise (or twice the per-attempt
 #: timeout, when that is longer: a slow endpoint gets two full attempts).
@@ -89,6 +102,8 @@ def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.Open
         except (openai.APIConnectionError, openai.APIStatusError) as exc:
             transient = (isinstance(exc, openai.APIConnectionError)
                          or is_transient(exc))  # type: ignore[arg-type]
+            if refused_before_reply(exc, first):
+                raise  # nothing listens there: no passing fault, not worth another attempt
             if not transient or attempt == attempts - 1:
                 if transient and _passed(first):
                     raise Fatal(_too_late(where, first.limit_s, exc)) from None
@@ -101,6 +116,56 @@ def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.Open
         first.answered()
         return out
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def refused_before_reply(exc: BaseException, first: FirstReply) -> bool:
+    """Whether ``exc`` is a refused connection met before any reply of the run: the endpoint
+    is not there (a server not started, a wrong port), which no retry mends. Once a reply has
+    arrived, a refused connection is a server restarting, and keeps its retries."""
+    return (isinstance(exc, openai.APIConnectionError) and is_refused(exc)
+            and first.remaining() is not None)
+
+
+def refused(where: str) -> str:
+    """Why a run stops when its first request finds nothing listening at the endpoint."""
+    return (f"{where}: the connection was refused: nothing listens there (is the server "
+            "running, and is --judge-base-url right?)")
+
+
+def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
+                     stopped: Sequence[str], replied_before: bool = False) -> None:
+    """:class:`JudgeError` when no request of ``results`` (None: not sent) was answered, and
+    the judge never was before in the run (``replied_before``): the first of the permanent
+    failures that ``stopped`` the requests, else :func:`no_reply`. A request answered, or none
+    sent and none stopped: nothing is raised (a run stopped for another reason raises its own
+    error)."""
+    sent = [r for r in results if r is not None]
+    if replied_before or any(r.ok for r in sent) or not (sent or stopped):
+        return
+    why = f"{stopped[0]}; the run stopped before any reply" if stopped else no_reply(where, sent)
+    raise JudgeError(why, results=list(results)) from None
+
+
+def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
+    """Why a judge that answered none of the requests ``failed`` (all sent) is taken for dead."""
+    errors = list(dict.fromkeys(r.error or "no reply" for r in failed))
+    if len(failed) == 1:
+        asked = "its one request"
+    elif len(errors) == 1:
+        asked = f"any of the {len(failed)} requests sent, all failing alike"
+    else:
+        asked = f"any of the {len(failed)} requests sent, failing {len(errors)} ways, the first"
+    return (f"{where} is taken for dead, and the run stopped: no reply to {asked} "
+            f"(--judge-timeout and --judge-max-retries set the patience per request): "
+            f"{errors[0]}")
+
+
+def failed_alike(where: str, failures: FirstFailures) -> str:
+    """Why a run stopped early, its first requests failing alike, when a request in flight
+    was answered all the same (else :func:`no_reply` says it)."""
+    return (f"{where}: the first {failures.size} requests all failed the same way, so no more "
+            f"were sent: {failures.error} (--judge-timeout and --judge-max-retries set the "
+            "patience per request)")
 
 
 def _passed(first: FirstReply) -> bool:

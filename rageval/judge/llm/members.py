@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from rageval.core.errors import UsageError, did_you_mean
+from rageval.core.errors import UsageError, check_int, did_you_mean
 
 __all__ = ["MEMBER_KEYS", "PANEL_RULES", "check_panel", "member_names", "panel_members",
            "parse_member"]
@@ -65,12 +65,17 @@ def panel_members(judge: Any) -> list[tuple[str, Any]]:
     """The members of ``judge``'s panel (a :class:`JudgeOptions`) by name, each with the
     options it judges with."""
     names = member_names(judge.panel, judge.model)
-    return [(name, replace(judge, panel=(), **{k: v for k, v in member.items() if k != "name"}))
+    return [(name, replace(judge, panel=(), panel_min_members=None,
+                           **{k: v for k, v in member.items() if k != "name"}))
             for name, member in zip(names, judge.panel, strict=True)]
 
 
 def check_panel(judge: Any) -> None:
     """A usage error for a panel that does not hold together (``judge``: its options)."""
+    least = judge.panel_min_members
+    if least is not None and not judge.panel:
+        raise UsageError("--panel-min-members applies to a judge panel (--judge SPEC, twice or "
+                         "more); a single judge that answers nothing always stops the run")
     if not judge.panel:
         return
     if judge.panel_rule not in PANEL_RULES:
@@ -78,6 +83,11 @@ def check_panel(judge: Any) -> None:
                          f"{judge.panel_rule!r}")
     if len(judge.panel) < 2:
         raise UsageError("a panel needs at least two judges (--judge SPEC, twice or more)")
+    if least is not None:
+        check_int("--panel-min-members", least, 1)
+        if least > len(judge.panel):
+            raise UsageError(f"--panel-min-members {least}: the panel has only "
+                             f"{len(judge.panel)} members")
     for member in judge.panel:
         unknown = sorted(set(member) - set(MEMBER_KEYS))
         if unknown:

@@ -125,9 +125,11 @@ class JudgeOptions:
     max_cost: float | None = None
     budget: RequestBudget | None = field(default=None, compare=False, repr=False)
     # A panel of judges (--judge SPEC, repeatable): what each member changes of these options
-    # (judge.llm.members), and how the members' values make the panel's (PANEL_RULES).
+    # (judge.llm.members), how the members' values make the panel's (PANEL_RULES), and how
+    # many members must answer for the panel to go on without the others (None: every one).
     panel: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     panel_rule: str = "mean"
+    panel_min_members: int | None = None
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
                                                                 repr=False)
     # What the workers of a distributed run share (set by for_workers, never by hand): the
@@ -395,6 +397,3 @@ def check_extra(extra: Mapping[str, Any]) -> None:
         except (TypeError, ValueError):
             raise UsageError(f"judge extra field {key!r} must be a JSON value (a string, "
                              f"number, boolean, list or table), got {value!r}") from None
-
-
-

@@ -240,6 +240,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
                              seed=None if judge.seed is None else judge.seed + unit.sample)
                 for unit in pending]
     total = stats.requests + len(requests)  # this account's, this round's included
+    judge_id = f"{judge.model}@{judge.endpoint}"
+    replied_before = judge_id in stats.replied  # else a round answering nothing stops the run
     failed = [stats.failed]  # stats.failed counts this round's failures once it is over
     arrived = _Arrived(cache, stats, replace=judge.refresh)
 
@@ -252,6 +254,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         if not result.ok or result.text is None:
             failed[0] += 1
         else:
+            stats.replied.add(judge_id)
             served.check(result.model)  # before this reply joins cached ones of another
             extra = {**meta(unit), "record": records[unit.record].id,
                      "format": result.format, "finish_reason": result.finish_reason,
@@ -268,7 +271,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
     try:
         results = client.complete_many(requests, concurrency=judge.concurrency,
                                        rpm=judge.rpm, on_result=store,
-                                       shared=judge.shared_limits, on_drained=arrived.commit)
+                                       shared=judge.shared_limits, on_drained=arrived.commit,
+                                       replied_before=replied_before)
     finally:
         stats.refused.update(client.refused_formats)
         arrived.commit()  # whatever arrived before a failure is kept

@@ -42,6 +42,9 @@ class RunStats:
     # A dry run's requests by kind (a rubric, a claim-level step), and how tokens are counted.
     planned: dict[str, Planned] = field(default_factory=dict)
     capped: int = 0  # requests the run's caps kept from being sent
+    # The judges (model@endpoint) that replied to a request of this run: one that has not,
+    # when a round of its requests is over, is dead (JudgeClient.complete_many).
+    replied: set[str] = field(default_factory=set)
     tokens: PromptTokens | None = field(default=None, compare=False, repr=False)
     # Names this account in progress snapshots (JudgeProgress.account).
     account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
@@ -66,6 +69,7 @@ class RunStats:
             self.refused.setdefault(key, words)
         for kind, planned in other.planned.items():
             self.planned.setdefault(kind, Planned()).merge(planned)
+        self.replied |= other.replied
 
     def plan(self, kind: str) -> Planned:
         return self.planned.setdefault(kind, Planned())

@@ -11,8 +11,8 @@ from typing import Any
 
 import openai
 
-__all__ = ["ChatReply", "compact_logprobs", "error_text", "is_permanent", "is_too_long",
-           "is_transient", "plain_messages", "read_reply", "send_chat"]
+__all__ = ["ChatReply", "compact_logprobs", "error_text", "is_permanent", "is_refused",
+           "is_too_long", "is_transient", "plain_messages", "read_reply", "send_chat"]
 
 # A 400 that is about one request's length, not about the endpoint: that request fails (and
 # its record is unscored), the others go on. Each server words it its own way:
@@ -168,6 +168,19 @@ def is_transient(exc: openai.APIStatusError) -> bool:
     if is_permanent(exc):
         return False
     return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+
+
+def is_refused(exc: BaseException) -> bool:
+    """Whether a connection error is a refused connection: nothing listens at the endpoint's
+    host and port (the SDK's error wraps httpx's, which wraps the socket's)."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ConnectionRefusedError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def permanent_hint(status: int, credentials: str) -> str:

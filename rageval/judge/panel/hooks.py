@@ -1,10 +1,12 @@
 """The run hooks of judge panels (:data:`PANEL_HOOKS`): every member checked as a judge of its
 own before anything is sent (its options, its key, an offline replay's cache), and the
-manifest's ``judge_panel`` section: the rule, the members, and the judge work they did."""
+manifest's ``judge_panel`` section: the rule, the members, the judge work they did, and the
+members left out because their judge stopped (:class:`LeftOut`, ``--panel-min-members``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.metric import RunHooks
@@ -18,10 +20,26 @@ if TYPE_CHECKING:
     from rageval.core.metric import Batch, Metric
     from rageval.core.records import Record
 
-__all__ = ["PANEL_HOOKS", "PANEL_STATS", "PanelHooks"]
+__all__ = ["PANEL_HOOKS", "PANEL_LEFT_OUT", "PANEL_STATS", "LeftOut", "PanelHooks"]
 
 # The run's account of the panels' judge work (apart from the single judge's ``judge``).
 PANEL_STATS = ("judge_panel", "stats")
+# The run's members left out of its panels (LeftOut).
+PANEL_LEFT_OUT = ("judge_panel", "left out")
+
+
+@dataclass
+class LeftOut:
+    """The members a run left out of its panels, by name, each with the error that stopped its
+    judge (under ``--panel-min-members``: a member that answered nothing is asked no more, and
+    the panel goes on with the others)."""
+
+    members: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: LeftOut) -> None:
+        """Add another window's (a worker's) members left out."""
+        for name, why in other.members.items():
+            self.members.setdefault(name, why)
 
 
 class PanelHooks(RunHooks):
@@ -48,6 +66,8 @@ class PanelHooks(RunHooks):
                 prompts[f"{member.rubric.id}|{name}"] = prompt_info(member.rubric)
         section = judge_section(members[0][1].judge, stats, prompts, RENDER_VERSION)
         section["rule"] = first.rule  # type: ignore[attr-defined]
+        section["min_members"] = first.min_members  # type: ignore[attr-defined]
+        section["left_out"] = dict(run.run_wide(PANEL_LEFT_OUT, LeftOut).members)
         section["members"] = [{"name": name, "model": m.judge.model,
                                "endpoint": None if m.judge.offline else m.judge.endpoint,
                                "prompts_dir": m.judge.prompts_dir, "seed": m.judge.seed,

@@ -8,6 +8,12 @@ panel's rule (:mod:`~rageval.judge.panel.rules`); a record's details hold every 
 the members that abstained and why, and the spread of the values given. The summary reports,
 beside the value, each member's mean and abstentions and Krippendorff's alpha between them
 (nominal for a 0-1 verdict, interval otherwise).
+
+A member whose judge stops (an endpoint that answers nothing, a permanent failure) stops the run
+with that judge's own message, as a single judge would, unless ``--panel-min-members N`` lets the
+panel go on while N members answer: the member is then left out for the rest of the run (it
+abstains on every record, asked no more), and the summary, the signature and the manifest say
+so.
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ import numpy as np
 
 from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.results import count_of
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import provenance_only
-from rageval.judge.panel.hooks import PANEL_HOOKS, PANEL_STATS
+from rageval.judge.llm.requests import JudgeError
+from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.panel.hooks import PANEL_HOOKS, PANEL_LEFT_OUT, PANEL_STATS, LeftOut
 from rageval.judge.panel.rules import aggregate
 from rageval.judge.rubric.metric import JudgeMetric, judge_fields
 from rageval.stats.agreement import krippendorff_alpha
@@ -64,6 +73,7 @@ class PanelMetric(Metric):
         judge = opts.judge or JudgeOptions()
         self.target = target
         self.rule = judge.panel_rule
+        self.min_members = judge.panel_min_members
         self.members = [(name, MemberMetric(target, name, ScoreOptions(
             **{**_fields_of(opts), "judge": member}))) for name, member in judge.members()]
         scales = {m.score_range() for _, m in self.members}
@@ -103,12 +113,17 @@ class PanelMetric(Metric):
                           for name, m in self.members)
         shared = [f for f in judge_fields(self.members[0][1].judge)
                   if f.key not in ("judge", "endpoint")]
-        return [Field("panel", self.rule, "pn"), Field("judges", judges, "js"),
+        least = ([Field("min_members", str(self.min_members), "mm")]
+                 if self.min_members is not None else [])
+        return [Field("panel", self.rule, "pn"), *least, Field("judges", judges, "js"),
                 Field("rubric", self.rubric.id, "r"),
                 Field("rubric_version", self.rubric.version, "rv"), *shared]
 
     def score(self, batch: Batch) -> MetricResult:
-        results = [member.score(batch) for _, member in self.members]
+        left_out: LeftOut = batch.run.run_wide(PANEL_LEFT_OUT, LeftOut)
+        results = [self._member_score(batch, name, member, left_out)
+                   for name, member in self.members]
+        gone = [name for name, _ in self.members if name in left_out.members]
         own = [r.details or [None] * len(batch) for r in results]  # each member's details
         name = str(self.name)
         grid = np.vstack([r.values[name] for r in results])  # members x records
@@ -133,13 +148,39 @@ class PanelMetric(Metric):
                 "endpoints": {member: (own[k][i] or {}).get("endpoint")
                               for k, (member, _) in enumerate(self.members)},
                 **_flags([(member, own[k][i]) for k, (member, _) in enumerate(self.members)]),
+                **({"left_out": gone} if gone else {}),
             })
         return MetricResult({name: values}, reasons, details, grid.T.copy())
+
+    def _member_score(self, batch: Batch, name: str, member: MemberMetric,
+                      left_out: LeftOut) -> MetricResult:
+        """A member's grading of the batch. A member whose judge stops stops the run with its
+        judge's error; with ``--panel-min-members`` it is left out instead (asked no more,
+        abstaining on every record) while enough members answer."""
+        if name not in left_out.members:
+            try:
+                return member.score(batch)
+            except JudgeError as error:
+                if self.min_members is None:
+                    raise
+                left_out.members[name] = str(error)
+                stats: RunStats = batch.run.run_wide(PANEL_STATS, RunStats)
+                stats.failed += sum(1 for r in error.results if r is not None and not r.ok)
+        answering = [other for other, _ in self.members if other not in left_out.members]
+        if len(answering) < (self.min_members or 0):
+            raise JudgeError(f"{left_out.members[name]}; panel member {name!r} is left out, "
+                             f"and {count_of(len(answering), 'member')} of the panel's "
+                             f"{len(self.members)} answer, fewer than --panel-min-members "
+                             f"{self.min_members}")
+        why = f"left out of the panel (--panel-min-members {self.min_members}): " + (
+            left_out.members[name])
+        return MetricResult({str(self.name): np.full(len(batch), math.nan)},
+                            [why] * len(batch), None)
 
     def summary_part(self, result: MetricResult) -> MetricResult:
         """The values, every member's value of every record (for the agreement), and of the
         details only the endpoints the signature reads and the flags the summary counts."""
-        kept = provenance_only(result.details, ("endpoints", "flags"))
+        kept = provenance_only(result.details, ("endpoints", "flags", "left_out"))
         return MetricResult(result.values, [], kept, result.stats)
 
     def result_signature(self, result: MetricResult) -> Signature:
@@ -164,10 +205,14 @@ class PanelMetric(Metric):
         names = [name for name, _ in self.members]
         level = "nominal" if self.score_range() == (0.0, 1.0) else "interval"
         given = ~np.isnan(grid)
+        gone = {name for detail in result.details or [] for name in
+                (detail or {}).get("left_out", ())}
         return {"panel": {
             "rule": self.rule,
+            "min_members": self.min_members,
             "members": {name: {"mean": float(np.nanmean(grid[:, k])) if given[:, k].any()
-                               else None, "abstained": int((~given[:, k]).sum())}
+                               else None, "abstained": int((~given[:, k]).sum()),
+                               **({"left_out": True} if name in gone else {})}
                         for k, name in enumerate(names)},
             "krippendorff_alpha": krippendorff_alpha(grid.T, level),
             "alpha_level": level,

@@ -164,7 +164,9 @@ def test_a_fault_leaves_exactly_its_metrics_unscored(case: str, tmp_path: Path) 
 
 
 def test_a_500_outlasting_one_retry(tmp_path: Path) -> None:
-    path = write_records(tmp_path / "r.jsonl", [R1])
+    """The record whose request failed is unscored, the run goes on (the judge answered the
+    other record: a judge answering nothing would stop the run), and a rerun asks again."""
+    path = write_records(tmp_path / "r.jsonl", [R1, R2])
     target = message("extract_claims", query=[Q1], text=[ANSWER])
     with JudgeServer() as server:
         server.fail_for(target, "500", "500", "500")

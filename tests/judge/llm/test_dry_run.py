@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import socket
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -104,3 +106,74 @@ def test_the_command_line_prints_the_table_and_writes_no_run(tmp_path: Path,
     assert main(["score", str(records), "-m", "rouge1", "--dry-run", "--no-progress"],
                 stdout=out) == 0
     assert "nothing would be sent" in out.getvalue()
+
+
+def _dry(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(["score", *argv, "--dry-run", "--no-progress"], stdout=out)
+    return code, " ".join(out.getvalue().split())  # the table's words, whatever the width
+
+
+def test_the_total_row_adds_up_every_column(tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    """The total row left completion tokens and cost blank while every row above had them."""
+    records = _records(tmp_path / "r.jsonl", 4)
+    code, text = _dry([str(records), "-m", "judge:faithfulness", "-m", "judge:correctness",
+                       "--judge-model", "judge-model", "--judge-base-url", keyed_judge.base_url,
+                       "--judge-api-key-env", TEST_KEY_ENV, "--cache", str(tmp_path / "c.db"),
+                       "--judge-max-tokens", "50", "--judge-price-in", "1",
+                       "--judge-price-out", "2"])
+    assert code == 0
+    rows = {name: re.search(rf"{name} (?:\(judge\) )?│ (\d+) │ (\d+) │ ([\d,]+) │ ([\d,]+) │ "
+                            r"([\d.]+) │", text) for name in ("faithfulness", "correctness",
+                                                                 "total")}
+    assert all(rows.values()), text
+    numbers = {name: [float(g.replace(",", "")) for g in m.groups()]  # type: ignore[union-attr]
+               for name, m in rows.items()}
+    assert numbers["total"][3] == 2 * 4 * 50
+    for column in range(5):
+        assert numbers["total"][column] == pytest.approx(
+            numbers["faithfulness"][column] + numbers["correctness"][column], abs=1e-4)
+    unknown = _dry([str(records), "-m", "judge:faithfulness", "--judge-model", "judge-model",
+                    "--judge-base-url", keyed_judge.base_url, "--judge-api-key-env",
+                    TEST_KEY_ENV, "--cache", str(tmp_path / "c.db"), "--judge-price-in", "1"])[1]
+    assert re.search(r"total │ 4 │ 0 │ [\d,]+ │ unknown │ [\d.]+\+ │", unknown)
+
+
+def test_a_dry_run_without_the_api_key_says_the_real_run_would_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.error
+
+    from rageval.judge.llm.costs import tokens
+
+    def no_tokenizer(request: object, timeout: float) -> object:  # OpenAI's: 404, no network
+        raise urllib.error.HTTPError("https://api.openai.com/tokenize", 404, "Not Found",
+                                     None, None)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tokens.urllib.request, "urlopen", no_tokenizer)
+    monkeypatch.delenv("RAGEVAL_TEST_NO_SUCH_KEY", raising=False)
+    records = _records(tmp_path / "r.jsonl", 3)
+    code, text = _dry([str(records), "-m", "judge:faithfulness", "--judge-model", "gpt-4o-mini",
+                       "--judge-api-key-env", "RAGEVAL_TEST_NO_SUCH_KEY",
+                       "--cache", str(tmp_path / "c.db")])
+    assert code == 2
+    assert ("the real run would stop: 3 judge replies are not cached and must be asked for, "
+            "but no API key: set the environment variable RAGEVAL_TEST_NO_SUCH_KEY") in text
+    assert "offers no tokenizer" in text  # the endpoint answered: it has none
+
+
+def test_a_dry_run_against_a_refused_connection_says_the_real_run_would_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said 'the endpoint offers no tokenizer', exit 0, and the real run then failed."""
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    monkeypatch.setenv(TEST_KEY_ENV, "sk-test")
+    code, text = _dry([str(_records(tmp_path / "r.jsonl", 3)), "-m", "judge:faithfulness",
+                       "--judge-model", "judge-model", "--judge-base-url", url,
+                       "--judge-api-key-env", TEST_KEY_ENV, "--cache", str(tmp_path / "c.db")])
+    assert code == 2
+    assert "offers no tokenizer" not in text
+    assert ("4 characters a token (the endpoint could not be reached: the connection was "
+            "refused: nothing listens there)") in text
+    assert (f"the real run would stop: judge endpoint {url}: the connection was refused: "
+            "nothing listens there") in text

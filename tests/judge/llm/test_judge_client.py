@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -164,7 +165,7 @@ def test_401_stops_the_run_without_leaking_the_key(server: JudgeServer,
     assert isinstance(err, RagevalError) and err.exit_code == 2
     text = str(err)
     assert "401" in text and ENV in text and "judge-model" in text
-    assert "0 of 40" in text
+    assert text.endswith("; the run stopped before any reply")  # not after "0 of 40"
     everything = " ".join([text, repr(err), err.format(), repr(client),
                            "".join(traceback.format_exception(err)),
                            repr(err.results)])
@@ -295,21 +296,82 @@ def test_the_first_requests_failing_alike_stop_the_run(server: JudgeServer,
         client.complete_many(reqs(40), concurrency=2)
     message = str(info.value)
     assert f"judge endpoint {server.base_url}" in message
-    assert "the first 3 requests all failed the same way" in message
+    assert re.search(r"is taken for dead, and the run stopped: no reply to any of the [34] "
+                     r"requests sent, all failing alike", message)
     assert "HTTP 503: The server had an error processing your request." in message
     assert server.requests <= 3 + 2  # 3, and those the two workers had already started
 
 
-def test_a_dead_endpoint_fails_fast(make_client: Callable) -> None:
+def _dead_port() -> int:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    client = make_client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
-    with pytest.raises(JudgeError, match=r"the first 3 requests all failed the same way.*"
-                                         r"connection failed after 2 attempts") as info:
+        return int(sock.getsockname()[1])
+
+
+def test_a_dead_endpoint_fails_fast(make_client: Callable) -> None:
+    client = make_client(base_url=f"http://127.0.0.1:{_dead_port()}/v1", max_retries=1)
+    with pytest.raises(JudgeError, match=r"the connection was refused") as info:
         client.complete_many(reqs(50), concurrency=4)
-    # Those in flight when the third failed came back; the other 40-odd were never sent.
-    assert sum(r is not None for r in info.value.results) <= 3 + 4
+    # At most those already in flight were sent; the other 40-odd never were.
+    assert sum(r is not None for r in info.value.results) <= 4
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, None])
+def test_a_refused_connection_before_any_reply_fails_in_seconds_naming_the_url(
+        make_client: Callable, schema: ReplySchema | None) -> None:
+    """Nothing listening is no passing fault: no retry, no backoff (it took 6 attempts and
+    about 28 s with the default retries), and the message names the URL, its password
+    masked."""
+    port = _dead_port()
+    client = make_client(base_url=f"http://user:SECRETPW9@127.0.0.1:{port}/v1", max_retries=5)
+    started = time.monotonic()
+    with pytest.raises(JudgeError) as info:
+        client.complete_many(reqs(3, schema=schema), concurrency=4)
+    assert time.monotonic() - started < 3
+    assert str(info.value) == (
+        f"judge endpoint http://***@127.0.0.1:{port}/v1 (model 'judge-model'): the connection "
+        "was refused: nothing listens there (is the server running, and is --judge-base-url "
+        "right?); the run stopped before any reply")
+    assert all(r is None for r in info.value.results)
+
+
+def test_a_refused_connection_after_a_reply_keeps_its_retries(server: JudgeServer,
+                                                              make_client: Callable) -> None:
+    """Once the endpoint has answered, a refused connection is a server gone for a moment
+    (restarting): each request is retried, fails alone, and the run goes on."""
+    def stop_after_first(result: JudgeResult) -> None:
+        if result.index == 0:
+            server.stop()  # no new connection is accepted; the one kept alive is dropped next
+
+    server.fail_next(None, "drop")
+    out = make_client(max_retries=1).complete_many(reqs(3), concurrency=1, rpm=240,
+                                                   on_result=stop_after_first)
+    assert [r.ok for r in out] == [True, False, False]
+    assert all(r.error is not None and r.error.startswith("connection failed after 2 attempts")
+               for r in out[1:])
+
+
+def test_a_judge_that_answers_nothing_stops_with_one_message_however_few_its_requests(
+        server: JudgeServer, make_client: Callable) -> None:
+    """Three requests all failing used to be handed back, the run going on; eight stopped
+    after three: both stop now, with the same message."""
+    server.always = "503"
+    messages = {}
+    for n in (1, 3, 8):
+        with pytest.raises(JudgeError) as info:
+            make_client(max_retries=0).complete_many(reqs(n, schema=SCHEMA), concurrency=4)
+        messages[n] = str(info.value)
+    where = f"judge endpoint {server.base_url} (model 'judge-model') is taken for dead"
+    assert messages[3] == messages[8] == (
+        f"{where}, and the run stopped: no reply to any of the 3 requests sent, all failing "
+        "alike (--judge-timeout and --judge-max-retries set the patience per request): "
+        "HTTP 503: The server had an error processing your request.")
+    assert messages[1].startswith(f"{where}, and the run stopped: no reply to its one request")
+    server.always = None
+    server.fail_next("503", "500")
+    with pytest.raises(JudgeError, match=r"no reply to any of the 2 requests sent, failing 2 "
+                                         r"ways, the first .*: HTTP 503"):
+        make_client(max_retries=0).complete_many(reqs(2), concurrency=1)
 
 
 def test_mixed_failures_do_not_stop_the_run(server: JudgeServer, make_client: Callable) -> None:
@@ -442,3 +504,29 @@ def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RagevalError):
         client.complete_many(reqs(1), concurrency=0)
     assert client.complete_many([]) == []
+
+
+def test_a_judge_that_answered_earlier_in_the_run_is_not_dead(tmp_path: Path,
+                                                              server: JudgeServer) -> None:
+    """A later round (the next window of records) whose requests all fail leaves its records
+    unscored: the judge answered the first round, so it is not taken for dead."""
+    from rageval.api import evaluate
+    from rageval.judge.llm.options import JudgeOptions, JudgeProgress
+
+    records = tmp_path / "r.jsonl"
+    records.write_text("".join(json.dumps({"id": f"q{i}", "answer": f"Answer {i}."}) + "\n"
+                               for i in range(4)))
+
+    def fail_once_the_first_window_is_answered(progress: JudgeProgress) -> None:
+        if progress.done >= 2:
+            server.always = "503"
+
+    out = evaluate(records, ["judge:fluency"], bootstrap=5, window=2,
+                   judge=JudgeOptions(model="judge-model", base_url=server.base_url,
+                                      cache=str(tmp_path / "c.db"), max_retries=0,
+                                      response_format="text",
+                                      progress=fail_once_the_first_window_is_answered))
+    summary = out.summary["judge:fluency"]
+    assert (summary.n, summary.unscored) == (2, 2)
+    assert all(r.errors["judge:fluency"].startswith("judge request failed: HTTP 503")
+               for r in out.records[2:])

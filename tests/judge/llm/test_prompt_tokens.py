@@ -4,6 +4,7 @@ characters a token where it does not or when it stops answering, plus ChatML's f
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,7 +67,20 @@ def test_a_tokenizer_that_stops_answering_leaves_the_rest_estimated(tokenizer: s
                                      "characters a token")
 
 
-def test_an_endpoint_without_a_tokenizer_is_estimated() -> None:
-    counter = PromptTokens("http://127.0.0.1:9/v1")  # nothing listens there
+def test_an_endpoint_without_a_tokenizer_is_estimated(tokenizer: str) -> None:
+    _Tokenizer.failing = True  # it answers, with an error status on every route
+    counter = PromptTokens(tokenizer)
     assert counter.method.startswith("4 characters a token (the endpoint offers no tokenizer)")
+    assert counter.unreachable is None
+    assert counter.count(MESSAGES[:1]) == 4 + PER_MESSAGE + PER_REPLY
+
+
+def test_an_endpoint_that_cannot_be_reached_is_not_one_without_a_tokenizer() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    counter = PromptTokens(f"http://127.0.0.1:{port}/v1")
+    assert counter.unreachable == "the connection was refused: nothing listens there"
+    assert counter.method.startswith("4 characters a token (the endpoint could not be "
+                                      "reached: the connection was refused")
     assert counter.count(MESSAGES[:1]) == 4 + PER_MESSAGE + PER_REPLY

@@ -8,12 +8,16 @@ and closes it with ``<|im_end|>`` and a newline (5 tokens a message), and opens 
 more). Measured against the usage SmolLM2-135M-Instruct reports through llama-cpp-python, that
 framing is exact (14 tokens for a system and a user message). An endpoint without a tokenizer
 (OpenAI's, most gateways) gets an estimate of 4 characters a token, the rule of thumb for
-English text with OpenAI's tokenizers: the method is named beside every figure.
+English text with OpenAI's tokenizers: the method is named beside every figure. An endpoint
+that cannot be reached at all (a refused connection, an unknown host) is told apart from one
+without a tokenizer: :attr:`PromptTokens.unreachable` says why, for a dry run to report that the
+real run would fail.
 """
 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
@@ -41,11 +45,15 @@ class PromptTokens:
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        # Why the endpoint could not be reached at all (None: it answered).
+        self.unreachable: str | None = None
         self._route = self._find_route()
         self._known: dict[str, int] = {}  # a rubric's system message is the same every time
+        why = (f"the endpoint could not be reached: {self.unreachable}" if self.unreachable
+               else "the endpoint offers no tokenizer")
         self.method = ("the endpoint's tokenizer, plus ChatML's framing" if self._route
-                       else f"{CHARS_PER_TOKEN} characters a token (the endpoint offers no "
-                            "tokenizer), plus ChatML's framing")
+                       else f"{CHARS_PER_TOKEN} characters a token ({why}), plus ChatML's "
+                            "framing")
 
     def count(self, messages: Sequence[dict[str, str]]) -> int:
         """The prompt tokens of one request's messages."""
@@ -72,7 +80,11 @@ class PromptTokens:
         for path, key, reply in _ROUTES:
             try:
                 found = self._post(path, {key: "ok"}, reply)
-            except (OSError, ValueError):  # urllib's URLError is an OSError
+            except (OSError, ValueError) as error:  # urllib's URLError is an OSError
+                why = _unreachable(error)
+                if why is not None:  # nothing answers there: no other route will
+                    self.unreachable = self._endpoint.redact(why)
+                    return None
                 continue
             if found is not None:
                 return path, key, reply
@@ -94,3 +106,14 @@ class PromptTokens:
         parts = urlsplit(self._endpoint.base_url)
         path = parts.path[:-3] if parts.path.endswith("/v1") else parts.path
         return urlunsplit((parts.scheme, parts.netloc, path.rstrip("/"), "", ""))
+
+
+def _unreachable(error: BaseException) -> str | None:
+    """Why nothing answered at all (a refused connection, an unknown host, a timeout), or None
+    when a server did answer (an HTTP error status, a reply that is not what was asked)."""
+    if isinstance(error, urllib.error.HTTPError | ValueError):
+        return None
+    reason = error.reason if isinstance(error, urllib.error.URLError) else error
+    if isinstance(reason, ConnectionRefusedError):
+        return "the connection was refused: nothing listens there"
+    return str(reason) if isinstance(reason, OSError | str) else None
