@@ -183,3 +183,19 @@ def test_compare_lists_what_was_asked_not_components(two_runs: list[str]) -> Non
     [line] = [line for line in buffer.getvalue().splitlines() if "not compared" in line]
     listed = line.split("not compared: ")[1].split(", ")
     assert sorted(listed) == ["ndcg@3", "rouge1"]  # not rouge1.precision, ...
+
+
+def test_bar_plots_count_conversations_in_a_run_of_conversations(
+        conversations: tuple[Path, str]) -> None:
+    from matplotlib.figure import Figure
+
+    from rageval.report.html.plots import draw_bars
+
+    out, _ = conversations
+    results = Results.load(out)
+    [run] = prepare_runs([("run", results)], {})
+    figure = Figure()
+    metric = "judge:faithfulness"
+    draw_bars(figure, metric, [(run, scored_values(run, metric))],
+              results.summary[metric].scale)
+    assert figure.axes[0].get_ylabel() == "conversations"  # what n counts, not "records"

@@ -107,6 +107,13 @@ def _short(name: str) -> str:
     return name if len(name) <= _LABEL_CHARS else "…" + name[-(_LABEL_CHARS - 1):]
 
 
+def _units(series: list[tuple[ReportRun, np.ndarray]]) -> str:
+    """What the plotted values count, plural: ``records``, ``conversations`` (the summary's
+    ``n``), or both where the runs differ."""
+    nouns = dict.fromkeys(RunCounts.of(run.results).unit + "s" for run, _ in series)
+    return " or ".join(nouns) or "records"
+
+
 def _series_label(run: ReportRun, metric: str, count: int) -> str:
     """The run's name, and what its summary counts: ``(n=3 conversations, 2 unscored)``."""
     unscored = run.results.summary[metric].unscored
@@ -117,8 +124,8 @@ def _series_label(run: ReportRun, metric: str, count: int) -> str:
 
 def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray]],
                 scale: Scale | None = None) -> None:
-    """A box plot with every record as a jittered dot, one row per run (first run on top),
-    along the metric's scale where it is bounded."""
+    """A box plot with every unit (a record, or a conversation) as a jittered dot, one row per
+    run (first run on top), along the metric's scale where it is bounded."""
     axes = figure.add_subplot()
     rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same picture
     positions = list(range(len(series), 0, -1))
@@ -148,7 +155,7 @@ def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarr
     axes.spines["left"].set_visible(False)
     axes.tick_params(axis="y", length=0)
     if not any(values.size for _, values in series):
-        axes.text(0.5, 0.5, "no scored records", transform=axes.transAxes, ha="center",
+        axes.text(0.5, 0.5, f"no scored {_units(series)}", transform=axes.transAxes, ha="center",
                   va="center", color="#59636e")
         axes.set_xticks([])
 
@@ -183,7 +190,7 @@ def draw_bars(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray
                  label=_series_label(run, metric, scores.size).replace("\n", " "))
     axes.set_xticks(xs)
     axes.set_xlabel(f"{metric} score" + (f" (scale {scale_text(scale)})" if scale else ""))
-    axes.set_ylabel("records")
+    axes.set_ylabel(_units(series))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(axis="y")
     axes.set_axisbelow(True)
