@@ -13,9 +13,9 @@ channel calls it on such text (masking known credentials first, :mod:`.masking`)
   of the text, wherever it falls, can make a line that starts a command;
 - :func:`xml_text`: the characters XML 1.0 forbids (control characters other than tab, line
   feed and carriage return, lone surrogates, U+FFFE, U+FFFF) written visibly (``\\x01``);
-- :func:`markdown` and :func:`markdown_code`: HTML escaped, ``@mention`` and ``#123``
-  references defused, ``|`` escaped and line breaks shown escaped, so a cell never breaks a
-  table row;
+- :func:`markdown` and :func:`markdown_code`: HTML escaped, ``@mention``, ``#123`` and
+  ``GH-123`` references defused, ``|`` escaped and line breaks shown escaped, so a cell never
+  breaks a table row;
 - :func:`command_data` and :func:`command_property`: a workflow command's message and
   property values escaped as GitHub's runner reads them, and :func:`workflow_command`, the
   whole line.
@@ -41,7 +41,8 @@ _TERMINAL_UNSAFE = re.compile(
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # A reference GitHub links in Markdown: @user or @org/team, #123, GH-123.
 # (An @ inside a word, as in ndcg@3 or an e-mail address, is no mention.)
-_MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#)(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#|(?<![A-Za-z0-9_])GH-)(?=[A-Za-z0-9])",
+                      re.IGNORECASE)
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
