@@ -15,7 +15,8 @@ from rich.console import Console
 from rageval.cli import main
 from rageval.cli.progress import final_line
 from rageval.compare.runs.compare import compare_runs
-from rageval.compare.runs.output import _fmt, _fmt_p, render_comparison
+from rageval.compare.runs.output import _fmt, render_comparison
+from rageval.core.outputs.significance import p_value_text
 from rageval.core.results import Results
 from rageval.core.results.counts import RunCounts
 from rageval.core.scale import scale_text
@@ -168,7 +169,7 @@ def test_compare_fits_narrow_terminals_whole(two_runs: list[str], width: int) ->
             continue
         low, high = row["ci95"]
         for figure in (_fmt(row["baseline_value"]), _fmt(row["system_value"]),
-                       _fmt(row["delta"], signed=True), _fmt_p(row["p_adjusted"]),
+                       _fmt(row["delta"], signed=True), p_value_text(row["p_adjusted"]),
                        f"[{_fmt(low, signed=True)}, {_fmt(high, signed=True)}]"):
             assert figure in text, (row["metric"], figure)
     # What is the same for every row is said once, not in a column.
