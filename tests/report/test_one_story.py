@@ -200,3 +200,16 @@ def test_bar_plots_count_conversations_in_a_run_of_conversations(
     draw_bars(figure, metric, [(run, scored_values(run, metric))],
               results.summary[metric].scale)
     assert figure.axes[0].get_ylabel() == "conversations"  # what n counts, not "records"
+
+
+def test_plot_labels_show_control_characters_escaped(judged: tuple[Path, str]) -> None:
+    """A run named with an escape (a path holding one) is drawn with it shown as ``\\x1b``:
+    matplotlib has no glyph for it and would warn on stderr with the raw character."""
+    import warnings
+
+    out, _ = judged
+    results = Results.load(out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_report([("run\x1b[2J\nx", results)])
+    assert [str(w.message) for w in caught if "Glyph" in str(w.message)] == []

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import MissingDependencyError
+from rageval.core.outputs.text import visible
 from rageval.core.results.counts import RunCounts, count_of
 from rageval.core.scale import Scale, scale_text
 from rageval.report.html.data import (
@@ -104,6 +105,9 @@ def _inline_svg(svg: str, prefix: str, label: str) -> str:
 
 
 def _short(name: str) -> str:
+    """A name as a plot shows it: its control characters shown escaped (no glyph draws them),
+    shortened from the left to :data:`_LABEL_CHARS`."""
+    name = visible(name)
     return name if len(name) <= _LABEL_CHARS else "…" + name[-(_LABEL_CHARS - 1):]
 
 
@@ -149,7 +153,8 @@ def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarr
     if span is not None:
         margin = 0.03 * (span[1] - span[0])
         axes.set_xlim(span[0] - margin, span[1] + margin)
-    axes.set_xlabel(f"{metric} (scale {scale_text(scale)})" if scale is not None else metric)
+    shown = visible(metric)
+    axes.set_xlabel(f"{shown} (scale {scale_text(scale)})" if scale is not None else shown)
     axes.grid(axis="x")
     axes.set_axisbelow(True)
     axes.spines["left"].set_visible(False)
@@ -189,7 +194,8 @@ def draw_bars(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray
         axes.bar(xs + offset, counts, width=width * 0.92, color=run.color,
                  label=_series_label(run, metric, scores.size).replace("\n", " "))
     axes.set_xticks(xs)
-    axes.set_xlabel(f"{metric} score" + (f" (scale {scale_text(scale)})" if scale else ""))
+    axes.set_xlabel(f"{visible(metric)} score"
+                    + (f" (scale {scale_text(scale)})" if scale else ""))
     axes.set_ylabel(_units(series))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(axis="y")
@@ -237,7 +243,7 @@ def _draw_forest_panel(axes: Any, metric: str, group: list[dict[str, Any]],
     axes.set_xlim(min(extent) - 0.08 * span, max(extent) + 0.08 * span)
     axes.set_yticks(ys, labels)
     axes.set_ylim(-0.8, len(group) - 0.2)
-    axes.set_title(metric, loc="left", fontweight="bold")
+    axes.set_title(visible(metric), loc="left", fontweight="bold")
     axes.grid(axis="x")
     axes.set_axisbelow(True)
     axes.spines["left"].set_visible(False)
