@@ -10,6 +10,7 @@ from rageval.compare.agree.agreement import agree_runs
 from rageval.compare.agree.output import render_agreement
 from rageval.compare.command_output import console_for, write_json_file
 from rageval.core.errors import UsageError
+from rageval.core.outputs.text import terminal
 
 __all__ = ["parse_pair", "run_agree"]
 
@@ -51,5 +52,5 @@ def run_agree(
     render_agreement(report, console)
     if json_path is not None:
         write_json_file(report.to_json(), json_path)
-        console.print(f"wrote {json_path}", markup=False, highlight=False)
+        console.print(terminal(f"wrote {json_path}"), markup=False, highlight=False)
     return 0

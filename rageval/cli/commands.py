@@ -262,7 +262,8 @@ def _write_run(results: Results, out_dir: str, console: Console, rewrite: bool,
     page = written / "report.html"
     if report:
         write_run_report(results, out_dir, page)
-        console.print(f"wrote {page}: open it in a browser", markup=False, highlight=False)
+        console.print(terminal(f"wrote {page}: open it in a browser"), markup=False,
+                      highlight=False)
         return
     command = (f"rageval report {shlex.quote(str(written))} -o {shlex.quote(str(page))}, "
                f"then open {page} in a browser")
@@ -319,10 +320,11 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
             out.write(json.dumps(stats, indent=2) + "\n")
         elif args.cache_command == "export":
             count = cache.export_jsonl(out if args.file is None else args.file)
-            print(f"exported {count} entries from {path}", file=sys.stderr)
+            print(terminal(f"exported {count} entries from {path}"), file=sys.stderr)
         else:
             counts = cache.import_jsonl(args.file)
-            print(f"read {counts['read']} entries, added {counts['added']} to {path}", file=out)
+            print(terminal(f"read {counts['read']} entries, added {counts['added']} to {path}"),
+                  file=out)
     return 0
 
 

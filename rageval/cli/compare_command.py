@@ -8,6 +8,7 @@ from typing import TextIO
 from rageval.compare.command_output import console_for
 from rageval.compare.runs.compare import compare_runs
 from rageval.compare.runs.output import render_comparison, write_json
+from rageval.core.outputs.text import terminal
 
 __all__ = ["run_compare"]
 
@@ -33,5 +34,5 @@ def run_compare(
     render_comparison(comparison, console, components=components)
     if json_path:
         write_json(comparison, json_path)
-        console.print(f"wrote {json_path}", markup=False, highlight=False)
+        console.print(terminal(f"wrote {json_path}"), markup=False, highlight=False)
     return 0

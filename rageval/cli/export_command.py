@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from rageval.cli.secrets import run_masker
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
+from rageval.core.outputs.text import terminal
 from rageval.core.results import Results, count_of
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ def run_export(args: argparse.Namespace, out: TextIO) -> int:
 
         # The exit status alone does not say why: name the failed checks, on stderr (stdout
         # may be the export itself).
+        # The names come from the run's files, which need not be rageval's own: made safe.
         failed = "; ".join(f"{row.metric} {row.rule}" for row in report.failures)
-        print(f"rageval: gate failed ({count_of(len(report.failures), 'check')}): {failed}",
-              file=sys.stderr)
+        text = f"rageval: gate failed ({count_of(len(report.failures), 'check')}): {failed}"
+        print(terminal(masker(text)), file=sys.stderr)
         return GATE_FAILED_EXIT
     return 0
 

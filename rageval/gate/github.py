@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.core.manifest import judge_sections
 from rageval.core.outputs.masking import Masker
-from rageval.core.outputs.significance import p_value_text, significance_mark
+from rageval.core.outputs.significance import marked_p_value
 from rageval.core.outputs.text import markdown, markdown_code, workflow_command
 from rageval.core.results import Results, count_of
 from rageval.core.results.counts import RunCounts
@@ -72,7 +72,7 @@ def summary_markdown(results: Results, report: GateReport | None, name: str,
         lines.append(" | ".join([
             f"| {code(metric)}", format_number(item.value), scale_text(item.scale), ci,
             _number(regression and regression.baseline), _signed(regression and regression.delta),
-            _p(regression and regression.p_value), _gate(checks)]) + " |")
+            marked_p_value(regression and regression.p_value), _gate(checks)]) + " |")
     for metric, checks in by_metric.items():  # run figures (cost_usd, ...) and unknown names
         lines.append(f"| {code(metric)} | {format_number(checks[0].observed)} | — | — | — "
                      f"| — | — | {_gate(checks)} |")
@@ -146,6 +146,3 @@ def _number(value: float | None) -> str:
 def _signed(value: float | None) -> str:
     return "—" if value is None else ("+" if value >= 0 else "") + format_number(value)
 
-
-def _p(value: float | None) -> str:
-    return f"{p_value_text(value)} {significance_mark(value)}".rstrip()

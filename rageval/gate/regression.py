@@ -32,6 +32,7 @@ from rageval.compare.runs.pairing import (
 )
 from rageval.compare.runs.statistics import compare_pair
 from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
+from rageval.core.outputs.significance import p_value_text
 from rageval.core.results import Results
 from rageval.gate.data import data_row
 from rageval.gate.direction import lower_is_better
@@ -132,7 +133,7 @@ def _row(row: dict[str, Any], p: float | None, max_drop: float, alpha: float, fa
     test = "paired randomization test" + (", exact" if row["p_method"] == "exact" else "")
     if family > 1:
         test += f", Holm over {family} metrics"
-    p_text = "p=-" if p is None else f"p={p:.2g}"
+    p_text = _p_text(p)
     # A drop equal to max_drop passes even when the mean of differences is off in the last bit.
     over = drop > max_drop and not math.isclose(drop, max_drop, rel_tol=1e-9, abs_tol=1e-12)
     significant = p is not None and p < alpha
@@ -146,6 +147,13 @@ def _row(row: dict[str, Any], p: float | None, max_drop: float, alpha: float, fa
     return GateRow("regression", name, rule, drop, passed, note + _extras(row, left_out),
                    baseline=row["baseline_value"], delta=row["delta"], p_value=p, label=word,
                    value=row["system_value"])
+
+
+def _p_text(p: float | None) -> str:
+    """``p=0.0185``, ``p<0.0001``: the p-value written as the Markdown table and ``rageval
+    compare`` write it beside the same note."""
+    text = p_value_text(p)
+    return f"p{text}" if text.startswith("<") else f"p={text}"
 
 
 def _rule(max_drop: float, lower: bool) -> str:

@@ -65,3 +65,27 @@ def test_a_threshold_on_an_unknown_metric_is_a_usage_error(run: Path, capsys) ->
     status, _ = _export(run, "--format", "md", "--fail-under", "rogue1=0.5")
     assert status == 2
     assert "rouge1" in capsys.readouterr().err  # the close match is named
+
+
+def test_the_failed_checks_named_on_stderr_are_made_safe(run: Path, capsys) -> None:
+    """A run directory may come from elsewhere (a build's artifact): a metric name in its
+    files holding a line break and a workflow command is shown escaped, never as a line of
+    its own."""
+    import hashlib
+
+    name = "rouge1\n::error::injected \x1b[2J"
+    lines = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    for line in lines:
+        line["scores"][name] = line["scores"].pop("rouge1")
+    records = "".join(json.dumps(line) + "\n" for line in lines)
+    (run / "records.jsonl").write_text(records)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["metrics"][name] = summary["metrics"].pop("rouge1")
+    summary["records_sha256"] = hashlib.sha256(records.encode()).hexdigest()
+    (run / "summary.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    status, _ = _export(run, "--format", "md", "--fail-under", f"{name}=0.99")
+    err = capsys.readouterr().err
+    assert status == 3 and "rageval: gate failed (1 check): rouge1\\n" in err
+    assert "\x1b" not in err
+    assert not any(line.lstrip().startswith("::") for line in err.splitlines())

@@ -48,9 +48,20 @@ def test_a_real_drop_fails() -> None:
     assert not row.passed and row.check == "regression"
     assert row.rule == "drop <= 0.02 vs baseline"
     assert row.observed == pytest.approx(float(np.mean(base - current)))
-    assert row.note.startswith("drop 0.0999, p=")
-    assert ", p=0.0001 (paired randomization test); " in row.note
+    assert row.note.startswith("drop 0.0999, p<")
+    assert ", p<0.0001 (paired randomization test); " in row.note
     assert "->" in row.note
+
+
+def test_the_note_writes_p_as_every_channel_does() -> None:
+    """The note beside a gate row writes its p-value as the Markdown table's p-value column
+    and ``rageval compare`` do (``0.0185``), not to two significant digits (``0.018``)."""
+    base = _values(1, 40)
+    current = base - 0.1 + np.random.default_rng(2).normal(0, 0.3, 40)
+    (row,) = check_regression(_run({"ndcg@10": list(current)}), _run({"ndcg@10": list(base)}),
+                              max_drop=0.02)
+    assert row.p_value is not None and row.p_value >= 1e-4
+    assert f"p={row.p_value:.4f} (" in row.note
 
 
 def test_a_small_noisy_drop_passes() -> None:

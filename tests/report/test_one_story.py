@@ -15,7 +15,8 @@ from rich.console import Console
 from rageval.cli import main
 from rageval.cli.progress import final_line
 from rageval.compare.runs.compare import compare_runs
-from rageval.compare.runs.output import _fmt, _fmt_p, render_comparison
+from rageval.compare.runs.output import _fmt, render_comparison
+from rageval.core.outputs.significance import p_value_text
 from rageval.core.results import Results
 from rageval.core.results.counts import RunCounts
 from rageval.core.scale import scale_text
@@ -168,7 +169,7 @@ def test_compare_fits_narrow_terminals_whole(two_runs: list[str], width: int) ->
             continue
         low, high = row["ci95"]
         for figure in (_fmt(row["baseline_value"]), _fmt(row["system_value"]),
-                       _fmt(row["delta"], signed=True), _fmt_p(row["p_adjusted"]),
+                       _fmt(row["delta"], signed=True), p_value_text(row["p_adjusted"]),
                        f"[{_fmt(low, signed=True)}, {_fmt(high, signed=True)}]"):
             assert figure in text, (row["metric"], figure)
     # What is the same for every row is said once, not in a column.
@@ -183,3 +184,32 @@ def test_compare_lists_what_was_asked_not_components(two_runs: list[str]) -> Non
     [line] = [line for line in buffer.getvalue().splitlines() if "not compared" in line]
     listed = line.split("not compared: ")[1].split(", ")
     assert sorted(listed) == ["ndcg@3", "rouge1"]  # not rouge1.precision, ...
+
+
+def test_bar_plots_count_conversations_in_a_run_of_conversations(
+        conversations: tuple[Path, str]) -> None:
+    from matplotlib.figure import Figure
+
+    from rageval.report.html.plots import draw_bars
+
+    out, _ = conversations
+    results = Results.load(out)
+    [run] = prepare_runs([("run", results)], {})
+    figure = Figure()
+    metric = "judge:faithfulness"
+    draw_bars(figure, metric, [(run, scored_values(run, metric))],
+              results.summary[metric].scale)
+    assert figure.axes[0].get_ylabel() == "conversations"  # what n counts, not "records"
+
+
+def test_plot_labels_show_control_characters_escaped(judged: tuple[Path, str]) -> None:
+    """A run named with an escape (a path holding one) is drawn with it shown as ``\\x1b``:
+    matplotlib has no glyph for it and would warn on stderr with the raw character."""
+    import warnings
+
+    out, _ = judged
+    results = Results.load(out)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_report([("run\x1b[2J\nx", results)])
+    assert [str(w.message) for w in caught if "Glyph" in str(w.message)] == []

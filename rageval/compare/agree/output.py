@@ -1,13 +1,17 @@
 """How ``rageval agree`` prints its report: the raters, a summary table with one row per
-compared pair, one confusion matrix per pair, then notes and signatures."""
+compared pair, one confusion matrix per pair, then notes and signatures; names, paths and
+reasons (text rageval did not write) made safe for a terminal and a CI log by
+:func:`rageval.core.outputs.text.terminal`, and given to rich as text, never as markup."""
 
 from __future__ import annotations
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rageval.compare.agree.report import AgreementReport, AgreementRow
+from rageval.core.outputs.text import terminal
 
 __all__ = ["confusion_table", "render_agreement", "report_lines", "summary_table"]
 
@@ -28,7 +32,8 @@ def summary_table(report: AgreementReport) -> Table:
     for row in report.rows:
         s = row.stats
         diff = None if s.mean_diff is None else f"{s.mean_diff:+.3f}"
-        table.add_row(row.metric, f"{row.rater_a} vs {row.rater_b}", str(s.n),
+        table.add_row(Text(terminal(row.metric)), Text(terminal(f"{row.rater_a} vs {row.rater_b}")),
+                      str(s.n),
                       str(row.total - s.n), _fmt(s.exact), _fmt(s.adjacent), _fmt(s.kappa),
                       _fmt(s.spearman), _fmt(s.kendall), _fmt(s.mean_a), _fmt(s.mean_b),
                       diff or "—")
@@ -40,7 +45,8 @@ def confusion_table(row: AgreementRow) -> Table:
     lo, hi = row.stats.scale
     grades = list(range(lo, hi + 1))
     table = Table()
-    table.add_column(f"{row.rater_a} \\ {row.rater_b}", justify="right", style="bold")
+    table.add_column(Text(terminal(f"{row.rater_a} \\ {row.rater_b}")), justify="right",
+                     style="bold")
     for grade in grades:
         table.add_column(str(grade), justify="right")
     table.add_column("total", justify="right", style="dim")
@@ -79,12 +85,13 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
     """Print who the raters are, the summary table, one confusion matrix per pair, then the
     notes and signatures."""
     for rater in report.raters:
-        console.print(f"{rater.label}: {rater.describe()}", markup=False, highlight=False)
+        console.print(terminal(f"{rater.label}: {rater.describe()}"), markup=False,
+                      highlight=False)
     console.print(summary_table(report))
     for row in report.rows:
         # The heading is printed, not a table title: rich wraps titles to the table's width.
-        console.print(f"{row.title}: rows {row.rater_a}, columns {row.rater_b}, n={row.stats.n}",
-                      markup=False, highlight=False)
+        heading = f"{row.title}: rows {row.rater_a}, columns {row.rater_b}, n={row.stats.n}"
+        console.print(terminal(heading), markup=False, highlight=False)
         console.print(confusion_table(row))
     for line in report_lines(report):
-        console.print(line, markup=False, highlight=False)
+        console.print(terminal(line), markup=False, highlight=False)

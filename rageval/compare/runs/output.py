@@ -19,6 +19,7 @@ from rageval.compare.runs.statistics import LEVEL, Comparison
 from rageval.core.outputs.significance import (
     MARKS,
     SIGNIFICANCE_LEGEND,
+    marked_p_value,
     p_value_text,
     significance_mark,
 )
@@ -101,8 +102,8 @@ def _cells(row: dict[str, Any]) -> list[str]:
         _fmt(row["system_value"]),
         _fmt(row["delta"], signed=True),
         "—" if ci is None else f"[{_fmt(ci[0], signed=True)}, {_fmt(ci[1], signed=True)}]",
-        _fmt_p(row["p_value"]),
-        f'{_fmt_p(row["p_adjusted"])} {significance_mark(row["p_adjusted"])}'.rstrip(),
+        p_value_text(row["p_value"]),
+        marked_p_value(row["p_adjusted"]),
         f"{row['wins']}/{row['ties']}/{row['losses']}",
         str(row["n"]) + (f" (-{row['n_dropped']})" if row["n_dropped"] else ""),
     ]
@@ -275,6 +276,3 @@ def _fmt(value: float | None, *, signed: bool = False) -> str:
         value = 0.0  # no "-0.0000" for a difference that rounds to nothing
     return f"{value:{sign}.4f}" if abs(value) < 1000 else f"{value:{sign}.1f}"
 
-
-def _fmt_p(value: float | None) -> str:
-    return p_value_text(value)

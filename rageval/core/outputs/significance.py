@@ -1,6 +1,7 @@
 """One scale of significance marks, for every place rageval shows a p-value: ``rageval
 compare``'s tables, the HTML report, the Markdown summary, and anything else that marks a
-difference as real; and one way of writing the p-value beside its mark (:func:`p_value_text`).
+difference as real; and one way of writing the p-value beside its mark (:func:`p_value_text`,
+:func:`marked_p_value`).
 
 The marks read a Holm-adjusted p-value where there is one: ``***`` below 0.001, ``**`` below
 0.01, ``*`` below 0.05, nothing otherwise; :data:`SIGNIFICANCE_LEGEND` says so in words.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "p_value_text", "significance_mark"]
+__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "marked_p_value", "p_value_text", "significance_mark"]
 
 # Bounds on the p-value and their marks, strictest first.
 MARKS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
@@ -31,3 +32,8 @@ def p_value_text(p_value: float | None) -> str:
     if p_value is None or math.isnan(p_value):
         return "—"
     return "<0.0001" if p_value < 1e-4 else f"{p_value:.4f}"
+
+
+def marked_p_value(p_value: float | None) -> str:
+    """The p-value and its mark, as a table cell shows them: ``0.0185 *``, ``0.2182``."""
+    return f"{p_value_text(p_value)} {significance_mark(p_value)}".rstrip()

@@ -11,11 +11,13 @@ channel calls it on such text (masking known credentials first, :mod:`.masking`)
   ``##[command]`` (anywhere in a line). A word joiner (U+2060, invisible) is put between the
   two colons of every ``::`` and after the ``##`` of every ``##[``, so no wrapping or folding
   of the text, wherever it falls, can make a line that starts a command;
+- :func:`visible`: the same characters shown escaped, nothing else changed (a plot's labels,
+  drawn as shapes: a control character has no glyph);
 - :func:`xml_text`: the characters XML 1.0 forbids (control characters other than tab, line
   feed and carriage return, lone surrogates, U+FFFE, U+FFFF) written visibly (``\\x01``);
-- :func:`markdown` and :func:`markdown_code`: HTML escaped, ``@mention`` and ``#123``
-  references defused, ``|`` escaped and line breaks shown escaped, so a cell never breaks a
-  table row;
+- :func:`markdown` and :func:`markdown_code`: HTML escaped, ``@mention``, ``#123`` and
+  ``GH-123`` references defused, ``|`` escaped and line breaks shown escaped, so a cell never
+  breaks a table row;
 - :func:`command_data` and :func:`command_property`: a workflow command's message and
   property values escaped as GitHub's runner reads them, and :func:`workflow_command`, the
   whole line.
@@ -29,7 +31,8 @@ import re
 from rageval.core.outputs.surrogates import without_lone_surrogates
 
 __all__ = ["command_data", "command_property", "escape_char", "markdown", "markdown_code",
-           "terminal", "terminal_lines", "valid_unicode", "workflow_command", "xml_text"]
+           "terminal", "terminal_lines", "valid_unicode", "visible", "workflow_command",
+           "xml_text"]
 
 JOINER = "\u2060"  # WORD JOINER: invisible, not blank to a runner, never a line break
 
@@ -41,7 +44,8 @@ _TERMINAL_UNSAFE = re.compile(
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # A reference GitHub links in Markdown: @user or @org/team, #123, GH-123.
 # (An @ inside a word, as in ndcg@3 or an e-mail address, is no mention.)
-_MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#)(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"((?<![A-Za-z0-9_])@|#|(?<![A-Za-z0-9_])GH-)(?=[A-Za-z0-9])",
+                      re.IGNORECASE)
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -55,6 +59,12 @@ def escape_char(char: str) -> str:
 
 def _visible(pattern: re.Pattern[str], text: str) -> str:
     return pattern.sub(lambda match: escape_char(match.group()), text)
+
+
+def visible(text: object) -> str:
+    """``text`` with what no reader can see shown escaped, as :func:`terminal` shows it, but
+    nothing added: for text drawn as shapes (a plot's labels), which no runner reads."""
+    return _visible(_TERMINAL_UNSAFE, str(text))
 
 
 def terminal(text: object) -> str:

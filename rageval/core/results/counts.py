@@ -17,18 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rageval.core.results.conversations import RecordResult as TurnResult
 
-class RecordResult(Protocol):
-    """A line of ``records.jsonl`` (:class:`rageval.core.results.RecordResult`)."""
+
+class RecordResult(TurnResult, Protocol):
+    """A line of ``records.jsonl`` (:class:`rageval.core.results.RecordResult`): its
+    conversation, turn and scores, and its id."""
 
     @property
     def id(self) -> str: ...
-    @property
-    def conversation(self) -> str | None: ...
-    @property
-    def turn(self) -> int | None: ...
-    @property
-    def scores(self) -> Mapping[str, float | None]: ...
 
 
 class Results(Protocol):

@@ -87,11 +87,8 @@ def _p_cell(value: Any, stars: str) -> str:
     number = as_finite(value)
     data = "" if number is None else repr(number)
     mark = f' <span class="stars">{stars}</span>' if stars else ""
-    return f'<td class="num" data-v="{data}">{esc(_fmt_p(number))}{mark}</td>'
+    return f'<td class="num" data-v="{data}">{esc(p_value_text(number))}{mark}</td>'
 
-
-def _fmt_p(value: float | None) -> str:
-    return p_value_text(value)
 
 
 def _name_cell(name: Any, colors: Mapping[str, str]) -> str:

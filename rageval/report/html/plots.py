@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import MissingDependencyError
+from rageval.core.outputs.text import visible
 from rageval.core.results.counts import RunCounts, count_of
 from rageval.core.scale import Scale, scale_text
 from rageval.report.html.data import (
@@ -104,7 +105,17 @@ def _inline_svg(svg: str, prefix: str, label: str) -> str:
 
 
 def _short(name: str) -> str:
+    """A name as a plot shows it: its control characters shown escaped (no glyph draws them),
+    shortened from the left to :data:`_LABEL_CHARS`."""
+    name = visible(name)
     return name if len(name) <= _LABEL_CHARS else "…" + name[-(_LABEL_CHARS - 1):]
+
+
+def _units(series: list[tuple[ReportRun, np.ndarray]]) -> str:
+    """What the plotted values count, plural: ``records``, ``conversations`` (the summary's
+    ``n``), or both where the runs differ."""
+    nouns = dict.fromkeys(RunCounts.of(run.results).unit + "s" for run, _ in series)
+    return " or ".join(nouns) or "records"
 
 
 def _series_label(run: ReportRun, metric: str, count: int) -> str:
@@ -117,8 +128,8 @@ def _series_label(run: ReportRun, metric: str, count: int) -> str:
 
 def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray]],
                 scale: Scale | None = None) -> None:
-    """A box plot with every record as a jittered dot, one row per run (first run on top),
-    along the metric's scale where it is bounded."""
+    """A box plot with every unit (a record, or a conversation) as a jittered dot, one row per
+    run (first run on top), along the metric's scale where it is bounded."""
     axes = figure.add_subplot()
     rng = np.random.default_rng(0)  # fixed jitter: the same data gives the same picture
     positions = list(range(len(series), 0, -1))
@@ -142,13 +153,14 @@ def draw_strips(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarr
     if span is not None:
         margin = 0.03 * (span[1] - span[0])
         axes.set_xlim(span[0] - margin, span[1] + margin)
-    axes.set_xlabel(f"{metric} (scale {scale_text(scale)})" if scale is not None else metric)
+    shown = visible(metric)
+    axes.set_xlabel(f"{shown} (scale {scale_text(scale)})" if scale is not None else shown)
     axes.grid(axis="x")
     axes.set_axisbelow(True)
     axes.spines["left"].set_visible(False)
     axes.tick_params(axis="y", length=0)
     if not any(values.size for _, values in series):
-        axes.text(0.5, 0.5, "no scored records", transform=axes.transAxes, ha="center",
+        axes.text(0.5, 0.5, f"no scored {_units(series)}", transform=axes.transAxes, ha="center",
                   va="center", color="#59636e")
         axes.set_xticks([])
 
@@ -182,8 +194,9 @@ def draw_bars(figure: Any, metric: str, series: list[tuple[ReportRun, np.ndarray
         axes.bar(xs + offset, counts, width=width * 0.92, color=run.color,
                  label=_series_label(run, metric, scores.size).replace("\n", " "))
     axes.set_xticks(xs)
-    axes.set_xlabel(f"{metric} score" + (f" (scale {scale_text(scale)})" if scale else ""))
-    axes.set_ylabel("records")
+    axes.set_xlabel(f"{visible(metric)} score"
+                    + (f" (scale {scale_text(scale)})" if scale else ""))
+    axes.set_ylabel(_units(series))
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(axis="y")
     axes.set_axisbelow(True)
@@ -230,7 +243,7 @@ def _draw_forest_panel(axes: Any, metric: str, group: list[dict[str, Any]],
     axes.set_xlim(min(extent) - 0.08 * span, max(extent) + 0.08 * span)
     axes.set_yticks(ys, labels)
     axes.set_ylim(-0.8, len(group) - 0.2)
-    axes.set_title(metric, loc="left", fontweight="bold")
+    axes.set_title(visible(metric), loc="left", fontweight="bold")
     axes.grid(axis="x")
     axes.set_axisbelow(True)
     axes.spines["left"].set_visible(False)

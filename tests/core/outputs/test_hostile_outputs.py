@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from judge_server import JudgeServer
 from markdown_it import MarkdownIt
 
 from rageval.cli import main
+from rageval.core.outputs.text import terminal
 
 DEMO = Path(__file__).resolve().parents[3] / "fixtures" / "demo" / "records.jsonl"
 PASSWORD = "SECRETPW9"
@@ -159,3 +161,26 @@ def test_export_junit_and_markdown_of_a_hostile_run(job: dict[str, Path], tmp_pa
         assert not any(secret in text for secret in CREDENTIALS)
     _assert_xml(tmp_path / "e.xml")
     _assert_markdown((tmp_path / "e.md").read_text(encoding="utf-8"))
+
+
+def test_paths_the_commands_name_as_written_are_safe(tmp_path: Path) -> None:
+    """The files a command says it wrote (the report beside a run, compare's and agree's
+    --json) are named with their line breaks and escapes shown, never starting a command."""
+    folder = tmp_path / "x\n::error::injected \x1b[2J"
+    folder.mkdir()
+    run = folder / "run"
+    out = io.StringIO()
+    assert main(["score", str(DEMO), "-m", "judge:faithfulness", "--judge-model",
+                 "smollm2-135m-instruct", "--cache", str(DEMO.parent / "judge_cache.jsonl"),
+                 "--offline", "--bootstrap", "20", "--no-progress", "--out", str(run),
+                 "--report"], stdout=out) == 0
+    shutil.copytree(run, folder / "copy")
+    for command in ("compare", "agree"):
+        code = main([command, str(run), str(folder / "copy"), "--json",
+                     str(folder / "rows.json")], stdout=out)
+        assert code == 0, command
+    printed = out.getvalue()
+    shown = terminal(str(folder))  # x\n:<joiner>:error:<joiner>:injected \x1b[2J
+    assert f"wrote {shown}/run/report.html: open it" in printed
+    assert printed.count(f"wrote {shown}/rows.json") == 2
+    assert runner_commands(printed) == [] and "\x1b" not in printed

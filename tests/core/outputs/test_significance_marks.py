@@ -48,14 +48,15 @@ def test_one_p_value_text_in_compare_the_report_and_the_markdown(
     """``0.0009 ***`` everywhere: not ``9.0e-04**`` in the terminal and ``0.0009`` in the
     report, nor ``0.00090`` in the Markdown."""
     from rageval.compare.runs.output import _cells
-    from rageval.gate.github import _p
+    from rageval.core.outputs.significance import marked_p_value
     from rageval.report.html import comparison
 
     row = {"metric": "ndcg@3", "aggregate": "mean", "baseline_value": 0.5,
            "system_value": 0.6, "delta": 0.1, "ci95": [0.05, 0.15], "p_value": 0.0009,
            "p_adjusted": 0.0009, "wins": 5, "ties": 0, "losses": 0, "n": 5, "n_dropped": 0}
     assert _cells(row)[5] == "0.0009 ***"
-    assert _p(0.0009) == "0.0009 ***"
+    assert marked_p_value(0.0009) == "0.0009 ***"  # the Markdown's p-value column
+    assert marked_p_value(0.2182) == "0.2182" and marked_p_value(None) == "—"
     monkeypatch.setattr(comparison, "_forest_figure", lambda runs, rows: "")
     html = comparison.comparison_section([], [{**row, "baseline": "a", "system": "b"}])
     assert '0.0009 <span class="stars">***</span>' in html

@@ -107,6 +107,12 @@ def test_markdown_keeps_the_text_readable() -> None:
     assert rendered == "<p>a &lt;b&gt; @\u2060x #\u20601 *y*</p>\n"
 
 
+def test_markdown_defuses_gh_references() -> None:
+    """GitHub links ``GH-123`` to an issue as it links ``#123``; ``ABGH-1`` is no reference."""
+    assert markdown("see GH-12 and gh-3") == "see GH-\u206012 and gh-\u20603"
+    assert markdown("ABGH-1") == "ABGH-1"
+
+
 def test_workflow_commands_escape_their_data_and_properties() -> None:
     line = workflow_command("error", "100% sure\r\n::add-mask::x \x1b", title="a:b,c")
     assert line == "::error title=a%3Ab%2Cc::100%25 sure%0D%0A::add-mask::x \\x1b"
