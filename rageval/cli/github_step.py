@@ -5,6 +5,7 @@ annotations printed as workflow commands (:mod:`rageval.gate.github`)."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError
@@ -40,8 +41,8 @@ def github_outputs(results: Results, report: GateReport | None, name: str,
         try:
             with open(step_summary, "a", encoding="utf-8") as handle:
                 handle.write(table + "\n")
-        except OSError as error:
-            raise UsageError(f"$GITHUB_STEP_SUMMARY {step_summary}: cannot append: "
-                             f"{error.strerror or error}") from None
+        except OSError as error:  # the job's page lacks the table; the run's status stands
+            print(f"rageval: warning: $GITHUB_STEP_SUMMARY {step_summary}: cannot append the "
+                  f"summary table: {error.strerror or error}", file=sys.stderr)
     for command in annotations(results, report):  # one whole line each: never wrapped
         console.file.write(command + "\n")

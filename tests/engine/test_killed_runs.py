@@ -1,0 +1,133 @@
+"""A run killed (``kill -9``) while it writes over an earlier run, and two runs writing the same
+directory at once: every reader (``rageval report``, ``compare``, ``export``) then finds a
+whole pair, the earlier run's or the new one's, and the second writer is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rageval.cli import main
+from rageval.core.results import Results
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def conversations(path: Path, turns: int, *, seed: int, per_conversation: int = 4) -> Path:
+    """``turns`` turns in conversations of ``per_conversation``, graded so that two seeds give
+    two runs with different values."""
+    lines = []
+    for c in range(turns // per_conversation):
+        steps = [{"query": f"q{c}.{t}", "contexts": ["d1", "d2", "d3"],
+                  "judgments": {f"d{1 + (c * 7 + t + seed) % 3}": 1}}
+                 for t in range(per_conversation)]
+        lines.append(json.dumps({"id": f"c{c}", "turns": steps}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def score_argv(records: Path, out: Path) -> list[str]:
+    return ["score", str(records), "-m", "mrr", "-m", "p@1", "--bootstrap", "10",
+            "--no-progress", "--out", str(out)]
+
+
+def spawn(argv: list[str]) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+    return subprocess.Popen([sys.executable, "-m", "rageval", *argv], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def which_run(out: Path, runs: dict[str, dict[str, float | None]], tmp: Path) -> str:
+    """The name of the run ``out`` holds whole, once every reader has read it."""
+    loaded = Results.load(out)  # refuses a pair not written together
+    values = {name: item.value for name, item in loaded.summary.items()}
+    [name] = [name for name, known in runs.items() if known == values]
+    if (out / "conversations.jsonl").exists():
+        rows = (out / "conversations.jsonl").read_text().splitlines()
+        assert len(rows) == loaded.manifest["conversations"]["count"]
+    sink = io.StringIO()
+    assert main(["compare", str(runs_dir(tmp)), str(out)], stdout=sink) == 0, sink.getvalue()
+    assert main(["export", str(out), "--format", "junit", "-o", str(tmp / "e.xml")],
+                stdout=sink) == 0
+    assert main(["export", str(out), "--format", "csv", "-o", str(tmp / "e.csv")],
+                stdout=sink) == 0
+    return name
+
+
+def runs_dir(tmp: Path) -> Path:
+    return tmp / "earlier-copy"
+
+
+def killed_at_points(tmp_path: Path, turns: int, points: int) -> list[str]:
+    """Score ``turns`` turns over an earlier run, killed at ``points`` evenly spaced moments
+    of a whole run's time; the name of the run each kill left (``earlier`` or ``new``)."""
+    out = tmp_path / "out"
+    earlier = conversations(tmp_path / "earlier.jsonl", turns // 2, seed=0)
+    new = conversations(tmp_path / "new.jsonl", turns, seed=1)
+    runs: dict[str, dict[str, float | None]] = {}
+    assert main(score_argv(new, out), stdout=io.StringIO()) == 0
+    runs["new"] = {n: s.value for n, s in Results.load(out).summary.items()}
+    assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
+    runs["earlier"] = {n: s.value for n, s in Results.load(out).summary.items()}
+    shutil.copytree(out, runs_dir(tmp_path))
+    (out / "notes.md").write_text("the user's own file")
+    started = time.perf_counter()
+    proc = spawn(score_argv(new, out))
+    assert proc.wait() == 0, proc.communicate()
+    whole = time.perf_counter() - started
+    seen = []
+    for point in range(1, points + 1):
+        if which_run(out, runs, tmp_path) == "new":  # each kill is over the earlier run
+            assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
+        proc = spawn(score_argv(new, out))
+        time.sleep(whole * point / (points + 1))
+        proc.kill()
+        proc.wait()
+        seen.append(which_run(out, runs, tmp_path))
+        assert (out / "notes.md").read_text() == "the user's own file"
+    # The next run cleans what the killed ones left beside the directory.
+    assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
+    assert which_run(out, runs, tmp_path) == "earlier"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert (out / "notes.md").read_text() == "the user's own file"
+    return seen
+
+
+def test_a_run_killed_at_any_point_leaves_a_whole_pair(tmp_path: Path) -> None:
+    seen = killed_at_points(tmp_path, 400, 4)
+    assert set(seen) <= {"earlier", "new"}
+
+
+@pytest.mark.slow
+def test_a_long_run_killed_at_twenty_points_leaves_a_whole_pair(tmp_path: Path) -> None:
+    seen = killed_at_points(tmp_path, 100_000, 20)
+    # Killed early the earlier run stays; killed late the new one is in place.
+    assert seen[0] in ("earlier", "new") and "earlier" in seen
+
+
+def test_a_second_writer_is_refused_and_the_first_writes_a_whole_pair(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    records = conversations(tmp_path / "r.jsonl", 4000, seed=0)
+    first = spawn(score_argv(records, out))
+    time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / ".out.lock").exists() and first.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    second = spawn(score_argv(records, out))
+    _, err = second.communicate()
+    assert second.returncode == 2, err
+    assert f"{out}: process {first.pid} on " in err and "is writing a run" in err
+    assert "Traceback" not in err
+    assert first.wait() == 0
+    Results.load(out)
+    assert main(["export", str(out), "--format", "json", "-o", str(tmp_path / "e.json")],
+                stdout=io.StringIO()) == 0
