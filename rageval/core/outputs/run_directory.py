@@ -133,9 +133,11 @@ class RunDirectory:
             else:
                 self._swap(staging)
             _sync_directory(self.target.parent)
-        finally:
-            self._staging = None
-            self._release()
+        except BaseException:
+            self.abort()
+            raise
+        self._staging = None
+        self._release()
         return self.target
 
     def _swap(self, staging: Path) -> None:
@@ -161,8 +163,11 @@ class RunDirectory:
     def abort(self) -> None:
         """Drop what was staged and the lock: the target stays as it was."""
         try:
-            if self._staging is not None:
-                shutil.rmtree(self._staging, ignore_errors=True)
+            if self._staging is not None:  # what it holds of the user's goes back first
+                if self.target.is_dir():
+                    _restore_and_remove(self._staging, self.target)
+                else:
+                    shutil.rmtree(self._staging, ignore_errors=True)
                 self._staging = None
         finally:
             self._release()
