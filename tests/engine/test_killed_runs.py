@@ -26,7 +26,7 @@ def conversations(path: Path, turns: int, *, seed: int, per_conversation: int = 
     two runs with different values."""
     lines = []
     for c in range(turns // per_conversation):
-        steps = [{"query": f"q{c}.{t}", "contexts": ["d1", "d2", "d3"],
+        steps = [{"query": f"q{c}.{t}", "contexts": [{"id": f"d{d}", "text": "t"} for d in (1, 2, 3)],
                   "judgments": {f"d{1 + (c * 7 + t + seed) % 3}": 1}}
                  for t in range(per_conversation)]
         lines.append(json.dumps({"id": f"c{c}", "turns": steps}))
@@ -41,11 +41,13 @@ def score_argv(records: Path, out: Path) -> list[str]:
 
 def spawn(argv: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    return subprocess.Popen([sys.executable, "-m", "rageval", *argv], env=env, text=True,
+    command = "import sys; from rageval.cli import main; sys.exit(main())"
+    return subprocess.Popen([sys.executable, "-c", command, *argv], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def which_run(out: Path, runs: dict[str, dict[str, float | None]], tmp: Path) -> str:
+def which_run(out: Path, runs: dict[str, dict[str, float | None]], tmp: Path, *,
+              report: bool = True) -> str:
     """The name of the run ``out`` holds whole, once every reader has read it."""
     loaded = Results.load(out)  # refuses a pair not written together
     values = {name: item.value for name, item in loaded.summary.items()}
@@ -54,7 +56,9 @@ def which_run(out: Path, runs: dict[str, dict[str, float | None]], tmp: Path) ->
         rows = (out / "conversations.jsonl").read_text().splitlines()
         assert len(rows) == loaded.manifest["conversations"]["count"]
     sink = io.StringIO()
-    assert main(["compare", str(runs_dir(tmp)), str(out)], stdout=sink) == 0, sink.getvalue()
+    assert main(["compare", str(runs_dir(tmp)), str(out), "--intersect"], stdout=sink) == 0
+    if report:
+        assert main(["report", str(out), "-o", str(tmp / "r.html")], stdout=sink) == 0
     assert main(["export", str(out), "--format", "junit", "-o", str(tmp / "e.xml")],
                 stdout=sink) == 0
     assert main(["export", str(out), "--format", "csv", "-o", str(tmp / "e.csv")],
@@ -66,7 +70,8 @@ def runs_dir(tmp: Path) -> Path:
     return tmp / "earlier-copy"
 
 
-def killed_at_points(tmp_path: Path, turns: int, points: int) -> list[str]:
+def killed_at_points(tmp_path: Path, turns: int, points: int, *,
+                     report_every: int = 1) -> list[str]:
     """Score ``turns`` turns over an earlier run, killed at ``points`` evenly spaced moments
     of a whole run's time; the name of the run each kill left (``earlier`` or ``new``)."""
     out = tmp_path / "out"
@@ -85,13 +90,15 @@ def killed_at_points(tmp_path: Path, turns: int, points: int) -> list[str]:
     whole = time.perf_counter() - started
     seen = []
     for point in range(1, points + 1):
-        if which_run(out, runs, tmp_path) == "new":  # each kill is over the earlier run
-            assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
+        if not seen or seen[-1] == "new":  # each kill is over the earlier run
+            shutil.rmtree(out)
+            shutil.copytree(runs_dir(tmp_path), out)
+            (out / "notes.md").write_text("the user's own file")
         proc = spawn(score_argv(new, out))
-        time.sleep(whole * point / (points + 1))
+        time.sleep(whole * point / points)  # the last near the end, where the files go
         proc.kill()
         proc.wait()
-        seen.append(which_run(out, runs, tmp_path))
+        seen.append(which_run(out, runs, tmp_path, report=point % report_every == 0))
         assert (out / "notes.md").read_text() == "the user's own file"
     # The next run cleans what the killed ones left beside the directory.
     assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
@@ -108,16 +115,15 @@ def test_a_run_killed_at_any_point_leaves_a_whole_pair(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_long_run_killed_at_twenty_points_leaves_a_whole_pair(tmp_path: Path) -> None:
-    seen = killed_at_points(tmp_path, 100_000, 20)
+    seen = killed_at_points(tmp_path, 100_000, 20, report_every=5)
     # Killed early the earlier run stays; killed late the new one is in place.
     assert seen[0] in ("earlier", "new") and "earlier" in seen
 
 
 def test_a_second_writer_is_refused_and_the_first_writes_a_whole_pair(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    records = conversations(tmp_path / "r.jsonl", 4000, seed=0)
+    records = conversations(tmp_path / "r.jsonl", 20_000, seed=0)
     first = spawn(score_argv(records, out))
-    time.sleep(0.2)
     deadline = time.monotonic() + 60
     while not (tmp_path / ".out.lock").exists() and first.poll() is None:
         assert time.monotonic() < deadline
