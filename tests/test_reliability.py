@@ -23,7 +23,6 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
-from rageval.core import files
 from rageval.core.errors import InputError
 from rageval.core.outputs import run_directory
 from rageval.core.results import Results

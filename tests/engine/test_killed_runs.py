@@ -26,7 +26,8 @@ def conversations(path: Path, turns: int, *, seed: int, per_conversation: int = 
     two runs with different values."""
     lines = []
     for c in range(turns // per_conversation):
-        steps = [{"query": f"q{c}.{t}", "contexts": [{"id": f"d{d}", "text": "t"} for d in (1, 2, 3)],
+        steps = [{"query": f"q{c}.{t}",
+                  "contexts": [{"id": f"d{d}", "text": "t"} for d in (1, 2, 3)],
                   "judgments": {f"d{1 + (c * 7 + t + seed) % 3}": 1}}
                  for t in range(per_conversation)]
         lines.append(json.dumps({"id": f"c{c}", "turns": steps}))

@@ -4,6 +4,7 @@ flight, never more than ``--judge-concurrency``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -56,6 +57,6 @@ def test_a_killed_judge_run_asks_again_at_most_what_was_in_flight(tmp_path: Path
         assert last.wait() == 0, last.communicate()
         asked.append({prompt(b) for b in server.bodies[start:]})
     assert sum(len(a) for a in asked) >= 80
-    for killed, after in zip(asked, asked[1:], strict=False):
+    for killed, after in itertools.pairwise(asked):
         again = killed & after
         assert len(again) <= CONCURRENCY, (len(killed), len(again))
