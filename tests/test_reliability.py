@@ -23,6 +23,7 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
+from rageval.core import results as results_module
 from rageval.core.errors import InputError
 from rageval.core.outputs import run_directory
 from rageval.core.results import Results
@@ -92,6 +93,26 @@ def test_an_interrupted_write_leaves_the_earlier_pair_and_a_torn_pair_is_refused
     assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")],
                 stdout=out) == 2
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_reader_that_a_swap_overtakes_reads_the_new_run_whole(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    run = tmp_path / "run"
+    evaluate(str(DEMO), ["mrr"], bootstrap=10).write(run)
+    second = evaluate(str(DEMO), ["map"], bootstrap=10)
+    real = results_module.read_summary
+    swapped: list[bool] = []
+
+    def then_a_run_is_swapped_in(run_dir: Path):  # type: ignore[no-untyped-def]
+        read = real(run_dir)
+        if not swapped:
+            swapped.append(True)
+            second.write(run)  # between the reader's summary and its records
+        return read
+
+    monkeypatch.setattr(results_module, "read_summary", then_a_run_is_swapped_in)
+    assert list(Results.load(run).summary) == ["map"]
+    assert swapped
 
 
 def test_a_temporary_file_of_a_killed_run_is_cleaned_by_the_next(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 from rageval.core.errors import UsageError
 from rageval.core.files import _running, clean_stale_temporaries
 
-__all__ = ["RUN_FILES", "RunDirectory", "RunDirectoryBusy"]
+__all__ = ["RUN_FILES", "RunDirectory", "RunDirectoryBusy", "identity"]
 
 #: The files a run writes: never carried over from an earlier run into a new one.
 RUN_FILES = ("records.jsonl", "summary.json", "conversations.jsonl")
@@ -199,6 +199,17 @@ class RunDirectory:
                 _restore_and_remove(base / name, self.target)
             else:
                 shutil.rmtree(base / name, ignore_errors=True)
+
+
+def identity(directory: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """Which directory ``directory`` names now (device and inode; None when there is none):
+    a reader of several files compares it before and after to know whether a run was swapped
+    in meanwhile."""
+    try:
+        status = os.stat(directory)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _lock(path: Path, target: Path) -> int:

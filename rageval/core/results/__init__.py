@@ -28,7 +28,7 @@ from typing import Any
 
 from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError
-from rageval.core.outputs.run_directory import RunDirectory
+from rageval.core.outputs.run_directory import RunDirectory, identity
 from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
 from rageval.core.results.frames import calibration_columns, frame
 
@@ -191,10 +191,15 @@ class Results:
         Unscored values come back as NaN. Raises :class:`~rageval.core.errors.InputError` naming the
         file and line when the directory or a file is missing or malformed.
         """
-        summary, manifest, digest = read_summary(run_dir)
         records_path = Path(run_dir) / "records.jsonl"
-        raw = records_path.read_bytes()
-        if digest is not None and hashlib.sha256(raw).hexdigest() != digest:
+        for _ in range(3):  # a run swapped in while the two files were read: read it again
+            before = identity(run_dir)
+            summary, manifest, digest = read_summary(run_dir)
+            raw = records_path.read_bytes()
+            whole = digest is None or hashlib.sha256(raw).hexdigest() == digest
+            if whole or identity(run_dir) == before:
+                break
+        if not whole:
             raise InputError(
                 "records.jsonl is not the one written with summary.json (a run was interrupted "
                 "while writing them?): score the run again", path=str(run_dir))
