@@ -200,3 +200,25 @@ def test_without_renameat2_the_files_are_renamed_summary_last(
     assert (target / "mine").read_text() == "x"
     assert not (target / "conversations.jsonl").exists()
     assert hidden_beside(target) == []
+
+
+def test_a_directory_that_cannot_be_swapped_is_written_in_place_under_its_own_lock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mount point, or a parent that cannot be written: the lock and the staging folder are
+    inside the directory, and the files renamed into it one by one."""
+    monkeypatch.setattr(run_directory, "_must_write_in_place", lambda target: True)
+    target = tmp_path / "run"
+    write_run(target, "a", conversations=True)
+    (target / "mine").write_text("x")
+    inode = target.stat().st_ino
+    run = RunDirectory(target)
+    run.begin()
+    assert (target / ".rageval.lock").exists() and hidden_beside(target) == []
+    with pytest.raises(RunDirectoryBusy):
+        RunDirectory(target).begin()
+    (run.staging() / "records.jsonl").write_text("records b\n")
+    (run.staging() / "summary.json").write_text("summary b\n")
+    run.commit()
+    assert target.stat().st_ino == inode  # the same directory
+    assert pair(target) == ("records b\n", "summary b\n")
+    assert sorted(p.name for p in target.iterdir()) == ["mine", "records.jsonl", "summary.json"]
