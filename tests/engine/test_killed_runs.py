@@ -4,6 +4,7 @@ whole pair, the earlier run's or the new one's, and the second writer is refused
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -76,9 +77,18 @@ def staged_bytes(out: Path) -> int:
                if p.exists())
 
 
-def kill_when(proc: subprocess.Popen[str], out: Path, size: int) -> None:
-    """Kill ``proc`` once it has written ``size`` bytes of records (or when it has ended)."""
-    while proc.poll() is None and staged_bytes(out) < size:
+def kill_when(proc: subprocess.Popen[str], out: Path, size: int, *,
+              in_place: bool = False) -> None:
+    """Kill ``proc`` once it has written ``size`` bytes of records (``in_place``: once its
+    records of ``size`` bytes are in ``out``), or when it has ended."""
+    def reached() -> bool:
+        if not in_place:
+            return staged_bytes(out) >= size
+        with contextlib.suppress(OSError):
+            return (out / "records.jsonl").stat().st_size == size
+        return False
+
+    while proc.poll() is None and not reached():
         time.sleep(0.002)
     proc.kill()
     proc.wait()
@@ -110,6 +120,13 @@ def killed_at_points(tmp_path: Path, turns: int, points: int, *,
         seen.append(which_run(out, runs, tmp_path,
                               every_reader=point % readers_every == 0))
         assert (out / "notes.md").read_text() == "the user's own file"
+    # Killed once the new run is in place, as the earlier one is being removed.
+    shutil.rmtree(out)
+    shutil.copytree(runs_dir(tmp_path), out)
+    (out / "notes.md").write_text("the user's own file")
+    kill_when(spawn(score_argv(new, out)), out, size, in_place=True)
+    seen.append(which_run(out, runs, tmp_path))
+    assert (out / "notes.md").read_text() == "the user's own file"
     # The next run cleans what the killed ones left beside the directory.
     assert main(score_argv(earlier, out), stdout=io.StringIO()) == 0
     assert which_run(out, runs, tmp_path) == "earlier"
@@ -120,15 +137,16 @@ def killed_at_points(tmp_path: Path, turns: int, points: int, *,
 
 def test_a_run_killed_at_any_point_leaves_a_whole_pair(tmp_path: Path) -> None:
     seen = killed_at_points(tmp_path, 10_000, 3)
-    assert "earlier" in seen and set(seen) <= {"earlier", "new"}
+    assert seen[:2] == ["earlier", "earlier"] and seen[-1] == "new"
 
 
 @pytest.mark.slow
 def test_a_long_run_killed_at_twenty_points_leaves_a_whole_pair(tmp_path: Path) -> None:
     seen = killed_at_points(tmp_path, 100_000, 20, readers_every=5)
     print("what each kill left:", seen)
-    assert seen[:-1] == ["earlier"] * 19  # killed while the records were being written
-    assert seen[-1] in ("earlier", "new")  # or as the run's other files were
+    assert seen[:19] == ["earlier"] * 19  # killed while the records were being written
+    assert seen[19] in ("earlier", "new")  # or as the run's other files were
+    assert seen[20] == "new"  # or once the run was in place
 
 
 def test_a_second_writer_is_refused_and_the_first_writes_a_whole_pair(tmp_path: Path) -> None:
