@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import stat
@@ -22,8 +23,9 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
-from rageval.core import files
+from rageval.core import results as results_module
 from rageval.core.errors import InputError
+from rageval.core.outputs import run_directory
 from rageval.core.results import Results
 from rageval.judge.llm.options import JudgeOptions
 
@@ -63,24 +65,27 @@ def dead_url() -> str:
 # -- the output pair -----------------------------------------------------------------------
 
 
-def test_a_kill_between_the_two_renames_leaves_a_pair_load_refuses(tmp_path: Path,
-                                                                   monkeypatch) -> None:
+def test_an_interrupted_write_leaves_the_earlier_pair_and_a_torn_pair_is_refused(
+        tmp_path: Path, monkeypatch) -> None:
     first = evaluate(str(DEMO), ["mrr"], bootstrap=10)
     first.write(tmp_path / "run")
     second = evaluate(str(DEMO), ["map"], bootstrap=10)
-    real = files.atomic_write
-    calls: list[Path] = []
 
-    def dies_before_the_summary(path: os.PathLike[str], data: str | bytes) -> Path:
-        calls.append(Path(path))
-        if Path(path).name == "summary.json":
-            raise KeyboardInterrupt  # the process dies between the two renames
-        return real(path, data)
+    def dies_at_the_swap(staging: Path, target: Path) -> None:
+        assert sorted(p.name for p in staging.iterdir()) == ["records.jsonl", "summary.json"]
+        raise KeyboardInterrupt  # every file written, the directory not yet swapped
 
-    monkeypatch.setattr("rageval.core.results.atomic_write", dies_before_the_summary)
+    monkeypatch.setattr(run_directory, "_exchange", dies_at_the_swap)
     with pytest.raises(KeyboardInterrupt):
         second.write(tmp_path / "run")
-    assert [p.name for p in calls] == ["records.jsonl", "summary.json"]
+    assert list(Results.load(tmp_path / "run").summary) == ["mrr"]  # the earlier run, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # nothing left beside it
+    monkeypatch.undo()
+    second.write(tmp_path / "run")
+    assert list(Results.load(tmp_path / "run").summary) == ["map"]
+    # A pair that was not written together (a file copied in by hand) is refused.
+    first.write(tmp_path / "other")
+    shutil.copy(tmp_path / "other" / "records.jsonl", tmp_path / "run" / "records.jsonl")
     with pytest.raises(InputError, match=r"records\.jsonl is not the one written with "
                                          r"summary\.json"):
         Results.load(tmp_path / "run")
@@ -88,9 +93,26 @@ def test_a_kill_between_the_two_renames_leaves_a_pair_load_refuses(tmp_path: Pat
     assert main(["report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html")],
                 stdout=out) == 2
     assert not (tmp_path / "r.html").exists()
-    monkeypatch.setattr("rageval.core.results.atomic_write", real)
-    second.write(tmp_path / "run")  # a whole write makes the pair whole again
-    assert list(Results.load(tmp_path / "run").summary) == ["map"]
+
+
+def test_a_reader_that_a_swap_overtakes_reads_the_new_run_whole(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    run = tmp_path / "run"
+    evaluate(str(DEMO), ["mrr"], bootstrap=10).write(run)
+    second = evaluate(str(DEMO), ["map"], bootstrap=10)
+    real = results_module.read_summary
+    swapped: list[bool] = []
+
+    def then_a_run_is_swapped_in(run_dir: Path):  # type: ignore[no-untyped-def]
+        read = real(run_dir)
+        if not swapped:
+            swapped.append(True)
+            second.write(run)  # between the reader's summary and its records
+        return read
+
+    monkeypatch.setattr(results_module, "read_summary", then_a_run_is_swapped_in)
+    assert list(Results.load(run).summary) == ["map"]
+    assert swapped
 
 
 def test_a_temporary_file_of_a_killed_run_is_cleaned_by_the_next(tmp_path: Path) -> None:

@@ -8,11 +8,12 @@ commands are always read."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
-from rageval.core.outputs.text import terminal
+from rageval.core.outputs.text import terminal, terminal_lines
 from rageval.gate.github import annotations, summary_markdown
 
 if TYPE_CHECKING:
@@ -47,8 +48,9 @@ def github_outputs(results: Results, report: GateReport | None, name: str,
         try:
             with open(step_summary, "a", encoding="utf-8") as handle:
                 handle.write(table + "\n")
-        except OSError as error:
-            raise UsageError(f"$GITHUB_STEP_SUMMARY {step_summary}: cannot append: "
-                             f"{error.strerror or error}") from None
+        except OSError as error:  # the job's page lacks the table; the run's status stands
+            warning = (f"rageval: warning: $GITHUB_STEP_SUMMARY {step_summary}: cannot append "
+                       f"the summary table: {error.strerror or error}")
+            print(terminal_lines(masker(warning) if masker else warning), file=sys.stderr)
     for command in annotations(results, report, masker):  # one whole line each: never wrapped
         console.file.write(command + "\n")

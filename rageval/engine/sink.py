@@ -1,12 +1,14 @@
 """Where the per-record results of a run go as each batch finishes: a list in memory, or
 ``records.jsonl`` in a run directory, written as the run goes.
 
-A run written as it goes stays atomic as a run: the lines go to a hidden temporary file beside
-``records.jsonl`` while their SHA-256 is computed; only a finished run renames it into place
-and then writes ``summary.json`` holding that digest (see
-:meth:`~rageval.core.results.Results.write`). A run that fails removes the temporary file; one
-killed on the way leaves it, which no reader of run directories looks at and the next writer
-there removes, and an earlier run's pair stays intact.
+A run written as it goes changes its directory in one step
+(:class:`~rageval.core.outputs.run_directory.RunDirectory`): the directory's lock is taken
+when the sink is made, before anything is scored, so that a second writer is refused at once;
+the lines go to ``records.jsonl`` in a hidden staging folder beside the directory while their
+SHA-256 is computed; a finished run writes ``conversations.jsonl`` and ``summary.json`` (with
+that digest) there too and swaps the folder with the directory. A run that fails removes the
+staging folder; one killed on the way leaves it, which no reader of run directories looks at
+and the next writer there removes, and the earlier run stays whole.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from rageval.core.files import atomic_write, open_temporary
+from rageval.core.outputs.run_directory import RunDirectory
 from rageval.core.results import RECORDS_DIGEST, RecordResult
 from rageval.core.results.conversations import write_conversations
 from rageval.core.results.run_records import RecordsFile
@@ -51,10 +53,10 @@ class FileSink:
 
     def __init__(self, out_dir: str | os.PathLike[str]) -> None:
         self.directory = Path(out_dir).absolute()  # the results stay readable after a chdir
+        self._run = RunDirectory(self.directory)
+        self._run.begin()  # a second writer of the directory is refused before any work
         self._final = self.directory / "records.jsonl"
-        self._partial = self._final  # the temporary file, named when it is opened
         self._handle: BinaryIO | None = None  # opened with the first lines
-        self._created: list[Path] = []  # the directories made for the run, deepest last
         self._digest = hashlib.sha256()
         self._pending: list[bytes] = []
         self._pending_bytes = 0
@@ -62,13 +64,9 @@ class FileSink:
         self._records: RecordsFile | None = None
 
     def _open(self) -> BinaryIO:
-        """The partial file, created with its directory when the first results come: a run
-        that fails on its input leaves nothing behind."""
+        """The staged ``records.jsonl``, created when the first results come."""
         if self._handle is None:
-            missing = [p for p in (self.directory, *self.directory.parents) if not p.exists()]
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._created = missing[::-1]
-            self._partial, self._handle = open_temporary(self._final)
+            self._handle = (self._run.staging() / "records.jsonl").open("wb")
         return self._handle
 
     def write(self, block: ResultBlock) -> None:
@@ -94,31 +92,28 @@ class FileSink:
         return self._records
 
     def commit(self, summary: dict[str, Any]) -> None:
-        """Put ``records.jsonl`` in place, then ``summary.json`` with its digest."""
+        """Write ``conversations.jsonl`` and ``summary.json`` (with the records' digest)
+        beside the staged ``records.jsonl``, then put the three in place in one step."""
         records = self.records()  # every line flushed and hashed
         handle = self._open()
         handle.flush()
         os.fsync(handle.fileno())
         handle.close()
-        os.replace(self._partial, self._final)
-        records.seal()
+        staging = self._run.staging()
+        staged = RecordsFile(staging / "records.jsonl", self.count, self._digest.hexdigest())
         # Each conversation summed up from its turns, before the summary that seals the run.
-        write_conversations(self.directory, records, summary.get("manifest", {}))
+        write_conversations(staging, staged, summary.get("manifest", {}))
         document = {**summary, RECORDS_DIGEST: self._digest.hexdigest()}
         text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
-        atomic_write(self.directory / "summary.json", text + "\n")
+        (staging / "summary.json").write_text(text + "\n", encoding="utf-8")
+        self._run.commit()
+        records.seal()
 
     def abort(self) -> None:
-        """Drop what was written: the run did not finish."""
-        if self._handle is None:
-            return
-        self._handle.close()
-        self._partial.unlink(missing_ok=True)
-        for directory in reversed(self._created):  # those made for this run, if still empty
-            try:
-                directory.rmdir()
-            except OSError:
-                break
+        """Drop what was written: the run did not finish, the directory stays as it was."""
+        if self._handle is not None:
+            self._handle.close()
+        self._run.abort()
 
 
 Sink = MemorySink | FileSink

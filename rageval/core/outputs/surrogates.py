@@ -10,11 +10,13 @@ details say where (:func:`repaired`, the paths of the fields it changed).
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["LONE_SURROGATES", "REPLACEMENT", "escaped_lone_surrogates", "has_lone_surrogates",
-           "repaired", "unicode_problem", "without_lone_surrogates"]
+           "repaired", "unicode_problem", "utf8_record_lines", "without_lone_surrogates"]
 
 #: What a lone surrogate becomes in text rageval writes.
 REPLACEMENT = "\ufffd"
@@ -76,3 +78,30 @@ def repaired(value: Any, path: str, changed: list[str]) -> Any:
         items = [repaired(item, f"{path}[{i}]", changed) for i, item in enumerate(value)]
         return type(value)(items) if isinstance(value, tuple) else items
     return value
+
+
+def utf8_record_lines(rows: Sequence[dict[str, Any]]) -> bytes:
+    """Lines of ``records.jsonl`` (``{"id", "scores", "details", "errors"}`` each) in UTF-8.
+    Where some text holds a lone surrogate, each such row's errors and details are
+    :func:`repaired` and its details list the paths changed under :data:`LONE_SURROGATES`."""
+    try:
+        return "".join(_json_line(row) for row in rows).encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_json_line(_repaired_row(row)) for row in rows).encode("utf-8")
+
+
+def _repaired_row(row: dict[str, Any]) -> dict[str, Any]:
+    changed: list[str] = []
+    out = dict(row)
+    for key in ("errors", "details"):  # in the order a scored run's block repairs them
+        if out.get(key) is not None:
+            out[key] = repaired(out[key], key, changed)
+    if changed:
+        details = out.get("details") or {}
+        out["details"] = {**details, LONE_SURROGATES: [*details.get(LONE_SURROGATES, ()),
+                                                       *changed]}
+    return out
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"

@@ -28,14 +28,16 @@ from typing import Any
 
 from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError
-from rageval.core.files import atomic_write
+from rageval.core.outputs.run_directory import RunDirectory, identity
+from rageval.core.outputs.surrogates import utf8_record_lines
 from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
 from rageval.core.results.counts import count_of
 from rageval.core.results.frames import calibration_columns, frame
 from rageval.core.scale import Scale, scale_from_json
 
-# summary.json holds the SHA-256 of the records.jsonl written with it: the two files are
-# replaced one after the other, and a run killed in between must not pass for a whole run.
+# summary.json holds the SHA-256 of the records.jsonl written with it: a pair that was not
+# written together (a directory written file by file, killed in between, or edited by hand)
+# must not pass for a whole run.
 RECORDS_DIGEST = "records_sha256"
 
 
@@ -198,10 +200,15 @@ class Results:
         Unscored values come back as NaN. Raises :class:`~rageval.core.errors.InputError` naming the
         file and line when the directory or a file is missing or malformed.
         """
-        summary, manifest, digest = read_summary(run_dir)
         records_path = Path(run_dir) / "records.jsonl"
-        raw = records_path.read_bytes()
-        if digest is not None and hashlib.sha256(raw).hexdigest() != digest:
+        for _ in range(3):  # a run swapped in while the two files were read: read it again
+            before = identity(run_dir)
+            summary, manifest, digest = read_summary(run_dir)
+            raw = records_path.read_bytes()
+            whole = digest is None or hashlib.sha256(raw).hexdigest() == digest
+            if whole or identity(run_dir) == before:
+                break
+        if not whole:
             raise InputError(
                 "records.jsonl is not the one written with summary.json (a run was interrupted "
                 "while writing them?): score the run again", path=str(run_dir))
@@ -309,26 +316,34 @@ class Results:
         """Write ``records.jsonl`` and ``summary.json`` into ``out_dir`` (created if needed),
         and ``conversations.jsonl`` for a run with conversations.
 
-        Each file is written to a temporary name and renamed, so a crash never leaves a torn
-        file; the summary, written second, holds the SHA-256 of the records, so a crash between
-        the two renames leaves a pair that :meth:`load` refuses instead of mixing two runs.
+        The directory changes in one step
+        (:class:`~rageval.core.outputs.run_directory.RunDirectory`): a reader finds the run
+        that was there or this one, never a mix, and a crash on the way leaves the earlier run
+        whole. Files of the directory that are not a run's are kept. Raises
+        :class:`~rageval.core.outputs.run_directory.RunDirectoryBusy` while another process
+        writes the same directory.
         """
         directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        target = directory / "records.jsonl"
-        copy_to = getattr(self.records, "copy_to", None)
-        if copy_to is not None:  # written as the run went (rageval.core.results.run_records)
-            digest = copy_to(target)
-        else:
-            lines = (json.dumps(r.to_json(), ensure_ascii=False, allow_nan=False)
-                     for r in self.records)
-            records = "".join(line + "\n" for line in lines).encode("utf-8")
-            atomic_write(target, records)
-            digest = hashlib.sha256(records).hexdigest()
-        write_conversations(directory, self.records, self.manifest)
-        document = {**self.summary_json(), RECORDS_DIGEST: digest}
-        summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
-        atomic_write(directory / "summary.json", summary + "\n")
+        run = RunDirectory(directory)
+        run.begin()
+        try:
+            staging = run.staging()
+            target = staging / "records.jsonl"
+            copy_to = getattr(self.records, "copy_to", None)
+            if copy_to is not None:  # written as the run went (core.results.run_records)
+                digest = copy_to(target)
+            else:
+                records = utf8_record_lines([r.to_json() for r in self.records])
+                target.write_bytes(records)
+                digest = hashlib.sha256(records).hexdigest()
+            write_conversations(staging, self.records, self.manifest)
+            document = {**self.summary_json(), RECORDS_DIGEST: digest}
+            summary = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+            (staging / "summary.json").write_text(summary + "\n", encoding="utf-8")
+            run.commit()
+        except BaseException:
+            run.abort()
+            raise
         return directory
 
 

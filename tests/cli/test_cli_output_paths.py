@@ -1,0 +1,49 @@
+"""Where a run's reports go (--junit, --markdown, $GITHUB_STEP_SUMMARY): a path that cannot be
+written is refused before scoring, and a job summary that cannot be appended to is a warning
+that leaves the gate's exit status as it is."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from rageval.cli import main
+
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"
+SCORE = ["score", str(DEMO), "-m", "ndcg@3", "--bootstrap", "20", "--no-progress"]
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--markdown"])
+@pytest.mark.parametrize("where", ["a directory", "a missing parent"])
+def test_an_unwritable_report_path_is_refused_before_scoring(
+        flag: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path if where == "a directory" else tmp_path / "missing" / "report.xml"
+    scored = []
+    monkeypatch.setattr("rageval.cli.commands.evaluate",
+                        lambda *args, **kwargs: scored.append(1))
+    out = io.StringIO()
+    code = main([*SCORE, flag, str(path), "--out", str(tmp_path / "run")], stdout=out)
+    err = capsys.readouterr().err
+    assert code == 2 and not scored, err
+    assert f"{flag} {path}: cannot write there" in err
+    assert ("is a directory" if where == "a directory" else "does not exist") in err
+    assert not (tmp_path / "run").exists() and not (tmp_path / "missing").exists()
+
+
+def test_an_unwritable_step_summary_is_a_warning_and_the_gate_keeps_its_status(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "no-such-folder" / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = io.StringIO()
+    assert main([*SCORE, "--fail-under", "ndcg@3=0.9"], stdout=out) == 3
+    err = capsys.readouterr().err
+    assert f"warning: $GITHUB_STEP_SUMMARY {summary}: cannot append" in err
+    assert "::error title=rageval gate::" in out.getvalue()  # the annotations still come
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a directory
+    assert main([*SCORE], stdout=io.StringIO()) == 0
+    assert f"$GITHUB_STEP_SUMMARY {tmp_path}: cannot append" in capsys.readouterr().err
