@@ -23,9 +23,9 @@ MIN_SECRET = 4  # shorter values (a port, "1") would mask innocent text everywhe
 
 
 def url_secrets(url: str | None) -> tuple[str, ...]:
-    """What a URL carries that must never be shown: its user name and password (as written
-    and percent-decoded), their HTTP Basic form, and its query values (as written and
-    decoded)."""
+    """What a URL carries that must never be shown: its password (as written and
+    percent-decoded; the user name where it stands alone, a token), the HTTP Basic form of its
+    user info, and its query values (as written and decoded)."""
     if not url:
         return ()
     try:
@@ -36,8 +36,12 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     found = [*values, *map(unquote_plus, values)]
     if parts.username is not None or parts.password is not None:
         user, password = parts.username or "", parts.password or ""
-        found += [user, password, unquote(user), unquote(password),
+        # A user name beside a password is no secret (masking "admin" would mask the word in
+        # every text); alone in the user info it is a token, the credential itself.
+        found += [password, unquote(password) if password else unquote(user),
                   basic_token(unquote(user), unquote(password))]
+        if not password:
+            found.append(user)
     return tuple(found)
 
 

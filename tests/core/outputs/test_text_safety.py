@@ -130,6 +130,13 @@ def test_a_masker_masks_every_form_of_a_url_s_credentials() -> None:
     echoed = f"Basic {token} SECRET%2FPW9 SECRET/PW9 api-key=QKEY123"
     assert masker(echoed) == "Basic *** *** *** api-key=***"
     assert "SECRET" not in repr(masker)
+    assert masker("user") == "user"  # a user name beside a password is no secret
+
+
+def test_a_user_name_alone_in_a_url_is_a_token_and_masked() -> None:
+    masker = Masker.of(url_secrets("https://ghp_TOKEN123@host/v1"))
+    assert masker("echoed ghp_TOKEN123 and Basic " + basic_token("ghp_TOKEN123", "")) == (
+        "echoed *** and Basic ***")
 
 
 def test_a_masker_leaves_short_values_and_masks_the_longest_first() -> None:
