@@ -184,3 +184,63 @@ def test_paths_the_commands_name_as_written_are_safe(tmp_path: Path) -> None:
     assert f"wrote {shown}/run/report.html: open it" in printed
     assert printed.count(f"wrote {shown}/rows.json") == 2
     assert runner_commands(printed) == [] and "\x1b" not in printed
+
+
+def _hostile_traces(path: Path) -> Path:
+    """Two traces in OTLP/JSON whose attributes hold the hostile corpus: the id (mapped from
+    the root's metadata), the question, the retrieved documents' ids and texts, the answer."""
+    lines = []
+    for n, rid in enumerate((HOSTILE.replace("\u202e", ""), "\n::error::trace id")):
+        trace, root = f"{n + 1:032x}", f"{n + 1:016x}"
+        spans = [
+            {"traceId": trace, "spanId": root, "name": "rag", "startTimeUnixNano": "1",
+             "endTimeUnixNano": "9", "attributes": [
+                 {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
+                 {"key": "input.value", "value": {"stringValue": HOSTILE}},
+                 {"key": "metadata", "value": {"stringValue": json.dumps({"qid": rid})}}]},
+            {"traceId": trace, "spanId": f"{n + 1:015x}a", "parentSpanId": root,
+             "name": "retrieve", "startTimeUnixNano": "2", "endTimeUnixNano": "3",
+             "attributes": [
+                 {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+                 {"key": "retrieval.documents.0.document.id",
+                  "value": {"stringValue": "::error::doc <img src=x onerror=alert(1)>"}},
+                 {"key": "retrieval.documents.0.document.content",
+                  "value": {"stringValue": HOSTILE}}]},
+            {"traceId": trace, "spanId": f"{n + 1:015x}b", "parentSpanId": root,
+             "name": "llm", "startTimeUnixNano": "4", "endTimeUnixNano": "5",
+             "attributes": [
+                 {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                 {"key": "llm.output_messages.0.message.role",
+                  "value": {"stringValue": "assistant"}},
+                 {"key": "llm.output_messages.0.message.content",
+                  "value": {"stringValue": "The answer. " + HOSTILE}}]},
+        ]
+        lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_hostile_trace_attributes_and_judge_verdicts_under_github_actions(
+        job: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trace attributes and a judge's reply holding two verdicts (whose conflict message
+    quotes it), all of them hostile, reach every channel and command none of them."""
+    traces = _hostile_traces(tmp_path / "spans.jsonl")
+    with JudgeServer() as server:
+        server.custom_reasoning = HOSTILE
+        server.fail_next("custom_verdicts", "custom_verdicts")
+        out = io.StringIO()
+        code = main(["score", str(traces), "--input-format", "openinference",
+                     "--map", "id=metadata.qid", "-m", "judge:faithfulness",
+                     *_judge_args(server, tmp_path / "cache.sqlite"), "--bootstrap", "20",
+                     "--no-progress", "--fail-under", "judge:faithfulness=4.9",
+                     "--junit", str(job["junit"]), "--markdown", str(job["markdown"]),
+                     "--out", str(job["out"])], stdout=out)
+    texts = _outputs(job, out.getvalue(), capsys.readouterr().err)
+    assert code == 1, texts["stderr"]  # the judge scored none: both replies conflict
+    assert "conflicting verdicts" in texts["records.jsonl"]
+    own = [line for line in out.getvalue().splitlines() if line.startswith("::")]
+    assert own and all(line.startswith("::error title=rageval gate::") for line in own)
+    _assert_safe(texts, own)
+    _assert_xml(job["junit"])
+    for name in ("summary", "markdown"):
+        _assert_markdown(texts[name])
