@@ -47,15 +47,17 @@ def _check_out_dir(path: str) -> bool:
     return any((Path(path) / name).exists() for name in ("summary.json", "records.jsonl"))
 
 
-def _file_problem(path: str) -> str | None:
+def _file_problem(path: str, out: str | None) -> str | None:
     """Why a file could not be written at ``path`` (a phrase naming the culprit), or None.
-    Nothing is created: the file is written after the run, so its folder must exist now."""
+    Nothing is created: the file is written after the run, so its folder must exist now, or
+    be one the run makes (``--out`` and the folders above it)."""
     target = Path(path).absolute()
     if target.is_dir():
         return f"{target} is a directory"
-    if not target.parent.exists():
+    made = set() if out is None else {Path(out).absolute(), *Path(out).absolute().parents}
+    if not target.parent.exists() and target.parent not in made:
         return f"{target.parent} does not exist"
-    return creatable(target.parent)
+    return creatable(next(p for p in (target.parent, *target.parents) if p.exists()))
 
 
 def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
@@ -123,7 +125,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if getattr(args, "report", None) and not args.out:
         raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
-        if path and (problem := _file_problem(path)) is not None:
+        if path and (problem := _file_problem(path, args.out)) is not None:
             raise UsageError(f"{flag} {path}: cannot write there: {problem}")
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:

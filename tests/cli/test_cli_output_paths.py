@@ -33,6 +33,16 @@ def test_an_unwritable_report_path_is_refused_before_scoring(
     assert not (tmp_path / "run").exists() and not (tmp_path / "missing").exists()
 
 
+@pytest.mark.parametrize("flag", ["--junit", "--markdown"])
+def test_a_report_in_a_folder_the_run_makes_is_written(flag: str, tmp_path: Path) -> None:
+    """``--out out/run --junit out/junit.xml``, as a CI job writes them: ``out`` does not
+    exist yet, but the run makes it before the report is written."""
+    report = tmp_path / "out" / "report.file"
+    code = main([*SCORE, flag, str(report), "--out", str(tmp_path / "out" / "run")],
+                stdout=io.StringIO())
+    assert code == 0 and report.is_file()
+
+
 def test_an_unwritable_step_summary_is_a_warning_and_the_gate_keeps_its_status(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
