@@ -62,7 +62,8 @@ class PairedSums:
         if groups is not None:  # each kept turn weighs one over its conversation's kept turns
             sizes = group_rows(shares, groups, units)
             shares = shares / np.maximum(sizes[groups], 1.0)
-        diffs = np.where(kept, s[:, index] - b[:, index], 0.0) * shares
+        with np.errstate(over="ignore", invalid="ignore"):  # past the largest float: below
+            diffs = np.where(kept, s[:, index] - b[:, index], 0.0) * shares
         sides = [np.where(kept, x[:, index], 0.0) * shares for x in (b, s)]
         d, mask = group_rows(diffs, groups, units), group_rows(shares, groups, units)
         beyond = ~np.isfinite(d).all(axis=0)  # a difference past the largest float
