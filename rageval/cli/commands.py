@@ -47,6 +47,18 @@ def _check_out_dir(path: str) -> bool:
     return any((Path(path) / name).exists() for name in ("summary.json", "records.jsonl"))
 
 
+def _check_outputs(args: argparse.Namespace) -> bool:
+    """Every place the run will write, checked before anything is scored; whether ``--out``
+    holds a run already (it is replaced)."""
+    replaced = _check_out_dir(args.out) if args.out else False
+    if getattr(args, "report", None) and not args.out:
+        raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
+    for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
+        if path and (problem := _file_problem(path, args.out)) is not None:
+            raise UsageError(f"{flag} {path}: cannot write there: {problem}")
+    return replaced
+
+
 def _file_problem(path: str, out: str | None) -> str | None:
     """Why a file could not be written at ``path`` (a phrase naming the culprit), or None.
     Nothing is created: the file is written after the run, so its folder must exist now, or
@@ -121,12 +133,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
     check_annotate(args, inputs)
-    replaced = _check_out_dir(args.out) if args.out else False
-    if getattr(args, "report", None) and not args.out:
-        raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
-    for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
-        if path and (problem := _file_problem(path, args.out)) is not None:
-            raise UsageError(f"{flag} {path}: cannot write there: {problem}")
+    replaced = _check_outputs(args)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
         if judge is not None and hooks.judge is not None:
@@ -180,7 +187,13 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         github_outputs(results, report, name, args.markdown, _on_github(args), console,
                        masker)
     annotated = annotate_step(args, inputs, results, masker)  # after the outputs CI reads
-    passed = report is None or report.passed
+    return _exit_status(results, report, annotated, masker)
+
+
+def _exit_status(results: Results, report: GateReport | None, annotated: bool,
+                 masker: Masker) -> int:
+    """A scored run's exit status, the first that applies: capped (4), a metric that scored
+    nothing (1, said on stderr), a failed gate (3), annotations refused (2), else 0."""
     capped = _capped(results)
     if capped is not None:
         print(terminal(f"rageval: {capped}"), file=sys.stderr)
@@ -189,7 +202,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     if empty:
         print(terminal(masker(f"rageval: error: {empty[0]}")), file=sys.stderr)
         return 1
-    if not passed:
+    if report is not None and not report.passed:
         from rageval.gate.model import GATE_FAILED_EXIT  # loaded only when a gate failed
 
         return GATE_FAILED_EXIT

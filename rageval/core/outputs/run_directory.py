@@ -323,9 +323,8 @@ def _sync_directory(directory: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # a file system that cannot sync a directory
+            os.fsync(fd)
     finally:
         os.close(fd)
 
