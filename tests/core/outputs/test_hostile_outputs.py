@@ -186,6 +186,18 @@ def test_paths_the_commands_name_as_written_are_safe(tmp_path: Path) -> None:
     assert runner_commands(printed) == [] and "\x1b" not in printed
 
 
+def _span(trace: str, span_id: str, parent: str | None, kind: str,
+          **attributes: str) -> dict[str, object]:
+    """One OTLP/JSON span of OpenInference ``kind``; attribute names with ``__`` for dots."""
+    pairs = {"openinference.span.kind": kind,
+             **{key.replace("__", "."): value for key, value in attributes.items()}}
+    return {"traceId": trace, "spanId": span_id, "name": kind.lower(),
+            **({"parentSpanId": parent} if parent else {}),
+            "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": key, "value": {"stringValue": value}}
+                           for key, value in pairs.items()]}
+
+
 def _hostile_traces(path: Path) -> Path:
     """Two traces in OTLP/JSON whose attributes hold the hostile corpus: the id (mapped from
     the root's metadata), the question, the retrieved documents' ids and texts, the answer."""
@@ -193,27 +205,14 @@ def _hostile_traces(path: Path) -> Path:
     for n, rid in enumerate((HOSTILE.replace("\u202e", ""), "\n::error::trace id")):
         trace, root = f"{n + 1:032x}", f"{n + 1:016x}"
         spans = [
-            {"traceId": trace, "spanId": root, "name": "rag", "startTimeUnixNano": "1",
-             "endTimeUnixNano": "9", "attributes": [
-                 {"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}},
-                 {"key": "input.value", "value": {"stringValue": HOSTILE}},
-                 {"key": "metadata", "value": {"stringValue": json.dumps({"qid": rid})}}]},
-            {"traceId": trace, "spanId": f"{n + 1:015x}a", "parentSpanId": root,
-             "name": "retrieve", "startTimeUnixNano": "2", "endTimeUnixNano": "3",
-             "attributes": [
-                 {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
-                 {"key": "retrieval.documents.0.document.id",
-                  "value": {"stringValue": "::error::doc <img src=x onerror=alert(1)>"}},
-                 {"key": "retrieval.documents.0.document.content",
-                  "value": {"stringValue": HOSTILE}}]},
-            {"traceId": trace, "spanId": f"{n + 1:015x}b", "parentSpanId": root,
-             "name": "llm", "startTimeUnixNano": "4", "endTimeUnixNano": "5",
-             "attributes": [
-                 {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
-                 {"key": "llm.output_messages.0.message.role",
-                  "value": {"stringValue": "assistant"}},
-                 {"key": "llm.output_messages.0.message.content",
-                  "value": {"stringValue": "The answer. " + HOSTILE}}]},
+            _span(trace, root, None, "CHAIN", input__value=HOSTILE,
+                  metadata=json.dumps({"qid": rid})),
+            _span(trace, f"{n + 1:015x}a", root, "RETRIEVER",
+                  retrieval__documents__0__document__id="::error::doc <img src=x onerror=x>",
+                  retrieval__documents__0__document__content=HOSTILE),
+            _span(trace, f"{n + 1:015x}b", root, "LLM",
+                  llm__output_messages__0__message__role="assistant",
+                  llm__output_messages__0__message__content="The answer. " + HOSTILE),
         ]
         lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
