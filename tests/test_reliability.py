@@ -306,16 +306,24 @@ def test_a_dead_endpoint_fails_the_run_with_one_clear_line(tmp_path: Path, capsy
     assert not (tmp_path / "out").exists()
 
 
-def test_a_judge_that_answered_none_of_two_requests_stops_the_run(
-        tmp_path: Path, capsys, server: JudgeServer) -> None:
-    """Two requests, both failing: too few to stop early, and still a dead judge."""
+def _two_records_answered(tmp_path: Path, capsys, server: JudgeServer,
+                          fault: str) -> tuple[int, str, Path]:
+    """A run of two records whose every judge request gets ``fault``, no retries: its exit
+    status, its stderr and its --out."""
     records = write_records(tmp_path / "r.jsonl", n=2)
-    server.always = "503"
+    server.always = fault
     out = tmp_path / "out"
     code, _, err = score([str(records), "-m", "judge:fluency", "-m", "rouge1",
                           "--judge-model", "m", "--judge-base-url", server.base_url,
                           "--cache", str(tmp_path / "c.sqlite"), "--judge-max-retries", "0",
                           "--out", str(out)], capsys)
+    return code, err, out
+
+
+def test_a_judge_that_answered_none_of_two_requests_stops_the_run(
+        tmp_path: Path, capsys, server: JudgeServer) -> None:
+    """Two requests, both failing: too few to stop early, and still a dead judge."""
+    code, err, out = _two_records_answered(tmp_path, capsys, server, "503")
     assert code == 2
     assert err.strip() == (
         f"rageval: error: judge endpoint {server.base_url} (model 'm') is taken for dead, and "
@@ -328,13 +336,7 @@ def test_a_judge_that_answered_none_of_two_requests_stops_the_run(
 def test_a_metric_that_scored_nothing_fails_the_run(tmp_path: Path, capsys,
                                                     server: JudgeServer) -> None:
     """Two replies, neither usable: the run must not pass."""
-    records = write_records(tmp_path / "r.jsonl", n=2)
-    server.always = "prose"
-    out = tmp_path / "out"
-    code, _, err = score([str(records), "-m", "judge:fluency", "-m", "rouge1",
-                          "--judge-model", "m", "--judge-base-url", server.base_url,
-                          "--cache", str(tmp_path / "c.sqlite"), "--judge-max-retries", "0",
-                          "--out", str(out)], capsys)
+    code, err, out = _two_records_answered(tmp_path, capsys, server, "prose")
     assert code == 1
     assert err.strip().startswith("rageval: error: judge:fluency scored none of the 2 records: "
                                   "2 x judge reply not usable")
