@@ -22,7 +22,7 @@ from rageval.cli.secrets import run_masker
 from rageval.compare.command_output import console_for
 from rageval.core.errors import UsageError
 from rageval.core.files import creatable
-from rageval.core.outputs.text import terminal
+from rageval.core.outputs.text import terminal, terminal_lines
 from rageval.core.results import count_of
 from rageval.core.results.conversations import CONVERSATIONS_FILE
 from rageval.report.tables import metrics_table, named_metrics_table, print_summary
@@ -379,7 +379,9 @@ def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
             print(f"(server log: {judge.log_path}; Ctrl-C stops it)", file=out, flush=True)
             status = judge.wait()
             # Said in words (the signal's name and likely cause), with the log's last lines.
-            print(f"rageval: error: {judge.ended(status)}", file=sys.stderr)
+            # The log is the server's own text: made safe for a terminal and a CI log.
+            print(terminal_lines(run_masker(args)(f"rageval: error: {judge.ended(status)}")),
+                  file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("local judge stopped", file=out, flush=True)

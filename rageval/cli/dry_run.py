@@ -9,11 +9,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.table import Table
+from rich.text import Text
 
 from rageval.api import evaluate
 from rageval.compare.command_output import console_for
 from rageval.core.manifest import judge_sections
 from rageval.core.names import parse
+from rageval.core.outputs.text import terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,7 +54,7 @@ def run_dry(args: argparse.Namespace, inputs: InputSpec, judge: JudgeOptions | N
     )
     problems = print_dry_run(results, console)
     if args.out:
-        console.print(f"nothing was written to {args.out}: a dry run writes nothing",
+        console.print(terminal(f"nothing was written to {args.out}: a dry run writes nothing"),
                       markup=False, highlight=False)
     return DRY_RUN_STOPPED if problems else 0
 
@@ -72,22 +74,25 @@ def print_dry_run(results: Results, console: Console) -> list[str]:
     for section, part in judge_sections(results.manifest).items():
         kind = _KINDS.get(section, section)
         for name, planned in (part.get("dry_run") or {}).items():
-            table.add_row(f"{name} ({kind})", *_cells(planned))
+            table.add_row(*(Text(terminal(cell)) for cell in (f"{name} ({kind})",
+                                                               *_cells(planned))))
             rows.append(planned)
             notes.append(f"{name}: completion tokens: {planned['completion_estimate']}")
         if part.get("prompt_tokens_counted_by"):
             notes.insert(0, f"{section}: prompt tokens counted by "
                             f"{part['prompt_tokens_counted_by']}")
         problems += [p for p in part.get("would_stop") or () if p not in problems]
-    table.add_row("total", *_total(rows), style="bold")
+    table.add_row(*(Text(cell) for cell in ("total", *_total(rows))), style="bold")
     console.print(table)
     if results.manifest.get("claims"):
         notes.append("claim-level steps after the first are asked about the replies to the "
                      "steps before them: they are counted only where those replies are cached")
+    # Notes and problems may quote an endpoint's words: made safe for a terminal and a CI log.
     for line in notes:
-        console.print(line, markup=False, highlight=False)
+        console.print(terminal(line), markup=False, highlight=False)
     for problem in problems:
-        console.print(f"the real run would stop: {problem}", markup=False, highlight=False)
+        console.print(terminal(f"the real run would stop: {problem}"), markup=False,
+                      highlight=False)
     return problems
 
 

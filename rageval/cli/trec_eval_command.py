@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TextIO
 
 from rageval.core.errors import InputWarning, RagevalError, UsageError
+from rageval.core.outputs.text import terminal_lines
 from rageval.retrieval.trec.chunked_read import RunSlices
 from rageval.retrieval.trec.syntax import WHITESPACE, c_atol
 from rageval.retrieval.trec_eval.options import Options, start_slices
@@ -190,12 +191,12 @@ def main(argv: list[str], stdout: TextIO | None = None) -> int:
             failure = exc
     for warning in caught:  # the readers' warnings first, then any error
         if issubclass(warning.category, InputWarning):
-            print(f"rageval: warning: {warning.message}", file=sys.stderr)
+            print(terminal_lines(f"rageval: warning: {warning.message}"), file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                    warning.lineno)
     if failure is not None:
-        print(failure.format(), file=sys.stderr)
+        print(terminal_lines(failure.format()), file=sys.stderr)
         return failure.exit_code
     return 0
 

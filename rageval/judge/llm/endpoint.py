@@ -38,7 +38,11 @@ class Endpoint:
     url: str = field(repr=False)
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:  # an unclosed "[" of an IPv6 host: nothing of it may be shown
+            raise UsageError("judge base URL cannot be read as a URL (shown as ***: it may "
+                             "hold credentials)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(
                 f"judge base URL must be an http(s) URL with a host, got {public_url(self.url)!r}"

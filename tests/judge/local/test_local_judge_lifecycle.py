@@ -228,3 +228,21 @@ def test_llama_server_is_found_and_started_with_what_a_judge_needs(
     assert "--cache-prompt" in faster and "--no-cache-prompt" not in faster
     monkeypatch.setenv("RAGEVAL_LLAMA_SERVER", str(built))
     assert LocalJudge(gguf, engine="llama-server").llama_server == built
+
+
+def test_the_server_log_quoted_on_stderr_cannot_command_a_ci_runner(
+        gguf: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The log's last lines are the server's own text: shown escaped, never starting a
+    workflow command or sending an ANSI escape."""
+    monkeypatch.setattr(LocalJudge, "ENGINE_MODULE", "json")
+    monkeypatch.setattr(LocalJudge, "command", lambda self: [
+        sys.executable, DOUBLE, "--port", str(self.port), "--name", self.name,
+        *_double("ILL", "ready:3")])
+    monkeypatch.setattr(LocalJudge, "ended",
+                        lambda self, status: "died; log:\n::error::from the log\x1b[2J")
+    assert main(["local-judge", "--model", str(gguf), "--port", "0"],
+                stdout=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert "from the log" in err and "\x1b" not in err
+    assert not any(line.lstrip().startswith("::") for line in err.splitlines())
