@@ -93,11 +93,10 @@ def check_int(name: str, value: object, low: int, error: type[Exception] = Usage
     """Raise ``error`` unless ``value`` is an integer (not a bool) of at least ``low`` (and at
     most ``high``, when given)."""
     # numbers.Integral: numpy's integers too, without importing numpy here.
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
+            or (high is not None and value > high)):
         bounds = f"of at least {low}" if high is None else f"from {low:,} to {high:,}"
         raise error(f"{name} must be an integer {bounds}, got {value!r}")
-    if high is not None and value > high:
-        raise error(f"{name} must be an integer from {low:,} to {high:,}, got {value!r}")
 
 
 def close_matches(word: str, known: Iterable[str], *, n: int = 1,

@@ -82,7 +82,7 @@ def parse_name(text: str) -> MetricName:
     except UsageError as error:
         _load_builtin()
         word = re.split(r"[(@]", text.strip(), maxsplit=1)[0]
-        known = [*_REGISTRY, *_ALIASES, *_SPELLED]
+        known = [*_REGISTRY, *_ALIASES]
         same = {_folded(name): name for name in known}.get(_folded(word))
         hint = (f"did you mean {same!r}?" if same is not None
                 else did_you_mean(word.lower(), known, n=3, cutoff=0.5))
@@ -128,9 +128,6 @@ def _unknown(what: str, known: list[str]) -> str:
     hint = f"; {hint}" if hint else ""
     return f"unknown metric {what!r}{hint} (`rageval metrics` lists them all)"
 
-
-# Names a family pattern makes (no registry entry of their own), offered as corrections.
-_SPELLED = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 # Friendly aliases; the canonical name is the registered one.
 _ALIASES: dict[str, str] = {

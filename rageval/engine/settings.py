@@ -68,11 +68,8 @@ class RunSettings:
                 ("seed", self.seed, 0, None), ("bootstrap", self.bootstrap, 1, MOST_RESAMPLES),
                 ("batch_size", self.batch_size, 1, LARGEST_COUNT)):
             check_int(name, value, low, high=high)
-        if self.window is not None and (isinstance(self.window, bool)
-                                        or not isinstance(self.window, int) or self.window < 1
-                                        or self.window > LARGEST_COUNT):
-            raise UsageError(f"the window size must be an integer from 1 to {LARGEST_COUNT:,}, "
-                             f"got {self.window!r}")
+        if self.window is not None:
+            check_int("the window size", self.window, 1, high=LARGEST_COUNT)
         if self.ci not in CI_METHODS:
             raise UsageError(f"unknown ci {self.ci!r}: use one of {', '.join(CI_METHODS)}")
         if self.engine not in ENGINES:

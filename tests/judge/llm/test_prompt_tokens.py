@@ -84,3 +84,19 @@ def test_an_endpoint_that_cannot_be_reached_is_not_one_without_a_tokenizer() -> 
     assert counter.method.startswith("4 characters a token (the endpoint could not be "
                                       "reached: the connection was refused")
     assert counter.count(MESSAGES[:1]) == 4 + PER_MESSAGE + PER_REPLY
+
+
+def test_only_an_address_nothing_can_answer_at_is_unreachable() -> None:
+    """A refused connection and an unknown host stop a dry run; a timeout does not (a slow
+    tokenizer says nothing of the chat endpoint the real run asks)."""
+    import urllib.error
+
+    from rageval.judge.llm.costs.tokens import _unreachable
+
+    unknown = urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+    assert _unreachable(unknown) == ("the host name cannot be resolved: "
+                                     "[Errno -2] Name or service not known")
+    assert _unreachable(urllib.error.URLError(ConnectionRefusedError())) == (
+        "the connection was refused: nothing listens there")
+    assert _unreachable(urllib.error.URLError(TimeoutError("timed out"))) is None
+    assert _unreachable(TimeoutError("timed out")) is None

@@ -17,6 +17,7 @@ real run would fail.
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -109,11 +110,14 @@ class PromptTokens:
 
 
 def _unreachable(error: BaseException) -> str | None:
-    """Why nothing answered at all (a refused connection, an unknown host, a timeout), or None
-    when a server did answer (an HTTP error status, a reply that is not what was asked)."""
+    """Why nothing can answer at that address (a refused connection, an unknown host), or None
+    when a server did answer or may yet (an HTTP error status, a reply that is not what was
+    asked, a timeout: a slow tokenizer says nothing of the chat endpoint)."""
     if isinstance(error, urllib.error.HTTPError | ValueError):
         return None
     reason = error.reason if isinstance(error, urllib.error.URLError) else error
     if isinstance(reason, ConnectionRefusedError):
         return "the connection was refused: nothing listens there"
-    return str(reason) if isinstance(reason, OSError | str) else None
+    if isinstance(reason, socket.gaierror):
+        return f"the host name cannot be resolved: {reason}"
+    return None
