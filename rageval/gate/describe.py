@@ -18,13 +18,11 @@ __all__ = ["GateRowText", "describe"]
 
 @dataclass(frozen=True)
 class GateRowText:
-    """A gate row in words: the metric, its labelled figures, the rule and the verdict."""
+    """A gate row in words: the metric, its labelled figures and the rule."""
 
     metric: str
     figures: tuple[tuple[str, str], ...]  # (label, number as shown)
     rule: str
-    passed: bool
-    note: str
 
     @property
     def figures_text(self) -> str:
@@ -33,11 +31,16 @@ class GateRowText:
         return ", ".join(f"{label} {number}" for label, number in self.figures) or "-"
 
     @property
-    def sentence(self) -> str:
-        """``ndcg@3: value 0.4766, baseline 0.5339, ...; rule drop <= 0.02 vs baseline``
-        (the data check, which has no number, says its rule alone)."""
+    def rule_text(self) -> str:
+        """``value 0.4766, baseline 0.5339, ...; rule drop <= 0.02 vs baseline`` (the data
+        check, which has no number, says its rule alone)."""
         figures = f"{self.figures_text}; " if self.figures else ""
-        return f"{self.metric}: {figures}rule {self.rule}"
+        return f"{figures}rule {self.rule}"
+
+    @property
+    def sentence(self) -> str:
+        """:attr:`rule_text` after the metric's name."""
+        return f"{self.metric}: {self.rule_text}"
 
 
 def describe(row: GateRow) -> GateRowText:
@@ -53,7 +56,7 @@ def describe(row: GateRow) -> GateRowText:
         figures.append((row.label, row.observed))
     shown = tuple((label, _signed(number) if label == "difference" else format_number(number))
                   for label, number in figures)
-    return GateRowText(row.metric, shown, row.rule, row.passed, row.note)
+    return GateRowText(row.metric, shown, row.rule)
 
 
 def _signed(value: float | None) -> str:

@@ -80,9 +80,7 @@ def summary_markdown(results: Results, report: GateReport | None, name: str,
     if failed:
         lines += ["", "Failed checks:", ""]
         for row in failed:
-            text = describe(row)
-            figures = f"{text.figures_text}; " if text.figures else ""
-            lines.append(f"- {code(row.metric)}: {cell(figures + 'rule ' + row.rule)}"
+            lines.append(f"- {code(row.metric)}: {cell(describe(row).rule_text)}"
                          + (f": {cell(row.note)}" if row.note else ""))
     # A data check that passed says what changed (--allow-data-change) or what was not checked.
     lines += [f"\nData: {cell(r.note)}" for r in rows if r.passed and r.metric == "data"]

@@ -29,18 +29,16 @@ import fcntl
 import os
 import re
 import shutil
-import socket
 from pathlib import Path
 
 from rageval.core.errors import UsageError
-from rageval.core.files import _running, clean_stale_temporaries
+from rageval.core.files import _HOST, _running, clean_stale_temporaries
 
 __all__ = ["RUN_FILES", "RunDirectory", "RunDirectoryBusy", "identity"]
 
 #: The files a run writes: never carried over from an earlier run into a new one.
 RUN_FILES = ("records.jsonl", "summary.json", "conversations.jsonl")
 
-_HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname()) or "host"
 _STAGING = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)-[0-9]+~(?P<host>[A-Za-z0-9_]+)\.run$")
 _INSIDE = ".rageval"  # the names used inside a target written in place
 _RENAME_EXCHANGE = 2
