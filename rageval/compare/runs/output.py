@@ -18,9 +18,9 @@ from rageval.compare.command_output import write_json_file
 from rageval.compare.runs.statistics import LEVEL, Comparison
 from rageval.core.outputs.significance import (
     MARKS,
-    SIGNIFICANCE_LEGEND,
     marked_p_value,
     p_value_text,
+    significance_legend,
     significance_mark,
 )
 from rageval.core.outputs.text import terminal
@@ -257,7 +257,7 @@ def _legend(comparison: Comparison) -> list[str]:
     if settings.get("method") == "poisson":  # streamed: weights and signs from the ids
         test, bootstrap = f"{test} from each record's id", "Poisson"
     return [
-        f"{SIGNIFICANCE_LEGEND.replace(' p ', ' p_adj ')} (Holm within each comparison, "
+        f"{significance_legend('p_adj')} (Holm within each comparison, "
         "headline and component rows as separate families)",
         f"p: two-sided paired randomization test ({test}); CI: paired {bootstrap} bootstrap "
         f"({settings['resamples']} resamples); seed {settings['seed']}",

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "marked_p_value", "p_value_text", "significance_mark"]
+__all__ = ["MARKS", "SIGNIFICANCE_LEGEND", "marked_p_value", "p_value_text", "significance_legend",
+           "significance_mark"]
 
 # Bounds on the p-value and their marks, strictest first.
 MARKS: tuple[tuple[float, str], ...] = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
 
-SIGNIFICANCE_LEGEND = ", ".join(f"{mark} p < {bound:g}" for bound, mark in reversed(MARKS))
+
+
+def significance_legend(p_name: str = "p") -> str:
+    """The marks in words, naming the p-value they read: ``* p < 0.05, ** p < 0.01, ...``."""
+    return ", ".join(f"{mark} {p_name} < {bound:g}" for bound, mark in reversed(MARKS))
+
+
+SIGNIFICANCE_LEGEND = significance_legend()
 
 
 def significance_mark(p_value: float | None) -> str:
