@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from rageval.core.metric import Metric, MetricResult
-from rageval.core.outputs.surrogates import LONE_SURROGATES, repaired
+from rageval.core.outputs.surrogates import LONE_SURROGATES, repaired_outputs
 from rageval.core.records import Record
 from rageval.core.results import RecordResult
 
-__all__ = ["LONE_SURROGATES", "ResultBlock", "result_block"]
+__all__ = ["ResultBlock", "result_block"]
 
 
 # json.dumps with options builds a new encoder per call; one encoder serves every line.
@@ -79,18 +79,10 @@ class ResultBlock:
         """The block with every lone surrogate in its records' errors and details replaced
         with U+FFFD, each such record's details saying where (:data:`LONE_SURROGATES`). Ids
         never need it: a reader refuses an id that is not valid Unicode."""
-        errors: list[dict[str, str] | None] = []
-        details: list[dict[str, Any] | None] = []
-        for error, detail in zip(self.errors, self.details, strict=True):
-            changed: list[str] = []
-            error = None if error is None else repaired(error, "errors", changed)
-            detail = None if detail is None else repaired(detail, "details", changed)
-            if changed:
-                earlier = list((detail or {}).get(LONE_SURROGATES, ()))  # the record's inputs
-                detail = {**(detail or {}), LONE_SURROGATES: earlier + changed}
-            errors.append(error)
-            details.append(detail)
-        return dataclasses.replace(self, errors=errors, details=details)
+        pairs = [repaired_outputs(error, detail)
+                 for error, detail in zip(self.errors, self.details, strict=True)]
+        return dataclasses.replace(self, errors=[error for error, _ in pairs],
+                                   details=[detail for _, detail in pairs])
 
     def json_lines(self) -> str:
         """The block's lines of ``records.jsonl``: ``{"id", "scores", "details", "errors"}``

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["LONE_SURROGATES", "REPLACEMENT", "escaped_lone_surrogates", "has_lone_surrogates",
-           "repaired", "unicode_problem", "utf8_record_lines", "without_lone_surrogates"]
+           "repaired", "repaired_outputs", "unicode_problem", "utf8_record_lines",
+           "without_lone_surrogates"]
 
 #: What a lone surrogate becomes in text rageval writes.
 REPLACEMENT = "\ufffd"
@@ -87,20 +88,24 @@ def utf8_record_lines(rows: Sequence[dict[str, Any]]) -> bytes:
     try:
         return "".join(_json_line(row) for row in rows).encode("utf-8")
     except UnicodeEncodeError:
-        return "".join(_json_line(_repaired_row(row)) for row in rows).encode("utf-8")
+        lines = []
+        for row in rows:
+            errors, details = repaired_outputs(row.get("errors"), row.get("details"))
+            lines.append(_json_line({**row, "errors": errors, "details": details}))
+        return "".join(lines).encode("utf-8")
 
 
-def _repaired_row(row: dict[str, Any]) -> dict[str, Any]:
+def repaired_outputs(errors: Any, details: Any) -> tuple[Any, Any]:
+    """A record's written errors and details (None: none) :func:`repaired`, its details then
+    listing the paths changed under :data:`LONE_SURROGATES` (after the fields of its input
+    repaired when it was read, listed there already)."""
     changed: list[str] = []
-    out = dict(row)
-    for key in ("errors", "details"):  # in the order a scored run's block repairs them
-        if out.get(key) is not None:
-            out[key] = repaired(out[key], key, changed)
+    errors = None if errors is None else repaired(errors, "errors", changed)
+    details = None if details is None else repaired(details, "details", changed)
     if changed:
-        details = out.get("details") or {}
-        out["details"] = {**details, LONE_SURROGATES: [*details.get(LONE_SURROGATES, ()),
-                                                       *changed]}
-    return out
+        earlier = list((details or {}).get(LONE_SURROGATES, ()))
+        details = {**(details or {}), LONE_SURROGATES: earlier + changed}
+    return errors, details
 
 
 def _json_line(row: dict[str, Any]) -> str:
