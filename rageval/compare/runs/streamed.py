@@ -30,7 +30,7 @@ from rageval.compare.runs.pairing import (
 )
 from rageval.compare.runs.spill import Part, RunSpill, partition_count
 from rageval.compare.runs.statistics import LEVEL, adjust, missing_outputs, row_head
-from rageval.compare.runs.sums import PairedSums
+from rageval.compare.runs.sums import PairedSums, PastFloats
 from rageval.compare.runs.turns import TurnSums
 from rageval.core.errors import InputError
 
@@ -106,7 +106,7 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
             for system, spill, part in zip(systems, spills[1:], loaded[1:], strict=True):
                 try:
                     _add(found[system.name], loaded[0], part, (spills[0], spill))
-                except OverflowError as error:
+                except PastFloats as error:
                     raise _past_floats(error, base, system) from None
     rows, not_compared, per_turn = [], {}, []
     for system in systems:
@@ -244,7 +244,7 @@ def _widened(stats: np.ndarray, width: int) -> np.ndarray:
 def _rows(base: NamedRun, system: NamedRun, found: _Accumulated) -> list[dict[str, Any]]:
     try:
         measured = found.sums.statistics()
-    except OverflowError as error:
+    except PastFloats as error:
         raise _past_floats(error, base, system) from None
     rows = []
     for name in found.names:
@@ -257,10 +257,9 @@ def _rows(base: NamedRun, system: NamedRun, found: _Accumulated) -> list[dict[st
     return rows
 
 
-def _past_floats(error: OverflowError, base: NamedRun, system: NamedRun) -> InputError:
-    """The error of an output (``error``'s argument) whose differences or exact sums pass
-    the largest float (values near 1e308): there is no figure to give."""
+def _past_floats(error: PastFloats, base: NamedRun, system: NamedRun) -> InputError:
+    """The error of the output ``error`` names, naming the runs and the file."""
     return InputError(
         f"the values of {base.name} and {system.name} differ or sum past the largest number "
         "a float holds (about 1.8e308), so their means and differences cannot be computed; "
-        "rescale the values", path=system.directory or system.name, field=str(error.args[0]))
+        "rescale the values", path=system.directory or system.name, field=error.name)

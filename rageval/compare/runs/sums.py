@@ -25,7 +25,16 @@ from rageval.stats.groups import group_rows
 from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys, sign_flips
 from rageval.stats.resampling import extreme_counts, percentile_interval
 
-__all__ = ["PairedSums"]
+__all__ = ["PairedSums", "PastFloats"]
+
+
+class PastFloats(Exception):
+    """An output whose differences or exact sums pass the largest float (values near 1e308):
+    there is no figure to give. :attr:`name` is the output's."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 class PairedSums:
     """The sums of one comparison (see the module): ``names`` the compared outputs, ``corpus``
@@ -51,7 +60,7 @@ class PairedSums:
             keys: np.ndarray, groups: np.ndarray | None) -> None:
         """Add paired records: ``b``, ``s`` their values (one column per name), ``stats`` each
         corpus output's statistics on either side, ``keys`` each unit's 64-bit key, ``groups``
-        each record's unit (None: each record is one). An :class:`OverflowError` naming the
+        each record's unit (None: each record is one). :class:`PastFloats` naming the
         output when a difference passes the largest float."""
         units = len(keys)
         for k, name in enumerate(self.names):
@@ -68,7 +77,7 @@ class PairedSums:
         d, mask = group_rows(diffs, groups, units), group_rows(shares, groups, units)
         beyond = ~np.isfinite(d).all(axis=0)  # a difference past the largest float
         if beyond.any():
-            raise OverflowError(self.means[int(np.argmax(beyond))])
+            raise PastFloats(self.means[int(np.argmax(beyond))])
         self._exact.add(np.hstack([d, *(group_rows(x, groups, units) for x in sides)]))
         weighted, moved = [d, mask], [d]
         for name in self.corpus:
@@ -89,8 +98,8 @@ class PairedSums:
 
     def statistics(self) -> dict[str, dict[str, object]]:
         """Per compared output with a scored pair: value, delta, CI and p-value. An
-        :class:`OverflowError` whose argument is the output's name when its exact sums
-        pass the largest float (values near 1e308)."""
+        :class:`PastFloats` naming the output when its exact sums pass the largest float
+        (values near 1e308)."""
         out: dict[str, dict[str, object]] = {}
         m = len(self.means)
         for k, name in enumerate(self.means):
@@ -98,8 +107,8 @@ class PairedSums:
             try:
                 if n:
                     out[name] = self._mean_row(k, m, n)
-            except OverflowError:
-                raise OverflowError(name) from None
+            except OverflowError:  # the exact sums' conversion to a float
+                raise PastFloats(name) from None
         column, moved = 2 * m, m
         for name, metric in self.corpus.items():
             width = self.widths[name]
