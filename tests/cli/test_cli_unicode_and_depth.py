@@ -133,6 +133,9 @@ def tool_record(arguments: object, **more: object) -> str:
     (json.dumps({"id": "c1", "turns": [json.loads(tool_record("{}", id="t1")), json.loads(
         tool_record({"q": json.loads("[" * 500 + "]" * 500)}, id="t2"))]}),
      "turns[1].tool_calls[0].arguments"),
+    (record(tool_calls=[{"name": "search", "arguments": {},
+                         "result": {"hits": json.loads("[" * 300 + "]" * 300)}}],
+            reference_tool_calls=[{"name": "search"}]), "tool_calls[0].result"),
 ])
 def test_deep_tool_call_arguments_name_the_file_line_and_field(
         tmp_path: Path, capsys, line: str, field: str) -> None:
