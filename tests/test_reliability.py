@@ -423,3 +423,22 @@ def test_an_over_long_line_is_refused_before_it_is_read_whole(tmp_path: Path, ca
                           "--max-line-bytes", str(len(line)), "--offline", "--allow-missing",
                           "--cache", str(tmp_path / "none.jsonl")], capsys)
     assert "line longer" not in err  # the line fits exactly
+
+
+def test_a_judge_that_answered_earlier_in_the_run_is_not_taken_for_dead(
+        tmp_path: Path, capsys, server: JudgeServer) -> None:
+    """The first window's requests answered, every request of the second failing: the judge
+    answered in this run, so the second window's records are unscored with the reason and the
+    run goes on (a judge is dead only when it has answered nothing in the run)."""
+    records = write_records(tmp_path / "r.jsonl", n=4)
+    server.fail_next(None, None, *["503"] * 8)
+    out = tmp_path / "out"
+    code, _, err = score([str(records), "-m", "judge:fluency", "-m", "rouge1",
+                          "--judge-model", "m", "--judge-base-url", server.base_url,
+                          "--cache", str(tmp_path / "c.sqlite"), "--judge-max-retries", "0",
+                          "--judge-concurrency", "1", "--window", "2", "--out", str(out)],
+                         capsys)
+    assert code == 0, err
+    assert "taken for dead" not in err
+    summary = json.loads((out / "summary.json").read_text())["metrics"]["judge:fluency"]
+    assert (summary["n"], summary["unscored"]) == (2, 2)
