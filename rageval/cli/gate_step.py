@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError
+from rageval.core.outputs.masking import NO_SECRETS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,7 +28,7 @@ class GatePlan:
     allow_data_change: bool = False
 
     def apply(self, results: Results, console: Console,
-              masker: Masker | None = None) -> GateReport:
+              masker: Masker = NO_SECRETS) -> GateReport:
         """Check the run and print the table of checks (``masker``: the run's secrets)."""
         from rageval.gate import GateReport, check_regression, check_thresholds, gate_table
 

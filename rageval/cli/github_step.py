@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from rageval.core.errors import UsageError
 from rageval.core.files import atomic_write
+from rageval.core.outputs.masking import NO_SECRETS
 from rageval.core.outputs.text import terminal, terminal_lines
 from rageval.gate.github import annotations, summary_markdown
 
@@ -28,7 +29,7 @@ __all__ = ["github_outputs"]
 
 def github_outputs(results: Results, report: GateReport | None, name: str,
                    markdown: str | None, github: bool, console: Console,
-                   masker: Masker | None = None) -> None:
+                   masker: Masker = NO_SECRETS) -> None:
     """``--markdown FILE``: the table, written whole; ``github``: the table appended to
     ``$GITHUB_STEP_SUMMARY`` (where the job has one) and the annotations on the run's output
     (stdout, where GitHub reads workflow commands)."""
@@ -51,6 +52,6 @@ def github_outputs(results: Results, report: GateReport | None, name: str,
         except OSError as error:  # the job's page lacks the table; the run's status stands
             warning = (f"rageval: warning: $GITHUB_STEP_SUMMARY {step_summary}: cannot append "
                        f"the summary table: {error.strerror or error}")
-            print(terminal_lines(masker(warning) if masker else warning), file=sys.stderr)
+            print(terminal_lines(masker(warning)), file=sys.stderr)
     for command in annotations(results, report, masker):  # one whole line each: never wrapped
         console.file.write(command + "\n")

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from rageval.core.errors import RagevalError, UsageError
+from rageval.core.outputs.masking import NO_SECRETS
 from rageval.core.outputs.text import terminal, terminal_lines
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def check_annotate(args: argparse.Namespace, spec: InputSpec) -> None:
 
 
 def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results,
-                  masker: Masker | None = None) -> bool:
+                  masker: Masker = NO_SECRETS) -> bool:
     """Write the run's values to their spans, every credential ``masker`` knows masked, and
     say on stderr how many went where; False (the error said) when the server could not take
     them: the run's results stand."""
@@ -48,7 +49,7 @@ def annotate_step(args: argparse.Namespace, spec: InputSpec, results: Results,
     except RagevalError as error:
         text = f"{error.format()} (the scores were not written to Phoenix; the run's results " \
                "stand)"
-        print(terminal_lines(masker(text) if masker else text), file=sys.stderr)
+        print(terminal_lines(masker(text)), file=sys.stderr)
         return False
     where = phoenix_source(args.phoenix, args.project)
     missing = (f"; {report.missing} records' spans are not in the project (not annotated)"

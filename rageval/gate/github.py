@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.manifest import judge_sections
-from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.masking import NO_SECRETS, Masker
 from rageval.core.outputs.significance import marked_p_value
 from rageval.core.outputs.text import markdown, markdown_code, workflow_command
 from rageval.core.results import Results, count_of
@@ -41,10 +41,10 @@ _LABELS = {"judge": "judge", "judge_panel": "judge panel", "claims": "claim-leve
 
 
 def summary_markdown(results: Results, report: GateReport | None, name: str,
-                     masker: Masker | None = None) -> str:
+                     masker: Masker = NO_SECRETS) -> str:
     """The job summary (and pull-request comment) of one run, every credential ``masker``
     knows masked."""
-    mask = masker or Masker()
+    mask = masker
 
     def cell(text: str) -> str:
         return markdown(mask(text))
@@ -88,10 +88,10 @@ def summary_markdown(results: Results, report: GateReport | None, name: str,
 
 
 def annotations(results: Results, report: GateReport | None,
-                masker: Masker | None = None) -> list[str]:
+                masker: Masker = NO_SECRETS) -> list[str]:
     """The workflow commands GitHub turns into annotations: an error per failed gate check,
     a warning per kind of judge work whose requests failed (each one whole line)."""
-    mask = masker or Masker()
+    mask = masker
     out = []
     for row in report.failures if report is not None else []:
         text = describe(row)

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.masking import NO_SECRETS, Masker
 from rageval.core.outputs.text import xml_text
 from rageval.core.results import MetricSummary, Results, count_of
 from rageval.gate.describe import describe
@@ -35,7 +35,7 @@ __all__ = ["junit_xml"]
 
 
 def junit_xml(results: Results, report: GateReport | None, name: str,
-              masker: Masker | None = None) -> str:
+              masker: Masker = NO_SECRETS) -> str:
     """The JUnit XML of one run (``name``: the suite's name, e.g. the run's records or
     directory) and of its gate (``report``; None: no gate was asked for), every credential
     ``masker`` knows masked."""
@@ -62,7 +62,7 @@ def junit_xml(results: Results, report: GateReport | None, name: str,
     root = ET.Element("testsuites", name="rageval", time=f"{wall:.3f}",
                       **{key: str(value) for key, value in counts.items() if key != "skipped"})
     root.append(suite)
-    _make_safe(root, masker or Masker())
+    _make_safe(root, masker)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.masking import NO_SECRETS, Masker
 from rageval.core.outputs.text import terminal
 from rageval.gate.describe import describe
 from rageval.gate.model import GateReport
@@ -15,10 +15,10 @@ from rageval.gate.model import GateReport
 __all__ = ["gate_table"]
 
 
-def gate_table(report: GateReport, masker: Masker | None = None) -> Table:
+def gate_table(report: GateReport, masker: Masker = NO_SECRETS) -> Table:
     """Metric, rule, labelled figures (the value, the baseline's, the difference), PASS/FAIL
     and the note of every check, every credential ``masker`` knows masked."""
-    mask = masker or Masker()
+    mask = masker
 
     def cell(text: str, style: str = "") -> Text:
         return Text(terminal(mask(text)), style=style)

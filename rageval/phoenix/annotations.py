@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.outputs.masking import Masker
+from rageval.core.outputs.masking import NO_SECRETS, Masker
 from rageval.core.outputs.text import valid_unicode
 from rageval.inputs.traces import trace_windows
 from rageval.inputs.traces.phoenix import phoenix_call, phoenix_client, phoenix_source
@@ -50,11 +50,11 @@ class AnnotationReport:
 
 def span_annotations(rows: Iterable[RecordResult], spans: Mapping[str, str],
                      metrics: Mapping[str, str],
-                     masker: Masker | None = None) -> Iterator[dict[str, Any]]:
+                     masker: Masker = NO_SECRETS) -> Iterator[dict[str, Any]]:
     """The annotations of ``rows`` (a run's records) on their spans (``spans``: record id ->
     span id; records without one are skipped), for the ``metrics`` (name -> short signature),
     their texts masked by ``masker``."""
-    mask = masker or Masker()
+    mask = masker
     for row in rows:
         span_id = spans.get(row.id)
         if span_id is None:
@@ -88,7 +88,7 @@ def _text(text: object, mask: Masker) -> str | None:
 
 
 def annotate_run(results: Results, spec: InputSpec, url: str, project: str,
-                 masker: Masker | None = None) -> AnnotationReport:
+                 masker: Masker = NO_SECRETS) -> AnnotationReport:
     """Write ``results`` (a run whose records came from the traces ``spec`` names) to their
     spans in ``project`` on the Phoenix server at ``url``, their texts masked by ``masker``."""
     spans = record_spans(spec)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote, unquote_plus, urlsplit
 
-__all__ = ["MASK", "Masker", "url_secrets"]
+__all__ = ["MASK", "NO_SECRETS", "Masker", "url_secrets"]
 
 MASK = "***"
 MIN_SECRET = 4  # shorter values (a port, "1") would mask innocent text everywhere
@@ -74,3 +74,7 @@ class Masker:
 
     def __repr__(self) -> str:  # never the secrets themselves
         return f"Masker({len(self.secrets)} secrets)"
+
+
+#: The masker of a writer told of no secret: it changes nothing.
+NO_SECRETS = Masker()
