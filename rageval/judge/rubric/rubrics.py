@@ -236,10 +236,37 @@ def _integer(table: dict[str, Any], key: str, field: str, source: str) -> int:
 def _validate(
     table: dict[str, Any], source: str, digest: str, expected_id: str | None, builtin: bool
 ) -> Rubric:
+    """The rubric a parsed TOML table describes, its fields checked in the file's order (the
+    first fault found is the one reported)."""
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise _fail(source, unknown[0], f"unknown key; expected keys: {', '.join(_KEYS)}")
+    rubric_id = _checked_id(table, source, expected_id)
+    version = _string(table, "version", source)
+    description = " ".join(_string(table, "description", source).split())
+    inputs = _checked_inputs(table, source)
+    level = _checked_level(table, inputs, source)
+    template = _checked_template(table, inputs, source)
+    low, high = _checked_scale(table, source)
+    described = _checked_anchors(table, low, high, source)
+    return Rubric(
+        id=rubric_id,
+        version=version,
+        description=description,
+        inputs=tuple(inputs),
+        scale_min=low,
+        scale_max=high,
+        anchors=tuple(described),
+        template=template,
+        source=source,
+        hash=digest,
+        builtin=builtin,
+        level=level,
+    )
 
+
+def _checked_id(table: dict[str, Any], source: str, expected_id: str | None) -> str:
+    """The rubric's name: a valid name, and the file's own when it is read by name."""
     rubric_id = _string(table, "id", source)
     if not _NAME.fullmatch(rubric_id):
         raise _fail(
@@ -247,9 +274,11 @@ def _validate(
         )
     if expected_id is not None and rubric_id != expected_id:
         raise _fail(source, "id", f"is {rubric_id!r} but the file is named {expected_id!r}")
-    version = _string(table, "version", source)
-    description = " ".join(_string(table, "description", source).split())
+    return rubric_id
 
+
+def _checked_inputs(table: dict[str, Any], source: str) -> list[str]:
+    """The record fields the rubric grades: known inputs, each listed once."""
     inputs = table.get("inputs")
     if inputs is None:
         raise _fail(source, "inputs", f"missing (a list of inputs among {', '.join(INPUTS)})")
@@ -262,7 +291,11 @@ def _validate(
             )
     if len(set(inputs)) != len(inputs):
         raise _fail(source, "inputs", "lists an input more than once")
+    return inputs
 
+
+def _checked_level(table: dict[str, Any], inputs: list[str], source: str) -> str:
+    """What the rubric grades (a turn or a whole conversation), agreeing with its inputs."""
     level = table.get("level", "turn")
     if level not in LEVELS:
         raise _fail(source, "level", f"must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -272,7 +305,11 @@ def _validate(
     if level == "conversation" and {"context", "contexts"} & set(inputs):
         raise _fail(source, "inputs", "a conversation-level rubric sees the conversation's "
                     "messages; its turns' contexts are graded turn by turn")
+    return level
 
+
+def _checked_template(table: dict[str, Any], inputs: list[str], source: str) -> str:
+    """The prompt template: each input's placeholder exactly once, and no other."""
     template = _string(table, "template", source).strip("\n")
     seen = [match.group(1) for match in PLACEHOLDER.finditer(template)]
     for name in seen:
@@ -288,7 +325,11 @@ def _validate(
             raise _fail(
                 source, "template", f"must hold the placeholder {{{name}}} once, found {count}"
             )
+    return template
 
+
+def _checked_scale(table: dict[str, Any], source: str) -> tuple[int, int]:
+    """The scale's lowest and highest scores: integers, increasing, at most 11 points."""
     scale = table.get("scale")
     if not isinstance(scale, dict):
         raise _fail(source, "scale", "missing (a table with integer 'min' and 'max')")
@@ -301,7 +342,13 @@ def _validate(
         raise _fail(source, "scale.max", f"must be greater than scale.min ({low}), got {high}")
     if high - low + 1 > _MAX_SCALE_POINTS:
         raise _fail(source, "scale", f"{low}-{high} has more than {_MAX_SCALE_POINTS} points")
+    return low, high
 
+
+def _checked_anchors(
+    table: dict[str, Any], low: int, high: int, source: str
+) -> list[tuple[int, str]]:
+    """Each score of the scale and its description (whitespace folded), no other key."""
     anchors = table.get("anchors")
     if not isinstance(anchors, dict):
         raise _fail(source, "anchors", f"missing (a table describing each score {low}-{high})")
@@ -317,18 +364,4 @@ def _validate(
         if not isinstance(value, str) or not value.strip():
             raise _fail(source, f"anchors.{key}", "must be a non-empty string")
         described.append((int(key), " ".join(value.split())))
-
-    return Rubric(
-        id=rubric_id,
-        version=version,
-        description=description,
-        inputs=tuple(inputs),
-        scale_min=low,
-        scale_max=high,
-        anchors=tuple(described),
-        template=template,
-        source=source,
-        hash=digest,
-        builtin=builtin,
-        level=level,
-    )
+    return described
