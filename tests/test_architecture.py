@@ -1,18 +1,19 @@
 """The house rules, read from the source with ``ast``: no import circles, lower floors never
 import higher ones, a family never imports another family, the orchestrator names no family,
-and no module is over 400 lines."""
+the judge's rooms reach only down, and no function is over 80 lines (docstrings aside).
+
+Modules are not capped by length nor folders by count: a module is one idea, said in its
+docstring, whatever its length."""
 
 from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "rageval"
-MAX_LINES = 400
 
 # The metric families: each imports only the core and itself.
 FAMILIES = ("retrieval", "generation", "judge", "tools")
@@ -168,10 +169,60 @@ def test_the_orchestrator_names_no_family() -> None:
     assert FAMILY_WORDS.findall(source) == []
 
 
-@pytest.mark.parametrize("name", sorted(modules()))
-def test_no_module_is_over_400_lines(name: str) -> None:
-    lines = modules()[name].read_text(encoding="utf-8").count("\n")
-    assert lines <= MAX_LINES, f"{name} has {lines} lines"
+MAX_FUNCTION_LINES = 80
+# Functions over the limit that are being split now; this set empties when they are.
+KNOWN_LONG_FUNCTIONS = {
+    "rageval.orchestrator._run",
+    "rageval.cli.score_options._judge_options",
+    "rageval.judge.llm.pool.run_pool",
+}
+
+
+def body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's length in lines: its body from the first statement after the docstring to
+    its last line (the signature, decorators and docstring aside)."""
+    body = node.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return (node.end_lineno or node.lineno) - body[0].lineno + 1
+
+
+def long_functions(source: str, module: str) -> dict[str, int]:
+    """The functions (methods and nested functions too) of a module's source that run past
+    ``MAX_FUNCTION_LINES``, by dotted name, with their lengths."""
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}.{child.name}"
+                if not isinstance(child, ast.ClassDef) and body_lines(child) > MAX_FUNCTION_LINES:
+                    out[name] = body_lines(child)
+                visit(child, name)
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), module)
+    return out
+
+
+def test_no_function_is_over_80_lines() -> None:
+    found: dict[str, int] = {}
+    for name, path in modules().items():
+        found.update(long_functions(path.read_text(encoding="utf-8"), name))
+    assert {n: lines for n, lines in found.items() if n not in KNOWN_LONG_FUNCTIONS} == {}
+
+
+def test_the_function_length_check_counts_the_body_without_its_docstring() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    docstring = '    """Says what it does,\n\n    at length."""\n'
+    fits = f"def fits(\n    a: int,\n) -> None:\n{docstring}{body}"
+    method = f"def long(self) -> None:\n{body}    y = 0\n"
+    long = f"class Holder:\n{textwrap.indent(method, '    ')}"
+    assert long_functions(fits, "m") == {}
+    assert long_functions(long, "m") == {"m.Holder.long": MAX_FUNCTION_LINES + 1}
+
 
 
 # The judge's rooms, by floor: a room imports only from itself and the rooms on lower floors
@@ -179,7 +230,6 @@ def test_no_module_is_over_400_lines(name: str) -> None:
 # own modules (registration, catalog) sit above them all.
 JUDGE_FLOORS = {"prompting": 0, "local": 0, "llm": 1, "rubric": 2, "claims": 2, "pairwise": 3,
                 "panel": 3}
-MAX_MODULES_PER_FOLDER = 15
 
 
 def judge_room(module: str) -> str | None:
@@ -224,10 +274,3 @@ def test_the_judge_room_check_catches_a_sibling_and_an_arrow_up() -> None:
     assert judge_reaches(edges) == ["rageval.judge.claims.hooks -> rageval.judge.rubric.hooks",
                                     "rageval.judge.llm.client -> rageval.judge.rubric.metric",
                                     "rageval.judge.rubric.metric -> rageval.judge.registration"]
-
-
-def test_no_judge_folder_holds_more_than_15_modules() -> None:
-    judge = PACKAGE / "judge"
-    for folder in [judge, *(p for p in judge.rglob("*") if p.is_dir())]:
-        count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
-        assert count <= MAX_MODULES_PER_FOLDER, f"{folder} holds {count} modules"
