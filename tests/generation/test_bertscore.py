@@ -240,7 +240,7 @@ def test_parity_of_rescaling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     baseline = tmp_path / "baseline.tsv"
     rows = ["LAYER,P,R,F"] + [f"{k},0.{30 + k}1,0.{40 + k}2,0.{35 + k}3" for k in range(7)]
     baseline.write_text("\n".join(rows) + "\n")
-    monkeypatch.setattr("rageval.generation.bertscore.rescaling._baseline_path",
+    monkeypatch.setattr("rageval.generation.bertscore.dependencies._baseline_path",
                         lambda model, lang: baseline)
     pairs = PAIRS[:8]
     expected = _bert_score(pairs, rescale_with_baseline=True, baseline_path=str(baseline),

@@ -16,16 +16,15 @@ on disk across runs, one content-addressed file per (model, layer, text) under
 - :mod:`~.embeddings`: each text's embeddings from memory, disk or the model;
 - :mod:`~.disk_cache` and :mod:`~.entries`: the cache on disk and its file format;
 - :mod:`~.weights`: plain and idf token weights; :mod:`~.matching`: greedy matching to P, R, F;
-- :mod:`~.rescaling`: bert-score's baselines; :mod:`~.dependencies`: lazy imports, versions,
-  bert-score's hash string; :mod:`~.counters`: counters of the embedding work;
-  :mod:`~.progress`: how far the embedding is, for the run's step hook.
+- :mod:`~.dependencies`: lazy imports, versions, bert-score's hash string and its rescaling
+  baselines; :mod:`~.progress`: counters of the embedding work, and how far the run's
+  embedding is, for the run's step hook.
 
 Importing this package imports neither torch nor bert-score; they are loaded on first use, and a
 missing one raises :class:`~rageval.core.errors.MissingDependencyError` naming the ``bertscore``
 extra.
 """
 
-from rageval.generation.bertscore.counters import cache_stats, reset_cache_stats
 from rageval.generation.bertscore.dependencies import bert_score_hash
 from rageval.generation.bertscore.disk_cache import CACHE_ENV, CACHE_ROOT_ENV, default_cache_dir
 from rageval.generation.bertscore.embeddings import MEMORY_ENV, clear_memory_cache
@@ -37,6 +36,7 @@ from rageval.generation.bertscore.models import (
     DEFAULT_MODEL_PACKAGE,
     PAPER_MODEL,
 )
+from rageval.generation.bertscore.progress import cache_stats, reset_cache_stats
 
 __all__ = [
     "CACHE_ENV",

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rageval.core.files import atomic_write
-from rageval.generation.bertscore.counters import _STATS
 from rageval.generation.bertscore.entries import _deserialise, _Entry, _serialise
+from rageval.generation.bertscore.progress import _STATS
 
 if TYPE_CHECKING:
     from rageval.generation.bertscore.engine import _Engine

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from rageval.generation.bertscore.counters import _STATS
 from rageval.generation.bertscore.entries import _Entry, _text_key
+from rageval.generation.bertscore.progress import _STATS
 
 if TYPE_CHECKING:
     from rageval.generation.bertscore.disk_cache import _DiskCache

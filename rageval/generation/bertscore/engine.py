@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.generation.bertscore.counters import _STATS
 from rageval.generation.bertscore.cpu_layers import accelerate
 from rageval.generation.bertscore.dependencies import _bert_score_utils, _import, _version
 from rageval.generation.bertscore.entries import _FORMAT_VERSION
@@ -28,6 +27,7 @@ from rageval.generation.bertscore.models import (
     _model_spec,
     _ModelSpec,
 )
+from rageval.generation.bertscore.progress import _STATS
 
 # Used when a tokenizer declares no maximum length (bert-score itself fails on such a model).
 _FALLBACK_MAX_TOKENS = 512

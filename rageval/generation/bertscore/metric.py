@@ -23,7 +23,12 @@ from rageval.core.registry import register
 from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
-from rageval.generation.bertscore.dependencies import _import, _version, bert_score_hash
+from rageval.generation.bertscore.dependencies import (
+    _baseline,
+    _import,
+    _version,
+    bert_score_hash,
+)
 from rageval.generation.bertscore.disk_cache import _disk_cache
 from rageval.generation.bertscore.embeddings import _embeddings
 from rageval.generation.bertscore.engine import _ENGINES, _Engine, _engine
@@ -36,7 +41,6 @@ from rageval.generation.bertscore.models import (
     _model_spec,
 )
 from rageval.generation.bertscore.progress import embedding_tally
-from rageval.generation.bertscore.rescaling import _baseline
 from rageval.generation.bertscore.weights import (
     DocumentFrequencies,
     TokenWeights,

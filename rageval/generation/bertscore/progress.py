@@ -1,13 +1,16 @@
-"""How far BERTScore's embedding is, told to the run's step hook (``ScoreOptions.steps``).
+"""How much embedding work BERTScore has done: process-wide counters of the work (forward
+passes, cache hits and writes, model loads), for tests and benchmarks, and how far a run's
+embedding is, told to the run's step hook (``ScoreOptions.steps``).
 
-The count is of distinct texts (answers and references) of the run whose embeddings are ready,
-from a cache or from the model; the total is every distinct text of the records the run scores.
-A text counts once, however many batches or BERTScore metrics of the same model need it.
+The run's count is of distinct texts (answers and references) of the run whose embeddings are
+ready, from a cache or from the model; the total is every distinct text of the records the run
+scores. A text counts once, however many batches or BERTScore metrics of the same model need it.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +18,22 @@ if TYPE_CHECKING:
     from rageval.core.metric import Batch
     from rageval.core.progress import StepProgress
     from rageval.core.records import Record
+
+
+_STATS: Counter = Counter()
+
+
+def cache_stats() -> dict[str, int]:
+    """Counters since the last reset: ``forward_passes``, ``texts_embedded``, ``memory_hits``,
+    ``disk_hits``, ``disk_writes``, ``disk_corrupt`` (files found damaged and recomputed),
+    ``model_loads``."""
+    keys = ("forward_passes", "texts_embedded", "memory_hits", "disk_hits", "disk_writes",
+            "disk_corrupt", "model_loads")
+    return {k: int(_STATS[k]) for k in keys}
+
+
+def reset_cache_stats() -> None:
+    _STATS.clear()
 
 
 class EmbeddingTally:
