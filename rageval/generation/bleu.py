@@ -3,7 +3,10 @@
 sacrebleu supplies the tokenisers, smoothing and formula; each record's sufficient statistics
 (``sys_len``, ``ref_len``, matched and total n-gram counts, n = 1..4) are sacrebleu's own, computed
 faster by :mod:`rageval.generation.bleu_stats`, and kept so that the corpus figure and its
-bootstrap CI are recomputed by summing them, never by tokenising again (as sacrebleu does).
+bootstrap CI are recomputed by summing them, never by tokenising again (as sacrebleu does):
+each record's statistics are read back from its kept ``stats`` or its ``details``
+(:func:`stats_matrix`) for the summary's bootstrap and, through :meth:`Bleu.corpus_row`,
+``rageval compare``.
 
 Per record the values are exactly ``BLEU(effective_order=True, ...).sentence_score(answer,
 references)``; over the records scored, the summary's headline is exactly
@@ -12,6 +15,7 @@ references)``; over the records scored, the summary's headline is exactly
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,12 +34,6 @@ from rageval.core.registry import register
 from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
-from rageval.generation.bleu_corpus import (
-    STATS_WIDTH,
-    stats_columns,
-    stats_matrix,
-    stats_row,
-)
 from rageval.generation.bleu_stats import MAX_ORDER, corpus_statistics
 
 if TYPE_CHECKING:
@@ -44,12 +42,15 @@ if TYPE_CHECKING:
 
     from rageval.core.records import Record
 
+
 SMOOTH_METHODS = ("exp", "floor", "add-k", "none")
 # Components after the headline, in output order: "<name>.sentence", "<name>.bp", ...
 COMPONENTS = ("sentence", "bp", "ratio", *(f"p{n}" for n in range(1, MAX_ORDER + 1)))
 UNKNOWN_NREFS = "?"  # before scoring, the number of references is not known yet
 
 Stats = list[int]  # sacrebleu's layout: [sys_len, ref_len, correct_1..4, total_1..4]
+# sys_len, ref_len, then the matches and totals of each n-gram order (sacrebleu's layout).
+STATS_WIDTH = 2 + 2 * MAX_ORDER
 
 
 @register
@@ -343,3 +344,45 @@ def _nrefs_label(details: Sequence[Mapping[str, Any] | None]) -> str:
     if not counts:
         return UNKNOWN_NREFS
     return str(counts.pop()) if len(counts) == 1 else "var"
+
+
+# The statistics matrix of a result without ``stats`` (one built from details), built once
+# and reused by every bootstrap resample.
+_MATRICES: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
+
+
+# The statistics of a result by column, as float64, for the resamples of its bootstrap.
+_COLUMNS: dict[int, tuple[weakref.ref[MetricResult], np.ndarray]] = {}
+
+
+def stats_columns(result: MetricResult, matrix: np.ndarray) -> np.ndarray:
+    key = id(result)
+    cached = _COLUMNS.get(key)
+    if cached is not None and cached[0]() is result:
+        return cached[1]
+    columns = np.ascontiguousarray(matrix.T, dtype=np.float64)
+    _COLUMNS[key] = (weakref.ref(result, lambda _ref: _COLUMNS.pop(key, None)), columns)
+    return columns
+
+
+def stats_matrix(result: MetricResult) -> np.ndarray:
+    if result.stats is not None:  # kept by score() (and by a streamed run's summary)
+        return result.stats[:, :STATS_WIDTH]
+    key = id(result)
+    cached = _MATRICES.get(key)
+    if cached is not None and cached[0]() is result:
+        return cached[1]
+    details = result.details or []
+    width = 2 + 2 * MAX_ORDER
+    matrix = np.zeros((len(details), width), dtype=np.int64)
+    for i, detail in enumerate(details):
+        if detail is not None:
+            matrix[i] = stats_row(detail)
+    _MATRICES[key] = (weakref.ref(result, lambda _ref: _MATRICES.pop(key, None)), matrix)
+    return matrix
+
+
+def stats_row(detail: Mapping[str, Any]) -> Stats:
+    """A record's statistics back in sacrebleu's layout."""
+    return [int(detail["sys_len"]), int(detail["ref_len"]),
+            *(int(c) for c in detail["counts"]), *(int(t) for t in detail["totals"])]

@@ -13,26 +13,29 @@ sentences). Each writes its F-measure as the headline value plus the components
 ``<name>.precision``, ``<name>.recall`` and ``<name>.fmeasure``. Their parameters (``stem``,
 ``tokenizer``) are described in :mod:`~.metric`.
 
-- :mod:`~.variants`: the registered metrics; :mod:`~.metric`: their base class, parameters,
-  signature, and the step from counts to values;
+- :mod:`~.metric`: the registered metrics and their base class: parameters, signature, and
+  the step from counts to values;
 - :mod:`~.tokenization`: the tokenizers and stemming; :mod:`~.pairs`: a batch's pairs,
   tokenised once;
 - :mod:`~.ngrams`: n-gram overlap counts; :mod:`~.lcs`: LCS and summary-level LCS counts.
 """
 
 from rageval.generation.rouge.lcs import lcs_indices, lcs_lengths, summary_lcs, summary_lcs_hits
-from rageval.generation.rouge.metric import ROUGE_SCORE_SEMANTICS, Rouge, best_reference, prf
-from rageval.generation.rouge.ngrams import ngram_overlap
-from rageval.generation.rouge.pairs import batch_pairs
-from rageval.generation.rouge.tokenization import TOKENIZERS, Token, tokenize
-from rageval.generation.rouge.variants import (  # registers the metrics
+from rageval.generation.rouge.metric import (  # registers the metrics
+    ROUGE_SCORE_SEMANTICS,
+    Rouge,
     Rouge1,
     Rouge2,
     RougeL,
     RougeLsum,
     RougeN,
+    best_reference,
+    prf,
     rouge_n_class,
 )
+from rageval.generation.rouge.ngrams import ngram_overlap
+from rageval.generation.rouge.pairs import batch_pairs
+from rageval.generation.rouge.tokenization import TOKENIZERS, Token, tokenize
 
 __all__ = [
     "ROUGE_SCORE_SEMANTICS",

@@ -1,5 +1,8 @@
-"""The ROUGE base metric: the parameters every ROUGE metric shares, its outputs and signature,
-and how per-pair counts become values (rouge-score's float arithmetic, the best reference).
+"""The ROUGE metrics: their base (the parameters every ROUGE metric shares, its outputs and
+signature, and how per-pair counts become values: rouge-score's float arithmetic, the best
+reference) and the registered metrics, ``rouge1``, ``rouge2`` and any ``rougeN`` (n-gram
+overlap), ``rougeL`` (LCS over the whole text) and ``rougeLsum`` (summary-level LCS over
+sentences).
 
 Parameters, shared by all of them:
 
@@ -32,9 +35,12 @@ import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult
 from rageval.core.params import Param
+from rageval.core.registry import register, register_family
 from rageval.core.scale import RATIO
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
+from rageval.generation.rouge.lcs import lcs_lengths, summary_lcs
+from rageval.generation.rouge.ngrams import ngram_overlap
 from rageval.generation.rouge.pairs import _Pairs, batch_pairs
 from rageval.generation.rouge.tokenization import TOKENIZERS
 
@@ -153,3 +159,147 @@ def _nltk_version() -> str:
         return metadata.version("nltk")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+class RougeN(Rouge):
+    """ROUGE-N: clipped n-gram overlap between answer and reference (Lin 2004).
+
+    Subclasses set ``n``; :func:`rouge_n_class` builds one for any ``rougeN``.
+    """
+
+    n: ClassVar[int]
+
+    def counts(self, pairs: _Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return ngram_overlap(pairs, self.n)
+
+
+_ROUGE_N_CARD = """ROUGE-{n}: overlap of word {n}-grams between answer and reference (Lin 2004).
+
+    Both texts are tokenised (``tokenizer``, optional Porter ``stem``) and cut into their
+    {n}-grams, counted with multiplicity. ``matches`` = sum over n-grams of min(count in answer,
+    count in reference). Precision = matches / answer {n}-grams, recall = matches / reference
+    {n}-grams (each divided by at least 1), F-measure = 2PR / (P + R) (0 when P + R = 0); the
+    headline value ``{name}`` is the F-measure, with ``{name}.precision``, ``{name}.recall``,
+    ``{name}.fmeasure`` beside it. Range 0-1. Identical to rouge-score's ``{name}`` (rouge-score
+    itself stops at rouge9; larger N follow the same definition).
+
+    Edge cases: {short} has no {n}-grams and scores 0; so do empty and
+    punctuation-only texts, and non-Latin text with the default tokenizer. With several
+    references the one with the best F-measure counts (the first on ties). Unscored: no
+    answer, or no reference.
+
+    Example ({name}): {example}
+
+    Lin, Chin-Yew. 2004. ROUGE: A Package for Automatic Evaluation of Summaries. Text
+    Summarization Branches Out (ACL workshop), 74-81.
+    """
+
+_ROUGE_N_EXAMPLES = {
+    1: 'reference "the cat sat on the mat", answer "the cat lay on the\n    mat": 5 of 6 '
+       "unigrams match, P = R = F = 5/6 = 0.8333.",
+    2: 'reference "the cat sat on the mat", answer "the cat lay on the\n    mat": the bigrams '
+       '"the cat", "on the", "the mat" match, P = R = F = 3/5 = 0.6.',
+}
+
+
+def _rouge_n_summary(n: int) -> str:
+    if n == 2:
+        return ("ROUGE-2 F-measure: word-bigram overlap with the reference (+ .precision, "
+                ".recall, .fmeasure); any rougeN (rouge3, rouge4, ...) works alike")
+    return (f"ROUGE-{n} F-measure: word {n}-gram overlap with the reference (+ .precision, "
+            ".recall, .fmeasure)")
+
+
+def _make_rouge_n(n: int) -> type[RougeN]:
+    name = f"rouge{n}"
+    example = _ROUGE_N_EXAMPLES.get(
+        n, f"a text of at least {n} tokens against itself: every {n}-gram matches, F = 1."
+    )
+    short = "a text without tokens" if n == 1 else f"a text of fewer than {n} tokens"
+    attributes = {
+        "__doc__": _ROUGE_N_CARD.format(n=n, name=name, example=example, short=short),
+        "__module__": __name__,
+        "base": name,
+        "n": n,
+        "variant": f"n{n}",
+        "summary": _rouge_n_summary(n),
+    }
+    return type(f"Rouge{n}", (RougeN,), attributes)
+
+
+Rouge1 = register(_make_rouge_n(1))
+Rouge2 = register(_make_rouge_n(2))
+_ROUGE_N_CLASSES: dict[int, type[Metric]] = {1: Rouge1, 2: Rouge2}
+
+
+def rouge_n_class(base: str) -> type[Metric]:
+    """The class of ``rougeN`` (``rouge3``, ...), one per N so equal names give equal metrics."""
+    n = int(base.removeprefix("rouge"))
+    if n not in _ROUGE_N_CLASSES:
+        _ROUGE_N_CLASSES[n] = _make_rouge_n(n)
+    return _ROUGE_N_CLASSES[n]
+
+
+register_family(r"rouge[1-9][0-9]*", rouge_n_class)
+
+
+@register
+class RougeL(Rouge):
+    """ROUGE-L: longest common subsequence of the whole answer and reference (Lin 2004).
+
+    The texts are tokenised (``tokenizer``, optional Porter ``stem``) and compared as single
+    token sequences, newlines included. Precision = LCS / answer tokens, recall = LCS /
+    reference tokens, F-measure = 2PR / (P + R); headline ``rougeL`` = F-measure, with
+    ``rougeL.precision``, ``rougeL.recall``, ``rougeL.fmeasure``. Range 0-1. Identical to
+    rouge-score's ``rougeL``; the LCS length is computed bit-parallel (Hyyrö 2004).
+
+    Edge cases: a text without tokens scores 0. With several references the one with the best
+    F-measure counts (the first on ties). Unscored: no answer, or no reference.
+
+    Example: reference "the cat sat on the mat", answer "on the mat the cat sat": LCS "the cat
+    sat" (3 of 6), P = R = F = 0.5.
+
+    Lin, Chin-Yew. 2004. ROUGE: A Package for Automatic Evaluation of Summaries. Text
+    Summarization Branches Out (ACL workshop), 74-81.
+    """
+
+    base = "rougeL"
+    variant = "lcs"
+    summary = ("ROUGE-L F-measure: longest common subsequence with the reference "
+               "(+ .precision, .recall, .fmeasure)")
+
+    def counts(self, pairs: _Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return lcs_lengths(pairs)
+
+
+@register
+class RougeLsum(Rouge):
+    """ROUGE-Lsum: summary-level LCS over sentences (Lin 2004, section 3.2), as rouge-score.
+
+    Sentences are the non-empty lines of each text (split on newline; put one sentence per
+    line). For each reference sentence, the union of its LCS with every answer sentence is
+    taken (the LCS that rouge-score's table backtracking reads out); its tokens count as hits
+    while both texts still have unmatched copies of them (no double counting, as ROUGE-1.5.5).
+    Precision = hits / answer tokens, recall = hits / reference tokens, F-measure =
+    2PR / (P + R); headline ``rougeLsum`` = F-measure, with ``.precision``, ``.recall``,
+    ``.fmeasure``. Range 0-1. Identical to rouge-score's ``rougeLsum``. Without newlines it
+    equals ``rougeL``.
+
+    Edge cases: a text without tokens scores 0. With several references the one with the best
+    F-measure counts (the first on ties). Unscored: no answer, or no reference.
+
+    Example: reference "the cat sat\\non the mat", answer "on the mat\\nthe cat sat": each
+    reference sentence is matched whole by one answer sentence, P = R = F = 1 (rougeL: 0.5).
+
+    Lin, Chin-Yew. 2004. ROUGE: A Package for Automatic Evaluation of Summaries. Text
+    Summarization Branches Out (ACL workshop), 74-81.
+    """
+
+    base = "rougeLsum"
+    variant = "lcs-summary"
+    summary_level = True
+    summary = ("ROUGE-Lsum F-measure: summary-level LCS over newline-separated sentences "
+               "(+ .precision, .recall, .fmeasure)")
+
+    def counts(self, pairs: _Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return summary_lcs(pairs)
