@@ -4,12 +4,13 @@
   ``METRIC=VALUE``, :func:`parse_threshold`), :class:`GateRow`, :class:`GateReport` and
   :data:`GATE_FAILED_EXIT`, the exit status of a failed gate;
 - :mod:`~rageval.gate.thresholds`: :func:`check_thresholds` (on the mean or the CI bound) and
-  :func:`unknown_threshold_names` (typos caught before scoring), with the run figures of
-  :mod:`~rageval.gate.figures` (``cost_usd``, ``tokens``, ``requests``, ``failed_requests``);
+  :func:`unknown_threshold_names` (typos caught before scoring), and the run figures a
+  threshold can name (``cost_usd``, ``tokens``, ``requests``, ``failed_requests``);
 - :mod:`~rageval.gate.regression`: :func:`check_regression`, ``rageval compare``'s paired
   statistics with a practical and a statistical bar, directions from
   :mod:`~rageval.gate.direction`;
-- :mod:`~rageval.gate.table`: :func:`gate_table`, the report as a terminal table.
+- :mod:`~rageval.gate.describe`: one description of each checked row, which every channel
+  renders, and :func:`gate_table`, the report as a terminal table.
 
 Pure logic: the command line (flags, the ``[gate]`` table of a config file) lives in
 :mod:`rageval.cli`; the pytest plugin (:mod:`rageval.pytest_plugin`) uses the same functions.
@@ -17,8 +18,8 @@ Pure logic: the command line (flags, the ``[gate]`` table of a config file) live
 
 from __future__ import annotations
 
+from rageval.gate.describe import gate_table
 from rageval.gate.direction import lower_is_better
-from rageval.gate.figures import RunFigure, run_figure
 from rageval.gate.model import (
     GATE_FAILED_EXIT,
     RUN_FIGURES,
@@ -29,11 +30,12 @@ from rageval.gate.model import (
     parse_threshold,
 )
 from rageval.gate.regression import check_regression
-from rageval.gate.table import gate_table
 from rageval.gate.thresholds import (
     GATE_ON,
+    RunFigure,
     check_thresholds,
     rule_basis,
+    run_figure,
     summary_note,
     unknown_threshold_names,
 )

@@ -1,19 +1,27 @@
-"""One description of a gate row, which every channel renders: the terminal's table, the JUnit
-failure, the Markdown summary and the GitHub annotation.
+"""One description of a gate row, which every channel renders: the terminal's table (built
+here, :func:`gate_table`), the JUnit failure, the Markdown summary and the GitHub annotation.
 
 Its figures are labelled, so that no channel shows one number as another: a threshold on the
 mean gives ``mean 0.4766``; one on a CI bound gives ``value 0.4766, CI lower bound 0.41``; a
 regression check gives ``value 0.4766, baseline 0.5339, difference -0.0573, drop 0.0573``, the
 rule then saying what the drop had to be (``drop <= 0.02 vs baseline``).
+
+The terminal's table has one row per check, failures in red, every text made safe for a
+terminal (:func:`rageval.core.outputs.text.terminal`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rageval.gate.model import GateRow, format_number
+from rich.table import Table
+from rich.text import Text
 
-__all__ = ["GateRowText", "describe"]
+from rageval.core.outputs.masking import NO_SECRETS, Masker
+from rageval.core.outputs.text import terminal
+from rageval.gate.model import GateReport, GateRow, format_number
+
+__all__ = ["GateRowText", "describe", "gate_table"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +70,28 @@ def describe(row: GateRow) -> GateRowText:
 def _signed(value: float | None) -> str:
     text = format_number(value)
     return text if value is None or value < 0 else "+" + text
+
+
+def gate_table(report: GateReport, masker: Masker = NO_SECRETS) -> Table:
+    """Metric, rule, labelled figures (the value, the baseline's, the difference), PASS/FAIL
+    and the note of every check, every credential ``masker`` knows masked."""
+    mask = masker
+
+    def cell(text: str, style: str = "") -> Text:
+        return Text(terminal(mask(text)), style=style)
+
+    failed = len(report.failures)
+    verdict = "passed" if report.passed else f"FAILED ({failed} of {len(report.rows)} checks)"
+    table = Table(title=Text(f"gate: {verdict}"), title_justify="left")
+    table.add_column("metric", style="bold")
+    table.add_column("rule")
+    table.add_column("figures", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("note", overflow="fold")
+    for row in report.rows:
+        style = "" if row.passed else "red"
+        # Text cells, not markup: names and notes hold brackets ("p(rel=2)@5", "CI [0.4, 0.6]").
+        table.add_row(cell(row.metric), cell(row.rule), cell(describe(row).figures_text),
+                      Text("PASS", style="green") if row.passed else Text("FAIL", style="bold"),
+                      cell(row.note), style=style)
+    return table

@@ -246,7 +246,7 @@ def test_a_panel_and_the_single_judge_each_count_their_own_requests(
         tmp_path: Path, servers: list[JudgeServer]) -> None:
     """Judgments graded by the run's judge beside a panel's rubric: each manifest section
     counts its own requests, so the run's figures count every request once."""
-    from rageval.gate.figures import run_figure
+    from rageval.gate.thresholds import run_figure
 
     records = _records(tmp_path / "r.jsonl", 4)  # no judgments: the judge grades the contexts
     judge = _judge(servers[0], tmp_path / "c.sqlite", MEMBERS[:2])
