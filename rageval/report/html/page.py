@@ -28,25 +28,30 @@ sections built by its sibling modules:
 * :mod:`~rageval.report.html.sections`: the summary, distributions and manifest sections;
 * :mod:`~rageval.report.html.comparison`: the comparison table and forest plot;
 * :mod:`~rageval.report.html.records`: the per-record table;
-* :mod:`~rageval.report.html.claims`: its claim-level cell (claims, nuggets, citations);
-* :mod:`~rageval.report.html.io`: reading a run's records back and writing the page.
+* :mod:`~rageval.report.html.claims`: its claim-level cell (claims, nuggets, citations).
+
+The page's files are handled here too: the records a run scored, read back for the per-record
+table (:func:`load_run_records`), and the finished page, written atomically
+(:func:`write_report`).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from rageval.core.records import Record
+from rageval.core.files import atomic_write
+from rageval.core.records import Record, load_records
 from rageval.core.results import Results
 from rageval.core.results.counts import RunCounts
 from rageval.core.version import __version__
 from rageval.report.html.comparison import comparison_section
 from rageval.report.html.data import ReportRun, headline_metrics, prepare_runs
-from rageval.report.html.io import load_run_records, write_report
 from rageval.report.html.markup import esc, run_label
 from rageval.report.html.records import records_section
 from rageval.report.html.sections import distribution_section, manifest_section, summary_section
@@ -142,3 +147,24 @@ def _header(runs: list[ReportRun], heading: str, *, has_comparison: bool) -> str
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in links)
     return (f"<header><h1>{esc(heading)}</h1><p class=\"runs\">{''.join(parts)}</p>"
             f"<nav>{nav}</nav></header>")
+
+
+def write_report(path: str | os.PathLike[str], html_text: str) -> Path:
+    """Write the report to ``path`` through a temporary file and a rename, so that an
+    interrupted run never leaves a half-written page where a good one was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(target, html_text)
+
+
+def load_run_records(results: Results) -> list[Record] | None:
+    """The records a run scored, read again from the file its manifest names.
+
+    Returns None when the run was scored from memory or the file is no longer there (the report
+    then shows ids, scores and judge reasoning without queries and answers). A file that exists
+    but no longer loads raises :class:`~rageval.core.errors.InputError`, naming the file and line.
+    """
+    source = results.records_info.source
+    if source is None or source == "<memory>" or not Path(source).is_file():
+        return None
+    return load_records(source)
