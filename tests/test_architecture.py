@@ -170,8 +170,9 @@ def test_the_orchestrator_names_no_family() -> None:
 
 
 MAX_FUNCTION_LINES = 80
-# Functions over the limit that are being split now; this set empties when they are.
-KNOWN_LONG_FUNCTIONS = {
+# Functions over the limit that are being split now: each leaves this set when it is split,
+# and the set is then empty.
+LONG_FUNCTIONS_BEING_SPLIT = {
     "rageval.orchestrator._run",
     "rageval.cli.score_options._judge_options",
     "rageval.judge.llm.pool.run_pool",
@@ -207,11 +208,19 @@ def long_functions(source: str, module: str) -> dict[str, int]:
     return out
 
 
-def test_no_function_is_over_80_lines() -> None:
+def all_long_functions() -> dict[str, int]:
     found: dict[str, int] = {}
     for name, path in modules().items():
         found.update(long_functions(path.read_text(encoding="utf-8"), name))
-    assert {n: lines for n, lines in found.items() if n not in KNOWN_LONG_FUNCTIONS} == {}
+    return found
+
+
+def test_no_function_is_over_80_lines() -> None:
+    found = all_long_functions()
+    assert {n: lines for n, lines in found.items() if n not in LONG_FUNCTIONS_BEING_SPLIT} == {}
+    # One that was split (or renamed) leaves the set, so that the exception ends with it.
+    split = sorted(LONG_FUNCTIONS_BEING_SPLIT - set(found))
+    assert split == [], f"split now, remove from LONG_FUNCTIONS_BEING_SPLIT: {split}"
 
 
 def test_the_function_length_check_counts_the_body_without_its_docstring() -> None:
