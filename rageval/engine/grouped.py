@@ -21,7 +21,7 @@ from rageval.core.records import Conversation, Record
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
 from rageval.engine.columns import GrowingColumn
-from rageval.stats.groups import group_sums
+from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.resampling import bootstrap_ci
 
 #: The signature field of every value summed up over conversations.
@@ -116,14 +116,15 @@ def per_conversation(values: np.ndarray, groups: np.ndarray) -> PerConversation:
     (:meth:`ConversationGroups.array`)."""
     count = int(groups[-1]) + 1 if len(groups) else 0
     scored = ~np.isnan(values)
-    sums, sizes = group_sums(values, scored, groups, count)
+    sizes = np.bincount(groups[scored], minlength=count)
+    means = exact_group_means(values[scored], groups[scored], count)
     has = sizes > 0
     lowest = np.full(count, np.inf)
     np.minimum.at(lowest, groups[scored], values[scored])
     ends = np.flatnonzero(np.append(groups[1:] != groups[:-1], True))  # each one's last row
     positions = np.flatnonzero(scored)
     turns = np.split(positions, np.cumsum(sizes)[:-1])
-    return PerConversation(sums[has] / sizes[has], lowest[has], values[ends][has],
+    return PerConversation(means[has], lowest[has], values[ends][has],
                            [t for t, h in zip(turns, has, strict=True) if h], count)
 
 
@@ -153,7 +154,7 @@ def summarise_conversations(metric: Metric, result: MetricResult, reasons: Count
                               statistic=lambda picked, e=expand: metric.corpus_value(
                                   result, e(picked)))
         else:
-            value = float(grouped.means.mean()) if len(grouped.means) else None
+            value = exact_mean(grouped.means) if len(grouped.means) else None
             aggregate = "mean"
             if means is None:
                 ci = bootstrap_ci(grouped.means, resamples=bootstrap, seed=seed)
@@ -161,9 +162,9 @@ def summarise_conversations(metric: Metric, result: MetricResult, reasons: Count
                 ci, means[name] = None, grouped.means
         last = grouped.last[~np.isnan(grouped.last)]
         figures: dict[str, object] = {"turns": {"scored": scored, "unscored": len(values) - scored},
-                   "conversation_min": float(grouped.lowest.mean()) if len(grouped.means)
+                   "conversation_min": exact_mean(grouped.lowest) if len(grouped.means)
                    else None,
-                   "conversation_last": float(last.mean()) if len(last) else None}
+                   "conversation_last": exact_mean(last) if len(last) else None}
         if name == headline:
             figures.update(metric.summary_figures(result))
         out[name] = MetricSummary(

@@ -24,7 +24,8 @@ import numpy as np
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
-from rageval.stats.poisson import ExactSums, block_rows, poisson_weights
+from rageval.stats.exact import ExactSums, exact_group_means
+from rageval.stats.poisson import block_rows, poisson_weights
 from rageval.stats.resampling import percentile_interval
 
 #: The signature field of a value whose interval came from the Poisson bootstrap.
@@ -244,9 +245,11 @@ class UnitFolder:
 def _summed(values: np.ndarray, stats: np.ndarray | None, starts: np.ndarray) -> Units:
     scored = ~np.isnan(values)
     counts = np.add.reduceat(scored.astype(np.int64), starts, axis=0)
-    sums = np.add.reduceat(np.where(scored, values, 0.0), starts, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / counts, np.nan)
+    groups = np.zeros(len(values), dtype=np.int64)
+    groups[starts[1:]] = 1
+    groups = np.cumsum(groups)
+    means = np.column_stack([exact_group_means(column[kept], groups[kept], len(starts))
+                             for column, kept in zip(values.T, scored.T, strict=True)])
     lowest = np.minimum.reduceat(np.where(scored, values, np.inf), starts, axis=0)
     lowest[counts == 0] = np.nan
     ends = np.r_[starts[1:], len(values)] - 1

@@ -21,6 +21,7 @@ from rageval.engine.calibration import calibrate
 from rageval.engine.columns import GrowingColumn
 from rageval.engine.grouped import UNIT, ConversationGroups, summarise_conversations
 from rageval.engine.online import OnlineBlocks, OnlineStore
+from rageval.stats.exact import exact_mean
 from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
 
@@ -284,7 +285,7 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
                 statistic=lambda idx, m=metric, r=result, ix=indices: m.corpus_value(r, ix[idx]),
             )
         else:
-            value = float(kept.mean()) if len(kept) else None
+            value = exact_mean(kept) if len(kept) else None
             aggregate = "mean"
             if within is not None and name == metric.output_names()[0]:
                 ci = two_level_bootstrap_ci(within[scored], resamples=bootstrap, seed=seed)

@@ -32,7 +32,8 @@ from rageval.engine import settings as settings_module
 from rageval.engine.online import OnlineStore
 from rageval.engine.summary import SummaryParts
 from rageval.stats import poisson
-from rageval.stats.poisson import ExactSums, block_rows, poisson_weights, seeded_keys, unit_keys
+from rageval.stats.exact import ExactSums
+from rageval.stats.poisson import block_rows, poisson_weights, seeded_keys, unit_keys
 from rageval.stats.resampling import percentile_interval
 
 

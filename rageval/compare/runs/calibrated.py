@@ -26,7 +26,7 @@ from rageval.core.calibration import MIN_LABELLED
 from rageval.core.errors import UsageError
 from rageval.core.records import iter_records
 from rageval.core.records.human import Label, label_keys, parse_label
-from rageval.stats.poisson import ExactSums
+from rageval.stats.exact import ExactSums
 from rageval.stats.ppi import PPIEstimate, classical_mean, ppi_mean, ppi_mean_moments
 
 __all__ = ["CalibratedSums", "RunLabels", "add_calibrated", "calibrated_delta",

@@ -19,6 +19,7 @@ import numpy as np
 from rageval.compare.runs.corpus import corpus_resampler, record_details
 from rageval.compare.runs.pairing import NamedRun
 from rageval.core.results import Results
+from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
@@ -32,6 +33,7 @@ __all__ = [
     "finite",
     "mismatch_kind",
     "missing_outputs",
+    "paired_means",
     "row_head",
     "signature_diff",
     "tally",
@@ -229,8 +231,6 @@ def _measure(
     if groups is not None and masks is not None and diffs is not None:
         shares = np.column_stack([_shares(m.kept, groups, n) for m in means])
         masks, diffs = masks * shares, diffs * shares
-        values = [(np.where(m.kept, m.base, 0.0) * shares[:, k],
-                   np.where(m.kept, m.system, 0.0) * shares[:, k]) for k, m in enumerate(means)]
     # Per corpus metric, statistics read once: each side's, and both (the baseline's records
     # then the system's) for relabellings, which exchange a record's two sides.
     scorers = []
@@ -263,24 +263,15 @@ def _measure(
 
     ci = paired_bootstrap(resampled, n, resamples=resamples, seed=seed, level=LEVEL)
     p, exact = randomization_test(relabelled, n, permutations=permutations, seed=seed)
-    sums = np.zeros(0) if diffs is None else diffs.sum(axis=0)
     for k, metric in enumerate([*means, *corpora]):
         kept = metric.kept
         if metric.corpus:
             base_score, system_score, _ = scorers[k - len(means)]
             base_value, system_value = float(base_score(None)[0]), float(system_score(None)[0])
             delta = system_value - base_value
-        elif groups is not None:  # means over conversations of their paired turns' means
-            units = float(masks[:, k].sum())  # type: ignore[index]
-            base_value = float(values[k][0].sum()) / units
-            system_value = float(values[k][1].sum()) / units
-            delta = float(sums[k]) / units
         else:
-            base_value = float(metric.base[kept].mean())
-            system_value = float(metric.system[kept].mean())
-            # The mean of the differences: the statistic resampled and tested (the difference
-            # of the two means may differ from it in the last bit).
-            delta = float(sums[k]) / int(kept.sum())
+            base_value, system_value, delta = paired_means(metric.base, metric.system, kept,
+                                                           groups)
         metric.row.update({
             "baseline_value": finite(base_value),
             "system_value": finite(system_value),
@@ -289,6 +280,21 @@ def _measure(
             "p_value": finite(p[k]),
             "p_method": "exact" if exact else "monte-carlo",
         })
+
+
+def paired_means(base: np.ndarray, system: np.ndarray, kept: np.ndarray,
+                 groups: np.ndarray | None) -> tuple[float, float, float]:
+    """The baseline's and the system's mean over the ``kept`` pairs, and the mean of their
+    differences, each correctly rounded (:mod:`~rageval.stats.exact`); with ``groups``, means
+    over conversations of each one's correctly rounded mean over its paired turns, as the
+    runs' summaries and the streamed comparison compute them."""
+    differences = system[kept] - base[kept]
+    if groups is None:
+        return exact_mean(base[kept]), exact_mean(system[kept]), exact_mean(differences)
+    count = int(groups.max()) + 1
+    scored = np.bincount(groups[kept], minlength=count) > 0
+    return tuple(exact_mean(exact_group_means(x, groups[kept], count)[scored])
+                 for x in (base[kept], system[kept], differences))  # type: ignore[return-value]
 
 
 def _shares(kept: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:

@@ -16,7 +16,8 @@ import numpy as np
 
 from rageval.compare.runs.pairing import NamedRun
 from rageval.compare.runs.statistics import LEVEL, column, finite
-from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys
+from rageval.stats.exact import ExactSums, exact_mean
+from rageval.stats.poisson import drawn_sums, seeded_keys
 from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
 
 __all__ = ["TurnSums", "per_turn_rows"]
@@ -42,9 +43,9 @@ def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
             rows.append({
                 "metric": name, "baseline": base.name, "system": system.name,
                 "turn": int(position), "n": int(here.sum()),
-                "baseline_value": float(b[here].mean()),
-                "system_value": float(s[here].mean()),
-                "delta": float(differences.mean()),
+                "baseline_value": exact_mean(b[here]),
+                "system_value": exact_mean(s[here]),
+                "delta": exact_mean(differences),
                 "ci95": [float(ci[0]), float(ci[1])],
                 "headline": bool(bsum[name].in_table),
             })
