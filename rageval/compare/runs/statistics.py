@@ -18,6 +18,7 @@ import numpy as np
 
 from rageval.compare.runs.corpus import corpus_resampler, record_details
 from rageval.compare.runs.pairing import NamedRun
+from rageval.core.errors import MOST_RESAMPLES, check_int
 from rageval.core.results import Results
 from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.groups import group_means, group_sums
@@ -26,6 +27,7 @@ from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 __all__ = [
     "LEVEL",
     "Comparison",
+    "Draws",
     "Tally",
     "adjust",
     "column",
@@ -41,6 +43,28 @@ __all__ = [
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Draws:
+    """How a comparison draws: ``resamples`` of its bootstrap, ``permutations`` (relabellings)
+    of its randomization test, and the ``seed`` both derive from."""
+
+    resamples: int = 10_000
+    permutations: int = 10_000
+    seed: int = 0
+
+    def check(self) -> Draws:
+        """The draws, each within its bounds (:class:`UsageError` naming the one that is not)."""
+        for name, low, high in (("resamples", 1, MOST_RESAMPLES),
+                                ("permutations", 1, MOST_RESAMPLES), ("seed", 0, None)):
+            check_int(name, getattr(self, name), low, high=high)
+        return self
+
+    def settings(self) -> dict[str, int]:
+        """The draws as a comparison's settings report them."""
+        return {"resamples": self.resamples, "permutations": self.permutations,
+                "seed": self.seed}
 
 
 @dataclass(frozen=True)
@@ -99,10 +123,7 @@ def compare_pair(
     system: NamedRun,
     base_pos: np.ndarray,
     system_pos: np.ndarray,
-    *,
-    resamples: int,
-    permutations: int,
-    seed: int,
+    draws: Draws,
     groups: np.ndarray | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """The rows of one baseline-system comparison (Holm-adjusted within it), and the output
@@ -120,8 +141,7 @@ def compare_pair(
                                row_head(name, base, system, tally(b, s, groups), corpus)))
     tested = [m for m in metrics if m.row["n"] > 0]
     if tested:
-        _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed,
-                 groups)
+        _measure(tested, base, system, base_pos, system_pos, draws, groups)
     rows = [m.row for m in metrics]
     adjust(rows)
     return rows, missing
@@ -204,9 +224,7 @@ def _measure(
     system: NamedRun,
     base_pos: np.ndarray,
     system_pos: np.ndarray,
-    resamples: int,
-    permutations: int,
-    seed: int,
+    draws: Draws,
     groups: np.ndarray | None = None,
 ) -> None:
     """Values, delta, CI and p-value of every metric of one comparison.
@@ -261,8 +279,9 @@ def _measure(
             columns.append((both_score(as_system) - both_score(as_base))[:, None])
         return np.hstack(columns)
 
-    ci = paired_bootstrap(resampled, n, resamples=resamples, seed=seed, level=LEVEL)
-    p, exact = randomization_test(relabelled, n, permutations=permutations, seed=seed)
+    ci = paired_bootstrap(resampled, n, resamples=draws.resamples, seed=draws.seed, level=LEVEL)
+    p, exact = randomization_test(relabelled, n, permutations=draws.permutations,
+                                  seed=draws.seed)
     for k, metric in enumerate([*means, *corpora]):
         kept = metric.kept
         if metric.corpus:

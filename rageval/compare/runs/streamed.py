@@ -29,7 +29,7 @@ from rageval.compare.runs.pairing import (
     some_ids,
 )
 from rageval.compare.runs.spill import Part, RunSpill, partition_count
-from rageval.compare.runs.statistics import LEVEL, adjust, missing_outputs, row_head
+from rageval.compare.runs.statistics import LEVEL, Draws, adjust, missing_outputs, row_head
 from rageval.compare.runs.sums import PairedSums, PastFloats
 from rageval.compare.runs.turns import TurnSums
 from rageval.core.errors import InputError
@@ -83,8 +83,7 @@ class _Accumulated:
 
 
 def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool,
-                     resamples: int, permutations: int, seed: int,
-                     labels: dict[str, RunLabels] | None = None) -> Streamed:
+                     draws: Draws, labels: dict[str, RunLabels] | None = None) -> Streamed:
     """Compare every system with the baseline, streaming their records (see the module);
     ``labels``: each run's human labels, for calibrated differences."""
     runs = [base, *systems]
@@ -99,7 +98,7 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
             spill.fill()
         paired, dropped = _pair(spills, intersect)
         found = {s.name: _accumulated(base, s, (spills[0], spill), shared[s.name], labels,
-                                      (resamples, permutations, seed))
+                                      draws)
                  for s, spill in zip(systems, spills[1:], strict=True)}
         for index in range(parts):
             loaded = [spill.part(index) for spill in spills]
@@ -121,15 +120,13 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
 
 def _accumulated(base: NamedRun, system: NamedRun, spills: tuple[RunSpill, RunSpill],
                  names: list[str], labels: dict[str, RunLabels] | None,
-                 draws: tuple[int, int, int]) -> _Accumulated:
-    resamples, permutations, seed = draws
+                 draws: Draws) -> _Accumulated:
     corpus = {n: spills[0].corpus[n] for n in names
               if n in spills[0].corpus and n in spills[1].corpus}
     widths = {n: max(spills[0].widths[n], spills[1].widths[n]) for n in corpus}
-    found = _Accumulated(names, PairedSums(names, corpus, widths, resamples=resamples,
-                                           permutations=permutations, seed=seed, level=LEVEL))
+    found = _Accumulated(names, PairedSums(names, corpus, widths, draws, LEVEL))
     if spills[0].in_conversations:
-        found.turns = TurnSums(_means(base, system, names), resamples=resamples, seed=seed)
+        found.turns = TurnSums(_means(base, system, names), draws)
     if labels is not None:
         heads = [{"metric": n, "headline": base.results.summary[n].in_table} for n in names]
         found.calibrated = CalibratedSums(calibrated_metrics(heads), labels[base.name],

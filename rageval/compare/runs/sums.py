@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.compare.runs.statistics import Tally, finite, tally
+from rageval.compare.runs.statistics import Draws, Tally, finite, tally
 from rageval.core.metric import Metric
 from rageval.stats.exact import ExactSums, exact_group_means
 from rageval.stats.groups import group_rows
@@ -42,10 +42,11 @@ class PairedSums:
     the metric of each corpus output among them."""
 
     def __init__(self, names: list[str], corpus: dict[str, Metric], widths: dict[str, int],
-                 *, resamples: int, permutations: int, seed: int, level: float) -> None:
+                 draws: Draws, level: float) -> None:
         self.names, self.corpus, self.widths = names, corpus, widths
+        resamples, permutations = draws.resamples, draws.permutations
         self.resamples, self.permutations, self.seed, self.level = (
-            resamples, permutations, seed, level)
+            resamples, permutations, draws.seed, level)
         self.means = [n for n in names if n not in corpus]
         self.tallies = {name: Tally() for name in names}
         m = len(self.means)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import LEVEL, column, finite
+from rageval.compare.runs.statistics import LEVEL, Draws, column, finite
 from rageval.stats.exact import ExactSums, exact_mean
 from rageval.stats.poisson import drawn_sums, seeded_keys
 from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
@@ -24,8 +24,8 @@ __all__ = ["TurnSums", "per_turn_rows"]
 
 
 def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
-                  system_pos: np.ndarray, turns: np.ndarray, *, resamples: int,
-                  seed: int) -> list[dict[str, Any]]:
+                  system_pos: np.ndarray, turns: np.ndarray,
+                  draws: Draws) -> list[dict[str, Any]]:
     """One row per (output, turn position) of one baseline-system comparison (``turns``: each
     paired record's turn position, 0 where it is not a turn)."""
     bsum, ssum = base.results.summary, system.results.summary
@@ -39,7 +39,8 @@ def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
         for position in np.unique(turns[kept]):
             here = kept & (turns == position)
             differences = s[here] - b[here]
-            ci = paired_bootstrap_ci(differences, resamples=resamples, seed=seed, level=LEVEL)
+            ci = paired_bootstrap_ci(differences, resamples=draws.resamples, seed=draws.seed,
+                                     level=LEVEL)
             rows.append({
                 "metric": name, "baseline": base.name, "system": system.name,
                 "turn": int(position), "n": int(here.sum()),
@@ -57,8 +58,8 @@ class TurnSums:
     mean output, exact sums of the paired turns' values and differences, and their
     Poisson-weighted sums (each turn weighed with its conversation's weights)."""
 
-    def __init__(self, names: list[str], *, resamples: int, seed: int) -> None:
-        self.names, self.resamples, self.seed = names, resamples, seed
+    def __init__(self, names: list[str], draws: Draws) -> None:
+        self.names, self.resamples, self.seed = names, draws.resamples, draws.seed
         self._positions: dict[int, tuple[ExactSums, np.ndarray, np.ndarray]] = {}
 
     def add(self, b: np.ndarray, s: np.ndarray, turns: np.ndarray, keys: np.ndarray) -> None:
