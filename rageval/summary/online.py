@@ -138,7 +138,7 @@ class OnlineStore:
         the exact sums of its statistics), the Poisson bootstrap's percentile interval, and
         the counts; ``extra``: signature fields after the metric's own; with
         ``conversations``, the units are conversations, summed up as
-        :func:`~rageval.engine.grouped.summarise_conversations` does."""
+        :func:`~rageval.summary.grouped.summarise_conversations` does."""
         metric = self.metric
         signature = metric.result_signature(self.signature_part()).extend([*extra, POISSON])
         headline = metric.output_names()[0]

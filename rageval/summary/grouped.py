@@ -20,9 +20,9 @@ from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Conversation, Record
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
-from rageval.engine.columns import GrowingColumn
 from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.resampling import bootstrap_ci
+from rageval.summary.columns import GrowingColumn
 
 #: The signature field of every value summed up over conversations.
 UNIT = Field("unit", "conversation", "u")
@@ -135,7 +135,7 @@ def summarise_conversations(metric: Metric, result: MetricResult, reasons: Count
     conversations with a scored turn, ``unscored`` those without; the turns scored and
     unscored, and the means of each conversation's lowest and last value, are figures beside
     it. A corpus figure (corpus BLEU) is over every scored turn, its CI from resampled
-    conversations. ``means`` as :func:`~rageval.engine.summary.summarise` takes it."""
+    conversations. ``means`` as :func:`~rageval.summary.parts.summarise` takes it."""
     signature = metric.result_signature(result).extend([UNIT])
     headline = metric.output_names()[0]
     flagged = Counter(flag for detail in result.details or () if detail
