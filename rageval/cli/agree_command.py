@@ -3,6 +3,7 @@ written to ``--json`` atomically when asked."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -12,7 +13,7 @@ from rageval.compare.command_output import console_for, write_json_file
 from rageval.core.errors import UsageError
 from rageval.core.outputs.text import terminal
 
-__all__ = ["parse_pair", "run_agree"]
+__all__ = ["agree_command", "parse_pair", "run_agree"]
 
 
 def parse_pair(text: str) -> tuple[str, str]:
@@ -54,3 +55,9 @@ def run_agree(
         write_json_file(report.to_json(), json_path)
         console.print(terminal(f"wrote {json_path}"), markup=False, highlight=False)
     return 0
+
+
+def agree_command(args: argparse.Namespace, out: TextIO) -> int:
+    """``rageval agree`` from its parsed arguments (the parser's handler)."""
+    return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
+                     args.intersect, args.json, out, metric=args.metric)

@@ -18,7 +18,7 @@ such means are rounded half up for the grade-based statistics (exact and adjacen
 kappa, confusion matrix), and the report says how many were; the correlations use raw values.
 
 This module holds the entry points (:func:`agree_runs`, :func:`run_agree`). The statistics are
-in :mod:`~rageval.compare.agree.statistics`, the loading and matching of runs and human labels in
+in :mod:`~rageval.stats.agreement`, the loading and matching of runs and human labels in
 :mod:`~rageval.compare.agree.inputs`, the report's rows in :mod:`~rageval.compare.agree.report`
 and its printing in :mod:`~rageval.compare.agree.output`.
 """
@@ -40,14 +40,14 @@ from rageval.compare.agree.inputs import (
 )
 from rageval.compare.agree.output import render_agreement
 from rageval.compare.agree.report import AgreementReport, AgreementRow, metric_rows
-from rageval.compare.agree.statistics import (
+from rageval.core.errors import UsageError
+from rageval.stats.agreement import (
     Agreement,
     agreement,
     kendall_tau_b,
     quadratic_kappa,
     spearman_rho,
 )
-from rageval.core.errors import UsageError
 
 __all__ = [
     "Agreement",
