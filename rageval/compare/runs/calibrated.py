@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.agree.inputs import JUDGE_PREFIX, PAIRWISE_PREFIX
-from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import column
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
 from rageval.core.errors import UsageError
 from rageval.core.records import iter_records
 from rageval.core.records.human import Label, label_keys, parse_label
@@ -76,20 +75,19 @@ class RunLabels:
         return out
 
 
-def add_calibrated(rows: list[dict[str, Any]], base: NamedRun, system: NamedRun,
-                   base_pos: np.ndarray, system_pos: np.ndarray, base_labels: RunLabels,
+def add_calibrated(rows: list[dict[str, Any]], block: PairedBlock, base_labels: RunLabels,
                    system_labels: RunLabels) -> None:
-    """Give each rubric judge row of one comparison its ``calibrated`` entry."""
+    """Give each rubric judge row of one comparison held in memory (``block``: every pair,
+    with its record ids) its ``calibrated`` entry."""
     names = calibrated_metrics(rows)
-    base_ids = [base.results.records[i].id for i in base_pos]
-    system_ids = [system.results.records[i].id for i in system_pos]
+    assert block.ids is not None  # kept for the labels
+    base_ids, system_ids = block.ids
+    several = len(names) > 1
     for row in rows:
         if row["metric"] not in names:
             continue
-        several = len(names) > 1
         row["calibrated"] = calibrated_delta(
-            column(base.results, row["metric"])[base_pos],
-            column(system.results, row["metric"])[system_pos],
+            *block.values(row["metric"]),
             base_labels.column(base_ids, row["metric"], several),
             system_labels.column(system_ids, row["metric"], several))
 
@@ -125,9 +123,14 @@ class CalibratedSums:
         self._sums = ExactSums(2 * len(names))
         self._unlabelled = np.zeros(len(names), dtype=np.int64)
 
-    def add(self, name: str, base: np.ndarray, system: np.ndarray, base_ids: list[str],
-            system_ids: list[str]) -> None:
-        """Paired values of ``name`` and the ids of the records they are the values of."""
+    def add(self, block: PairedBlock) -> None:
+        """A block of pairs, with their record ids."""
+        assert block.ids is not None  # kept for the labels
+        for name in self.names:
+            self._add(name, *block.values(name), *block.ids)
+
+    def _add(self, name: str, base: np.ndarray, system: np.ndarray, base_ids: list[str],
+             system_ids: list[str]) -> None:
         several = len(self.names) > 1
         b_labels = self.base.column(base_ids, name, several)
         s_labels = self.system.column(system_ids, name, several)

@@ -51,6 +51,12 @@ were produced under the same signature. The statistics (all seeded, never a glob
   values, deltas and counts, with a paired Poisson bootstrap and a randomization test whose
   weights and signs are derived from (seed, each unit's id, draw), in running sums.
 
+Both ways share one pairing (:mod:`~rageval.compare.runs.pairing`: its rules and messages, and
+the blocks of pairs a comparison reads: one block for runs held in memory, a block per
+partition and few thousand units for runs streamed), one :class:`Draws` (resamples,
+permutations, seed), and correctly rounded means (:mod:`rageval.stats.exact`): their values,
+deltas and counts agree to the last bit.
+
 This module holds the entry points (:func:`compare_runs`; :func:`run_compare` and
 :func:`compare_command`, the command that prints and writes it). Loading and
 pairing the runs is in :mod:`~rageval.compare.runs.pairing`, the statistics of a comparison in
@@ -81,6 +87,7 @@ from rageval.compare.runs.pairing import (
     load_runs,
     pair_record_ids,
     pick_baseline,
+    whole_block,
 )
 from rageval.compare.runs.statistics import (
     LEVEL,
@@ -161,22 +168,20 @@ def compare_runs(
     turn_rows: list[dict[str, Any]] = []
     not_compared: dict[str, dict[str, list[str]]] = {}
     threads = conversation_groups(base.results.records, positions[base.name])
-    groups = None if threads is None else threads[0]
     for system in systems:
-        pair_rows, missing = compare_pair(
-            base, system, positions[base.name], positions[system.name], draws, groups,
-        )
+        names = [n for n in base.results.summary if n in system.results.summary]
+        block = whole_block(base, system, names, (positions[base.name],
+                            positions[system.name]), threads, ids=labels is not None)
+        pair_rows, missing = compare_pair(base, system, block, draws)
         if threads is not None:
-            turn_rows += per_turn_rows(base, system, positions[base.name],
-                                       positions[system.name], threads[1], draws)
+            turn_rows += per_turn_rows(base, system, block, draws)
         if labels is not None:
-            add_calibrated(pair_rows, base, system, positions[base.name],
-                           positions[system.name], labels[base.name], labels[system.name])
+            add_calibrated(pair_rows, block, labels[base.name], labels[system.name])
         rows += pair_rows
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
     settings = _settings(draws, intersect, human,
-                         conversations=groups is not None, streamed=False)
+                         conversations=threads is not None, streamed=False)
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
                       settings, not_compared, turn_rows)
 

@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.runs.corpus import corpus_resampler, record_details
-from rageval.compare.runs.pairing import NamedRun
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
 from rageval.core.errors import MOST_RESAMPLES, check_int
-from rageval.core.results import Results
 from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
@@ -30,7 +29,6 @@ __all__ = [
     "Draws",
     "Tally",
     "adjust",
-    "column",
     "compare_pair",
     "finite",
     "mismatch_kind",
@@ -118,30 +116,26 @@ class _Metric:
         return ~(np.isnan(self.base) | np.isnan(self.system))
 
 
-def compare_pair(
-    base: NamedRun,
-    system: NamedRun,
-    base_pos: np.ndarray,
-    system_pos: np.ndarray,
-    draws: Draws,
-    groups: np.ndarray | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """The rows of one baseline-system comparison (Holm-adjusted within it), and the output
-    names only one of the two runs has (``baseline_only``, ``system_only``). With ``groups``
-    (each paired record's conversation), values, deltas and counts are over conversations
-    (each the mean of its paired turns) and conversations are resampled and relabelled whole."""
+def compare_pair(base: NamedRun, system: NamedRun, block: PairedBlock,
+                 draws: Draws) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The rows of one baseline-system comparison held in memory (``block``: every pair of
+    the outputs both runs have, :func:`~rageval.compare.runs.pairing.whole_block`),
+    Holm-adjusted within it, and the output names only one of the two runs has
+    (``baseline_only``, ``system_only``). With the block's ``groups`` (each pair's
+    conversation), values, deltas and counts are over conversations (each the mean of its
+    paired turns) and conversations are resampled and relabelled whole."""
     bsum, ssum = base.results.summary, system.results.summary
     missing = missing_outputs(base, system)
+    groups = block.groups
     metrics = []
-    for name in (n for n in bsum if n in ssum):
-        b = column(base.results, name)[base_pos]
-        s = column(system.results, name)[system_pos]
+    for name in block.names:
+        b, s = block.values(name)
         corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
         metrics.append(_Metric(name, b, s, corpus,
                                row_head(name, base, system, tally(b, s, groups), corpus)))
     tested = [m for m in metrics if m.row["n"] > 0]
     if tested:
-        _measure(tested, base, system, base_pos, system_pos, draws, groups)
+        _measure(tested, base, system, (block.base_rows, block.system_rows), draws, groups)
     rows = [m.row for m in metrics]
     adjust(rows)
     return rows, missing
@@ -222,8 +216,7 @@ def _measure(
     metrics: list[_Metric],
     base: NamedRun,
     system: NamedRun,
-    base_pos: np.ndarray,
-    system_pos: np.ndarray,
+    positions: tuple[np.ndarray, np.ndarray],
     draws: Draws,
     groups: np.ndarray | None = None,
 ) -> None:
@@ -239,6 +232,7 @@ def _measure(
     each record of a mean metric weighs one over its conversation's paired turns, so that the
     statistic is the mean over conversations of each one's mean difference.
     """
+    base_pos, system_pos = positions
     n = len(base_pos) if groups is None else int(groups.max()) + 1
     spread = (lambda w: w) if groups is None else (lambda w: w[:, groups])
     means = [m for m in metrics if not m.corpus]
@@ -328,13 +322,6 @@ def _details(run: NamedRun, metric: _Metric, positions: np.ndarray) -> list[dict
     records = run.results.records
     return [record_details(records[position], metric.name, run.name) if keep else None
             for keep, position in zip(metric.kept, positions, strict=True)]
-
-
-def column(results: Results, name: str) -> np.ndarray:
-    """Per-record values of one output name, NaN where unscored (or absent)."""
-    values = (r.scores.get(name) for r in results.records)
-    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64,
-                       count=len(results.records))
 
 
 def adjust(rows: list[dict[str, Any]]) -> None:

@@ -2,32 +2,27 @@
 
 Each run's records are read once and spilled to partitions by a hash of their unit
 (:mod:`~rageval.compare.runs.spill`). A first pass over the partitions pairs the records by
-id and finds what does not pair (repeated ids, ids missing from a run), with the errors and
-``intersect`` of the whole comparison; a second joins the runs partition by partition and
-adds each system's pairs to running sums (:mod:`~rageval.compare.runs.sums`,
-:class:`~rageval.compare.runs.turns.TurnSums`). The comparison holds one partition of each run
-and the sums, whatever the runs' length.
+id with the pairing of every comparison (:class:`~rageval.compare.runs.pairing.PairingCheck`:
+repeated ids, ids missing from a run, ``intersect``, and their messages); a second joins the
+runs partition by partition into blocks of pairs
+(:class:`~rageval.compare.runs.pairing.PairedBlock`, as a comparison held in memory reads its
+one block) and adds them to running sums with Poisson weights
+(:mod:`~rageval.compare.runs.sums`, :class:`~rageval.compare.runs.turns.TurnSums`,
+:class:`~rageval.compare.runs.calibrated.CalibratedSums`). The comparison holds one partition
+of each run and the sums, whatever the runs' length.
 """
 
 from __future__ import annotations
 
-import heapq
 import tempfile
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rageval.compare.runs.calibrated import CalibratedSums, RunLabels, calibrated_metrics
-from rageval.compare.runs.pairing import (
-    SHOWN_IDS,
-    NamedRun,
-    PairKey,
-    label,
-    some_ids,
-)
+from rageval.compare.runs.pairing import NamedRun, PairedBlock, PairingCheck
 from rageval.compare.runs.spill import Part, RunSpill, partition_count
 from rageval.compare.runs.statistics import LEVEL, Draws, adjust, missing_outputs, row_head
 from rageval.compare.runs.sums import PairedSums, PastFloats
@@ -53,21 +48,6 @@ class Streamed:
     paired: int
     not_compared: dict[str, dict[str, list[str]]]
     conversations: bool
-
-
-@dataclass
-class _Keys:
-    """A count of pairing keys and the first few of them, as messages show them."""
-
-    count: int = 0
-    first: list[PairKey] = field(default_factory=list)
-
-    def add(self, keys: list[PairKey]) -> None:
-        self.count += len(keys)
-        self.first = heapq.nsmallest(SHOWN_IDS, [*self.first, *keys], key=label)
-
-    def text(self) -> str:
-        return some_ids(self.count, self.first)
 
 
 @dataclass
@@ -150,38 +130,14 @@ def _corpus(name: str, base: NamedRun, systems: list[NamedRun]) -> bool:
 
 
 def _pair(spills: list[RunSpill], intersect: bool) -> tuple[int, dict[str, int]]:
-    """Pair every partition's keys across the runs: the paired count and what each run lost
-    to ``intersect``; errors for repeated ids and, without ``intersect``, for missing ones."""
-    names = [spill.run.name for spill in spills]
-    repeated = {name: _Keys() for name in names}
-    lacks = {pair: _Keys() for name in names[1:] for pair in ((name, names[0]),
-                                                              (names[0], name))}
-    paired, totals = 0, dict.fromkeys(names, 0)
+    """Pair every partition's keys across the runs (:class:`PairingCheck`: the rules and
+    messages of every comparison): the paired count and what each run lost to
+    ``intersect``."""
+    check = PairingCheck([spill.run.name for spill in spills])
     for index in range(spills[0].parts):
-        keys = [spill.part(index).keys for spill in spills]
-        sets = []
-        for name, run_keys in zip(names, keys, strict=True):
-            unique = set(run_keys)
-            if len(unique) < len(run_keys):
-                repeated[name].add([k for k, n in Counter(run_keys).items() if n > 1])
-            totals[name] += len(run_keys)
-            sets.append(unique)
-        paired += len(set.intersection(*sets))
-        for name, other in zip(names[1:], sets[1:], strict=True):
-            lacks[(name, names[0])].add(list(sets[0] - other))
-            lacks[(names[0], name)].add(list(other - sets[0]))
-    for name in names:
-        if repeated[name].count:
-            raise InputError(f"record ids must be unique to pair records; repeated: "
-                             f"{repeated[name].text()}", path=name)
-    problems = [f"{holder} lacks {keys.text()} (in {owner})"
-                for (holder, owner), keys in lacks.items() if keys.count]
-    if problems and not intersect:
-        raise InputError("records do not pair by id: " + "; ".join(problems)
-                         + " (use --intersect to compare the ids common to all runs)")
-    if not paired:
-        raise InputError("no record id is common to all runs: nothing to compare")
-    return paired, {name: total - paired for name, total in totals.items()}
+        check.add([spill.part(index).keys for spill in spills])
+    dropped = check.finish(intersect)
+    return check.paired, dropped
 
 
 def _means(base: NamedRun, system: NamedRun, names: list[str]) -> list[str]:
@@ -199,7 +155,8 @@ def _add(found: _Accumulated, base: Part, system: Part,
     if not rows:
         return
     b_rows, s_rows = (np.array(r, dtype=np.int64) for r in zip(*rows, strict=True))
-    if spills[0].in_conversations:
+    conversations = spills[0].in_conversations
+    if conversations:
         numbers: dict[str, int] = {}
         units = np.fromiter((numbers.setdefault(base.units[i], len(numbers)) for i in b_rows),
                             dtype=np.int64, count=len(b_rows))
@@ -211,24 +168,24 @@ def _add(found: _Accumulated, base: Part, system: Part,
     for first in range(0, int(units[-1]) + 1, _UNITS):
         chunk = np.flatnonzero((units >= first) & (units < first + _UNITS))
         br, sr = b_rows[chunk], s_rows[chunk]
-        b, s = base.values[br][:, base_columns], system.values[sr][:, system_columns]
+        block = PairedBlock(names, base.values[br][:, base_columns],
+                            system.values[sr][:, system_columns], br, sr)
+        if conversations:
+            block.groups = units[chunk] - first
+            block.turns = base.turns[br]
+            _, firsts = np.unique(block.groups, return_index=True)
+            block.unit_keys = base.unit_keys[br][firsts]
+        else:
+            block.unit_keys = base.unit_keys[br]
+        if found.calibrated is not None:
+            block.ids = ([base.ids[i] for i in br], [system.ids[i] for i in sr])
         stats = {n: (_widened(base.corpus[n][br], sums.widths[n]),
                      _widened(system.corpus[n][sr], sums.widths[n])) for n in sums.corpus}
-        row_keys = base.unit_keys[br]
-        if spills[0].in_conversations:
-            groups = units[chunk] - first
-            _, firsts = np.unique(groups, return_index=True)
-            sums.add(b, s, stats, row_keys[firsts], groups)
-        else:
-            sums.add(b, s, stats, row_keys, None)
+        sums.add(block, stats)
         if found.turns is not None:
-            columns = [names.index(n) for n in found.turns.names]
-            found.turns.add(b[:, columns], s[:, columns], base.turns[br], row_keys)
+            found.turns.add(block)
         if found.calibrated is not None:
-            ids = ([base.ids[i] for i in br], [system.ids[i] for i in sr])
-            for name in found.calibrated.names:
-                k = names.index(name)
-                found.calibrated.add(name, b[:, k], s[:, k], *ids)
+            found.calibrated.add(block)
 
 
 def _widened(stats: np.ndarray, width: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rageval.compare.runs.pairing import PairedBlock
 from rageval.compare.runs.statistics import Draws, Tally, finite, tally
 from rageval.core.metric import Metric
 from rageval.stats.exact import ExactSums, exact_group_means
@@ -62,12 +63,13 @@ class PairedSums:
         self._weighted = np.zeros((resamples, width))
         self._relabelled = np.zeros((permutations, m + sum(widths.values())))
 
-    def add(self, b: np.ndarray, s: np.ndarray, stats: dict[str, tuple[np.ndarray, np.ndarray]],
-            keys: np.ndarray, groups: np.ndarray | None) -> None:
-        """Add paired records: ``b``, ``s`` their values (one column per name), ``stats`` each
-        corpus output's statistics on either side, ``keys`` each unit's 64-bit key, ``groups``
-        each record's unit (None: each record is one). :class:`PastFloats` naming the
-        output when a difference passes the largest float."""
+    def add(self, block: PairedBlock,
+            stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Add a block of pairs (its values, in :attr:`names` order, its units and their
+        keys), and ``stats``: each corpus output's statistics on either side, pair by pair.
+        :class:`PastFloats` naming the output when a difference passes the largest float."""
+        b, s, groups, keys = block.base, block.system, block.groups, block.unit_keys
+        assert keys is not None  # streamed blocks carry their units' keys
         units = len(keys)
         for k, name in enumerate(self.names):
             self.tallies[name] += tally(b[:, k], s[:, k], groups)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import LEVEL, Draws, column, finite
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
+from rageval.compare.runs.statistics import LEVEL, Draws, finite
 from rageval.stats.exact import ExactSums, exact_mean
 from rageval.stats.poisson import drawn_sums, seeded_keys
 from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
@@ -23,18 +23,18 @@ from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
 __all__ = ["TurnSums", "per_turn_rows"]
 
 
-def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
-                  system_pos: np.ndarray, turns: np.ndarray,
+def per_turn_rows(base: NamedRun, system: NamedRun, block: PairedBlock,
                   draws: Draws) -> list[dict[str, Any]]:
-    """One row per (output, turn position) of one baseline-system comparison (``turns``: each
-    paired record's turn position, 0 where it is not a turn)."""
+    """One row per (output, turn position) of one baseline-system comparison held in memory
+    (``block``: every pair, with its turn position, 0 where it is not a turn)."""
     bsum, ssum = base.results.summary, system.results.summary
+    turns = block.turns
+    assert turns is not None  # runs of conversations
     rows = []
-    for name in (n for n in bsum if n in ssum):
+    for name in block.names:
         if bsum[name].aggregate != "mean" or ssum[name].aggregate != "mean":
             continue
-        b = column(base.results, name)[base_pos]
-        s = column(system.results, name)[system_pos]
+        b, s = block.values(name)
         kept = ~(np.isnan(b) | np.isnan(s)) & (turns > 0)
         for position in np.unique(turns[kept]):
             here = kept & (turns == position)
@@ -62,9 +62,13 @@ class TurnSums:
         self.names, self.resamples, self.seed = names, draws.resamples, draws.seed
         self._positions: dict[int, tuple[ExactSums, np.ndarray, np.ndarray]] = {}
 
-    def add(self, b: np.ndarray, s: np.ndarray, turns: np.ndarray, keys: np.ndarray) -> None:
-        """Paired records (values ``b``, ``s``; ``turns`` 0 where not a turn; ``keys`` each
-        one's conversation key)."""
+    def add(self, block: PairedBlock) -> None:
+        """A block of pairs of runs of conversations (each pair weighed with its
+        conversation's weights)."""
+        b, s = block.columns(self.names)
+        turns, groups, unit_keys = block.turns, block.groups, block.unit_keys
+        assert turns is not None and groups is not None and unit_keys is not None
+        keys = unit_keys[groups]  # each pair's conversation's key
         kept = ~(np.isnan(b) | np.isnan(s)) & (turns > 0)[:, None]
         diffs = np.where(kept, s - b, 0.0)
         width = len(self.names)
