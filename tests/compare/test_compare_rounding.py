@@ -13,6 +13,7 @@ from test_compare import _write
 
 from rageval.api import evaluate
 from rageval.compare.runs.compare import compare_runs
+from rageval.core.errors import InputError
 from rageval.core.records import records_from_dicts
 from rageval.core.results import Results
 
@@ -123,3 +124,24 @@ def test_the_runs_summary_means_are_the_comparisons_values(
     online = Results.load(_run(tmp_path / "online", items, ci="poisson")).summary
     for name, summary in summaries[0].items():
         assert online[name].value == summary.value, name
+
+
+def _message(runs: list[Path], ci: str, intersect: bool = False) -> str:
+    with pytest.raises(InputError) as caught:
+        compare_runs(runs, resamples=10, permutations=10, intersect=intersect, ci=ci)
+    return str(caught.value)
+
+
+def test_both_ways_pair_by_one_set_of_rules_and_messages(tmp_path: Path) -> None:
+    # One pairing: runs held in memory and runs streamed refuse alike, naming the same ids.
+    ids = [f"q{i}" for i in range(12)]
+    a = _write(tmp_path / "a", ids[:10], {"m": [0.5] * 10})
+    b = _write(tmp_path / "b", ids[3:], {"m": [0.5] * 9})
+    repeated = _write(tmp_path / "r", ["q9", "q9", "q1", "q1", "q0"], {"m": [0.5] * 5})
+    lonely = _write(tmp_path / "l", ["x", "y"], {"m": [0.5] * 2})
+    for runs, intersect in (([a, b], False), ([repeated, a], False), ([a, lonely], True)):
+        held, streamed = (_message(runs, ci, intersect) for ci in ("records", "poisson"))
+        assert held == streamed
+    assert "b lacks 3 ids ('q0', 'q1', 'q2') (in" in _message([a, b], "records").replace(
+        str(tmp_path / ""), "")
+    assert "repeated: 2 ids ('q1', 'q9')" in _message([repeated, a], "records")
