@@ -280,10 +280,9 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         return compare_command(args, out)
     if args.command == "agree":
-        from rageval.cli.agree_command import run_agree
+        from rageval.compare.agree.agreement import agree_command
 
-        return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
-                         args.intersect, args.json, out, metric=args.metric)
+        return agree_command(args, out)
     if args.command == "report":
         from rageval.cli.report_command import run_report
 

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from rageval.core.errors import UsageError
+from rageval.stats.exact import exact_mean
 
 __all__ = [
     "LEVELS",
@@ -136,7 +137,7 @@ def agreement(
         exact=float(np.mean(diff == 0)), adjacent=float(np.mean(diff <= 1)),
         kappa=kappa, spearman=spearman, kendall=kendall,
         confusion=_as_tuples(confusion),
-        mean_a=float(x.mean()), mean_b=float(y.mean()), mean_diff=float(x.mean() - y.mean()),
+        mean_a=exact_mean(x), mean_b=exact_mean(y), mean_diff=exact_mean(x) - exact_mean(y),
         rounded=rounded, undefined=undefined,
     )
 

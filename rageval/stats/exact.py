@@ -92,11 +92,47 @@ def exact_group_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.
         values, groups = values[keep], groups[keep]
     alone = sizes[groups] == 1  # a group of one value: that value
     out[groups[alone]] = values[alone]
-    several = np.flatnonzero(sizes > 1)
-    if len(several):
-        numbered = np.full(count, -1, dtype=np.int64)
-        numbered[several] = np.arange(len(several))
-        sums = ExactSums(len(several))
-        sums.add_at(values[~alone], numbered[groups[~alone]])
-        out[several] = [sums.mean(k, size) for k, size in enumerate(sizes[several].tolist())]
+    if (sizes > 1).any():
+        _several_means(values[~alone], groups[~alone], sizes, out)
     return out
+
+
+# A group's values whose exponents lie within this many bits of each other (and at most
+# _MOST_VALUES of them) are summed in int64 at once: each 27-bit half of a mantissa shifted
+# by up to 20 bits, 2**16 of them, stays below 2**63.
+_SPREAD = 20
+_MOST_VALUES = 1 << 16
+
+
+def _several_means(values: np.ndarray, groups: np.ndarray, sizes: np.ndarray,
+                   out: np.ndarray) -> None:
+    """The correctly rounded means of groups of two values or more (finite ``values``), into
+    ``out``: most groups summed exactly in int64 halves, the rest as :class:`ExactSums`."""
+    order = np.argsort(groups, kind="stable")
+    values, groups = values[order], groups[order]
+    mantissas, exponents = np.frexp(values)
+    whole = (mantissas * 2.0**53).astype(np.int64)  # exact: 53 significant bits
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    nonzero = whole != 0
+    lowest = np.minimum.reduceat(np.where(nonzero, exponents, 1 << 20), starts)
+    lowest = np.where(lowest == 1 << 20, 0, lowest)  # a group of zeros
+    shifts = np.where(nonzero, exponents - np.repeat(lowest, np.diff(np.r_[starts,
+                                                                          len(values)])), 0)
+    fits = ((np.maximum.reduceat(shifts, starts) <= _SPREAD)
+            & (sizes[groups[starts]] <= _MOST_VALUES))
+    high = np.add.reduceat((whole >> 26) << shifts, starts)
+    low = np.add.reduceat((whole & ((1 << 26) - 1)) << shifts, starts)
+    fitting = groups[starts][fits]
+    # Each sum is ((high << 26) + low) * 2**(lowest - 53), divided once by the group's size.
+    out[fitting] = [((h << 26) + lo) / (n << (53 - e)) if e <= 53
+                    else ((h << 26) + lo << (e - 53)) / n
+                    for h, lo, e, n in zip(high[fits].tolist(), low[fits].tolist(),
+                                           lowest[fits].tolist(), sizes[fitting].tolist(),
+                                           strict=True)]
+    rest = ~np.repeat(fits, np.diff(np.r_[starts, len(values)]))
+    if rest.any():
+        wide = np.unique(groups[rest])
+        numbered = np.searchsorted(wide, groups[rest])
+        sums = ExactSums(len(wide))
+        sums.add_at(values[rest], numbered)
+        out[wide] = [sums.mean(k, size) for k, size in enumerate(sizes[wide].tolist())]
