@@ -17,6 +17,12 @@ import numpy as np
 __all__ = ["ExactSums", "exact_group_means", "exact_mean"]
 
 
+# Up to this many values are added by counting into (column, exponent) buckets, as long as
+# there are at most _BUCKETS of those; past either, by sorting.
+_COUNTED = 1 << 26
+_BUCKETS = 1 << 20
+
+
 class ExactSums:
     """Column sums of float64 rows, exact (Python integers), whatever the order or the split
     of the rows: a mean is the exact sum divided once, correctly rounded."""
@@ -40,7 +46,14 @@ class ExactSums:
             return
         mantissas, exponents = np.frexp(values)
         whole = (mantissas * 2.0**53).astype(np.int64)  # exact: 53 significant bits
-        group = (np.asarray(columns, dtype=np.int64) << 12) + (exponents + 2048)
+        columns = np.asarray(columns, dtype=np.int64)
+        low_exponent = int(exponents.min())
+        span = int(exponents.max()) - low_exponent + 1
+        if len(values) <= _COUNTED and len(self.totals) * span <= _BUCKETS:
+            self._add_counted(whole, columns * span + (exponents - low_exponent), span,
+                              low_exponent)
+            return
+        group = (columns << 12) + (exponents + 2048)
         order = np.argsort(group, kind="stable")
         group, whole = group[order], whole[order]
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
@@ -50,6 +63,18 @@ class ExactSums:
         for g, h, lo in zip(group[starts].tolist(), high.tolist(), low.tolist(), strict=True):
             column, exponent = g >> 12, (g & 4095) - 2048
             self.totals[column] += ((h << 26) + lo) << (exponent + self._SCALE - 53)
+
+    def _add_counted(self, whole: np.ndarray, buckets: np.ndarray, span: int,
+                     low_exponent: int) -> None:
+        """Add mantissas by (column, exponent) bucket, counted with ``np.bincount``: each
+        26-bit half is below 2**27, so up to 2**26 of them sum exactly in a float64."""
+        size = len(self.totals) * span
+        high = np.bincount(buckets, weights=whole >> 26, minlength=size)
+        low = np.bincount(buckets, weights=whole & ((1 << 26) - 1), minlength=size)
+        for bucket in np.flatnonzero((high != 0) | (low != 0)).tolist():
+            column, exponent = divmod(bucket, span)
+            total = (int(high[bucket]) << 26) + int(low[bucket])
+            self.totals[column] += total << (exponent + low_exponent + self._SCALE - 53)
 
     def mean(self, column: int, count: int) -> float:
         """The sum of ``column`` divided by ``count``, correctly rounded."""
