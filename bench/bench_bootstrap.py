@@ -29,7 +29,7 @@ import numpy as np
 from rageval.core.metric import Batch, Metric, MetricResult
 from rageval.core.records import Record, records_from_dicts
 from rageval.core.registry import create
-from rageval.engine.summary import SummaryParts
+from rageval.summary import SummaryParts
 
 SHAPES: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
     "hits": lambda rng, n: (rng.random(n) < 0.3).astype(np.float64),

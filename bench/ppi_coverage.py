@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rageval.stats.ppi import classical_mean, ppi_mean
+from rageval.stats.calibration import classical_mean, ppi_mean
 
 POPULATION = 200_000
 

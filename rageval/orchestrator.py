@@ -9,7 +9,7 @@ lets a judgments provider fill in the judgments of records without any, checks t
 metric can score at least one record, has the engine prepare each window and score it in
 batches, hand each batch's per-record results to a sink (:mod:`rageval.engine.sink`) and keep
 what the summary needs
-(:mod:`rageval.engine.summary`), aggregate each output (mean or the metric's corpus figure,
+(:mod:`rageval.summary.parts`), aggregate each output (mean or the metric's corpus figure,
 seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
 hooks. The public entry point is :func:`rageval.evaluate`.
 """
@@ -35,9 +35,9 @@ from rageval.core.results.conversations import TurnRules
 from rageval.engine.local import Engine, LocalEngine, merge_run_wide
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
-from rageval.engine.summary import SummaryParts
 from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
+from rageval.summary import SummaryParts
 
 # (records done, records total): the total is None while a run streamed from a file is read.
 ProgressHook = Callable[[int, int | None], None]
@@ -239,7 +239,7 @@ class _RunState:
     def __init__(self, metrics: list[Metric], settings: RunSettings) -> None:
         self.metrics = metrics
         # How the summary is kept: the bootstrap's seed and resamples, and how many records
-        # keep every value (see rageval.engine.summary.SummaryParts).
+        # keep every value (see rageval.summary.parts.SummaryParts).
         self.parts_options: dict[str, Any] = {
             "seed": settings.seed, "bootstrap": settings.bootstrap,
             "exact_records": settings.exact_records}

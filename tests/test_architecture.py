@@ -28,8 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "compare": {"core", "stats"},
     "report": {"core", "compare"},
     # The orchestrator receives a run's inputs whole (inputs.run.RunInputs) and reads them.
-    "orchestrator": {"core", "stats", "engine", "inputs"},
-    "engine": {"core", "stats"},
+    "orchestrator": {"core", "stats", "engine", "inputs", "summary"},
+    # Execution keeps the summary's parts as the batches finish.
+    "engine": {"core", "stats", "summary"},
+    "summary": {"core", "stats"},
     "config": {"core"},
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.
     "inputs": {"core", "retrieval"},

@@ -276,16 +276,13 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         return run_metrics_list(args, out)
     if args.command == "compare":
-        from rageval.cli.compare_command import run_compare
+        from rageval.compare.runs.compare import compare_command
 
-        return run_compare(args.runs, args.baseline, args.json, args.intersect, args.resamples,
-                           args.permutations, args.seed, args.components, out,
-                           human=args.human, ci=args.ci)
+        return compare_command(args, out)
     if args.command == "agree":
-        from rageval.cli.agree_command import run_agree
+        from rageval.compare.agree.agreement import agree_command
 
-        return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
-                         args.intersect, args.json, out, metric=args.metric)
+        return agree_command(args, out)
     if args.command == "report":
         from rageval.cli.report_command import run_report
 

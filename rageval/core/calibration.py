@@ -1,6 +1,7 @@
 """A judge mean calibrated by human labels, as the summary reports it: the prediction-powered
 estimate (PPI, with the power-tuned PPI++ beside it), what the labels alone say, and how many
-records of each kind it rests on, or why there is no estimate (see :mod:`rageval.stats.ppi`).
+records of each kind it rests on, or why there is no estimate (computed by
+:mod:`rageval.stats.calibration`).
 
 PPI is the headline: PPI++ is narrower on average, and never wider than the labels alone in
 the simulation of ``bench/ppi_coverage.py``, but wider than PPI in some trials with few labels

@@ -21,7 +21,7 @@ from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
 from rageval.engine.local import Engine, merge_run_wide
 from rageval.engine.sink import Sink
-from rageval.engine.summary import SummaryParts
+from rageval.summary import SummaryParts
 
 __all__ = ["WholeConversations", "conversations_ending"]
 

@@ -29,8 +29,9 @@ from rageval.compare.runs.pairing import (
     conversation_groups,
     pair_key,
     pair_record_ids,
+    whole_block,
 )
-from rageval.compare.runs.statistics import compare_pair
+from rageval.compare.runs.statistics import Draws, compare_pair
 from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
 from rageval.core.outputs.significance import p_value_text
 from rageval.core.results import Results
@@ -81,9 +82,10 @@ def check_regression(
         current = NamedRun(_CURRENT, _only(results, wanted))
         ids, positions, _ = pair_record_ids([base, current], intersect=True)
         threads = conversation_groups(base.results.records, positions[_BASE])
-        compared, _ = compare_pair(base, current, positions[_BASE], positions[_CURRENT],
-                                   resamples=resamples, permutations=permutations, seed=seed,
-                                   groups=None if threads is None else threads[0])
+        names = [n for n in base.results.summary if n in current.results.summary]
+        block = whole_block(base, current, names, (positions[_BASE], positions[_CURRENT]),
+                            threads)
+        compared, _ = compare_pair(base, current, block, Draws(resamples, permutations, seed))
         p_values = [math.nan if r["p_value"] is None else r["p_value"] for r in compared]
         adjusted = holm(np.array(p_values, dtype=np.float64))
         tested = sum(not math.isnan(p) for p in p_values)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rageval.stats.exact import exact_group_means
+
 __all__ = ["group_means", "group_rows", "group_sums"]
 
 
@@ -19,10 +21,9 @@ def group_sums(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
 
 def group_means(values: np.ndarray, kept: np.ndarray, groups: np.ndarray,
                 count: int) -> np.ndarray:
-    """Per group, the mean of ``values`` over its ``kept`` records (NaN: none kept)."""
-    sums, sizes = group_sums(values, kept, groups, count)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums / sizes
+    """Per group, the mean of ``values`` over its ``kept`` records, correctly rounded
+    (:mod:`~rageval.stats.exact`; NaN: none kept)."""
+    return exact_group_means(values[kept], groups[kept], count)
 
 
 def group_rows(columns: np.ndarray, groups: np.ndarray | None, count: int) -> np.ndarray:

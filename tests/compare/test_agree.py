@@ -14,12 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.cli.agree_command import parse_pair, run_agree
 from rageval.compare.agree.agreement import (
     agree_runs,
     agreement,
     kendall_tau_b,
+    parse_pair,
     quadratic_kappa,
+    run_agree,
     spearman_rho,
 )
 from rageval.core.errors import InputError, UsageError

@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.api import evaluate
-from rageval.cli.compare_command import run_compare
 from rageval.compare.runs.compare import (
+    Draws,
     compare_runs,
     mismatch_kind,
     render_comparison,
+    run_compare,
     signature_diff,
     significance_mark,
 )
@@ -145,7 +146,8 @@ def test_rows_and_json_follow_the_contract(tmp_path: Path) -> None:
                                      "empty": [1.0] * 6})
     out = io.StringIO()
     target = tmp_path / "cmp.json"
-    code = run_compare([str(a), str(b)], None, str(target), False, 300, 300, 0, False, out)
+    code = run_compare([str(a), str(b)], draws=Draws(300, 300, 0), out=out,
+                       json_path=str(target))
     assert code == 0
 
     def no_nan(token: str) -> None:
@@ -176,8 +178,8 @@ def test_run_compare_refuses_an_unwritable_json_path(tmp_path: Path) -> None:
     a = _write(tmp_path / "a", ids, {"m": [0.1, 0.2]})
     b = _write(tmp_path / "b", ids, {"m": [0.3, 0.2]})
     with pytest.raises(UsageError, match="cannot write"):
-        run_compare([str(a), str(b)], None, str(tmp_path / "no" / "x.json"), False, 10, 10, 0,
-                    False, io.StringIO())
+        run_compare([str(a), str(b)], draws=Draws(10, 10, 0), out=io.StringIO(),
+                    json_path=str(tmp_path / "no" / "x.json"))
 
 
 # ---- statistics of mean metrics --------------------------------------------------------

@@ -87,6 +87,21 @@ def test_the_calibrated_difference_is_ppi_py_s(runs: tuple[Path, Path], ci: str)
     assert "calibrated" in comparison.settings
 
 
+def test_the_calibrated_estimates_are_the_same_held_or_streamed(runs: tuple[Path, Path]) -> None:
+    # Their means are correctly rounded: the order the pairs come in does not reach them.
+    held, streamed = (compare_runs(list(runs), human="human", resamples=50, permutations=50,
+                                   ci=ci) for ci in ("records", "poisson"))
+    pairs = [(a["calibrated"], b["calibrated"])
+             for a, b in zip(held.rows, streamed.rows, strict=True) if "calibrated" in a]
+    assert len(pairs) == 2
+    for ours, theirs in pairs:
+        assert (ours["delta"], ours["human"]["delta"]) == (theirs["delta"],
+                                                           theirs["human"]["delta"])
+        assert (ours["labelled"], ours["unlabelled"]) == (theirs["labelled"],
+                                                          theirs["unlabelled"])
+        assert ours["ci95"] == pytest.approx(theirs["ci95"], abs=1e-12)
+
+
 def test_the_command_line_says_whether_the_interval_holds_zero(
         runs: tuple[Path, Path], tmp_path: Path) -> None:
     a, b = runs

@@ -29,11 +29,12 @@ from rageval.core.metric import MetricResult
 from rageval.core.records import Conversation, Record, load_records
 from rageval.core.registry import create
 from rageval.engine import settings as settings_module
-from rageval.engine.online import OnlineStore
-from rageval.engine.summary import SummaryParts
 from rageval.stats import poisson
-from rageval.stats.poisson import ExactSums, block_rows, poisson_weights, seeded_keys, unit_keys
+from rageval.stats.exact import ExactSums
+from rageval.stats.poisson import block_rows, poisson_weights, seeded_keys, unit_keys
 from rageval.stats.resampling import percentile_interval
+from rageval.summary import SummaryParts
+from rageval.summary.online import OnlineStore
 
 
 def _weights(ids: list[str], seed: int, resamples: int) -> np.ndarray:

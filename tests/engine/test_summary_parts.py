@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from rageval.core.metric import MetricResult
 from rageval.core.registry import create
-from rageval.engine.columns import GrowingColumn
-from rageval.engine.summary import MetricStore, SummaryParts, summarise
 from rageval.stats import resampling as stats
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis
+from rageval.summary import MetricStore, SummaryParts, summarise
+from rageval.summary.columns import GrowingColumn
 
 _FLOATS = st.floats(0, 1, allow_nan=False, width=64)
 

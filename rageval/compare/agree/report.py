@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.agree.inputs import HUMAN, JUDGE_PREFIX, HumanLabels, JudgedRun, Rater
-from rageval.compare.agree.statistics import Agreement, agreement, round_half_up
 from rageval.core.errors import InputError, RagevalError
 from rageval.core.names import MetricName
 from rageval.core.registry import create
+from rageval.stats.agreement import Agreement, agreement, round_half_up
 
 __all__ = ["AgreementReport", "AgreementRow", "metric_rows"]
 

@@ -5,29 +5,32 @@ Both runs are judged by the same judge on the same records, and some records car
 label for each run's answer (a field of each run's records file, read as ``rageval agree
 --human`` reads it). For a judge metric, a paired record's judge difference is ``f = system -
 baseline``; where both answers are labelled, its human difference is ``y = label(system) -
-label(baseline)``. PPI (:func:`rageval.stats.ppi.ppi_mean`, weight 1) then estimates the mean
-human difference from the labelled pairs and the judge differences of all pairs, with its 95%
-interval; the labelled pairs alone give the human-only difference for contrast. An interval
-that holds 0 does not establish a difference, and the row says so.
+label(baseline)``. PPI (:func:`rageval.stats.calibration.ppi_mean`, weight 1) then estimates
+the mean human difference from the labelled pairs and the judge differences of all pairs, with
+its 95% interval; the labelled pairs alone give the human-only difference for contrast. An
+interval that holds 0 does not establish a difference, and the row says so. The arithmetic is
+:mod:`rageval.stats.calibration`'s; this module reads the labels and gathers the pairs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rageval.compare.agree.inputs import JUDGE_PREFIX, PAIRWISE_PREFIX
-from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import column
-from rageval.core.calibration import MIN_LABELLED
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
 from rageval.core.errors import UsageError
 from rageval.core.records import iter_records
 from rageval.core.records.human import Label, label_keys, parse_label
-from rageval.stats.poisson import ExactSums
-from rageval.stats.ppi import PPIEstimate, classical_mean, ppi_mean, ppi_mean_moments
+from rageval.stats.calibration import (
+    PPIEstimate,
+    calibrated_difference,
+    ppi_mean,
+    ppi_mean_moments,
+)
+from rageval.stats.exact import ExactSums
 
 __all__ = ["CalibratedSums", "RunLabels", "add_calibrated", "calibrated_delta",
            "calibrated_metrics"]
@@ -72,20 +75,19 @@ class RunLabels:
         return out
 
 
-def add_calibrated(rows: list[dict[str, Any]], base: NamedRun, system: NamedRun,
-                   base_pos: np.ndarray, system_pos: np.ndarray, base_labels: RunLabels,
+def add_calibrated(rows: list[dict[str, Any]], block: PairedBlock, base_labels: RunLabels,
                    system_labels: RunLabels) -> None:
-    """Give each rubric judge row of one comparison its ``calibrated`` entry."""
+    """Give each rubric judge row of one comparison held in memory (``block``: every pair,
+    with its record ids) its ``calibrated`` entry."""
     names = calibrated_metrics(rows)
-    base_ids = [base.results.records[i].id for i in base_pos]
-    system_ids = [system.results.records[i].id for i in system_pos]
+    assert block.ids is not None  # kept for the labels
+    base_ids, system_ids = block.ids
+    several = len(names) > 1
     for row in rows:
         if row["metric"] not in names:
             continue
-        several = len(names) > 1
         row["calibrated"] = calibrated_delta(
-            column(base.results, row["metric"])[base_pos],
-            column(system.results, row["metric"])[system_pos],
+            *block.values(row["metric"]),
             base_labels.column(base_ids, row["metric"], several),
             system_labels.column(system_ids, row["metric"], several))
 
@@ -99,30 +101,8 @@ def calibrated_delta(base: np.ndarray, system: np.ndarray,
     unlabelled = judged & ~labelled
     y = system_labels[labelled] - base_labels[labelled]
     f = system - base
-    return _delta(y, f[labelled], int(unlabelled.sum()),
+    return calibrated_difference(y, f[labelled], int(unlabelled.sum()),
                   lambda: ppi_mean(y, f[labelled], f[unlabelled], tuned=False))
-
-
-def _delta(y: np.ndarray, f: np.ndarray, big_n: int,
-           estimated: Callable[[], PPIEstimate]) -> dict[str, Any]:
-    """The row entry from the labelled pairs' human (``y``) and judge (``f``) differences, the
-    count of unlabelled pairs and the PPI estimate over all of them."""
-    n = len(y)
-    out: dict[str, Any] = {"labelled": n, "unlabelled": big_n}
-    if n < MIN_LABELLED:
-        out["refused"] = (f"{n} pairs carry a human label for both answers; a calibrated "
-                          f"difference needs at least {MIN_LABELLED}")
-        return out
-    human_mean, human_ci = classical_mean(y)
-    out["human"] = {"delta": human_mean, "ci95": list(human_ci)}
-    if big_n == 0:
-        out["refused"] = "every pair carries human labels: their difference is the estimate"
-        return out
-    estimate = estimated()
-    low, high = estimate.ci
-    out.update({"method": "ppi", "delta": estimate.mean, "ci95": [low, high],
-                "crosses_zero": bool(low <= 0 <= high)})
-    return out
 
 
 def calibrated_metrics(rows: list[dict[str, Any]]) -> list[str]:
@@ -143,9 +123,14 @@ class CalibratedSums:
         self._sums = ExactSums(2 * len(names))
         self._unlabelled = np.zeros(len(names), dtype=np.int64)
 
-    def add(self, name: str, base: np.ndarray, system: np.ndarray, base_ids: list[str],
-            system_ids: list[str]) -> None:
-        """Paired values of ``name`` and the ids of the records they are the values of."""
+    def add(self, block: PairedBlock) -> None:
+        """A block of pairs, with their record ids."""
+        assert block.ids is not None  # kept for the labels
+        for name in self.names:
+            self._add(name, *block.values(name), *block.ids)
+
+    def _add(self, name: str, base: np.ndarray, system: np.ndarray, base_ids: list[str],
+             system_ids: list[str]) -> None:
         several = len(self.names) > 1
         b_labels = self.base.column(base_ids, name, several)
         s_labels = self.system.column(system_ids, name, several)
@@ -173,4 +158,4 @@ class CalibratedSums:
             variance = max(0.0, self._sums.mean(width + k, big_n) - mean**2)
             return ppi_mean_moments(y, f, mean, variance, big_n)
 
-        return _delta(y, f, big_n, estimated)
+        return calibrated_difference(y, f, big_n, estimated)

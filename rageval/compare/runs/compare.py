@@ -51,7 +51,14 @@ were produced under the same signature. The statistics (all seeded, never a glob
   values, deltas and counts, with a paired Poisson bootstrap and a randomization test whose
   weights and signs are derived from (seed, each unit's id, draw), in running sums.
 
-This module holds the entry points (:func:`compare_runs`, :func:`run_compare`). Loading and
+Both ways share one pairing (:mod:`~rageval.compare.runs.pairing`: its rules and messages, and
+the blocks of pairs a comparison reads: one block for runs held in memory, a block per
+partition and few thousand units for runs streamed), one :class:`Draws` (resamples,
+permutations, seed), and correctly rounded means (:mod:`rageval.stats.exact`): their values,
+deltas and counts agree to the last bit.
+
+This module holds the entry points (:func:`compare_runs`; :func:`run_compare` and
+:func:`compare_command`, the command that prints and writes it). Loading and
 pairing the runs is in :mod:`~rageval.compare.runs.pairing`, the statistics of a comparison in
 :mod:`~rageval.compare.runs.statistics`, its tables and JSON rows in
 :mod:`~rageval.compare.runs.output`.
@@ -59,9 +66,11 @@ pairing the runs is in :mod:`~rageval.compare.runs.pairing`, the statistics of a
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
+from rageval.compare.command_output import console_for
 from rageval.compare.runs.calibrated import RunLabels, add_calibrated
 from rageval.compare.runs.output import (
     MARKS,
@@ -78,17 +87,20 @@ from rageval.compare.runs.pairing import (
     load_runs,
     pair_record_ids,
     pick_baseline,
+    whole_block,
 )
 from rageval.compare.runs.statistics import (
     LEVEL,
     Comparison,
+    Draws,
     compare_pair,
     mismatch_kind,
     signature_diff,
 )
 from rageval.compare.runs.streamed import compare_streamed
 from rageval.compare.runs.turns import per_turn_rows
-from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
+from rageval.core.errors import UsageError
+from rageval.core.outputs.text import terminal
 from rageval.stats.poisson import EXACT_RECORDS
 
 __all__ = [
@@ -96,12 +108,15 @@ __all__ = [
     "LEVEL",
     "MARKS",
     "Comparison",
+    "Draws",
     "RunLike",
+    "compare_command",
     "compare_runs",
     "comparison_table",
     "json_rows",
     "mismatch_kind",
     "render_comparison",
+    "run_compare",
     "signature_diff",
     "significance_mark",
     "write_json",
@@ -138,11 +153,13 @@ def compare_runs(
     :class:`InputError` when record ids do not pair (without ``intersect``) and
     :class:`UsageError` for bad arguments.
     """
-    _check_settings(resamples, permutations, seed, ci)
+    draws = Draws(resamples, permutations, seed).check()
+    if ci not in CI_METHODS:
+        raise UsageError(f"ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")
     runs = load_runs(run_dirs, names)
     base, systems = pick_baseline(runs, baseline)
     if ci == "poisson" or any(len(r.results.records) > EXACT_RECORDS for r in [base, *systems]):
-        return _streamed(base, systems, intersect, (resamples, permutations, seed), human)
+        return _streamed(base, systems, intersect, draws, human)
     base, systems = base.whole(), [system.whole() for system in systems]
     ids, positions, dropped = pair_record_ids([base, *systems], intersect)
     labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
@@ -151,46 +168,39 @@ def compare_runs(
     turn_rows: list[dict[str, Any]] = []
     not_compared: dict[str, dict[str, list[str]]] = {}
     threads = conversation_groups(base.results.records, positions[base.name])
-    groups = None if threads is None else threads[0]
     for system in systems:
-        pair_rows, missing = compare_pair(
-            base, system, positions[base.name], positions[system.name],
-            resamples=resamples, permutations=permutations, seed=seed, groups=groups,
-        )
+        names = [n for n in base.results.summary if n in system.results.summary]
+        block = whole_block(base, system, names, (positions[base.name],
+                            positions[system.name]), threads, ids=labels is not None)
+        pair_rows, missing = compare_pair(base, system, block, draws)
         if threads is not None:
-            turn_rows += per_turn_rows(base, system, positions[base.name],
-                                       positions[system.name], threads[1],
-                                       resamples=resamples, seed=seed)
+            turn_rows += per_turn_rows(base, system, block, draws)
         if labels is not None:
-            add_calibrated(pair_rows, base, system, positions[base.name],
-                           positions[system.name], labels[base.name], labels[system.name])
+            add_calibrated(pair_rows, block, labels[base.name], labels[system.name])
         rows += pair_rows
         if missing["baseline_only"] or missing["system_only"]:
             not_compared[system.name] = missing
-    settings = _settings((resamples, permutations, seed), intersect, human,
-                         conversations=groups is not None, streamed=False)
+    settings = _settings(draws, intersect, human,
+                         conversations=threads is not None, streamed=False)
     return Comparison(base.name, tuple(s.name for s in systems), rows, dropped, len(ids),
                       settings, not_compared, turn_rows)
 
 
 def _streamed(base: NamedRun, systems: list[NamedRun], intersect: bool,
-              draws: tuple[int, int, int], human: str | None) -> Comparison:
+              draws: Draws, human: str | None) -> Comparison:
     """The comparison streamed from disk, with running sums (:mod:`.streamed`)."""
-    resamples, permutations, seed = draws
     labels = ({run.name: RunLabels(run, human) for run in [base, *systems]}
               if human is not None else None)
-    found = compare_streamed(base, systems, intersect=intersect, resamples=resamples,
-                             permutations=permutations, seed=seed, labels=labels)
+    found = compare_streamed(base, systems, intersect=intersect, draws=draws, labels=labels)
     settings = _settings(draws, intersect, human, conversations=found.conversations,
                          streamed=True)
     return Comparison(base.name, tuple(s.name for s in systems), found.rows, found.dropped,
                       found.paired, settings, found.not_compared, found.per_turn)
 
 
-def _settings(draws: tuple[int, int, int], intersect: bool, human: str | None, *,
+def _settings(draws: Draws, intersect: bool, human: str | None, *,
               conversations: bool, streamed: bool) -> dict[str, Any]:
     """How a comparison was drawn, as its JSON reports it."""
-    resamples, permutations, seed = draws
     unit = "conversation" if conversations else "record"
     if streamed:
         ci = (f"paired Poisson bootstrap of the delta (running sums; each {unit}'s weights "
@@ -204,7 +214,7 @@ def _settings(draws: tuple[int, int, int], intersect: bool, human: str | None, *
         test = "two-sided paired randomization test (per-record swaps / sign flips)"
         p_value = "(count + 1) / (permutations + 1); exact enumeration when 2**n <= permutations"
     settings: dict[str, Any] = {
-        "level": LEVEL, "resamples": resamples, "permutations": permutations, "seed": seed,
+        "level": LEVEL, **draws.settings(),
         "ci": ci, "test": test, "p_value": p_value,
         "holm": "per comparison; headline rows and component rows are separate families",
         "intersect": intersect,
@@ -221,10 +231,25 @@ def _settings(draws: tuple[int, int, int], intersect: bool, human: str | None, *
     return settings
 
 
-def _check_settings(resamples: int, permutations: int, seed: int, ci: str) -> None:
-    for name, value, low, high in (("resamples", resamples, 1, MOST_RESAMPLES),
-                                   ("permutations", permutations, 1, MOST_RESAMPLES),
-                                   ("seed", seed, 0, None)):
-        check_int(name, value, low, high=high)
-    if ci not in CI_METHODS:
-        raise UsageError(f"ci must be one of {', '.join(CI_METHODS)}, got {ci!r}")
+def run_compare(dirs: Sequence[str], *, draws: Draws, out: TextIO, baseline: str | None = None,
+                json_path: str | None = None, intersect: bool = False,
+                components: bool = False, human: str | None = None,
+                ci: str = "records") -> int:
+    """The ``rageval compare`` command: compare, write ``--json`` atomically, print tables."""
+    comparison = compare_runs(dirs, baseline=baseline, intersect=intersect,
+                              resamples=draws.resamples, permutations=draws.permutations,
+                              seed=draws.seed, human=human, ci=ci)
+    console = console_for(out)
+    render_comparison(comparison, console, components=components)
+    if json_path:
+        write_json(comparison, json_path)
+        console.print(terminal(f"wrote {json_path}"), markup=False, highlight=False)
+    return 0
+
+
+def compare_command(args: argparse.Namespace, out: TextIO) -> int:
+    """``rageval compare`` from its parsed arguments (the parser's handler)."""
+    return run_compare(args.runs, draws=Draws(args.resamples, args.permutations, args.seed),
+                       out=out, baseline=args.baseline, json_path=args.json,
+                       intersect=args.intersect, components=args.components, human=args.human,
+                       ci=args.ci)

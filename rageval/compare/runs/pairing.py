@@ -1,16 +1,24 @@
-"""The runs of ``rageval compare``, loaded and paired by record id.
+"""The runs of ``rageval compare``, loaded and paired by record id: the one pairing of both
+ways to compare.
 
 :func:`load_runs` loads the runs and names them, :func:`pick_baseline` sets the baseline apart
-from the systems, and :func:`pair_record_ids` matches the records of all runs by id (an error
-naming the ids that do not pair, unless ``intersect`` keeps those common to all runs).
+from the systems, and :class:`PairingCheck` holds the pairing rules and their messages (ids
+repeated in a run, ids missing from a run, unless ``intersect`` keeps those common to all
+runs), whether the runs' keys come whole (:func:`pair_record_ids`) or partition by partition
+(a comparison streamed from disk). What a baseline-system comparison then reads is a
+:class:`PairedBlock` of pairs: one block of every pair for runs held in memory
+(:func:`whole_block`), a block per partition and few thousand units for runs streamed from disk,
+each consumed by the same accumulators' ``add`` or by the exact statistics at once.
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +27,9 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.results import RecordResult, Results
 from rageval.core.results.run_records import open_run
 
-__all__ = ["SHOWN_IDS", "NamedRun", "PairKey", "RunLike", "conversation_groups", "label",
-           "load_runs", "pair_key", "pair_record_ids", "pick_baseline", "some_ids"]
+__all__ = ["SHOWN_IDS", "NamedRun", "PairKey", "PairedBlock", "PairingCheck", "RunLike",
+           "column", "conversation_groups", "label", "load_runs", "pair_key", "pair_record_ids",
+           "pick_baseline", "some_ids", "whole_block"]
 
 # How many missing ids an error message spells out before giving the count only.
 SHOWN_IDS = 5
@@ -102,25 +111,139 @@ def pair_record_ids(
     A turn of a conversation pairs by its conversation and position
     (``<conversation>#<position>``), whatever its own id."""
     id_lists = {run.name: [pair_key(r) for r in run.results.records] for run in runs}
-    for run in runs:
-        _check_unique(run.name, id_lists[run.name])
-    base_ids = id_lists[runs[0].name]
-    sets = {name: set(ids) for name, ids in id_lists.items()}
-    common = set.intersection(*sets.values())
-    if not intersect:
-        problems = _pairing_problems(runs[0].name, sets)
-        if problems:
-            raise InputError("records do not pair by id: " + "; ".join(problems)
-                             + " (use --intersect to compare the ids common to all runs)")
-    ids = [i for i in base_ids if i in common]
-    if not ids:
-        raise InputError("no record id is common to all runs: nothing to compare")
+    check = PairingCheck(list(id_lists))
+    common = check.add(list(id_lists.values()))
+    dropped = check.finish(intersect)
+    ids = [i for i in id_lists[runs[0].name] if i in common]
     positions = {}
     for name, run_ids in id_lists.items():
         where = {record_id: k for k, record_id in enumerate(run_ids)}
         positions[name] = np.array([where[i] for i in ids], dtype=np.int64)
-    dropped = {name: len(run_ids) - len(ids) for name, run_ids in id_lists.items()}
     return ids, positions, dropped
+
+
+@dataclass
+class PairedBlock:
+    """Pairs of one baseline-system comparison: for each pair (a record of each run), both
+    runs' values of the compared outputs (``names``, one column each, NaN where unscored), its
+    rows in either run's records (or partition), its unit and, for runs of conversations, its
+    turn position (0: not a turn). ``groups`` numbers each pair's unit from 0 within the block
+    (None: every pair a unit of its own); ``unit_keys`` are the units' 64-bit keys, from which
+    streamed draws weigh them; ``ids`` each pair's record ids (kept for human labels)."""
+
+    names: list[str]
+    base: np.ndarray
+    system: np.ndarray
+    base_rows: np.ndarray
+    system_rows: np.ndarray
+    groups: np.ndarray | None = None
+    turns: np.ndarray | None = None
+    unit_keys: np.ndarray | None = None
+    ids: tuple[list[str], list[str]] | None = None
+
+    def values(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """The baseline's and the system's values of output ``name``, pair by pair."""
+        k = self.names.index(name)
+        return self.base[:, k], self.system[:, k]
+
+    def columns(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The baseline's and the system's values of ``names`` (a column each)."""
+        index = [self.names.index(n) for n in names]
+        return self.base[:, index], self.system[:, index]
+
+
+def whole_block(base: NamedRun, system: NamedRun, names: list[str], positions: tuple[np.ndarray,
+                np.ndarray], threads: tuple[np.ndarray, np.ndarray] | None, *,
+                ids: bool = False) -> PairedBlock:
+    """Every pair of a baseline-system comparison held in memory, as one block
+    (``positions``: each pair's record in either run, as :func:`pair_record_ids` gives them;
+    ``threads``: :func:`conversation_groups`' conversations and turns; ``ids``: keep the
+    pairs' record ids)."""
+    base_pos, system_pos = positions
+
+    def table(run: NamedRun, rows: np.ndarray) -> np.ndarray:
+        out = np.empty((len(rows), len(names)))
+        for k, name in enumerate(names):
+            out[:, k] = column(run.results, name)[rows]
+        return out
+
+    record_ids = None
+    if ids:
+        record_ids = ([base.results.records[int(i)].id for i in base_pos],
+                      [system.results.records[int(i)].id for i in system_pos])
+    groups, turns = (None, None) if threads is None else threads
+    return PairedBlock(names, table(base, base_pos), table(system, system_pos), base_pos,
+                       system_pos, groups, turns, None, record_ids)
+
+
+def column(results: Results, name: str) -> np.ndarray:
+    """Per-record values of one output name, NaN where unscored (or absent)."""
+    values = (r.scores.get(name) for r in results.records)
+    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64,
+                       count=len(results.records))
+
+
+@dataclass
+class _Keys:
+    """A count of pairing keys and the first few of them, as messages show them."""
+
+    count: int = 0
+    first: list[PairKey] = field(default_factory=list)
+
+    def add(self, keys: list[PairKey]) -> None:
+        self.count += len(keys)
+        self.first = heapq.nsmallest(SHOWN_IDS, [*self.first, *keys], key=label)
+
+    def text(self) -> str:
+        return some_ids(self.count, self.first)
+
+
+class PairingCheck:
+    """The pairing rules of a comparison, over the runs' keys met part by part (a part: the
+    keys of one partition of every run, or every key of runs held whole): what each run
+    repeats, what each system and the baseline lack of the other, how many pair."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self._repeated = {name: _Keys() for name in names}
+        self._lacks = {pair: _Keys() for name in names[1:]
+                       for pair in ((name, names[0]), (names[0], name))}
+        self.paired = 0
+        self._totals = dict.fromkeys(names, 0)
+
+    def add(self, keys: list[list[PairKey]]) -> set[PairKey]:
+        """Note one part's keys of every run (in :attr:`names` order): the keys all share."""
+        sets = []
+        for name, run_keys in zip(self.names, keys, strict=True):
+            unique = set(run_keys)
+            if len(unique) < len(run_keys):
+                self._repeated[name].add([k for k, n in Counter(run_keys).items() if n > 1])
+            self._totals[name] += len(run_keys)
+            sets.append(unique)
+        common = set.intersection(*sets)
+        self.paired += len(common)
+        base = self.names[0]
+        for name, other in zip(self.names[1:], sets[1:], strict=True):
+            self._lacks[(name, base)].add(list(sets[0] - other))
+            self._lacks[(base, name)].add(list(other - sets[0]))
+        return common
+
+    def finish(self, intersect: bool) -> dict[str, int]:
+        """The records each run lost to ``intersect``, once every part is noted; an
+        :class:`InputError` for repeated ids, for ids missing from a run (without
+        ``intersect``) and when no id is common to all runs."""
+        for name in self.names:
+            if self._repeated[name].count:
+                raise InputError(f"record ids must be unique to pair records; repeated: "
+                                 f"{self._repeated[name].text()}", path=name)
+        problems = [f"{holder} lacks {keys.text()} (in {owner})"
+                    for (holder, owner), keys in self._lacks.items() if keys.count]
+        if problems and not intersect:
+            raise InputError("records do not pair by id: " + "; ".join(problems)
+                             + " (use --intersect to compare the ids common to all runs)")
+        if not self.paired:
+            raise InputError("no record id is common to all runs: nothing to compare")
+        return {name: total - self.paired for name, total in self._totals.items()}
 
 
 PairKey = str | tuple[str, ...] | tuple[str, int]
@@ -159,32 +282,6 @@ def conversation_groups(records: Sequence[RecordResult], positions: np.ndarray
                           for r in picked), dtype=np.int64, count=len(picked))
     turns = np.fromiter((r.turn or 0 for r in picked), dtype=np.int64, count=len(picked))
     return groups, turns
-
-
-def _check_unique(name: str, ids: list[PairKey]) -> None:
-    repeated = [i for i, count in Counter(ids).items() if count > 1]
-    if repeated:
-        raise InputError(f"record ids must be unique to pair records; repeated: "
-                         f"{_some(repeated)}", path=name)
-
-
-def _pairing_problems(base_name: str, sets: dict[str, set[PairKey]]) -> list[str]:
-    base = sets[base_name]
-    problems = []
-    for name, ids in sets.items():
-        if name == base_name:
-            continue
-        if base - ids:
-            problems.append(f"{name} lacks {_some(sorted(base - ids, key=label))} "
-                            f"(in {base_name})")
-        if ids - base:
-            problems.append(f"{base_name} lacks {_some(sorted(ids - base, key=label))} "
-                            f"(in {name})")
-    return problems
-
-
-def _some(ids: list[PairKey]) -> str:
-    return some_ids(len(ids), ids[:SHOWN_IDS])
 
 
 def some_ids(count: int, first: list[PairKey]) -> str:

@@ -17,21 +17,23 @@ from typing import Any
 import numpy as np
 
 from rageval.compare.runs.corpus import corpus_resampler, record_details
-from rageval.compare.runs.pairing import NamedRun
-from rageval.core.results import Results
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
+from rageval.core.errors import MOST_RESAMPLES, check_int
+from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.groups import group_means, group_sums
 from rageval.stats.resampling import holm, paired_bootstrap, randomization_test
 
 __all__ = [
     "LEVEL",
     "Comparison",
+    "Draws",
     "Tally",
     "adjust",
-    "column",
     "compare_pair",
     "finite",
     "mismatch_kind",
     "missing_outputs",
+    "paired_means",
     "row_head",
     "signature_diff",
     "tally",
@@ -39,6 +41,28 @@ __all__ = [
 
 # The confidence level of every CI of a comparison.
 LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Draws:
+    """How a comparison draws: ``resamples`` of its bootstrap, ``permutations`` (relabellings)
+    of its randomization test, and the ``seed`` both derive from."""
+
+    resamples: int = 10_000
+    permutations: int = 10_000
+    seed: int = 0
+
+    def check(self) -> Draws:
+        """The draws, each within its bounds (:class:`UsageError` naming the one that is not)."""
+        for name, low, high in (("resamples", 1, MOST_RESAMPLES),
+                                ("permutations", 1, MOST_RESAMPLES), ("seed", 0, None)):
+            check_int(name, getattr(self, name), low, high=high)
+        return self
+
+    def settings(self) -> dict[str, int]:
+        """The draws as a comparison's settings report them."""
+        return {"resamples": self.resamples, "permutations": self.permutations,
+                "seed": self.seed}
 
 
 @dataclass(frozen=True)
@@ -92,34 +116,26 @@ class _Metric:
         return ~(np.isnan(self.base) | np.isnan(self.system))
 
 
-def compare_pair(
-    base: NamedRun,
-    system: NamedRun,
-    base_pos: np.ndarray,
-    system_pos: np.ndarray,
-    *,
-    resamples: int,
-    permutations: int,
-    seed: int,
-    groups: np.ndarray | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """The rows of one baseline-system comparison (Holm-adjusted within it), and the output
-    names only one of the two runs has (``baseline_only``, ``system_only``). With ``groups``
-    (each paired record's conversation), values, deltas and counts are over conversations
-    (each the mean of its paired turns) and conversations are resampled and relabelled whole."""
+def compare_pair(base: NamedRun, system: NamedRun, block: PairedBlock,
+                 draws: Draws) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The rows of one baseline-system comparison held in memory (``block``: every pair of
+    the outputs both runs have, :func:`~rageval.compare.runs.pairing.whole_block`),
+    Holm-adjusted within it, and the output names only one of the two runs has
+    (``baseline_only``, ``system_only``). With the block's ``groups`` (each pair's
+    conversation), values, deltas and counts are over conversations (each the mean of its
+    paired turns) and conversations are resampled and relabelled whole."""
     bsum, ssum = base.results.summary, system.results.summary
     missing = missing_outputs(base, system)
+    groups = block.groups
     metrics = []
-    for name in (n for n in bsum if n in ssum):
-        b = column(base.results, name)[base_pos]
-        s = column(system.results, name)[system_pos]
+    for name in block.names:
+        b, s = block.values(name)
         corpus = bsum[name].aggregate == "corpus" and ssum[name].aggregate == "corpus"
         metrics.append(_Metric(name, b, s, corpus,
                                row_head(name, base, system, tally(b, s, groups), corpus)))
     tested = [m for m in metrics if m.row["n"] > 0]
     if tested:
-        _measure(tested, base, system, base_pos, system_pos, resamples, permutations, seed,
-                 groups)
+        _measure(tested, base, system, (block.base_rows, block.system_rows), draws, groups)
     rows = [m.row for m in metrics]
     adjust(rows)
     return rows, missing
@@ -200,11 +216,8 @@ def _measure(
     metrics: list[_Metric],
     base: NamedRun,
     system: NamedRun,
-    base_pos: np.ndarray,
-    system_pos: np.ndarray,
-    resamples: int,
-    permutations: int,
-    seed: int,
+    positions: tuple[np.ndarray, np.ndarray],
+    draws: Draws,
     groups: np.ndarray | None = None,
 ) -> None:
     """Values, delta, CI and p-value of every metric of one comparison.
@@ -219,6 +232,7 @@ def _measure(
     each record of a mean metric weighs one over its conversation's paired turns, so that the
     statistic is the mean over conversations of each one's mean difference.
     """
+    base_pos, system_pos = positions
     n = len(base_pos) if groups is None else int(groups.max()) + 1
     spread = (lambda w: w) if groups is None else (lambda w: w[:, groups])
     means = [m for m in metrics if not m.corpus]
@@ -229,8 +243,6 @@ def _measure(
     if groups is not None and masks is not None and diffs is not None:
         shares = np.column_stack([_shares(m.kept, groups, n) for m in means])
         masks, diffs = masks * shares, diffs * shares
-        values = [(np.where(m.kept, m.base, 0.0) * shares[:, k],
-                   np.where(m.kept, m.system, 0.0) * shares[:, k]) for k, m in enumerate(means)]
     # Per corpus metric, statistics read once: each side's, and both (the baseline's records
     # then the system's) for relabellings, which exchange a record's two sides.
     scorers = []
@@ -261,26 +273,18 @@ def _measure(
             columns.append((both_score(as_system) - both_score(as_base))[:, None])
         return np.hstack(columns)
 
-    ci = paired_bootstrap(resampled, n, resamples=resamples, seed=seed, level=LEVEL)
-    p, exact = randomization_test(relabelled, n, permutations=permutations, seed=seed)
-    sums = np.zeros(0) if diffs is None else diffs.sum(axis=0)
+    ci = paired_bootstrap(resampled, n, resamples=draws.resamples, seed=draws.seed, level=LEVEL)
+    p, exact = randomization_test(relabelled, n, permutations=draws.permutations,
+                                  seed=draws.seed)
     for k, metric in enumerate([*means, *corpora]):
         kept = metric.kept
         if metric.corpus:
             base_score, system_score, _ = scorers[k - len(means)]
             base_value, system_value = float(base_score(None)[0]), float(system_score(None)[0])
             delta = system_value - base_value
-        elif groups is not None:  # means over conversations of their paired turns' means
-            units = float(masks[:, k].sum())  # type: ignore[index]
-            base_value = float(values[k][0].sum()) / units
-            system_value = float(values[k][1].sum()) / units
-            delta = float(sums[k]) / units
         else:
-            base_value = float(metric.base[kept].mean())
-            system_value = float(metric.system[kept].mean())
-            # The mean of the differences: the statistic resampled and tested (the difference
-            # of the two means may differ from it in the last bit).
-            delta = float(sums[k]) / int(kept.sum())
+            base_value, system_value, delta = paired_means(metric.base, metric.system, kept,
+                                                           groups)
         metric.row.update({
             "baseline_value": finite(base_value),
             "system_value": finite(system_value),
@@ -289,6 +293,21 @@ def _measure(
             "p_value": finite(p[k]),
             "p_method": "exact" if exact else "monte-carlo",
         })
+
+
+def paired_means(base: np.ndarray, system: np.ndarray, kept: np.ndarray,
+                 groups: np.ndarray | None) -> tuple[float, float, float]:
+    """The baseline's and the system's mean over the ``kept`` pairs, and the mean of their
+    differences, each correctly rounded (:mod:`~rageval.stats.exact`); with ``groups``, means
+    over conversations of each one's correctly rounded mean over its paired turns, as the
+    runs' summaries and the streamed comparison compute them."""
+    differences = system[kept] - base[kept]
+    if groups is None:
+        return exact_mean(base[kept]), exact_mean(system[kept]), exact_mean(differences)
+    count = int(groups.max()) + 1
+    scored = np.bincount(groups[kept], minlength=count) > 0
+    return tuple(exact_mean(exact_group_means(x, groups[kept], count)[scored])
+                 for x in (base[kept], system[kept], differences))  # type: ignore[return-value]
 
 
 def _shares(kept: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
@@ -303,13 +322,6 @@ def _details(run: NamedRun, metric: _Metric, positions: np.ndarray) -> list[dict
     records = run.results.records
     return [record_details(records[position], metric.name, run.name) if keep else None
             for keep, position in zip(metric.kept, positions, strict=True)]
-
-
-def column(results: Results, name: str) -> np.ndarray:
-    """Per-record values of one output name, NaN where unscored (or absent)."""
-    values = (r.scores.get(name) for r in results.records)
-    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64,
-                       count=len(results.records))
 
 
 def adjust(rows: list[dict[str, Any]]) -> None:

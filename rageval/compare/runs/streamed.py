@@ -2,34 +2,29 @@
 
 Each run's records are read once and spilled to partitions by a hash of their unit
 (:mod:`~rageval.compare.runs.spill`). A first pass over the partitions pairs the records by
-id and finds what does not pair (repeated ids, ids missing from a run), with the errors and
-``intersect`` of the whole comparison; a second joins the runs partition by partition and
-adds each system's pairs to running sums (:mod:`~rageval.compare.runs.sums`,
-:class:`~rageval.compare.runs.turns.TurnSums`). The comparison holds one partition of each run
-and the sums, whatever the runs' length.
+id with the pairing of every comparison (:class:`~rageval.compare.runs.pairing.PairingCheck`:
+repeated ids, ids missing from a run, ``intersect``, and their messages); a second joins the
+runs partition by partition into blocks of pairs
+(:class:`~rageval.compare.runs.pairing.PairedBlock`, as a comparison held in memory reads its
+one block) and adds them to running sums with Poisson weights
+(:mod:`~rageval.compare.runs.sums`, :class:`~rageval.compare.runs.turns.TurnSums`,
+:class:`~rageval.compare.runs.calibrated.CalibratedSums`). The comparison holds one partition
+of each run and the sums, whatever the runs' length.
 """
 
 from __future__ import annotations
 
-import heapq
 import tempfile
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rageval.compare.runs.calibrated import CalibratedSums, RunLabels, calibrated_metrics
-from rageval.compare.runs.pairing import (
-    SHOWN_IDS,
-    NamedRun,
-    PairKey,
-    label,
-    some_ids,
-)
+from rageval.compare.runs.pairing import NamedRun, PairedBlock, PairingCheck
 from rageval.compare.runs.spill import Part, RunSpill, partition_count
-from rageval.compare.runs.statistics import LEVEL, adjust, missing_outputs, row_head
+from rageval.compare.runs.statistics import LEVEL, Draws, adjust, missing_outputs, row_head
 from rageval.compare.runs.sums import PairedSums, PastFloats
 from rageval.compare.runs.turns import TurnSums
 from rageval.core.errors import InputError
@@ -56,21 +51,6 @@ class Streamed:
 
 
 @dataclass
-class _Keys:
-    """A count of pairing keys and the first few of them, as messages show them."""
-
-    count: int = 0
-    first: list[PairKey] = field(default_factory=list)
-
-    def add(self, keys: list[PairKey]) -> None:
-        self.count += len(keys)
-        self.first = heapq.nsmallest(SHOWN_IDS, [*self.first, *keys], key=label)
-
-    def text(self) -> str:
-        return some_ids(self.count, self.first)
-
-
-@dataclass
 class _Accumulated:
     """Everything one system's comparison adds its pairs to: the outputs compared, their
     running sums, the per-turn sums (runs of conversations) and the calibrated differences
@@ -83,8 +63,7 @@ class _Accumulated:
 
 
 def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool,
-                     resamples: int, permutations: int, seed: int,
-                     labels: dict[str, RunLabels] | None = None) -> Streamed:
+                     draws: Draws, labels: dict[str, RunLabels] | None = None) -> Streamed:
     """Compare every system with the baseline, streaming their records (see the module);
     ``labels``: each run's human labels, for calibrated differences."""
     runs = [base, *systems]
@@ -99,7 +78,7 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
             spill.fill()
         paired, dropped = _pair(spills, intersect)
         found = {s.name: _accumulated(base, s, (spills[0], spill), shared[s.name], labels,
-                                      (resamples, permutations, seed))
+                                      draws)
                  for s, spill in zip(systems, spills[1:], strict=True)}
         for index in range(parts):
             loaded = [spill.part(index) for spill in spills]
@@ -121,15 +100,13 @@ def compare_streamed(base: NamedRun, systems: list[NamedRun], *, intersect: bool
 
 def _accumulated(base: NamedRun, system: NamedRun, spills: tuple[RunSpill, RunSpill],
                  names: list[str], labels: dict[str, RunLabels] | None,
-                 draws: tuple[int, int, int]) -> _Accumulated:
-    resamples, permutations, seed = draws
+                 draws: Draws) -> _Accumulated:
     corpus = {n: spills[0].corpus[n] for n in names
               if n in spills[0].corpus and n in spills[1].corpus}
     widths = {n: max(spills[0].widths[n], spills[1].widths[n]) for n in corpus}
-    found = _Accumulated(names, PairedSums(names, corpus, widths, resamples=resamples,
-                                           permutations=permutations, seed=seed, level=LEVEL))
+    found = _Accumulated(names, PairedSums(names, corpus, widths, draws, LEVEL))
     if spills[0].in_conversations:
-        found.turns = TurnSums(_means(base, system, names), resamples=resamples, seed=seed)
+        found.turns = TurnSums(_means(base, system, names), draws)
     if labels is not None:
         heads = [{"metric": n, "headline": base.results.summary[n].in_table} for n in names]
         found.calibrated = CalibratedSums(calibrated_metrics(heads), labels[base.name],
@@ -153,38 +130,14 @@ def _corpus(name: str, base: NamedRun, systems: list[NamedRun]) -> bool:
 
 
 def _pair(spills: list[RunSpill], intersect: bool) -> tuple[int, dict[str, int]]:
-    """Pair every partition's keys across the runs: the paired count and what each run lost
-    to ``intersect``; errors for repeated ids and, without ``intersect``, for missing ones."""
-    names = [spill.run.name for spill in spills]
-    repeated = {name: _Keys() for name in names}
-    lacks = {pair: _Keys() for name in names[1:] for pair in ((name, names[0]),
-                                                              (names[0], name))}
-    paired, totals = 0, dict.fromkeys(names, 0)
+    """Pair every partition's keys across the runs (:class:`PairingCheck`: the rules and
+    messages of every comparison): the paired count and what each run lost to
+    ``intersect``."""
+    check = PairingCheck([spill.run.name for spill in spills])
     for index in range(spills[0].parts):
-        keys = [spill.part(index).keys for spill in spills]
-        sets = []
-        for name, run_keys in zip(names, keys, strict=True):
-            unique = set(run_keys)
-            if len(unique) < len(run_keys):
-                repeated[name].add([k for k, n in Counter(run_keys).items() if n > 1])
-            totals[name] += len(run_keys)
-            sets.append(unique)
-        paired += len(set.intersection(*sets))
-        for name, other in zip(names[1:], sets[1:], strict=True):
-            lacks[(name, names[0])].add(list(sets[0] - other))
-            lacks[(names[0], name)].add(list(other - sets[0]))
-    for name in names:
-        if repeated[name].count:
-            raise InputError(f"record ids must be unique to pair records; repeated: "
-                             f"{repeated[name].text()}", path=name)
-    problems = [f"{holder} lacks {keys.text()} (in {owner})"
-                for (holder, owner), keys in lacks.items() if keys.count]
-    if problems and not intersect:
-        raise InputError("records do not pair by id: " + "; ".join(problems)
-                         + " (use --intersect to compare the ids common to all runs)")
-    if not paired:
-        raise InputError("no record id is common to all runs: nothing to compare")
-    return paired, {name: total - paired for name, total in totals.items()}
+        check.add([spill.part(index).keys for spill in spills])
+    dropped = check.finish(intersect)
+    return check.paired, dropped
 
 
 def _means(base: NamedRun, system: NamedRun, names: list[str]) -> list[str]:
@@ -202,7 +155,8 @@ def _add(found: _Accumulated, base: Part, system: Part,
     if not rows:
         return
     b_rows, s_rows = (np.array(r, dtype=np.int64) for r in zip(*rows, strict=True))
-    if spills[0].in_conversations:
+    conversations = spills[0].in_conversations
+    if conversations:
         numbers: dict[str, int] = {}
         units = np.fromiter((numbers.setdefault(base.units[i], len(numbers)) for i in b_rows),
                             dtype=np.int64, count=len(b_rows))
@@ -214,24 +168,24 @@ def _add(found: _Accumulated, base: Part, system: Part,
     for first in range(0, int(units[-1]) + 1, _UNITS):
         chunk = np.flatnonzero((units >= first) & (units < first + _UNITS))
         br, sr = b_rows[chunk], s_rows[chunk]
-        b, s = base.values[br][:, base_columns], system.values[sr][:, system_columns]
+        block = PairedBlock(names, base.values[br][:, base_columns],
+                            system.values[sr][:, system_columns], br, sr)
+        if conversations:
+            block.groups = units[chunk] - first
+            block.turns = base.turns[br]
+            _, firsts = np.unique(block.groups, return_index=True)
+            block.unit_keys = base.unit_keys[br][firsts]
+        else:
+            block.unit_keys = base.unit_keys[br]
+        if found.calibrated is not None:
+            block.ids = ([base.ids[i] for i in br], [system.ids[i] for i in sr])
         stats = {n: (_widened(base.corpus[n][br], sums.widths[n]),
                      _widened(system.corpus[n][sr], sums.widths[n])) for n in sums.corpus}
-        row_keys = base.unit_keys[br]
-        if spills[0].in_conversations:
-            groups = units[chunk] - first
-            _, firsts = np.unique(groups, return_index=True)
-            sums.add(b, s, stats, row_keys[firsts], groups)
-        else:
-            sums.add(b, s, stats, row_keys, None)
+        sums.add(block, stats)
         if found.turns is not None:
-            columns = [names.index(n) for n in found.turns.names]
-            found.turns.add(b[:, columns], s[:, columns], base.turns[br], row_keys)
+            found.turns.add(block)
         if found.calibrated is not None:
-            ids = ([base.ids[i] for i in br], [system.ids[i] for i in sr])
-            for name in found.calibrated.names:
-                k = names.index(name)
-                found.calibrated.add(name, b[:, k], s[:, k], *ids)
+            found.calibrated.add(block)
 
 
 def _widened(stats: np.ndarray, width: int) -> np.ndarray:

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.compare.runs.statistics import Tally, finite, tally
+from rageval.compare.runs.pairing import PairedBlock
+from rageval.compare.runs.statistics import Draws, Tally, finite, tally
 from rageval.core.metric import Metric
+from rageval.stats.exact import ExactSums, exact_group_means
 from rageval.stats.groups import group_rows
-from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys, sign_flips
+from rageval.stats.poisson import drawn_sums, seeded_keys, sign_flips
 from rageval.stats.resampling import extreme_counts, percentile_interval
 
 __all__ = ["PairedSums", "PastFloats"]
@@ -41,14 +43,19 @@ class PairedSums:
     the metric of each corpus output among them."""
 
     def __init__(self, names: list[str], corpus: dict[str, Metric], widths: dict[str, int],
-                 *, resamples: int, permutations: int, seed: int, level: float) -> None:
+                 draws: Draws, level: float) -> None:
         self.names, self.corpus, self.widths = names, corpus, widths
+        resamples, permutations = draws.resamples, draws.permutations
         self.resamples, self.permutations, self.seed, self.level = (
-            resamples, permutations, seed, level)
+            resamples, permutations, draws.seed, level)
         self.means = [n for n in names if n not in corpus]
         self.tallies = {name: Tally() for name in names}
         m = len(self.means)
-        self._exact = ExactSums(3 * m)  # differences, baseline values, system values
+        # Differences, baseline values, system values: summed as the draws weigh them (the
+        # observed statistic of the randomization test), and each unit's correctly rounded
+        # mean over its pairs (the values reported; the same sums for units of one record).
+        self._exact = ExactSums(3 * m)
+        self._units: ExactSums | None = None
         self._totals = {n: np.zeros((2, w), dtype=np.int64) for n, w in widths.items()}
         # Weighted: per mean output its difference and count, per corpus output its baseline
         # and system statistics and count. Relabelled: differences, statistics moved.
@@ -56,12 +63,13 @@ class PairedSums:
         self._weighted = np.zeros((resamples, width))
         self._relabelled = np.zeros((permutations, m + sum(widths.values())))
 
-    def add(self, b: np.ndarray, s: np.ndarray, stats: dict[str, tuple[np.ndarray, np.ndarray]],
-            keys: np.ndarray, groups: np.ndarray | None) -> None:
-        """Add paired records: ``b``, ``s`` their values (one column per name), ``stats`` each
-        corpus output's statistics on either side, ``keys`` each unit's 64-bit key, ``groups``
-        each record's unit (None: each record is one). :class:`PastFloats` naming the
-        output when a difference passes the largest float."""
+    def add(self, block: PairedBlock,
+            stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Add a block of pairs (its values, in :attr:`names` order, its units and their
+        keys), and ``stats``: each corpus output's statistics on either side, pair by pair.
+        :class:`PastFloats` naming the output when a difference passes the largest float."""
+        b, s, groups, keys = block.base, block.system, block.groups, block.unit_keys
+        assert keys is not None  # streamed blocks carry their units' keys
         units = len(keys)
         for k, name in enumerate(self.names):
             self.tallies[name] += tally(b[:, k], s[:, k], groups)
@@ -79,6 +87,9 @@ class PairedSums:
         if beyond.any():
             raise PastFloats(self.means[int(np.argmax(beyond))])
         self._exact.add(np.hstack([d, *(group_rows(x, groups, units) for x in sides)]))
+        if groups is not None:
+            self._add_unit_means(kept, s[:, index] - b[:, index], b[:, index], s[:, index],
+                                 groups=groups, units=units)
         weighted, moved = [d, mask], [d]
         for name in self.corpus:
             both = ~(np.isnan(b[:, self.names.index(name)])
@@ -91,6 +102,16 @@ class PairedSums:
             moved.append(bu - su)
         self._weigh(seeded_keys(keys, self.seed), np.hstack(weighted).astype(np.float64),
                     np.hstack(moved).astype(np.float64))
+
+    def _add_unit_means(self, kept: np.ndarray, *columns: np.ndarray, groups: np.ndarray,
+                        units: int) -> None:
+        """Each unit's correctly rounded mean of each of ``columns`` over its kept pairs (0
+        where it has none: it is not counted)."""
+        if self._units is None:
+            self._units = ExactSums(3 * kept.shape[1])
+        means = [np.nan_to_num(exact_group_means(x[kept[:, j], j], groups[kept[:, j]], units))
+                 for x in columns for j in range(kept.shape[1])]
+        self._units.add(np.column_stack(means) if means else np.zeros((units, 0)))
 
     def _weigh(self, seeded: np.ndarray, weighted: np.ndarray, moved: np.ndarray) -> None:
         self._weighted += drawn_sums(seeded, weighted, self.resamples)
@@ -122,8 +143,9 @@ class PairedSums:
     def _mean_row(self, k: int, m: int, n: int) -> dict[str, object]:
         ratios = _ratio(self._weighted[:, k], self._weighted[:, m + k])
         observed = self._exact.value(k)
-        return _row(self._exact.mean(m + k, n), self._exact.mean(2 * m + k, n),
-                    self._exact.mean(k, n), percentile_interval(ratios, self.level),
+        means = self._exact if self._units is None else self._units
+        return _row(means.mean(m + k, n), means.mean(2 * m + k, n),
+                    means.mean(k, n), percentile_interval(ratios, self.level),
                     self._p(observed, self._relabelled[:, k]))
 
     def _corpus_row(self, metric: Metric, totals: np.ndarray, weighted: np.ndarray,

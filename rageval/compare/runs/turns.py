@@ -14,37 +14,39 @@ from typing import Any
 
 import numpy as np
 
-from rageval.compare.runs.pairing import NamedRun
-from rageval.compare.runs.statistics import LEVEL, column, finite
-from rageval.stats.poisson import ExactSums, drawn_sums, seeded_keys
+from rageval.compare.runs.pairing import NamedRun, PairedBlock
+from rageval.compare.runs.statistics import LEVEL, Draws, finite
+from rageval.stats.exact import ExactSums, exact_mean
+from rageval.stats.poisson import drawn_sums, seeded_keys
 from rageval.stats.resampling import paired_bootstrap_ci, percentile_interval
 
 __all__ = ["TurnSums", "per_turn_rows"]
 
 
-def per_turn_rows(base: NamedRun, system: NamedRun, base_pos: np.ndarray,
-                  system_pos: np.ndarray, turns: np.ndarray, *, resamples: int,
-                  seed: int) -> list[dict[str, Any]]:
-    """One row per (output, turn position) of one baseline-system comparison (``turns``: each
-    paired record's turn position, 0 where it is not a turn)."""
+def per_turn_rows(base: NamedRun, system: NamedRun, block: PairedBlock,
+                  draws: Draws) -> list[dict[str, Any]]:
+    """One row per (output, turn position) of one baseline-system comparison held in memory
+    (``block``: every pair, with its turn position, 0 where it is not a turn)."""
     bsum, ssum = base.results.summary, system.results.summary
+    turns = block.turns
+    assert turns is not None  # runs of conversations
     rows = []
-    for name in (n for n in bsum if n in ssum):
+    for name in block.names:
         if bsum[name].aggregate != "mean" or ssum[name].aggregate != "mean":
             continue
-        b = column(base.results, name)[base_pos]
-        s = column(system.results, name)[system_pos]
+        b, s = block.values(name)
         kept = ~(np.isnan(b) | np.isnan(s)) & (turns > 0)
         for position in np.unique(turns[kept]):
             here = kept & (turns == position)
             differences = s[here] - b[here]
-            ci = paired_bootstrap_ci(differences, resamples=resamples, seed=seed, level=LEVEL)
+            ci = paired_bootstrap_ci(differences, resamples=draws.resamples, seed=draws.seed,
+                                     level=LEVEL)
             rows.append({
                 "metric": name, "baseline": base.name, "system": system.name,
                 "turn": int(position), "n": int(here.sum()),
-                "baseline_value": float(b[here].mean()),
-                "system_value": float(s[here].mean()),
-                "delta": float(differences.mean()),
+                "baseline_value": exact_mean(b[here]),
+                "system_value": exact_mean(s[here]),
+                "delta": exact_mean(differences),
                 "ci95": [float(ci[0]), float(ci[1])],
                 "headline": bool(bsum[name].in_table),
             })
@@ -56,13 +58,17 @@ class TurnSums:
     mean output, exact sums of the paired turns' values and differences, and their
     Poisson-weighted sums (each turn weighed with its conversation's weights)."""
 
-    def __init__(self, names: list[str], *, resamples: int, seed: int) -> None:
-        self.names, self.resamples, self.seed = names, resamples, seed
+    def __init__(self, names: list[str], draws: Draws) -> None:
+        self.names, self.resamples, self.seed = names, draws.resamples, draws.seed
         self._positions: dict[int, tuple[ExactSums, np.ndarray, np.ndarray]] = {}
 
-    def add(self, b: np.ndarray, s: np.ndarray, turns: np.ndarray, keys: np.ndarray) -> None:
-        """Paired records (values ``b``, ``s``; ``turns`` 0 where not a turn; ``keys`` each
-        one's conversation key)."""
+    def add(self, block: PairedBlock) -> None:
+        """A block of pairs of runs of conversations (each pair weighed with its
+        conversation's weights)."""
+        b, s = block.columns(self.names)
+        turns, groups, unit_keys = block.turns, block.groups, block.unit_keys
+        assert turns is not None and groups is not None and unit_keys is not None
+        keys = unit_keys[groups]  # each pair's conversation's key
         kept = ~(np.isnan(b) | np.isnan(s)) & (turns > 0)[:, None]
         diffs = np.where(kept, s - b, 0.0)
         width = len(self.names)

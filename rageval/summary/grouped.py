@@ -20,9 +20,10 @@ from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Conversation, Record
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
-from rageval.engine.columns import GrowingColumn
+from rageval.stats.exact import exact_group_means, exact_mean
 from rageval.stats.groups import group_sums
 from rageval.stats.resampling import bootstrap_ci
+from rageval.summary.columns import GrowingColumn
 
 #: The signature field of every value summed up over conversations.
 UNIT = Field("unit", "conversation", "u")
@@ -97,14 +98,17 @@ class ConversationGroups:
 @dataclass(frozen=True)
 class PerConversation:
     """One output summed up per conversation, for the conversations with a scored turn:
-    the mean, the lowest value and the last turn's value (NaN when the last is unscored),
-    and the scored turns' positions in the run, conversation by conversation."""
+    the mean (correctly rounded), the lowest value and the last turn's value (NaN when the
+    last is unscored), and the scored turns' positions in the run, conversation by
+    conversation. ``drawn`` are the means the bootstrap resamples: each conversation's sum
+    divided by its count, as every earlier run's intervals drew them (the same intervals)."""
 
     means: np.ndarray
     lowest: np.ndarray
     last: np.ndarray
     turns: list[np.ndarray]
     conversations: int  # every conversation of the run, scored or not
+    drawn: np.ndarray
 
     def turn_indices(self) -> Callable[[np.ndarray], np.ndarray]:
         """Resampled conversations (indices into :attr:`means`) -> their turns' positions."""
@@ -117,14 +121,16 @@ def per_conversation(values: np.ndarray, groups: np.ndarray) -> PerConversation:
     count = int(groups[-1]) + 1 if len(groups) else 0
     scored = ~np.isnan(values)
     sums, sizes = group_sums(values, scored, groups, count)
+    means = exact_group_means(values[scored], groups[scored], count)
     has = sizes > 0
     lowest = np.full(count, np.inf)
     np.minimum.at(lowest, groups[scored], values[scored])
     ends = np.flatnonzero(np.append(groups[1:] != groups[:-1], True))  # each one's last row
     positions = np.flatnonzero(scored)
     turns = np.split(positions, np.cumsum(sizes)[:-1])
-    return PerConversation(sums[has] / sizes[has], lowest[has], values[ends][has],
-                           [t for t, h in zip(turns, has, strict=True) if h], count)
+    return PerConversation(means[has], lowest[has], values[ends][has],
+                           [t for t, h in zip(turns, has, strict=True) if h], count,
+                           sums[has] / sizes[has])
 
 
 def summarise_conversations(metric: Metric, result: MetricResult, reasons: Counter[str],
@@ -134,7 +140,7 @@ def summarise_conversations(metric: Metric, result: MetricResult, reasons: Count
     conversations with a scored turn, ``unscored`` those without; the turns scored and
     unscored, and the means of each conversation's lowest and last value, are figures beside
     it. A corpus figure (corpus BLEU) is over every scored turn, its CI from resampled
-    conversations. ``means`` as :func:`~rageval.engine.summary.summarise` takes it."""
+    conversations. ``means`` as :func:`~rageval.summary.parts.summarise` takes it."""
     signature = metric.result_signature(result).extend([UNIT])
     headline = metric.output_names()[0]
     flagged = Counter(flag for detail in result.details or () if detail
@@ -149,21 +155,21 @@ def summarise_conversations(metric: Metric, result: MetricResult, reasons: Count
         if corpus is not None:
             value, aggregate = corpus, "corpus"
             expand = grouped.turn_indices()
-            ci = bootstrap_ci(grouped.means, resamples=bootstrap, seed=seed,
+            ci = bootstrap_ci(grouped.drawn, resamples=bootstrap, seed=seed,
                               statistic=lambda picked, e=expand: metric.corpus_value(
                                   result, e(picked)))
         else:
-            value = float(grouped.means.mean()) if len(grouped.means) else None
+            value = exact_mean(grouped.means) if len(grouped.means) else None
             aggregate = "mean"
             if means is None:
-                ci = bootstrap_ci(grouped.means, resamples=bootstrap, seed=seed)
+                ci = bootstrap_ci(grouped.drawn, resamples=bootstrap, seed=seed)
             else:
-                ci, means[name] = None, grouped.means
+                ci, means[name] = None, grouped.drawn
         last = grouped.last[~np.isnan(grouped.last)]
         figures: dict[str, object] = {"turns": {"scored": scored, "unscored": len(values) - scored},
-                   "conversation_min": float(grouped.lowest.mean()) if len(grouped.means)
+                   "conversation_min": exact_mean(grouped.lowest) if len(grouped.means)
                    else None,
-                   "conversation_last": float(last.mean()) if len(last) else None}
+                   "conversation_last": exact_mean(last) if len(last) else None}
         if name == headline:
             figures.update(metric.summary_figures(result))
         out[name] = MetricSummary(

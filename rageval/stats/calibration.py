@@ -1,5 +1,6 @@
-"""Prediction-powered inference (PPI) for a mean: a judge's scores over every record, corrected
-by the records that also carry a human label (Angelopoulos et al., Science 2023), and the
+"""Calibration by human labels, its arithmetic in one place: prediction-powered inference (PPI)
+for a mean, a judge's scores over every record corrected by the records that also carry a human
+label (Angelopoulos et al., Science 2023), and the
 power-tuned PPI++ (Angelopoulos, Duchi and Zrnic, 2023), as the ``ppi_py`` package computes
 them (``ppi_mean_pointestimate`` and ``ppi_mean_ci``, normal intervals, no weights).
 
@@ -16,18 +17,29 @@ estimates the ``lam`` that minimises the variance from the data, clipped to [0, 
 
 One departure from ``ppi_py``: when every judge score is the same the judge tells nothing
 (``ppi_py`` divides by zero); rageval then uses ``lam = 0``, the human labels alone.
+
+Its two uses: a run's judge mean calibrated by the labels of some of its records
+(:func:`calibrate`, as the summary reports it), and the paired difference of two runs
+calibrated by the labels of both answers (:func:`calibrated_difference`, ``rageval compare
+--human``). The means are correctly rounded (:mod:`~rageval.stats.exact`): whatever the order
+the records come in, a comparison held in memory and one streamed from disk give one estimate.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
-__all__ = ["PPIEstimate", "classical_mean", "ppi_mean", "ppi_mean_moments"]
+from rageval.core.calibration import MIN_LABELLED, Calibration
+from rageval.stats.exact import exact_mean
+
+__all__ = ["PPIEstimate", "calibrate", "calibrated_difference", "classical_mean", "ppi_mean",
+           "ppi_mean_moments"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,7 @@ def ppi_mean(labels: Sequence[float] | np.ndarray, judged: Sequence[float] | np.
     records without a label). ``tuned``: PPI++'s weight, else PPI's (1)."""
     y, f, f_unlabelled = _arrays(labels, judged, judged_unlabelled)
     lam = _tuned_lam(y, f, f_unlabelled) if tuned else 1.0
-    return _estimate(y, f, lam, float(f_unlabelled.mean()), float(f_unlabelled.var()),
+    return _estimate(y, f, lam, exact_mean(f_unlabelled), float(f_unlabelled.var()),
                      len(f_unlabelled), level)
 
 
@@ -72,7 +84,7 @@ def ppi_mean_moments(labels: Sequence[float] | np.ndarray,
 def _estimate(y: np.ndarray, f: np.ndarray, lam: float, unlabelled_mean: float,
               unlabelled_variance: float, unlabelled: int, level: float) -> PPIEstimate:
     n = len(y)
-    estimate = float(lam * unlabelled_mean + (y - lam * f).mean())
+    estimate = float(lam * unlabelled_mean + exact_mean(y - lam * f))
     se = math.sqrt(lam**2 * unlabelled_variance / unlabelled + float((y - lam * f).std()) ** 2 / n)
     return PPIEstimate(estimate, _normal_interval(estimate, se, level), lam, n, unlabelled)
 
@@ -84,7 +96,7 @@ def classical_mean(labels: Sequence[float] | np.ndarray, *,
     y = np.asarray(labels, dtype=np.float64)
     if len(y) < 2:
         raise ValueError(f"a mean's interval needs at least 2 values, got {len(y)}")
-    mean = float(y.mean())
+    mean = exact_mean(y)
     return mean, _normal_interval(mean, float(y.std()) / math.sqrt(len(y)), level)
 
 
@@ -119,3 +131,50 @@ def _normal_interval(mean: float, se: float, level: float) -> tuple[float, float
         raise ValueError(f"level must be in (0, 1), got {level}")
     z = NormalDist().inv_cdf(1 - (1 - level) / 2)
     return mean - z * se, mean + z * se
+
+
+def calibrate(values: np.ndarray, labels: np.ndarray) -> Calibration:
+    """The calibrated mean of a metric's ``values`` (NaN: unscored) from ``labels`` (NaN: no
+    label), aligned record by record. Only records the metric scored count: a labelled record
+    the judge could not score says nothing about the judge."""
+    scored = ~np.isnan(values)
+    labelled = scored & ~np.isnan(labels)
+    unlabelled = scored & np.isnan(labels)
+    n, big_n = int(labelled.sum()), int(unlabelled.sum())
+    if n < MIN_LABELLED:
+        return Calibration(n, big_n, refused=f"{n} scored records carry a human label; "
+                                             f"calibration needs at least {MIN_LABELLED}")
+    human_mean, human_ci = classical_mean(labels[labelled])
+    if big_n == 0:
+        return Calibration(n, 0, human_mean=human_mean, human_ci95=human_ci,
+                           refused="every scored record carries a human label: their mean is "
+                                   "the estimate")
+    y, f, f_unlabelled = labels[labelled], values[labelled], values[unlabelled]
+    tuned = ppi_mean(y, f, f_unlabelled)
+    plain = ppi_mean(y, f, f_unlabelled, tuned=False)
+    return Calibration(n, big_n, plain.mean, plain.ci, tuned.lam, tuned.mean, tuned.ci,
+                       human_mean, human_ci)
+
+
+def calibrated_difference(y: np.ndarray, f: np.ndarray, unlabelled: int,
+                          estimated: Callable[[], PPIEstimate]) -> dict[str, Any]:
+    """A comparison row's ``calibrated`` entry from the labelled pairs' human (``y``) and judge
+    (``f``) differences, the count of unlabelled pairs and PPI's estimate over all of them
+    (called only when there is one to give): the calibrated difference and its interval, the
+    human-only difference, the pair counts, or why there is none."""
+    n = len(y)
+    out: dict[str, Any] = {"labelled": n, "unlabelled": unlabelled}
+    if n < MIN_LABELLED:
+        out["refused"] = (f"{n} pairs carry a human label for both answers; a calibrated "
+                          f"difference needs at least {MIN_LABELLED}")
+        return out
+    human_mean, human_ci = classical_mean(y)
+    out["human"] = {"delta": human_mean, "ci95": list(human_ci)}
+    if unlabelled == 0:
+        out["refused"] = "every pair carries human labels: their difference is the estimate"
+        return out
+    estimate = estimated()
+    low, high = estimate.ci
+    out.update({"method": "ppi", "delta": estimate.mean, "ci95": [low, high],
+                "crosses_zero": bool(low <= 0 <= high)})
+    return out

@@ -24,7 +24,8 @@ import numpy as np
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.results import MetricSummary
 from rageval.core.signature import Field
-from rageval.stats.poisson import ExactSums, block_rows, poisson_weights
+from rageval.stats.exact import ExactSums, exact_group_means
+from rageval.stats.poisson import block_rows, poisson_weights
 from rageval.stats.resampling import percentile_interval
 
 #: The signature field of a value whose interval came from the Poisson bootstrap.
@@ -80,12 +81,13 @@ class OnlineStore:
         units = self._take(count)
         has = ~np.isnan(units.means)
         filled = np.where(has, units.means, 0.0)
+        drawn = np.where(has, units.drawn, 0.0)
         self._scored += has.sum(axis=0)
         last = ~np.isnan(units.last)
         self._has_last += last.sum(axis=0)
         self._exact.add(np.concatenate([filled, np.where(has, units.lowest, 0.0),
                                         np.where(last, units.last, 0.0)], axis=1))
-        columns = [filled, has.astype(np.float64)]
+        columns = [drawn, has.astype(np.float64)]
         if units.stats is not None:
             exact = units.stats.sum(axis=0, dtype=np.int64)
             self._corpus = exact if self._corpus is None else self._corpus + exact
@@ -137,7 +139,7 @@ class OnlineStore:
         the exact sums of its statistics), the Poisson bootstrap's percentile interval, and
         the counts; ``extra``: signature fields after the metric's own; with
         ``conversations``, the units are conversations, summed up as
-        :func:`~rageval.engine.grouped.summarise_conversations` does."""
+        :func:`~rageval.summary.grouped.summarise_conversations` does."""
         metric = self.metric
         signature = metric.result_signature(self.signature_part()).extend([*extra, POISSON])
         headline = metric.output_names()[0]
@@ -181,21 +183,24 @@ class Units:
     summed additive statistics (None: no corpus figure)."""
 
     def __init__(self, means: np.ndarray, lowest: np.ndarray, last: np.ndarray,
-                 stats: np.ndarray | None) -> None:
+                 stats: np.ndarray | None, drawn: np.ndarray | None = None) -> None:
         self.means, self.lowest, self.last, self.stats = means, lowest, last, stats
+        # What the Poisson weights weigh: each unit's sum over its count, as every earlier
+        # run's intervals drew them (the means above are correctly rounded).
+        self.drawn = means if drawn is None else drawn
 
     def rows(self, which: slice) -> Units:
         return Units(self.means[which], self.lowest[which], self.last[which],
-                     None if self.stats is None else self.stats[which])
+                     None if self.stats is None else self.stats[which], self.drawn[which])
 
     @staticmethod
     def join(parts: list[Units]) -> Units:
         if len(parts) == 1:
             return parts[0]
         stats = [p.stats for p in parts if p.stats is not None]
-        return Units(*(np.concatenate([getattr(p, a) for p in parts])
-                       for a in ("means", "lowest", "last")),
-                     np.concatenate(stats) if stats else None)
+        means, lowest, last, drawn = (np.concatenate([getattr(p, a) for p in parts])
+                                      for a in ("means", "lowest", "last", "drawn"))
+        return Units(means, lowest, last, np.concatenate(stats) if stats else None, drawn)
 
 
 class UnitFolder:
@@ -246,12 +251,17 @@ def _summed(values: np.ndarray, stats: np.ndarray | None, starts: np.ndarray) ->
     counts = np.add.reduceat(scored.astype(np.int64), starts, axis=0)
     sums = np.add.reduceat(np.where(scored, values, 0.0), starts, axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / counts, np.nan)
+        drawn = np.where(counts > 0, sums / counts, np.nan)
+    groups = np.zeros(len(values), dtype=np.int64)
+    groups[starts[1:]] = 1
+    groups = np.cumsum(groups)
+    means = np.column_stack([exact_group_means(column[kept], groups[kept], len(starts))
+                             for column, kept in zip(values.T, scored.T, strict=True)])
     lowest = np.minimum.reduceat(np.where(scored, values, np.inf), starts, axis=0)
     lowest[counts == 0] = np.nan
     ends = np.r_[starts[1:], len(values)] - 1
     summed = None if stats is None else np.add.reduceat(stats.astype(np.int64), starts, axis=0)
-    return Units(means, lowest, values[ends], summed)
+    return Units(means, lowest, values[ends], summed, drawn)
 
 
 class OnlineBlocks:

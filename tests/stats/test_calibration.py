@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.stats.ppi import classical_mean, ppi_mean
+from rageval.stats.calibration import classical_mean, ppi_mean
 
 ppi_py = pytest.importorskip("ppi_py")
 

@@ -17,12 +17,13 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
 from rageval.core.results import MetricSummary
-from rageval.engine.calibration import calibrate
-from rageval.engine.columns import GrowingColumn
-from rageval.engine.grouped import UNIT, ConversationGroups, summarise_conversations
-from rageval.engine.online import OnlineBlocks, OnlineStore
+from rageval.stats.calibration import calibrate
+from rageval.stats.exact import exact_mean
 from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
+from rageval.summary.columns import GrowingColumn
+from rageval.summary.grouped import UNIT, ConversationGroups, summarise_conversations
+from rageval.summary.online import OnlineBlocks, OnlineStore
 
 
 class SummaryParts:
@@ -31,7 +32,7 @@ class SummaryParts:
 
     Up to ``exact_records`` records every value is kept, for the exact percentile bootstrap
     (:class:`MetricStore`); past them the parts go into running sums with the Poisson
-    bootstrap's weights (:class:`~rageval.engine.online.OnlineStore`), so that what a run
+    bootstrap's weights (:class:`~rageval.summary.online.OnlineStore`), so that what a run
     keeps no longer grows with its records (0: running sums from the first record; None:
     never). The weights are drawn per unit: a record on its own, or a whole conversation. A
     metric whose summary reads every record stays whole."""
@@ -284,7 +285,7 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
                 statistic=lambda idx, m=metric, r=result, ix=indices: m.corpus_value(r, ix[idx]),
             )
         else:
-            value = float(kept.mean()) if len(kept) else None
+            value = exact_mean(kept) if len(kept) else None
             aggregate = "mean"
             if within is not None and name == metric.output_names()[0]:
                 ci = two_level_bootstrap_ci(within[scored], resamples=bootstrap, seed=seed)
