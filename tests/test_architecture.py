@@ -29,7 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     # The orchestrator receives a run's inputs whole (inputs.run.RunInputs) and reads them.
     "orchestrator": {"core", "stats", "engine", "inputs"},
     "engine": {"core", "stats"},
-    "config": {"core"},
+    # The judge's options are declared beside its configuration (judge.llm.config).
+    "config": {"core", "judge"},
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.
     "inputs": {"core", "retrieval"},
     "gate": {"core", "stats", "compare", "report"},
