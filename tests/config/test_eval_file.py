@@ -180,14 +180,14 @@ def test_records_flag_replaces_the_files_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_optional_metric_skipped_with_a_note(tmp_path: Path, capsys, monkeypatch) -> None:
-    from rageval.cli import eval_command
+    from rageval.cli import run_command
     from rageval.core.errors import MissingDependencyError
 
     def missing(name: str, options: object) -> None:
         raise MissingDependencyError("bert-score", "bertscore")
 
     monkeypatch.setattr("rageval.core.registry.create", missing)
-    assert eval_command._installed(["bertscore"]) == []
+    assert run_command._installed(["bertscore"]) == []
     assert "optional metric bertscore skipped" in capsys.readouterr().err
 
 
