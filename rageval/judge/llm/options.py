@@ -76,7 +76,7 @@ class JudgeOptions(JudgeConfig):
 
     def bound(self) -> JudgeOptions:
         """These options with a session of their own: what one run judges with."""
-        return replace(self, session=self.fresh_session())
+        return replace(self, session=self.session.renewed(self.max_requests, self.max_cost))
 
     @property
     def budget(self) -> RequestBudget | None:

@@ -49,6 +49,14 @@ class JudgeSession:
         capped = max_requests is not None or max_cost is not None
         return cls(RequestBudget(max_requests, max_cost) if capped else None)
 
+    def renewed(self, max_requests: int | None = None,
+                max_cost: float | None = None) -> JudgeSession:
+        """A fresh session for another run with these caps, sharing what this one was given
+        to share with other processes (the limits and the cache of a distributed run)."""
+        fresh = self.start(max_requests, max_cost)
+        fresh.shared_limits, fresh.shared_cache = self.shared_limits, self.shared_cache
+        return fresh
+
     def backend(self, key: Hashable, build: Callable[[], T]) -> T:
         """The run's backend for ``key`` (an endpoint and a model), built on first use."""
         return self._once(self._backends, key, build)
