@@ -70,15 +70,13 @@ class JudgeClient:
     def __init__(self, config: JudgeConfig, session: JudgeSession | None = None) -> None:
         """A client for ``config``'s model and endpoint (checked by ``config.check()``),
         keeping what it learns in the run's ``session`` (a fresh one when left out)."""
-        if not config.model:
-            raise UsageError("judge model must be a non-empty string")
         self.config = config
         self.session = session if session is not None else JudgeSession()
         self.endpoint = Endpoint.of(config.base_url)
         problem = api_key_problem(config.api_key_env, config.base_url)
         if problem is not None:
             raise JudgeError(problem)
-        self.model = config.model
+        self.model = config.model or ""
         self.api_key_env = config.api_key_env
         self.timeout = config.timeout
         self.max_retries = max_retries = config.max_retries

@@ -85,13 +85,37 @@ def _opt(**kwargs: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeConfig:
-    """How the judge is reached, asked and cached (each field's help says what it does).
+    """How the judge is reached, asked and cached (each field's declaration holds the help
+    its ``--judge-*`` flag shows).
 
     ``model`` is part of every cache key and signature, so replaying offline needs it too.
-    ``base_url``'s user info and query values are credentials and are never shown or stored.
-    ``extra``: request fields sent as they are, part of the cache key and the signature;
-    ``panel``: what each member of a judge panel changes of this configuration
-    (:mod:`rageval.judge.llm.members`).
+    ``base_url``: an OpenAI-compatible endpoint (default OpenAI's); user info and query values
+    in it are credentials and are never shown or stored. ``cache``: the SQLite file of replies
+    (default ``.rageval/cache.sqlite``), or a JSONL export read for an offline replay.
+    ``offline``: use the cache only, never the network; ``allow_missing``: with ``offline``,
+    leave records the cache lacks unscored instead of failing. ``refresh``: ask again even when
+    a reply is cached, and store the new one. ``api_key_env`` names the environment variable
+    holding the key (the key itself is never stored). ``prompts_dir``: a directory of user
+    rubrics looked up by name before the built-ins.
+
+    ``response_format``: how structured output is asked for, one of
+    :data:`~rageval.judge.llm.formats.MODES` (``auto`` negotiates with the endpoint).
+    ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
+    fault; ``first_reply_timeout``: seconds from the first request within which some reply
+    must arrive, else the run stops (None: 300, or twice ``timeout`` when that is longer).
+    ``max_tokens``: the longest reply asked for; ``history_chars``: the most characters of
+    earlier turns shown with a turn of a conversation (None: all of them). ``samples``:
+    replies per item, their mean the value; ``seed``: sent with each request (sample ``i``
+    gets ``seed + i``). ``logprobs``: score by the expected value of the score token's top
+    log-probabilities (G-Eval). ``price_in``/``price_out``: USD per million prompt/completion
+    tokens. ``against``: the records file of the other system, for ``judge:pairwise``.
+    ``extra``: request fields sent as they are (``{"repeat_penalty": 1.1}`` for llama.cpp),
+    part of the cache key and the signature. ``any_served_model``: reuse cached replies even
+    when the endpoint now serves another model under the name. ``max_requests``/``max_cost``:
+    the run's caps on what it sends. ``panel``: what each member of a judge panel changes of
+    this configuration (:mod:`rageval.judge.llm.members`), ``panel_rule`` how their values
+    make the panel's, ``panel_min_members`` how many must answer. ``dry_run``: send nothing,
+    count what would be sent.
     """
 
     model: str | None = _opt(
