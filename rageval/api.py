@@ -115,6 +115,8 @@ def evaluate(
         max_line_bytes = records.max_line_bytes  # the spec's own, as the more specific
     # Where the judgments came from is known once the records are read: the orchestrator
     # settles it (inputs.judgments) before the metrics sign with it.
+    if judge is not None:  # a session of this run's own: runs reusing the options share none
+        judge = judge.bound()
     options = ScoreOptions(trec_convention=trec_convention,
                            embedding_cache=embedding_cache, judge=judge,
                            max_line_bytes=max_line_bytes, steps=steps)

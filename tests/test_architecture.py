@@ -32,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     # Execution keeps the summary's parts as the batches finish.
     "engine": {"core", "stats", "summary"},
     "summary": {"core", "stats"},
-    "config": {"core"},
+    # The judge's options are declared beside its configuration (judge.llm.config).
+    "config": {"core", "judge"},
     # Readers of other tools' formats use the TREC run and qrels readers of the retrieval family.
     "inputs": {"core", "retrieval"},
     "gate": {"core", "stats", "compare", "report"},

@@ -90,32 +90,16 @@ def _judge_options(args: argparse.Namespace) -> JudgeOptions | None:
                          "give that system's records with --judge-against FILE")
     if not judged and not claim_level and args.judgments_from is None:
         return None
-    from rageval.judge.llm.members import parse_member
-    from rageval.judge.llm.options import JudgeOptions, parse_extra
+    from rageval.judge.llm.options import JudgeOptions
 
-    panel = tuple(parse_member(spec) for spec in (args.judge_panel or ()))
-    model = args.judge_model or next((m["model"] for m in panel if "model" in m), None)
+    options = JudgeOptions(**JudgeOptions.given(vars(args)))
+    model = options.model or next((m["model"] for m in options.panel if "model" in m), None)
     if not model and (judged or args.judgments_from is not None):
         raise UsageError(
             "judge metrics and --judgments-from judge need --judge-model (offline replay too: "
             "the model is part of the cache key)"
         )
-    options = JudgeOptions(
-        model=model or None, base_url=args.judge_base_url, cache=args.cache,
-        offline=args.offline, allow_missing=args.allow_missing, refresh=args.refresh,
-        concurrency=args.judge_concurrency, rpm=args.judge_rpm,
-        response_format=args.judge_response_format, timeout=args.judge_timeout,
-        first_reply_timeout=args.judge_first_reply_timeout,
-        max_retries=args.judge_max_retries, max_tokens=args.judge_max_tokens,
-        history_chars=args.judge_history_chars,
-        api_key_env=args.judge_api_key_env, prompts_dir=args.prompts_dir,
-        temperature=args.judge_temperature, seed=args.judge_seed, samples=args.judge_samples,
-        logprobs=args.judge_logprobs, price_in=args.judge_price_in,
-        price_out=args.judge_price_out, against=args.judge_against,
-        extra=parse_extra(args.judge_extra or ()), any_served_model=args.judge_any_served_model,
-        max_requests=args.judge_max_requests, max_cost=args.judge_max_cost,
-        panel=panel, panel_rule=args.judge_panel_rule, panel_min_members=args.panel_min_members,
-    )
+    options = replace(options, model=model or None)
     if options.model:  # without one, the claim-level checks say whether a model is needed
         options.check()
     return options

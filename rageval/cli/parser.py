@@ -14,8 +14,9 @@ usage); ``main`` returns the code so tests run it in-process.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from rageval.cli.secrets import masked, run_masker
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "definition, and the judge rubrics")
     metrics.add_argument("--prompts-dir", metavar="DIR",
                          help="also list the rubric .toml files in DIR")
+    metrics.set_defaults(handler=_handler("rageval.cli.commands", "run_metrics_list"))
     sub.add_parser(
         "trec-eval",
         help="drop-in for trec_eval 10.0: rageval trec-eval [-q] [-c] [-M N] [-l N] "
@@ -87,6 +89,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--human", metavar="FIELD",
                    help="the field of human labels in the records files the runs scored: "
                    "each judge metric's difference is also given calibrated by them (PPI)")
+    p.set_defaults(handler=_handler("rageval.compare.runs.compare", "compare_command"))
 
 
 def _add_agree(sub: argparse._SubParsersAction) -> None:
@@ -106,6 +109,7 @@ def _add_agree(sub: argparse._SubParsersAction) -> None:
                    help="compare the records both runs scored (default: differing ids are an "
                    "error)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    p.set_defaults(handler=_handler("rageval.compare.agree.agreement", "agree_command"))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -115,6 +119,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     p.add_argument("--title", help="page title (default: from the run names)")
     _add_statistics(p)
+    p.set_defaults(handler=_handler("rageval.cli.report_command", "run_report"))
 
 
 def _add_export(sub: argparse._SubParsersAction) -> None:
@@ -137,10 +142,12 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
                    help="largest drop allowed against --baseline (default 0)")
     p.add_argument("--allow-data-change", action="store_true",
                    help="compare with a --baseline that scored other data, saying what changed")
+    p.set_defaults(handler=_handler("rageval.cli.export_command", "run_export"))
 
 
 def _add_cache(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="judge reply cache: stats, export, import")
+    p.set_defaults(handler=_handler("rageval.cli.commands", "run_cache"))
     actions = p.add_subparsers(dest="cache_command", metavar="ACTION", parser_class=_Parser)
     for name, help_text in (("stats", "entries, models, tokens and size of the cache"),
                             ("export", "write every entry as JSONL (to FILE or stdout)"),
@@ -164,7 +171,7 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("records", nargs="?", default=None,
                    help="records file (.jsonl, .json, .csv, .parquet, .arrow); none with --run")
     add_score_options(p)
-    p.set_defaults(**DEFAULTS)
+    p.set_defaults(**DEFAULTS, handler=_handler("rageval.cli.commands", "run_score"))
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -179,6 +186,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     from rageval.cli.score_options import add_score_options
 
     add_score_options(p)
+    p.set_defaults(handler=_handler("rageval.cli.run_command", "run_eval_file"))
 
 
 def _add_local_judge(sub: argparse._SubParsersAction) -> None:
@@ -213,6 +221,7 @@ def _add_local_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log", metavar="FILE", default=None,
                    help="where the server's own output goes (default: a new private file in the "
                    "temporary directory, removed when the server is stopped, kept when it dies)")
+    p.set_defaults(handler=_handler("rageval.cli.commands", "run_local_judge"))
 
 
 def _add_fuse(sub: argparse._SubParsersAction) -> None:
@@ -222,6 +231,7 @@ def _add_fuse(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--depth", type=int, default=None,
                    help="keep the top N of the fused ranking per query (default: all)")
     p.add_argument("--runid", default="rrf", help="run tag of the fused run (default rrf)")
+    p.set_defaults(handler=_handler("rageval.cli.commands", "run_fuse"))
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -262,49 +272,23 @@ def _unrecognized(command: str | None, extra: list[str]) -> str:
     return f"{text} ({why[0]})" if why else text
 
 
+#: What ``rageval`` runs for each command: ``handler(args, out)``, its module imported when the
+#: command runs (``rageval trec-eval`` never pays for the others).
+Handler = Callable[[argparse.Namespace, TextIO], int]
+
+
+def _handler(module: str, name: str) -> Handler:
+    def handle(args: argparse.Namespace, out: TextIO) -> int:
+        return getattr(importlib.import_module(module), name)(args, out)
+    return handle
+
+
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
-    if args.command == "score":
-        from rageval.cli.commands import run_score
-
-        return run_score(args, out)
-    if args.command == "run":
-        from rageval.cli.eval_command import run_eval_file
-
-        return run_eval_file(args, out)
-    if args.command == "metrics":
-        from rageval.cli.commands import run_metrics_list
-
-        return run_metrics_list(args, out)
-    if args.command == "compare":
-        from rageval.compare.runs.compare import compare_command
-
-        return compare_command(args, out)
-    if args.command == "agree":
-        from rageval.compare.agree.agreement import agree_command
-
-        return agree_command(args, out)
-    if args.command == "report":
-        from rageval.cli.report_command import run_report
-
-        return run_report(args, out)
-    if args.command == "export":
-        from rageval.cli.export_command import run_export
-
-        return run_export(args, out)
-    if args.command == "fuse":
-        from rageval.cli.commands import run_fuse
-
-        return run_fuse(args, out)
-    if args.command == "cache":
-        from rageval.cli.commands import run_cache
-
-        return run_cache(args, out)
-    if args.command == "local-judge":
-        from rageval.cli.commands import run_local_judge
-
-        return run_local_judge(args, out)
-    build_parser().print_help(out)
-    return 2
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:  # no command given
+        build_parser().print_help(out)
+        return 2
+    return handler(args, out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ from rageval.core.outputs.masking import Masker, url_secrets
 
 __all__ = ["MaskedStream", "masked", "run_masker"]
 
-_DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _PHOENIX_KEY_ENV = "PHOENIX_API_KEY"
 
 
@@ -28,13 +27,16 @@ def run_masker(args: argparse.Namespace | None) -> Masker:
 
 
 def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
-    key_envs = {_DEFAULT_KEY_ENV, _PHOENIX_KEY_ENV}
+    from rageval.judge.llm.config import JudgeConfig
+
+    default_key_env = JudgeConfig.api_key_env  # the dataclass field's default
+    key_envs = {default_key_env, _PHOENIX_KEY_ENV}
     urls = []
     if args is not None:
-        key_envs.add(getattr(args, "judge_api_key_env", None) or _DEFAULT_KEY_ENV)
+        key_envs.add(getattr(args, "judge_api_key_env", None) or default_key_env)
         urls += [getattr(args, "judge_base_url", None), getattr(args, "phoenix", None)]
         for member in _members(getattr(args, "judge_panel", None) or ()):
-            key_envs.add(str(member.get("api_key_env") or _DEFAULT_KEY_ENV))
+            key_envs.add(str(member.get("api_key_env") or default_key_env))
             urls.append(member.get("base_url"))
     for name in key_envs:
         yield os.environ.get(name)

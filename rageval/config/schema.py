@@ -1,9 +1,12 @@
-"""The fields of an evaluation file and the command-line option each one stands for.
+"""The options of a scoring run, declared once (:class:`~rageval.core.options.Option`), and
+the fields of an evaluation file built from them.
 
-Every field sets one option of ``rageval score`` (its argparse destination), so a file and the
-flags describe a run in the same terms and a flag given on the command line overrides the
-field (``rageval run eval.toml --offline --out x``). Kinds say how a TOML value is checked
-and turned into the option's value:
+The judge's options are declared on :class:`~rageval.judge.llm.config.JudgeConfig`; the rest
+here, in the order ``rageval score --help`` lists them. Every field of an evaluation file sets
+one option of ``rageval score`` (its argparse destination), so a file and the flags describe a
+run in the same terms and a flag given on the command line overrides the field (``rageval run
+eval.toml --offline --out x``). Kinds say how a TOML value is checked and turned into the
+option's value:
 
 ``str``, ``int``, ``float``, ``bool``
     a value of that TOML type (an integer is accepted for a float);
@@ -28,7 +31,12 @@ and turned into the option's value:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from rageval.core.options import FileKey, Option
+from rageval.judge.llm.config import JUDGE_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -44,117 +52,226 @@ class Field:
         return ".".join(self.path)
 
 
-def _fields(table: str, rows: list[tuple]) -> list[Field]:
-    path = (table,) if table else ()
-    return [Field((*path, key), dest, kind, tuple(choices), doc)
-            for key, dest, kind, choices, doc in rows]
+def _o(dest: str, *flags: str, file: tuple[str, ...] | None = None, **kwargs: Any) -> Option:
+    """An option; ``file``: (table, key, kind[, doc]) in an evaluation file."""
+    return Option(dest, flags, file=None if file is None else FileKey(*file), **kwargs)
 
 
-# The response formats and input kinds are listed here rather than imported so that reading a
-# file stays cheap; tests check they match rageval.judge.llm.formats.MODES and INPUT_KINDS.
-RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "text")
+# The input kinds are listed here rather than imported so that reading a file stays cheap; a
+# test checks they match rageval.inputs.spec.INPUT_KINDS.
 INPUT_KINDS = ("records", "ragas", "trec-rag", "openinference")
+RECORD_FORMATS = ("jsonl", "json", "csv", "parquet", "arrow")
 
-FIELDS: list[Field] = [
-    *_fields("", [
-        ("metrics", "metrics", "metrics", (), "the metrics to score"),
-        ("optional_metrics", "optional_metrics", "metrics", (),
-         "metrics scored where their extra is installed, skipped with a note otherwise"),
-        ("description", "description", "str", (), "free text, shown nowhere but the file"),
-    ]),
-    *_fields("inputs", [
-        ("records", "records", "path", (), "the records file"),
-        ("kind", "input_format", "choice", INPUT_KINDS, "how the file's columns are read"),
-        ("map", "field_map", "columns", (), "rageval field = the file's column"),
-        ("format", "format", "choice", ("jsonl", "json", "csv", "parquet", "arrow"),
-         "file format (default: from the extension)"),
-        ("qrels", "qrels", "path", (), "TREC qrels giving the records' judgments"),
-        ("run", "run", "path", (), "a TREC run to build records from"),
-        ("queries", "queries", "path", (), "query texts for the run"),
-        ("corpus", "corpus", "path", (), "document texts for the run"),
-        ("beir", "beir", "path", (), "a BEIR dataset directory for the run"),
-        ("split", "split", "str", (), "the BEIR qrels split"),
-        ("depth", "depth", "int", (), "contexts kept per query of the run"),
-        ("max_line_bytes", "max_line_bytes", "int", (), "longest records line read"),
-        ("phoenix", "phoenix", "str", (), "a Phoenix server to read traces from"),
-        ("project", "project", "str", (), "the Phoenix project to read"),
-        ("phoenix_since", "phoenix_since", "str", (), "its spans that started at or after"),
-        ("phoenix_until", "phoenix_until", "str", (), "its spans that started before"),
-        ("trace_unit", "trace_unit", "str", (), "one record per trace, or per span of a kind"),
-        ("sessions", "trace_sessions", "bool", (), "traces of one session.id: one conversation"),
-        ("references", "references", "path", (), "references and judgments for traces"),
-    ]),
-    *_fields("scoring", [
-        ("seed", "seed", "int", (), "bootstrap seed"),
-        ("bootstrap", "bootstrap", "int", (), "bootstrap resamples"),
-        ("batch_size", "batch_size", "int", (), "records per scoring batch"),
-        ("ci", "ci", "choice", ("records", "judge-noise", "poisson"),
-         "how the 95% CIs are drawn"),
-        ("window", "window", "int", (), "records read and scored together"),
-        ("engine", "engine", "choice", ("local", "ray"), "what scores the batches"),
-        ("ray_address", "ray_address", "str", (), "the Ray cluster's address"),
-        ("ray_workers", "ray_workers", "int", (), "Ray actors scoring batches"),
-        ("trec_convention", "trec_convention", "bool", (), "score as trec_eval does"),
-        ("embedding_cache", "embedding_cache", "str", (), "BERTScore embedding cache"),
-        ("judgments_from", "judgments_from", "choice", ("judge",), "grade contexts by judge"),
-        ("human", "human", "str", (), "the records' field of human labels"),
-    ]),
-    *_fields("judge", [
-        ("model", "judge_model", "str", (), ""),
-        ("base_url", "judge_base_url", "str", (), ""),
-        ("api_key_env", "judge_api_key_env", "str", (), ""),
-        ("concurrency", "judge_concurrency", "int", (), ""),
-        ("rpm", "judge_rpm", "float", (), ""),
-        ("response_format", "judge_response_format", "choice", RESPONSE_FORMATS, ""),
-        ("timeout", "judge_timeout", "float", (), ""),
-        ("first_reply_timeout", "judge_first_reply_timeout", "float", (), ""),
-        ("max_tokens", "judge_max_tokens", "int", (), ""),
-        ("history_chars", "judge_history_chars", "int", (), ""),
-        ("extra", "judge_extra", "params", (), "request fields of the server's own"),
-        ("any_served_model", "judge_any_served_model", "bool", (), ""),
-        ("max_retries", "judge_max_retries", "int", (), ""),
-        ("cache", "cache", "path", (), ""),
-        ("offline", "offline", "bool", (), ""),
-        ("allow_missing", "allow_missing", "bool", (), ""),
-        ("refresh", "refresh", "bool", (), ""),
-        ("prompts_dir", "prompts_dir", "path", (), ""),
-        ("temperature", "judge_temperature", "float", (), ""),
-        ("seed", "judge_seed", "int", (), ""),
-        ("samples", "judge_samples", "int", (), ""),
-        ("logprobs", "judge_logprobs", "bool", (), ""),
-        ("price_in", "judge_price_in", "float", (), ""),
-        ("price_out", "judge_price_out", "float", (), ""),
-        ("max_requests", "judge_max_requests", "int", (), "judge requests sent at most"),
-        ("panel", "judge_panel", "strings", (), "a judge panel's members (--judge specs)"),
-        ("panel_rule", "judge_panel_rule", "choice", ("mean", "median", "majority"),
-         "how the members' values make the panel's"),
-        ("panel_min_members", "panel_min_members", "int", (),
-         "members that must answer for the panel to go on without the others"),
-        ("max_cost", "judge_max_cost", "float", (), "USD this run may spend on the judge"),
-        ("against", "judge_against", "path", (), ""),
-    ]),
-    *_fields("output", [
-        ("dir", "out", "out", (), "output directory, relative to where rageval runs"),
-        ("components", "components", "bool", (), "every component in the table"),
-        ("signatures", "signatures", "bool", (), "the signatures table under the summary"),
-        ("junit", "junit", "out", (), "the run and its gate as JUnit XML, at this path"),
-        ("markdown", "markdown", "out", (), "the summary table as Markdown, at this path"),
-        ("report", "report", "bool", (), "the run's HTML report, in the output directory"),
-        ("turn_thresholds", "turn_thresholds", "limits", (),
-         "metric = value under which a conversation's turn fails (conversations.jsonl)"),
-        ("phoenix_annotate", "phoenix_annotate", "bool", (),
-         "write each record's scores to its span on the Phoenix server"),
-    ]),
-    *_fields("gate", [
-        ("fail_under", "fail_under", "limits", (), "metric = lowest acceptable value"),
-        ("fail_over", "fail_over", "limits", (), "metric = highest acceptable value"),
-        ("on", "gate_on", "choice", ("mean", "ci"), "gate on the mean or the CI bound"),
-        ("baseline", "baseline", "out", (), "a run directory to compare with"),
-        ("max_drop", "max_drop", "float", (), "largest drop against the baseline"),
-        ("allow_data_change", "allow_data_change", "bool", (),
-         "compare with a baseline that scored other data"),
-    ]),
-]
+#: Options only an evaluation file gives (the records file is ``score``'s argument).
+FILE_ONLY: tuple[Option, ...] = (
+    _o("optional_metrics", file=("", "optional_metrics", "metrics",
+                                 "metrics scored where their extra is installed, skipped with "
+                                 "a note otherwise")),
+    _o("description", file=("", "description", "str", "free text, shown nowhere but the file")),
+    _o("records", file=("inputs", "records", "path", "the records file")),
+)
 
+#: How a run is scored and shown (the first options of ``rageval score``).
+SCORING: tuple[Option, ...] = (
+    _o("metrics", "-m", "--metric", append=True, metavar="METRIC",
+       file=("", "metrics", "metrics", "the metrics to score"),
+       help="metric name, repeatable: -m ndcg@10 -m 'p(rel=2)@5'"),
+    _o("qrels", "--qrels", file=("inputs", "qrels", "path",
+                                 "TREC qrels giving the records' judgments"),
+       help="TREC qrels file giving the records' judgments"),
+    _o("out", "--out", file=("output", "dir", "out",
+                             "output directory, relative to where rageval runs"),
+       help="output directory for records.jsonl and summary.json"),
+    _o("format", "--format", choices=RECORD_FORMATS,
+       file=("inputs", "format", "choice", "file format (default: from the extension)"),
+       help="records format (default: from the file extension)"),
+    _o("trec_convention", "--trec-convention", switch=True, default=False,
+       file=("scoring", "trec_convention", "bool", "score as trec_eval does"),
+       help="score queries without relevant judgments as 0, as trec_eval does, instead of "
+       "leaving them unscored"),
+    _o("seed", "--seed", type=int, default=0, file=("scoring", "seed", "int", "bootstrap seed"),
+       help="bootstrap seed (default 0)"),
+    _o("bootstrap", "--bootstrap", type=int, default=1000,
+       file=("scoring", "bootstrap", "int", "bootstrap resamples"),
+       help="bootstrap resamples for the 95%% CI (default 1000)"),
+    _o("ci", "--ci", choices=("records", "judge-noise", "poisson"), default="records",
+       file=("scoring", "ci", "choice", "how the 95% CIs are drawn"),
+       help="how the 95%% CIs are drawn: records (default: the percentile bootstrap of the "
+       "records, in running sums with Poisson weights past 100,000 records), judge-noise: for "
+       "a judge metric asked several times per record (--judge-samples), the records and then "
+       "each record's samples, so that the CI holds the judge's own noise, or poisson: "
+       "running sums with Poisson weights from the first record"),
+    _o("batch_size", "--batch-size", type=int, default=1000,
+       file=("scoring", "batch_size", "int", "records per scoring batch"),
+       help="records per scoring batch (default 1000)"),
+    _o("engine", "--engine", choices=("local", "ray"), default="local",
+       file=("scoring", "engine", "choice", "what scores the batches"),
+       help="what scores the batches: this process (local, the default) or a Ray cluster "
+       "(ray; pip install 'rageval[ray]'), with the same values"),
+    _o("ray_address", "--ray-address", metavar="ADDRESS",
+       file=("scoring", "ray_address", "str", "the Ray cluster's address"),
+       help="the Ray cluster to use (default: a local one started for the run)"),
+    _o("ray_workers", "--ray-workers", type=int, metavar="N",
+       file=("scoring", "ray_workers", "int", "Ray actors scoring batches"),
+       help="Ray actors scoring batches (default: the cluster's CPUs, at most 8)"),
+    _o("window", "--window", type=int, metavar="N",
+       file=("scoring", "window", "int", "records read and scored together"),
+       help="records read and scored together from a records file (default 10000, on Ray "
+       "100000): memory holds one window; with --out each record's results are written as "
+       "they finish"),
+    _o("max_line_bytes", "--max-line-bytes", type=int, metavar="N",
+       file=("inputs", "max_line_bytes", "int", "longest records line read"),
+       help="refuse a records line longer than N bytes (default 64 MiB): reading one takes "
+       "several times its size in memory"),
+    _o("embedding_cache", "--embedding-cache", metavar="DIR|none",
+       file=("scoring", "embedding_cache", "str", "BERTScore embedding cache"),
+       help="where BERTScore keeps token embeddings between runs (default: "
+       "$RAGEVAL_EMBEDDING_CACHE, $RAGEVAL_CACHE_DIR/bertscore or ~/.cache/rageval/bertscore); "
+       "none: keep none"),
+    _o("components", "--components", switch=True, default=False,
+       file=("output", "components", "bool", "every component in the table"),
+       help="show every component (rouge2.precision, bleu.p1, ...) in the table, not only "
+       "headline values (the files always hold all of them)"),
+    _o("signatures", "--signatures", switch=True, default=False,
+       file=("output", "signatures", "bool", "the signatures table under the summary"),
+       help="show each value's full signature under the table (default: the short form, once "
+       "per configuration)"),
+    _o("turn_thresholds", "--turn-threshold", append=True, metavar="METRIC=VALUE",
+       file=("output", "turn_thresholds", "limits",
+             "metric = value under which a conversation's turn fails (conversations.jsonl)"),
+       help="in conversations.jsonl, the first turn of each conversation whose METRIC falls "
+       "under VALUE (over it where lower is better), repeatable: --turn-threshold "
+       "ndcg@10=0.5"),
+)
+
+#: Inputs in other formats (docs/inputs.md).
+INPUTS: tuple[Option, ...] = (
+    _o("input_format", "--input-format", choices=INPUT_KINDS, default="records",
+       file=("inputs", "kind", "choice", "how the file's columns are read"),
+       help="how the records file's columns are read: records (rageval's, the default), ragas "
+       "(question/contexts/answer/ground_truth columns, HF datasets style), trec-rag (a TREC "
+       "RAG 2024 generation run), openinference (OpenTelemetry spans as OTLP/JSON: one record "
+       "per trace)"),
+    _o("field_map", "--map", append=True, metavar="FIELD=COLUMN",
+       file=("inputs", "map", "columns", "rageval field = the file's column"),
+       help="read rageval's FIELD from the file's COLUMN, repeatable: --map query=question "
+       "(for traces: a span attribute, --map id=metadata.qid)"),
+    _o("phoenix", "--phoenix", metavar="URL",
+       file=("inputs", "phoenix", "str", "a Phoenix server to read traces from"),
+       help="read the traces of --project from this Phoenix server (instead of a file); its "
+       "API key from PHOENIX_API_KEY"),
+    _o("project", "--project", metavar="NAME",
+       file=("inputs", "project", "str", "the Phoenix project to read"),
+       help="the Phoenix project of --phoenix"),
+    _o("phoenix_since", "--phoenix-since", metavar="TIME",
+       file=("inputs", "phoenix_since", "str", "its spans that started at or after"),
+       help="read the traces of --project with a span that started at TIME or later (ISO "
+       "8601, UTC unless a zone is given)"),
+    _o("phoenix_until", "--phoenix-until", metavar="TIME",
+       file=("inputs", "phoenix_until", "str", "its spans that started before"),
+       help="... and before TIME"),
+    _o("trace_unit", "--trace-unit", metavar="KIND", default="trace",
+       file=("inputs", "trace_unit", "str", "one record per trace, or per span of a kind"),
+       help="one record per trace (trace, the default) or per top-level span of this "
+       "OpenInference kind (e.g. CHAIN)"),
+    _o("trace_sessions", "--trace-sessions", switch=True, default=False,
+       file=("inputs", "sessions", "bool", "traces of one session.id: one conversation"),
+       help="the records of traces sharing an OpenInference session.id become the turns of "
+       "one conversation, in the order they started"),
+    _o("references", "--references", metavar="FILE",
+       file=("inputs", "references", "path", "references and judgments for traces"),
+       help="references and judgments for records from traces: a records file of id, "
+       "reference and/or judgments, joined by id"),
+    _o("phoenix_annotate", "--phoenix-annotate", switch=True, default=False,
+       file=("output", "phoenix_annotate", "bool",
+             "write each record's scores to its span on the Phoenix server"),
+       help="after scoring, write each record's scores to the span it came from on the "
+       "--phoenix server, as span annotations (a rerun updates them)"),
+    _o("run", "--run", file=("inputs", "run", "path", "a TREC run to build records from"),
+       help="a TREC run file: one record per query, its documents as contexts (instead of a "
+       "records file)"),
+    _o("queries", "--queries", file=("inputs", "queries", "path", "query texts for the run"),
+       help="query texts for --run (BEIR queries.jsonl or id<TAB>text)"),
+    _o("corpus", "--corpus", file=("inputs", "corpus", "path", "document texts for the run"),
+       help="document texts for --run (BEIR corpus.jsonl or id<TAB>text)"),
+    _o("beir", "--beir", metavar="DIR",
+       file=("inputs", "beir", "path", "a BEIR dataset directory for the run"),
+       help="a BEIR dataset directory for --run: queries, corpus and qrels/<split>.tsv"),
+    _o("split", "--split", default="test", file=("inputs", "split", "str", "the BEIR qrels split"),
+       help="the BEIR qrels split (default test)"),
+    _o("depth", "--depth", type=int, metavar="N",
+       file=("inputs", "depth", "int", "contexts kept per query of the run"),
+       help="keep the top N documents per query of --run"),
+)
+
+#: What the judge does for the run beyond asking (beside the judge's own options).
+JUDGE_USES: tuple[Option, ...] = (
+    _o("judgments_from", "--judgments-from", choices=("judge",),
+       file=("scoring", "judgments_from", "choice", "grade contexts by judge"),
+       help="judge: grade the contexts of records without judgments (context_relevance, 0-3) "
+       "and use the grades as their judgments"),
+    _o("human", "--human", metavar="FIELD",
+       file=("scoring", "human", "str", "the records' field of human labels"),
+       help="the records' field of human labels (a number, or an object mapping judge metrics "
+       "to numbers): each judge mean is also given calibrated by them (prediction-powered "
+       "inference; at least 10 labelled records)"),
+)
+
+#: The gate (exit status 3 when a check fails; docs/gate.md) and the outputs for CI.
+GATE: tuple[Option, ...] = (
+    _o("fail_under", "--fail-under", append=True, metavar="METRIC=VALUE",
+       file=("gate", "fail_under", "limits", "metric = lowest acceptable value"),
+       help="fail when METRIC is under VALUE, repeatable: --fail-under ndcg@10=0.45"),
+    _o("fail_over", "--fail-over", append=True, metavar="METRIC=VALUE",
+       file=("gate", "fail_over", "limits", "metric = highest acceptable value"),
+       help="fail when METRIC is over VALUE (hallucination rates, cost_usd, tokens), "
+       "repeatable"),
+    _o("gate_on", "--gate-on", choices=("mean", "ci"), default="mean",
+       file=("gate", "on", "choice", "gate on the mean or the CI bound"),
+       help="compare the thresholds with the value (mean, the default) or with the 95%% CI "
+       "bound on the failing side (ci)"),
+    _o("baseline", "--baseline", metavar="DIR",
+       file=("gate", "baseline", "out", "a run directory to compare with"),
+       help="a run directory to compare with: fail when a metric drops by more than "
+       "--max-drop and the paired randomization test says the drop is real"),
+    _o("max_drop", "--max-drop", type=float, metavar="X",
+       file=("gate", "max_drop", "float", "largest drop against the baseline"),
+       help="largest drop allowed against --baseline (default 0)"),
+    _o("allow_data_change", "--allow-data-change", switch=True, default=False,
+       file=("gate", "allow_data_change", "bool",
+             "compare with a baseline that scored other data"),
+       help="compare with a --baseline that scored other data (other records, field values "
+       "or judge configuration), saying what changed; refused by default"),
+    _o("github", "--github", switch=True,
+       help="GitHub Actions output (on by itself where GITHUB_ACTIONS=true): the summary "
+       "table appended to $GITHUB_STEP_SUMMARY, and annotations for failed gate checks and "
+       "failed judge requests"),
+    _o("markdown", "--markdown", metavar="FILE",
+       file=("output", "markdown", "out", "the summary table as Markdown, at this path"),
+       help="also write the summary table (value, CI, baseline, delta, p-value, gate) as "
+       "Markdown, for a pull-request comment"),
+    _o("junit", "--junit", metavar="FILE",
+       file=("output", "junit", "out", "the run and its gate as JUnit XML, at this path"),
+       help="also write the run as JUnit XML: a test case per gate check (failed: the value, "
+       "the rule and the 95%% CI) and per metric with unscored records (an error giving why), "
+       "for CI systems to show"),
+    _o("report", "--report", switch=True,
+       file=("output", "report", "bool", "the run's HTML report, in the output directory"),
+       help="also write the run's HTML report (as rageval report does) to DIR/report.html, "
+       "DIR the --out directory"),
+)
+
+#: Every option of a scoring run.
+SCORE_OPTIONS: tuple[Option, ...] = (*SCORING, *INPUTS, *JUDGE_OPTIONS, *JUDGE_USES, *GATE)
+
+
+def fields_of(options: Iterable[Option]) -> list[Field]:
+    """The evaluation-file fields of ``options`` (those an evaluation file may give)."""
+    return [Field(tuple(p for p in (o.file.table, o.file.key) if p), o.dest, o.file.kind,
+                  o.choices, o.file.doc)
+            for o in options if o.file is not None]
+
+
+FIELDS: list[Field] = fields_of((*FILE_ONLY, *SCORE_OPTIONS))
 BY_PATH: dict[tuple[str, ...], Field] = {f.path: f for f in FIELDS}
 TABLES: frozenset[str] = frozenset(f.path[0] for f in FIELDS if len(f.path) == 2)

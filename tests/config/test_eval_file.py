@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rageval.cli import main
 from rageval.config import read_eval_file
-from rageval.config.schema import FIELDS, INPUT_KINDS, RESPONSE_FORMATS
+from rageval.config.schema import BY_PATH, FIELDS, INPUT_KINDS
 from rageval.config.toml_lines import key_lines
 from rageval.core.errors import InputError
 
@@ -36,10 +36,11 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_schema_choices_match_the_code() -> None:
     from rageval.cli.parser import build_parser
     from rageval.cli.score_options import DEFAULTS
+    from rageval.inputs.spec import INPUT_KINDS as READERS
     from rageval.judge.llm.formats import MODES
 
-    assert RESPONSE_FORMATS == MODES
-    assert INPUT_KINDS == ("records", "ragas", "trec-rag", "openinference")
+    assert BY_PATH[("judge", "response_format")].choices == MODES  # the judge's own, declared
+    assert INPUT_KINDS == READERS
     defaults = vars(build_parser().parse_args(["score"]))
     for spec in FIELDS:  # every field sets an option `rageval score` has
         if spec.dest not in ("optional_metrics", "description"):
@@ -179,14 +180,14 @@ def test_records_flag_replaces_the_files_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_optional_metric_skipped_with_a_note(tmp_path: Path, capsys, monkeypatch) -> None:
-    from rageval.cli import eval_command
+    from rageval.cli import run_command
     from rageval.core.errors import MissingDependencyError
 
     def missing(name: str, options: object) -> None:
         raise MissingDependencyError("bert-score", "bertscore")
 
     monkeypatch.setattr("rageval.core.registry.create", missing)
-    assert eval_command._installed(["bertscore"]) == []
+    assert run_command._installed(["bertscore"]) == []
     assert "optional metric bertscore skipped" in capsys.readouterr().err
 
 

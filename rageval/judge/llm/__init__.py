@@ -1,6 +1,8 @@
 """Asking a judge model and keeping its replies: what every kind of judge in rageval shares.
 
-- :mod:`.options`: :class:`~rageval.judge.llm.options.JudgeOptions`, a run's judge settings;
+- :mod:`.config`: :class:`~rageval.judge.llm.config.JudgeConfig`, the judge's configuration,
+  each option declared on its field; :mod:`.session`: a run's judge state; :mod:`.options`:
+  :class:`~rageval.judge.llm.options.JudgeOptions`, the configuration as ``evaluate`` takes it;
 - :mod:`.client`, :mod:`.pool`, :mod:`.sdk`, :mod:`.first_reply`: OpenAI-compatible chat
   completions, many at once, with retries, a stop rule and a bound on the first reply;
 - :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.served`: the endpoint without

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import openai
@@ -38,8 +38,9 @@ from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.llm import first_reply
 from rageval.judge.llm.cache.store import cache_key
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.endpoint import Endpoint, api_key_problem
-from rageval.judge.llm.formats import LADDERS, MODES, is_refusal
+from rageval.judge.llm.formats import LADDERS, is_refusal
 from rageval.judge.llm.negotiation import negotiation
 from rageval.judge.llm.pool import Fatal, Stopped, run_pool
 from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
@@ -53,6 +54,7 @@ from rageval.judge.llm.sdk import (
     read_reply,
     send_chat,
 )
+from rageval.judge.llm.session import JudgeSession
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
 
@@ -60,72 +62,42 @@ __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_us
 class JudgeClient:
     """A client for one judge model at one OpenAI-compatible endpoint.
 
-    Parameters are fixed for the client's life: every request has the same sampling parameters
-    (:meth:`params`, part of every cache key). ``extra_params`` go verbatim in the request
-    body (``{"top_k": 1}`` for vLLM); ``response_format``: a mode of :data:`~.formats.MODES`.
+    Its configuration is fixed for the client's life: every request has the same sampling
+    parameters (:meth:`params`, part of every cache key), the configuration's ``extra``
+    fields going verbatim in the request body (``{"top_k": 1}`` for vLLM).
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        temperature: float = 0.0,
-        seed: int | None = None,
-        max_tokens: int | None = None,
-        top_p: float | None = None,
-        extra_params: Mapping[str, Any] | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 5,
-        top_logprobs: int | None = None,
-        response_format: str = "auto",
-        first_reply_timeout: float | None = None,
-    ) -> None:
-        if not isinstance(model, str) or not model:
-            raise UsageError("judge model must be a non-empty string")
-        if max_retries < 0:
-            raise UsageError("max_retries must be >= 0")
-        if timeout <= 0:
-            raise UsageError("timeout must be positive")
-        if first_reply_timeout is not None and not first_reply_timeout > 0:
-            raise UsageError("first_reply_timeout must be positive")
-        if top_logprobs is not None and not 1 <= top_logprobs <= 20:
-            raise UsageError(f"top_logprobs must be between 1 and 20, got {top_logprobs}")
-        if response_format not in MODES:
-            raise UsageError(f"response format must be one of {', '.join(MODES)}, "
-                             f"got {response_format!r}")
-        self.endpoint = Endpoint.of(base_url)
-        problem = api_key_problem(api_key_env, base_url)
+    def __init__(self, config: JudgeConfig, session: JudgeSession | None = None) -> None:
+        """A client for ``config``'s model and endpoint (checked by ``config.check()``),
+        keeping what it learns in the run's ``session`` (a fresh one when left out)."""
+        self.config = config
+        self.session = session if session is not None else JudgeSession()
+        self.endpoint = Endpoint.of(config.base_url)
+        problem = api_key_problem(config.api_key_env, config.base_url)
         if problem is not None:
             raise JudgeError(problem)
-        self.model = model
-        self.api_key_env = api_key_env
-        self.temperature = temperature
-        self.seed = seed
-        self.max_tokens = max_tokens
-        self.top_p = top_p
-        self.extra_params = dict(extra_params or {})
-        self.top_logprobs = top_logprobs
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.first_reply_timeout = first_reply.first_reply_limit(first_reply_timeout, timeout)
-        self.mode = response_format
-        self.ladder = LADDERS[response_format]
+        self.model = config.model or ""
+        self.api_key_env = config.api_key_env
+        self.timeout = config.timeout
+        self.max_retries = max_retries = config.max_retries
+        self.first_reply_timeout = first_reply.first_reply_limit(config.first_reply_timeout,
+                                                                 config.timeout)
+        self.mode = config.response_format
+        self.ladder = LADDERS[config.response_format]
         # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
-        key = os.environ.get(api_key_env, "") or "unused"
+        key = os.environ.get(config.api_key_env, "") or "unused"
         self._secrets = tuple(s for s in {key, *self.endpoint.secrets}
                               if len(s) >= 4 and s != "unused")
         self._sdk = openai.OpenAI(base_url=self.endpoint.base_url, api_key=key,
                                   default_query=self.endpoint.query or None,
-                                  max_retries=max_retries, timeout=timeout)
+                                  max_retries=max_retries, timeout=config.timeout)
         del key
         # A probe is sent once: a refusal must cost one request, not a retry schedule. A probe
         # that met a passing fault is sent again with the retries it has left.
         self._probe_sdk = self._sdk.with_options(max_retries=0)
         self._resend_sdk = (self._sdk.with_options(max_retries=max_retries - 1)
                             if max_retries > 0 else None)
-        self._formats = negotiation(self.endpoint.public, model)
+        self._formats = negotiation(self.endpoint.public, self.model)
         self._usage_lock = threading.Lock()
         self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
@@ -159,13 +131,8 @@ class JudgeClient:
 
     def params(self, request: JudgeRequest | None = None) -> dict[str, Any]:
         """Every sampling parameter sent with ``request`` (unset ones left out)."""
-        seed = self.seed if request is None or request.seed is None else request.seed
-        p: dict[str, Any] = {"temperature": self.temperature, "seed": seed,
-                             "max_tokens": self.max_tokens, "top_p": self.top_p,
-                             **self.extra_params}
-        if self.top_logprobs is not None:
-            p.update(logprobs=True, top_logprobs=self.top_logprobs)
-        return {k: v for k, v in p.items() if v is not None}
+        seed = None if request is None else request.seed
+        return self.config.params(seed=seed)
 
     def cache_key(self, request: JudgeRequest, fmt: str = "text") -> str:
         """The cache key of ``request`` sent in wire format ``fmt``."""
@@ -365,7 +332,7 @@ class JudgeClient:
         if reply.failure is not None:
             return self._failed(index, request, reply.failure, started, fmt, usage=reply.usage)
         logprobs = None
-        if self.top_logprobs is not None:
+        if self.config.logprobs:
             logprobs = compact_logprobs(reply.logprobs)
             if logprobs is None:
                 # Asked for and not given: an endpoint limitation, not a passing fault. Falling

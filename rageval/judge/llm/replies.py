@@ -24,7 +24,7 @@ from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
 from rageval.judge.llm.costs.plan import DRY_RUN
 from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.formats import ReplySchema
-from rageval.judge.llm.options import TOP_LOGPROBS, JudgeOptions, SharedCache
+from rageval.judge.llm.options import JudgeOptions, SharedCache
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.served import ServedCheck
 
@@ -216,14 +216,7 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
 def _client(judge: JudgeOptions) -> JudgeClient:
     from rageval.judge.llm.client import JudgeClient
 
-    return JudgeClient(
-        judge.model or "", base_url=judge.base_url, api_key_env=judge.api_key_env,
-        temperature=judge.temperature, timeout=judge.timeout, max_retries=judge.max_retries,
-        first_reply_timeout=judge.first_reply_timeout,
-        max_tokens=judge.max_tokens, extra_params=judge.extra,
-        top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
-        response_format=judge.response_format,
-    )
+    return JudgeClient(judge, judge.session)
 
 
 def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
@@ -271,7 +264,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
     try:
         results = client.complete_many(requests, concurrency=judge.concurrency,
                                        rpm=judge.rpm, on_result=store,
-                                       shared=judge.shared_limits, on_drained=arrived.commit,
+                                       shared=judge.session.shared_limits,
+                                       on_drained=arrived.commit,
                                        replied_before=replied_before)
     finally:
         stats.refused.update(client.refused_formats)

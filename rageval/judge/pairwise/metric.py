@@ -39,6 +39,7 @@ from rageval.core.signature import Field
 from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Reply, Unit, make_unit, provenance
+from rageval.judge.llm.session import JudgeSession
 from rageval.judge.pairwise.prompt import (
     PAIRWISE,
     PairwisePrompt,
@@ -85,28 +86,27 @@ class Opponent:
         return [c.text for c in other] == [c.text for c in record.contexts]
 
 
-_OPPONENTS: dict[tuple[str, int, int], Opponent] = {}
-
-
-def load_opponent(path: str, max_line_bytes: int | None = None) -> Opponent:
-    """The records file's answers (read once per file version in a process)."""
-    from rageval.core.records import load_records
-
+def load_opponent(path: str, session: JudgeSession,
+                  max_line_bytes: int | None = None) -> Opponent:
+    """The records file's answers (read once per file version in a run: its ``session``)."""
     try:
         stat = os.stat(path)
     except OSError as error:
         raise UsageError(f"--judge-against {path}: {error.strerror or error}") from None
     key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _OPPONENTS:
-        records = {record.id: record
-                   for record in load_records(path, max_line_bytes=max_line_bytes)}
-        digest = hashlib.sha256()
-        for record_id in sorted(records):
-            record = records[record_id]
-            texts = [c.text for c in record.contexts]
-            digest.update(json.dumps([record_id, record.answer, texts]).encode())
-        _OPPONENTS[key] = Opponent(path, records, digest.hexdigest()[:12])
-    return _OPPONENTS[key]
+    return session.opponent(key, lambda: _read_opponent(path, max_line_bytes))
+
+
+def _read_opponent(path: str, max_line_bytes: int | None) -> Opponent:
+    from rageval.core.records import load_records
+
+    records = {record.id: record for record in load_records(path, max_line_bytes=max_line_bytes)}
+    digest = hashlib.sha256()
+    for record_id in sorted(records):
+        record = records[record_id]
+        texts = [c.text for c in record.contexts]
+        digest.update(json.dumps([record_id, record.answer, texts]).encode())
+    return Opponent(path, records, digest.hexdigest()[:12])
 
 
 # ---- the metric --------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class PairwiseMetric(JudgeMetric):
         if judge is None or not judge.against:
             raise UsageError("judge:pairwise compares this run's answers with another "
                              "system's: give that system's records with --judge-against FILE")
-        return load_opponent(judge.against, self.options.max_line_bytes)
+        return load_opponent(judge.against, judge.session, self.options.max_line_bytes)
 
     def ready(self) -> None:
         if self.judge.logprobs:

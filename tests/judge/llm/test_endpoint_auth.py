@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from judge_server import JudgeServer
 
 from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.endpoint import Endpoint
 
 ENV = "RAGEVAL_TEST_AUTH_KEY"
@@ -34,7 +35,8 @@ def _with_user(url: str, user: str = "alice", password: str = "pa55word") -> str
 
 
 def _ask(base_url: str) -> None:
-    JudgeClient("m", base_url=base_url, api_key_env=ENV, max_retries=0).complete_many(
+    JudgeClient(JudgeConfig(
+        model="m", base_url=base_url, api_key_env=ENV, max_retries=0)).complete_many(
         [JudgeRequest([{"role": "user", "content": "Grade it."}])])
 
 

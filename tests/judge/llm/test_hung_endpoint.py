@@ -21,6 +21,7 @@ from judge_server import JudgeServer
 from rageval.cli import main
 from rageval.core.errors import UsageError
 from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.first_reply import DEFAULT_FIRST_REPLY_S, first_reply_limit
 from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
@@ -47,8 +48,8 @@ def requests(n: int) -> list[JudgeRequest]:
 
 def test_a_silent_endpoint_stops_the_run_at_the_deadline(silent_url: str) -> None:
     # Without the deadline: three probes, each 6 attempts of 2 s plus backoff, about 80 s.
-    client = JudgeClient("m", base_url=silent_url, timeout=2.0, max_retries=5,
-                         first_reply_timeout=1.5)
+    client = JudgeClient(JudgeConfig(model="m", base_url=silent_url, timeout=2.0, max_retries=5,
+                         first_reply_timeout=1.5))
     started = time.monotonic()
     with pytest.raises(JudgeError) as caught:
         client.complete_many(requests(10), concurrency=4)
@@ -60,8 +61,8 @@ def test_a_silent_endpoint_stops_the_run_at_the_deadline(silent_url: str) -> Non
 
 def test_the_text_format_is_bounded_too(silent_url: str) -> None:
     # No probe: every request goes at once, each bounded by the same deadline.
-    client = JudgeClient("m", base_url=silent_url, timeout=5.0, max_retries=5,
-                         response_format="text", first_reply_timeout=1.0)
+    client = JudgeClient(JudgeConfig(model="m", base_url=silent_url, timeout=5.0, max_retries=5,
+                         response_format="text", first_reply_timeout=1.0))
     started = time.monotonic()
     with pytest.raises(JudgeError, match="no reply within 1 s"):
         client.complete_many(requests(8), concurrency=8)
@@ -71,8 +72,9 @@ def test_the_text_format_is_bounded_too(silent_url: str) -> None:
 def test_a_slow_first_reply_within_the_deadline_is_kept() -> None:
     with JudgeServer() as server:
         server.latency_s = 0.6
-        client = JudgeClient("m", base_url=server.base_url, timeout=5.0, max_retries=1,
-                             first_reply_timeout=3.0)
+        client = JudgeClient(JudgeConfig(
+            model="m", base_url=server.base_url, timeout=5.0, max_retries=1,
+                             first_reply_timeout=3.0))
         out = client.complete_many(requests(4), concurrency=2)
     assert all(r.ok for r in out)
 
@@ -83,8 +85,9 @@ def test_after_a_reply_the_usual_retries_apply() -> None:
     with JudgeServer() as server:
         server.hang_s = 1.5
         server.fail_next("ok", "timeout")
-        client = JudgeClient("m", base_url=server.base_url, timeout=1.0, max_retries=2,
-                             first_reply_timeout=0.5, response_format="text")
+        client = JudgeClient(JudgeConfig(
+            model="m", base_url=server.base_url, timeout=1.0, max_retries=2,
+                             first_reply_timeout=0.5, response_format="text"))
         out = client.complete_many(requests(2), concurrency=1)
     assert all(r.ok for r in out)
 
@@ -92,8 +95,9 @@ def test_after_a_reply_the_usual_retries_apply() -> None:
 def test_a_passing_fault_before_the_first_reply_is_retried_within_the_deadline() -> None:
     with JudgeServer() as server:
         server.fail_next("503", "503")
-        client = JudgeClient("m", base_url=server.base_url, timeout=5.0, max_retries=3,
-                             first_reply_timeout=20.0, response_format="text")
+        client = JudgeClient(JudgeConfig(
+            model="m", base_url=server.base_url, timeout=5.0, max_retries=3,
+                             first_reply_timeout=20.0, response_format="text"))
         out = client.complete_many(requests(1))
     assert out[0].ok and server.requests == 3
 
@@ -103,7 +107,8 @@ def test_the_default_deadline() -> None:
     assert first_reply_limit(None, 120.0) == 300
     assert first_reply_limit(None, 600.0) == 1200  # two full attempts of a slow endpoint
     assert first_reply_limit(45.0, 600.0) == 45
-    assert JudgeClient("m", base_url="http://127.0.0.1:9/v1").first_reply_timeout == 300
+    assert JudgeClient(JudgeConfig(
+        model="m", base_url="http://127.0.0.1:9/v1")).first_reply_timeout == 300
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
@@ -186,8 +191,9 @@ def test_a_wait_asked_for_before_the_first_reply_is_read_as_the_sdk_reads_it() -
 def test_a_429_before_the_first_reply_waits_as_told() -> None:
     with JudgeServer() as server:
         server.fail_next("429:1")
-        client = JudgeClient("m", base_url=server.base_url, timeout=5.0, max_retries=2,
-                             first_reply_timeout=20.0, response_format="text")
+        client = JudgeClient(JudgeConfig(
+            model="m", base_url=server.base_url, timeout=5.0, max_retries=2,
+                             first_reply_timeout=20.0, response_format="text"))
         started = time.monotonic()
         out = client.complete_many(requests(1))
         waited = time.monotonic() - started

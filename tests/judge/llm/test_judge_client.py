@@ -33,6 +33,7 @@ from rageval.judge.llm.client import (
     JudgeResult,
     total_usage,
 )
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.formats import ReplySchema
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
@@ -56,7 +57,7 @@ def make_client(monkeypatch: pytest.MonkeyPatch, server: JudgeServer
         opts: dict = {"base_url": server.base_url, "api_key_env": ENV, "timeout": 5.0,
                       "max_retries": 3}
         opts.update(kw)
-        return JudgeClient("judge-model", **opts)
+        return JudgeClient(JudgeConfig(model="judge-model", **opts))
 
     return make
 
@@ -98,7 +99,7 @@ def test_request_body_parameters(server: JudgeServer, make_client: Callable) -> 
     make_client().complete_many(reqs(1))
     body = server.bodies[-1]
     assert body["temperature"] == 0 and "seed" not in body and "response_format" not in body
-    make_client(seed=1234, max_tokens=99, extra_params={"top_k": 1}).complete_many(reqs(1))
+    make_client(seed=1234, max_tokens=99, extra={"top_k": 1}).complete_many(reqs(1))
     body = server.bodies[-1]
     assert body["seed"] == 1234 and body["max_tokens"] == 99 and body["top_k"] == 1
     assert body["model"] == "judge-model"
@@ -405,7 +406,8 @@ def test_credentials_in_the_base_url_never_show(server: JudgeServer,
     monkeypatch.setenv(ENV, KEY)
     host = server.base_url.removeprefix("http://")
     url = f"http://user:PASSWORD-SECRET@{host}?api-key=QUERY-SECRET"
-    client = JudgeClient("judge-model", base_url=url, api_key_env=ENV, max_retries=0)
+    client = JudgeClient(JudgeConfig(
+        model="judge-model", base_url=url, api_key_env=ENV, max_retries=0))
     assert client.public_endpoint == server.base_url
     assert "SECRET" not in repr(client)
     out = client.complete_many(reqs(2))
@@ -497,10 +499,10 @@ def test_messages_with_content_parts_are_sent_as_given(server: JudgeServer,
 def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV, raising=False)
     with pytest.raises(JudgeError, match=ENV):
-        JudgeClient("m", api_key_env=ENV)
+        JudgeClient(JudgeConfig(model="m", api_key_env=ENV))
     with pytest.raises(RagevalError):
-        JudgeClient("m", api_key_env="not a name")
-    client = JudgeClient("m", base_url="http://127.0.0.1:9/v1", api_key_env=ENV)
+        JudgeClient(JudgeConfig(model="m", api_key_env="not a name"))
+    client = JudgeClient(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key_env=ENV))
     with pytest.raises(RagevalError):
         client.complete_many(reqs(1), concurrency=0)
     assert client.complete_many([]) == []

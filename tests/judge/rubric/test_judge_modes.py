@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -349,17 +350,13 @@ def test_metric_keys_are_the_clients_keys() -> None:
     from rageval.core.metric import ScoreOptions
     from rageval.judge.llm.client import JudgeClient, JudgeRequest
     from rageval.judge.llm.formats import WIRE_FORMATS
-    from rageval.judge.llm.options import TOP_LOGPROBS
     from rageval.judge.rubric.metric import JudgeMetric
 
     for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True},
                {"response_format": "json_object"}, {"response_format": "text"}):
         judge = JudgeOptions(model="m", **kw)  # type: ignore[arg-type]
         metric = JudgeMetric("context_relevance", options=ScoreOptions(judge=judge))
-        client = JudgeClient("m", base_url="http://127.0.0.1:9/v1",
-                             temperature=judge.temperature,
-                             top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
-                             response_format=judge.response_format)
+        client = JudgeClient(replace(judge, base_url="http://127.0.0.1:9/v1"))
         schema = metric.reply_schema()
         for unit in metric.units(records(1)[0]):
             assert tuple(unit.keys) == client.ladder

@@ -30,7 +30,7 @@ def run_eval_file(args: argparse.Namespace, out: TextIO) -> int:
     from rageval.cli.commands import run_score
     from rageval.cli.score_options import score_defaults
 
-    given = {k: v for k, v in vars(args).items() if k not in ("command", "eval_file")}
+    given = {k: v for k, v in vars(args).items() if k not in ("command", "eval_file", "handler")}
     loaded = read_eval_file(args.eval_file)
     from_file = dict(loaded.options)
     for source, replaced in _REPLACES.items():

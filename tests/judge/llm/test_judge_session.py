@@ -1,0 +1,87 @@
+"""A run's judge state is the run's own (JudgeSession): two runs in one process, in threads,
+with different endpoints, or reusing the same options, share none of it."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
+
+from rageval.api import evaluate
+from rageval.core.results import Results
+from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.session import JudgeSession
+from rageval.judge.pairwise.metric import load_opponent
+
+
+def _records(path: Path, n: int = 5) -> Path:
+    path.write_text("".join(json.dumps({
+        "id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
+        "answer": f"Fact {i}: blue."}) + "\n" for i in range(n)))
+    return path
+
+
+def _run(records: Path, judge: JudgeOptions) -> Results:
+    return evaluate(records, ["judge:faithfulness"], bootstrap=1, judge=judge)
+
+
+def test_two_runs_in_threads_with_different_endpoints_share_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    records = _records(tmp_path / "r.jsonl")
+    with JudgeServer(expected_key=TEST_KEY) as a, JudgeServer(expected_key=TEST_KEY) as b:
+        a.refuse = {"json_schema": 400}  # a negotiates down to json_object, b does not
+        on_a = keyed_options(a, tmp_path / "a.sqlite", max_requests=3, concurrency=2)
+        on_b = replace(on_a, base_url=b.base_url, cache=str(tmp_path / "b.sqlite"))
+        with ThreadPoolExecutor(2) as pool:
+            first, second = pool.map(lambda judge: _run(records, judge), (on_a, on_b))
+        # Each run keeps its own cap: three requests each, not three between them.
+        for results in (first, second):
+            assert results.manifest["judge"]["requests"] == 3
+            assert results.manifest["judge"]["caps"]["not_sent"] == 2
+        assert first.manifest["judge"]["response_format"]["used"] == {"json_object+schema": 3}
+        assert second.manifest["judge"]["response_format"]["used"] == {"json_schema": 3}
+        assert on_a.budget is not None and on_a.budget.sent == 0  # the options' own: unused
+        # The same options again: a fresh cap, the three cached replies reused.
+        again = _run(records, on_a)
+    assert again.manifest["judge"]["requests"] == 2
+    assert again.manifest["judge"]["cache"]["hits"] == 3
+    assert again.manifest["judge"]["caps"]["not_sent"] == 0
+
+
+def test_a_session_reads_the_other_systems_answers_once(tmp_path: Path) -> None:
+    other = _records(tmp_path / "other.jsonl")
+    mine, theirs = JudgeSession(), JudgeSession()
+    first = load_opponent(str(other), mine)
+    assert load_opponent(str(other), mine) is first
+    assert load_opponent(str(other), theirs) is not first  # another run reads it itself
+    assert load_opponent(str(other), theirs).digest == first.digest
+
+
+def test_copies_of_the_options_keep_their_session_and_a_bound_copy_gets_its_own() -> None:
+    judge = JudgeOptions(model="m", max_requests=2)
+    assert replace(judge, temperature=0.5).session is judge.session
+    bound = judge.bound()
+    assert bound.session is not judge.session and bound == judge  # same configuration
+    assert bound.budget is not None and bound.budget is not judge.budget
+    member_session = {m.session for _, m in
+                      replace(bound, panel=({"model": "a"}, {"model": "b"})).members()}
+    assert member_session == {bound.session}
+
+
+def test_a_session_crosses_to_a_worker_without_its_state() -> None:
+    session = JudgeSession()
+    session.backend(("http://x/v1", "m"), object)
+    copy = pickle.loads(pickle.dumps(JudgeOptions(model="m", session=session)))
+    assert copy.session is not session
+    built = copy.session.backend(("http://x/v1", "m"), list)
+    assert built == []  # built anew: the caller's backends stay with the caller
