@@ -84,21 +84,21 @@ class FirstReply:
             self._answered = True
 
 
-def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.OpenAI,
+def send_before_first_reply(send: Callable[[int, float | None], T], attempts: int,
                             first: FirstReply, timeout_s: float, where: str) -> T:
-    """``send(sdk)`` with the SDK's attempts (``sdk.max_retries + 1``) made here, each within
-    the time left before ``first``'s deadline; :class:`~rageval.judge.llm.pool.Fatal` naming the
-    deadline when it passes before a reply. Once a reply has arrived (this request's or
-    another's), the rest goes through the SDK as usual."""
-    attempts = sdk.max_retries + 1
+    """``send(retries, timeout)`` with its ``attempts`` made here, one at a time (``retries``
+    0), each within the time left before ``first``'s deadline (``timeout``);
+    :class:`~rageval.judge.llm.pool.Fatal` naming the deadline when it passes before a reply.
+    Once a reply has arrived (this request's or another's), the attempts left go through the
+    SDK as usual (``timeout`` None: the backend's own)."""
     for attempt in range(attempts):
         left = first.remaining()
         if left is None:
-            return send(sdk.with_options(max_retries=attempts - 1 - attempt))
+            return send(attempts - 1 - attempt, None)
         if left <= 0:
             raise Fatal(_too_late(where, first.limit_s, None))
         try:
-            out = send(sdk.with_options(max_retries=0, timeout=min(timeout_s, left)))
+            out = send(0, min(timeout_s, left))
         except (openai.APIConnectionError, openai.APIStatusError) as exc:
             transient = (isinstance(exc, openai.APIConnectionError)
                          or is_transient(exc))  # type: ignore[arg-type]

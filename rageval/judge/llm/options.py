@@ -19,6 +19,7 @@ from rageval.core import read_only
 from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.workers import SharedLimits, Sharing
+from rageval.judge.llm.backend import Backends
 from rageval.judge.llm.cache.store import JudgeCache
 from rageval.judge.llm.costs.budget import RequestBudget
 from rageval.judge.llm.endpoint import Endpoint
@@ -138,6 +139,9 @@ class JudgeOptions:
     # through the engine (a proxy of a JudgeCache).
     shared_limits: SharedLimits | None = field(default=None, compare=False, repr=False)
     shared_cache: Any = field(default=None, compare=False, repr=False)
+    # The run's chat backends, one per endpoint and model, and what they learned (the wire
+    # formats an endpoint accepts, the model it serves): kept by every copy of these options.
+    backends: Backends = field(default_factory=Backends, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Read-only: what a signature and the cache keys were made from cannot change after.

@@ -223,6 +223,9 @@ def _client(judge: JudgeOptions) -> JudgeClient:
         max_tokens=judge.max_tokens, extra_params=judge.extra,
         top_logprobs=TOP_LOGPROBS if judge.logprobs else None,
         response_format=judge.response_format,
+        backend=judge.backends.get(judge.model or "", judge.base_url,
+                                   api_key_env=judge.api_key_env, timeout=judge.timeout,
+                                   max_retries=judge.max_retries),
     )
 
 

@@ -1,0 +1,119 @@
+"""What a run learns of its judge endpoints (the wire formats they accept, the model they serve)
+is the run's, kept by its chat backends: two runs in one process, at the same time in threads
+or one after the other, share none of it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options, wire_format
+
+from rageval.api import evaluate
+from rageval.judge.llm.backend import Backends
+from rageval.judge.llm.client import JudgeError
+from rageval.judge.llm.sdk import SdkBackend
+
+METRICS = ["judge:faithfulness"]
+
+
+def _records(path: Path, n: int = 4) -> str:
+    rows = [{"id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
+             "answer": f"Fact {i} is blue."} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+
+
+def test_two_runs_in_threads_against_two_endpoints_share_nothing(tmp_path: Path) -> None:
+    with JudgeServer(expected_key=TEST_KEY, reject_response_format=True,
+                     latency_s=0.01) as refusing, \
+            JudgeServer(expected_key=TEST_KEY, latency_s=0.01) as accepting:
+        accepting.served_as = "/models/b.gguf"
+        runs: dict[str, Any] = {}
+        failures: list[BaseException] = []
+
+        def run(name: str, server: JudgeServer) -> None:
+            try:
+                judge = keyed_options(server, tmp_path / f"{name}.sqlite", concurrency=2)
+                runs[name] = (judge, evaluate(_records(tmp_path / f"{name}.jsonl"), METRICS,
+                                              judge=judge, bootstrap=10))
+            except BaseException as exc:  # handed to the test's thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=run, args=("a", refusing)),
+                   threading.Thread(target=run, args=("b", accepting))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures
+    (judge_a, a), (judge_b, b) = runs["a"], runs["b"]
+    formats_a = a.manifest["judge"]["response_format"]
+    formats_b = b.manifest["judge"]["response_format"]
+    assert set(formats_a["refused"]) == {"json_schema", "json_object+schema", "json_object"}
+    assert formats_a["used"] == {"text": 4}
+    assert formats_b["refused"] == {} and formats_b["used"] == {"json_schema": 4}
+    assert b.manifest["judge"]["served_models"] == {"/models/b.gguf": 4}
+    assert "/models/b.gguf" not in a.manifest["judge"]["served_models"]
+    # Each run has its own backend for its one endpoint and model.
+    assert len(judge_a.backends) == len(judge_b.backends) == 1
+    assert judge_a.backends is not judge_b.backends
+
+
+def test_a_later_run_learns_the_endpoint_anew(tmp_path: Path) -> None:
+    """A refusal one run met is not taken for the next run's: the endpoint may have changed
+    (a server restarted with grammar support), and the next run asks again."""
+    with JudgeServer(expected_key=TEST_KEY, reject_response_format=True) as server:
+        first = evaluate(_records(tmp_path / "r.jsonl"), METRICS,
+                         judge=keyed_options(server, tmp_path / "1.sqlite"), bootstrap=10)
+        assert first.manifest["judge"]["response_format"]["used"] == {"text": 4}
+        server.reject_response_format = False
+        sent = server.requests
+        second = evaluate(_records(tmp_path / "r.jsonl"), METRICS,
+                          judge=keyed_options(server, tmp_path / "2.sqlite"), bootstrap=10)
+        assert second.manifest["judge"]["response_format"] == {
+            "mode": "auto", "used": {"json_schema": 4}, "refused": {}}
+        assert [wire_format(b) for b in server.bodies[sent:]] == ["json_schema"] * 4
+
+
+def test_a_later_run_asks_again_which_model_is_served(tmp_path: Path) -> None:
+    """What the endpoint said it serves holds within a run, not into the next one."""
+    records = _records(tmp_path / "r.jsonl", 2)
+    cache = tmp_path / "c.sqlite"
+    with JudgeServer(expected_key=TEST_KEY) as server:
+        server.served_as = "/models/first.gguf"
+        evaluate(records, METRICS, judge=keyed_options(server, cache), bootstrap=10)
+        # Every reply cached: the next run asks what is served (first.gguf, as cached).
+        evaluate(records, METRICS, judge=keyed_options(server, cache), bootstrap=10)
+        server.served_as = "/models/second.gguf"
+        with pytest.raises(JudgeError, match=r"now serves '/models/second\.gguf'"):
+            evaluate(records, METRICS, judge=keyed_options(server, cache), bootstrap=10)
+
+
+def test_a_run_hands_out_one_backend_per_endpoint_and_model() -> None:
+    backends = Backends()
+    one = backends.get("m", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0,
+                       max_retries=1)
+    assert isinstance(one, SdkBackend)
+    assert backends.get("m", "http://127.0.0.1:9/v1/", api_key_env="K", timeout=5.0,
+                        max_retries=1) is one
+    assert backends.get("n", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0,
+                        max_retries=1) is not one
+    assert len(backends) == 2
+
+
+def test_backends_copied_to_another_process_arrive_empty() -> None:
+    import pickle
+
+    backends = Backends()
+    backends.get("m", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0, max_retries=1)
+    copy = pickle.loads(pickle.dumps(backends))
+    assert len(copy) == 0 and len(backends) == 1
