@@ -43,7 +43,7 @@ from rageval.judge.llm.backend import ChatBackend
 from rageval.judge.llm.cache.store import cache_key
 from rageval.judge.llm.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.formats import LADDERS, MODES, is_refusal
-from rageval.judge.llm.pool import Fatal, Stopped, run_pool
+from rageval.judge.llm.pool import Fatal, RunStopped, Scheduler, Stopped
 from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
 from rageval.judge.llm.sdk import (
     SdkBackend,
@@ -206,7 +206,7 @@ class JudgeClient:
         caps request starts per minute; ``shared`` (limits shared with other processes) leases
         each request. ``on_result`` gets each result as it arrives, failed ones too,
         ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
-        flight finish: :func:`~.pool.run_pool`, :func:`.first_reply.raise_unanswered` (not
+        flight finish: :class:`~.pool.RunStopped`, :func:`.first_reply.raise_unanswered` (not
         when ``replied_before``: the judge answered earlier in the run)."""
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -217,24 +217,18 @@ class JudgeClient:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
         first = first_reply.FirstReply(self.first_reply_timeout)  # awaited anew by each call
-        stopped: list[str] = []  # the permanent failures that stopped the run, as raised
-
-        def send(index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
-            try:
-                return self._complete(index, request, stop, first)
-            except Fatal as exc:
-                stopped.append(str(exc))
-                raise
-
         where = self._where()
+        scheduler = Scheduler(
+            reqs, lambda index, request, stop: self._complete(index, request, stop, first),
+            concurrency=concurrency, rpm=rpm, shared=shared, on_result=on_result,
+            on_drained=on_drained,
+            fail_fast=lambda alike: first_reply.failed_alike(where, alike))
         try:
-            results = run_pool(reqs, send, concurrency=concurrency, rpm=rpm, on_result=on_result,
-                               fail_fast=lambda alike: first_reply.failed_alike(where, alike),
-                               shared=shared, on_drained=on_drained)
-        except JudgeError as exc:
-            first_reply.raise_unanswered(where, exc.results, stopped, replied_before)
+            results = scheduler.run()
+        except RunStopped as stop:
+            first_reply.raise_unanswered(where, stop.results, stop, replied_before)
             raise
-        first_reply.raise_unanswered(where, results, stopped, replied_before)
+        first_reply.raise_unanswered(where, results, None, replied_before)
         return results
 
     def _where(self) -> str:

@@ -34,7 +34,7 @@ from rageval.judge.llm.requests import JudgeError, JudgeResult
 from rageval.judge.llm.sdk import is_refused, is_transient
 
 if TYPE_CHECKING:
-    from rageval.judge.llm.pool import FirstFailures
+    from rageval.judge.llm.pool import FirstFailures, RunStopped
 
 __all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
            "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
@@ -133,17 +133,16 @@ def refused(where: str) -> str:
 
 
 def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
-                     stopped: Sequence[str], replied_before: bool = False) -> None:
+                     stopped: RunStopped | None, replied_before: bool = False) -> None:
     """:class:`JudgeError` when no request of ``results`` (None: not sent) was answered, and
-    the judge never was before in the run (``replied_before``): the first of the permanent
-    failures that ``stopped`` the requests, else :func:`no_reply`. A request answered, or none
-    sent and none stopped: nothing is raised (a run stopped for another reason raises its own
-    error)."""
+    the judge never was before in the run (``replied_before``): the permanent failure that
+    ``stopped`` the run, else :func:`no_reply`. A request answered, or none sent and the run
+    not stopped: nothing is raised (a run stopped for another reason raises its own error)."""
     sent = [r for r in results if r is not None]
     if replied_before or any(r.ok for r in sent) or not (sent or stopped):
         return
-    why = f"{stopped[0]}; the run stopped before any reply" if stopped else no_reply(where, sent)
-    raise JudgeError(why, results=list(results)) from None
+    why = stopped.before_any_reply() if stopped is not None else None
+    raise JudgeError(why or no_reply(where, sent), results=list(results)) from None
 
 
 def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
