@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from rageval.core.metric import Batch, Metric, MetricResult
+from rageval.core.metric import Batch, Metric, MetricResult, Slot
 from rageval.core.scale import RATIO, Scale
 from rageval.core.signature import Field
 from rageval.retrieval.ranking import Ranking
@@ -23,6 +23,9 @@ NO_JUDGMENTS = ("no relevance judgments for this record (give 'judgments' inline
                 "or --judgments-from judge)")
 NOT_JUDGED = ("no relevance judgments for this record: the judge could not grade all of its "
               "contexts (see the manifest's judged_judgments)")
+
+# The batch's columnar ranking, shared by every retrieval metric of the batch.
+RANKING = Slot[Ranking]("ranking")
 
 
 def batch_ranking(batch: Batch) -> Ranking:
@@ -43,7 +46,7 @@ def batch_ranking(batch: Batch) -> Ranking:
             scores,
         )
 
-    return batch.cached("ranking", build)
+    return batch.cached(RANKING, build)
 
 
 class RetrievalMetric(Metric):

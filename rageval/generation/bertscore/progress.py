@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from rageval.core.metric import Slot
+
 if TYPE_CHECKING:
     from rageval.core.metric import Batch
     from rageval.core.progress import StepProgress
@@ -52,5 +54,5 @@ def embedding_tally(batch: Batch, namespace: str, model: str, steps: StepProgres
         label = os.path.basename(model.rstrip("/\\")) or model
         return EmbeddingTally(steps, f"bertscore embedding ({label})", len(texts(scope)))
 
-    tally: EmbeddingTally = batch.run.cached(("bertscore", "tally", namespace, id(scope)), build)
-    return tally
+    return batch.run.cached(Slot[EmbeddingTally](("bertscore", "tally", namespace, id(scope))),
+                            build)
