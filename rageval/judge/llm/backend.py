@@ -12,7 +12,7 @@ learned and two runs in one process share nothing.
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from rageval.judge.llm.endpoint import Endpoint
 from rageval.judge.llm.negotiation import Negotiation
@@ -20,6 +20,7 @@ from rageval.judge.llm.negotiation import Negotiation
 __all__ = ["Backends", "ChatBackend"]
 
 
+@runtime_checkable
 class ChatBackend(Protocol):
     """One model at one endpoint, asked for chat completions, and what the run learned of it."""
 

@@ -117,3 +117,60 @@ def test_backends_copied_to_another_process_arrive_empty() -> None:
     backends.get("m", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0, max_retries=1)
     copy = pickle.loads(pickle.dumps(backends))
     assert len(copy) == 0 and len(backends) == 1
+
+
+class _Scripted:
+    """A backend of the test's own (no HTTP): what a backend beside the SDK's must offer."""
+
+    def __init__(self, model: str, refuses: frozenset[str] = frozenset()) -> None:
+        from rageval.judge.llm.endpoint import Endpoint
+        from rageval.judge.llm.negotiation import Negotiation
+
+        self.model = model
+        self.endpoint = Endpoint.of("http://127.0.0.1:9/v1")
+        self.timeout = 5.0
+        self.max_retries = 0
+        self.formats = Negotiation()
+        self.secrets: tuple[str, ...] = ()
+        self.refuses = refuses
+        self.sent: list[dict[str, Any]] = []
+
+    def chat(self, kwargs: dict[str, Any], body: dict[str, Any], *, retries: int | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
+        import httpx
+        import openai
+
+        self.sent.append(body)
+        wire = body.get("response_format", {}).get("type", "text")
+        if wire in self.refuses:
+            response = httpx.Response(400, request=httpx.Request("POST", "http://x"))
+            raise openai.BadRequestError("response_format is not supported",
+                                         response=response,
+                                         body={"message": "response_format is not supported"})
+        text = json.dumps({"reasoning": "scripted", "score": len(self.sent)})
+        return {"model": "scripted", "choices": [{"message": {"content": text},
+                                                  "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+
+    def served_model(self) -> str | None:
+        return "scripted"
+
+
+def test_a_client_sends_through_the_backend_it_is_given() -> None:
+    from rageval.judge.llm.backend import ChatBackend
+    from rageval.judge.llm.client import JudgeClient, JudgeRequest
+    from rageval.judge.llm.formats import ReplySchema
+
+    schema = ReplySchema("verdict", {"type": "object",
+                                     "properties": {"score": {"type": "integer"}}})
+    backend = _Scripted("m", refuses=frozenset({"json_schema"}))
+    assert isinstance(backend, ChatBackend)  # structurally: a protocol, not a base class
+    client = JudgeClient("m", base_url="http://127.0.0.1:9/v1", backend=backend)
+    requests = [JudgeRequest([{"role": "user", "content": f"q{i}"}], schema) for i in range(4)]
+    results = client.complete_many(requests, concurrency=2)
+    assert all(r.ok and r.model == "scripted" for r in results)
+    assert {r.format for r in results} == {"json_object+schema"}
+    assert list(backend.formats.refused) == ["json_schema"]  # learned by the backend
+    assert client.served_model() == "scripted" and client.usage["total_tokens"] == 20
+    with pytest.raises(Exception, match="not this client's judge"):
+        JudgeClient("other", base_url="http://127.0.0.1:9/v1", backend=backend)
