@@ -43,8 +43,8 @@ sys.path[:0] = [str(ROOT)]
 from rageval.api import evaluate  # noqa: E402
 from rageval.core.records import Record, load_records, records_from_dicts  # noqa: E402
 from rageval.core.results import Results  # noqa: E402
-from rageval.judge.llm.negotiation import forget, negotiation  # noqa: E402
 from rageval.judge.llm.options import JudgeOptions  # noqa: E402
+from rageval.judge.llm.session import JudgeSession  # noqa: E402
 from rageval.judge.local import LocalJudge  # noqa: E402
 from rageval.judge.rubric.render import render, reply_schema  # noqa: E402
 from rageval.judge.rubric.rubrics import load_rubric  # noqa: E402
@@ -96,14 +96,18 @@ def judged(results: Results, metrics: list[str]) -> tuple[int, int]:
 
 def rageval_run(judge: LocalJudge, records: list[Record], metrics: list[str], mode: str,
                 cache: Path, max_tokens: int) -> Run:
-    forget()  # every run negotiates from scratch, as a new process would
-    wire_mode = mode
-    if mode == "json_object (plain)":
-        wire_mode = "json_object"
-        negotiation(judge.base_url, judge.name).settle(
-            "json_object+schema", accepted=False, why="left out by the benchmark")
+    wire_mode = "json_object" if mode == "json_object (plain)" else mode
+    # A session of its own: every run negotiates from scratch, as a new process would.
+    session = JudgeSession()
     options = JudgeOptions(model=judge.name, base_url=judge.base_url, cache=str(cache),
-                           concurrency=1, response_format=wire_mode, max_tokens=max_tokens)
+                           concurrency=1, response_format=wire_mode, max_tokens=max_tokens,
+                           session=session)
+    if mode == "json_object (plain)":
+        backend = session.backends.get(judge.name, judge.base_url,
+                                       api_key_env=options.api_key_env,
+                                       timeout=options.timeout, max_retries=options.max_retries)
+        backend.formats.settle("json_object+schema", accepted=False,
+                               why="left out by the benchmark")
     started = time.perf_counter()
     try:
         results = evaluate(records, metrics, judge=options, bootstrap=1)

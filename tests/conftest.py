@@ -14,15 +14,6 @@ from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer
 
 
 @pytest.fixture(autouse=True)
-def _fresh_structured_output_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The judge client remembers, per process, which endpoints refuse structured output;
-    loopback servers of different tests may reuse a port, so each test starts with none."""
-    from rageval.judge.llm import negotiation
-
-    monkeypatch.setattr(negotiation, "_NEGOTIATIONS", {})
-
-
-@pytest.fixture(autouse=True)
 def _private_local_judge_notes(tmp_path_factory: pytest.TempPathFactory,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Notes of local judge servers (rageval.judge.local.state) go to a folder of the test

@@ -20,6 +20,7 @@ from rageval.core.metric import (
     MetricResult,
     RunHooks,
     ScoreOptions,
+    Slot,
 )
 from rageval.core.names import MetricName
 from rageval.core.providers import JudgmentsProvider
@@ -42,7 +43,7 @@ class ToyHooks(RunHooks):
 
     def prepare(self, run: Batch, metrics: Sequence[Metric]) -> None:
         self.calls.append(("prepare", [str(m) for m in metrics], len(run)))
-        run.cached("toy-lengths", lambda: {r.id: len(r.answer or "") for r in run.records})
+        run.cached(LENGTHS, lambda: {r.id: len(r.answer or "") for r in run.records})
 
     def manifest(self, run: Batch, metrics: Sequence[Metric]) -> dict[str, Any] | None:
         self.calls.append(("manifest", [str(m) for m in metrics], len(run)))
@@ -50,6 +51,9 @@ class ToyHooks(RunHooks):
 
 
 HOOKS = ToyHooks()
+# What prepare leaves for the metrics (answer lengths by record id), and what fill counts.
+LENGTHS = Slot[dict[str, int]]("toy-lengths")
+GRADED = Slot[list[int]]("toy-graded")
 
 
 class ToyMetric(Metric):
@@ -71,7 +75,7 @@ class ToyMetric(Metric):
         return type(self)(self.target, options=options)
 
     def score(self, batch: Batch) -> MetricResult:
-        lengths = batch.run.cached("toy-lengths", dict)
+        lengths = batch.run.cached(LENGTHS, dict)
         values = np.array([float(lengths[r.id]) for r in batch.records])
         return MetricResult({str(self): values}, [None] * len(batch))
 
@@ -98,11 +102,11 @@ class ToyJudgments(JudgmentsProvider):
     def fill(self, records: list[Record], run: Batch) -> list[Record]:
         ToyJudgments.filled += 1
         grades = {r.id: {c.id: 1 for c in r.contexts} for r in records if r.judgments is None}
-        run.run_wide("toy-graded", list).append(len(grades))
+        run.run_wide(GRADED, list).append(len(grades))
         return apply_judgments(records, grades, source="toy")
 
     def account(self, run: Batch, source: str) -> tuple[str, dict[str, Any]]:
-        return f"toy({source})", {"graded": sum(run.run_wide("toy-graded", list))}
+        return f"toy({source})", {"graded": sum(run.run_wide(GRADED, list))}
 
 
 @pytest.fixture

@@ -5,9 +5,10 @@ registered as ``p`` built with ``rel=2`` and cutoff 5. A small table of :class:`
 drives validation, the canonical name, the signature and ``rageval metrics``.
 
 Metrics score a whole batch of records at once; derived data for a batch (the retrieval
-metrics' columnar ranking) lives in the :class:`Batch` cache, built once. Work a kind of metric
-does around scoring (checks before anything is read or sent, preparation of each window, a
-manifest section) goes through :class:`RunHooks`, statistics over the whole run through a
+metrics' columnar ranking) lives in the :class:`Batch` cache, built once, each value in a
+:class:`Slot` that names its type (``batch.cached(RANKING, build)`` is a ranking). Work a kind
+of metric does around scoring (checks before anything is read or sent, preparation of each
+window, a manifest section) goes through :class:`RunHooks`, statistics over the whole run through a
 :class:`RunPass`, so the orchestrator calls every family the same way.
 """
 
@@ -17,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -32,6 +33,18 @@ if TYPE_CHECKING:
     from rageval.core.records import Record
 
 CutoffRule = Literal["none", "optional", "required"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Slot(Generic[T]):
+    """Where a batch keeps one value of type ``T`` derived from its records, or a run one
+    value every window shares: ``Slot[Ranking]("ranking")``. Slots with equal ``name`` are
+    the same slot (a name can hold the parts that tell apart the values of one kind, e.g. a
+    metric's settings)."""
+
+    name: Hashable
 
 
 @dataclass(frozen=True)
@@ -81,33 +94,35 @@ class Batch:
     def __len__(self) -> int:
         return len(self.records)
 
-    def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+    def cached(self, slot: Slot[T], build: Callable[[], T]) -> T:
         """Data derived from these records, built once (dropped with the batch)."""
-        if key not in self._cache:
-            self._cache[key] = build()
-        return self._cache[key]
+        if slot not in self._cache:
+            self._cache[slot] = build()
+        value: T = self._cache[slot]
+        return value
 
-    def run_wide(self, key: Any, build: Callable[[], Any]) -> Any:
+    def run_wide(self, slot: Slot[T], build: Callable[[], T]) -> T:
         """An object every window of the run shares (a counter the manifest reports), built
         once per run (a Ray worker's come back with its batches, merged: see the engines)."""
-        if key not in self._shared:
-            self._shared[key] = build()
-        return self._shared[key]
+        if slot not in self._shared:
+            self._shared[slot] = build()
+        value: T = self._shared[slot]
+        return value
 
-    def passed(self, run_pass: RunPass) -> Any:
+    def passed(self, run_pass: RunPass[T]) -> T:
         """The result of ``run_pass`` over every record of the run: the run's pass, made before
         scoring, or (a batch scored outside a run) one over this batch's run, made here."""
         if run_pass.key in self.run.passes:
             return self.run.passes[run_pass.key]
 
-        def made() -> Any:
+        def made() -> T:
             run_pass.add(self.run.records)
             return run_pass.result()
 
-        return self.run.cached(("run pass", run_pass.key), made)
+        return self.run.cached(Slot[T](("run pass", run_pass.key)), made)
 
 
-class RunPass(ABC):
+class RunPass(ABC, Generic[T]):
     """Statistics over every record of the run a metric needs before it scores any (BERTScore's
     idf), counted window by window in a pass of their own before the run is scored and handed
     to every batch, on any engine. Passes with equal :attr:`key` are made once per run."""
@@ -119,7 +134,7 @@ class RunPass(ABC):
         """Count one window of the run's records."""
 
     @abstractmethod
-    def result(self) -> Any:
+    def result(self) -> T:
         """What the batches read (picklable: an engine may score elsewhere)."""
 
 

@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.params import Param
 from rageval.core.registry import register
 from rageval.core.scale import RATIO, UNBOUNDED, Scale
@@ -42,6 +42,10 @@ NO_JUDGMENTS = ("no relevance judgments for this record (give 'judgments' inline
                 "or --judgments-from judge)")
 NOT_JUDGED = ("no relevance judgments for this record: the judge could not grade all of its "
               "contexts (see the manifest's judged_judgments)")
+
+
+# The batch's columnar ranking, shared by every retrieval metric of the batch.
+RANKING = Slot[Ranking]("ranking")
 
 
 def batch_ranking(batch: Batch) -> Ranking:
@@ -62,7 +66,7 @@ def batch_ranking(batch: Batch) -> Ranking:
             scores,
         )
 
-    return batch.cached("ranking", build)
+    return batch.cached(RANKING, build)
 
 
 class RetrievalMetric(Metric):

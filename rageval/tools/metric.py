@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.params import Param
 from rageval.core.records import Record
 from rageval.core.scale import RATIO
@@ -88,9 +88,9 @@ class ToolCallMetric(Metric):
         return f"tools{rules}"
 
     def score(self, batch: Batch) -> MetricResult:
-        key = ("tools", self.values["match"], self.values["order"], self.values["tol"],
-               self.values["scope"])
-        pairings = batch.cached(key, lambda: [self._pairing(r) for r in batch.records])
+        slot = Slot[list[Pairing | str]](("tools", self.values["match"], self.values["order"],
+                                          self.values["tol"], self.values["scope"]))
+        pairings = batch.cached(slot, lambda: [self._pairing(r) for r in batch.records])
         values = np.full(len(batch), np.nan)
         reasons: list[str | None] = [None] * len(batch)
         details: list[dict[str, Any] | None] = [None] * len(batch)

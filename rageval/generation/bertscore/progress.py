@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from rageval.core.metric import Slot
+
 if TYPE_CHECKING:
     from rageval.core.metric import Batch
     from rageval.core.progress import StepProgress
@@ -71,5 +73,5 @@ def embedding_tally(batch: Batch, namespace: str, model: str, steps: StepProgres
         label = os.path.basename(model.rstrip("/\\")) or model
         return EmbeddingTally(steps, f"bertscore embedding ({label})", len(texts(scope)))
 
-    tally: EmbeddingTally = batch.run.cached(("bertscore", "tally", namespace, id(scope)), build)
-    return tally
+    return batch.run.cached(Slot[EmbeddingTally](("bertscore", "tally", namespace, id(scope))),
+                            build)

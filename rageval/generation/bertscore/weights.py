@@ -53,7 +53,7 @@ def _idf_weights(engine: _Engine, batch: Batch) -> TokenWeights:
     return idf
 
 
-class DocumentFrequencies(RunPass):
+class DocumentFrequencies(RunPass[tuple[int, Counter[int]]]):
     """bert-score's ``get_idf_dict`` over the references of the run's scorable records, window
     by window: the number of references, and per token the number of references holding it.
     Tokens only (no embedding), so the pass costs a tokenisation of the references."""

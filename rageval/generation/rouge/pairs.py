@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rageval.core.metric import Batch, answer_reference_reason
+from rageval.core.metric import Batch, Slot, answer_reference_reason
 from rageval.generation.rouge.tokenization import Token, _tokens
 
 
@@ -91,5 +91,5 @@ def _int_array(values: list[int]) -> np.ndarray:
 
 def batch_pairs(batch: Batch, tokenizer: str, stem: bool, sentences: bool = False) -> _Pairs:
     """The batch's tokenised pairs, built once and shared by every ROUGE metric alike."""
-    key = ("rouge-pairs", tokenizer, stem, sentences)
-    return batch.cached(key, lambda: _build_pairs(batch, tokenizer, stem, sentences))
+    slot = Slot[_Pairs](("rouge-pairs", tokenizer, stem, sentences))
+    return batch.cached(slot, lambda: _build_pairs(batch, tokenizer, stem, sentences))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.core.metric import RunHooks
+from rageval.core.metric import RunHooks, Slot
 from rageval.judge.claims.asking import Asker
 from rageval.judge.claims.steps import RENDER_VERSION
 from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
@@ -59,8 +59,7 @@ class ClaimLevel(Protocol):
 def run_stats(run: Batch) -> RunStats:
     """The run's account of claim-level judge work (apart from the rubric judge's), summed
     over every window (and every Ray worker's block)."""
-    stats: RunStats = run.run_wide(("claims", "stats"), RunStats)
-    return stats
+    return run.run_wide(_STATS, RunStats)
 
 
 @dataclass
@@ -100,8 +99,7 @@ def analysis(run: Batch | None, records: Sequence[Record], metrics: Sequence[Cla
         return first.analyse(dry, wants)
     if run is None:
         raise ValueError("an analysis that asks the judge is kept in its run: give the run")
-    store: dict[Any, tuple[frozenset[str], list[dict[str, Any]]]] = run.cached(
-        ("claims", "analyses"), dict)
+    store = run.cached(_ANALYSES, dict)
     key = (first.kind, first.config(), first.judge, id(records))
     covered, details = store.get(key, (frozenset(), []))
     if details and wants <= covered:
@@ -197,7 +195,11 @@ class ClaimHooks(RunHooks):
 
 
 # The run's replies per record (cached or asked, every kind's), for the manifest.
-_REPLIES = ("claims", "replies")
+_REPLIES = Slot[RepliesTally](("claims", "replies"))
+# The run's account of claim-level judge work (apart from the rubric judge's).
+_STATS = Slot[RunStats](("claims", "stats"))
+# A window's analyses, by kind, configuration, judge and records: what they cover, the details.
+_ANALYSES = Slot[dict[Any, tuple[frozenset[str], list[dict[str, Any]]]]](("claims", "analyses"))
 
 
 CLAIM_HOOKS = ClaimHooks()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.names import MetricName
 from rageval.core.params import Param
 from rageval.core.signature import Field, Signature
@@ -183,7 +183,7 @@ class ClaimLevelMetric(Metric):
     def _analysis(self, batch: Batch) -> Callable[[Record], dict[str, Any]]:
         run = batch.run
         records = run.records
-        position = run.cached(("claims", "positions", id(records)),
+        position = run.cached(Slot[dict[int, int]](("claims", "positions", id(records))),
                               lambda: {id(record): i for i, record in enumerate(records)})
         if id(batch.records[0]) not in position:  # a batch scored apart from its run
             records = batch.records

@@ -1,15 +1,27 @@
 """Asking a judge model and keeping its replies: what every kind of judge in rageval shares.
 
-- :mod:`.config`: :class:`~rageval.judge.llm.config.JudgeConfig`, the judge's configuration,
-  each option declared on its field; :mod:`.session`: a run's judge state; :mod:`.options`:
-  :class:`~rageval.judge.llm.options.JudgeOptions`, the configuration as ``evaluate`` takes it;
-- :mod:`.client`, :mod:`.pool`, :mod:`.sdk`, :mod:`.first_reply`: OpenAI-compatible chat
-  completions, many at once, with retries, a stop rule and a bound on the first reply;
-- :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.served`: the endpoint without
-  its secrets, the structured-output format it accepts, the model it serves;
-- :mod:`.requests`, :mod:`.replies`: one request and its result; the units of a run, gathered
-  from the cache or the judge;
-- :mod:`.cache`: the reply cache (SQLite, its entries and its JSONL export);
-- :mod:`.checks`, :mod:`.misses`: the checks before a run asks, the manifest section after, and
-  why an offline replay misses.
+Transport, asking an endpoint:
+
+- :mod:`.client`, :mod:`.backend`, :mod:`.sdk`: OpenAI-compatible chat completions through a
+  :class:`~rageval.judge.llm.backend.ChatBackend` (the openai SDK's), one per endpoint and model
+  of a run, which owns what the run learns of them;
+- :mod:`.pool`, :mod:`.first_reply`: many requests at once (the
+  :class:`~rageval.judge.llm.pool.Scheduler`), with a stop rule and a bound on the first reply;
+- :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.requests`: the endpoint without
+  its secrets, the structured-output format it accepts, one request and its result.
+
+Replies and bookkeeping, what a run keeps:
+
+- :mod:`.config`, :mod:`.options`, :mod:`.session`, :mod:`.members`:
+  :class:`~rageval.judge.llm.config.JudgeConfig`, the judge's configuration, each option
+  declared on its field; :class:`~rageval.judge.llm.options.JudgeOptions`, the configuration
+  as ``evaluate`` takes it; :class:`~rageval.judge.llm.session.JudgeSession`, a run's judge
+  state (budget, shared limits and cache, backends, pairwise opponents); the members of a
+  judge panel;
+- :mod:`.replies`, :mod:`.served`: the units of a run, gathered from the cache or the judge, and
+  the model that served the cached replies;
+- :mod:`.cache`, :mod:`.costs`: the reply cache (SQLite, its entries and its JSONL export); token
+  counts, caps and a dry run's plan;
+- :mod:`.run_stats`, :mod:`.checks`, :mod:`.misses`: what the judge did in a run, the checks
+  before a run asks, the manifest section after, and why an offline replay misses.
 """

@@ -18,7 +18,10 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
 * Structured output is negotiated (:mod:`rageval.judge.llm.formats`): the first request to an
   (endpoint, model) probes the mode's most constrained wire format, once, without retries; a
   refusal (400, 422 or 500 naming the response format) steps down the ladder, the verdict kept
-  for the process (one request per refused format). Other requests wait for the verdict.
+  by the client's backend (one request per refused format). Other requests wait for the verdict.
+* The requests go through the client's :class:`~rageval.judge.llm.backend.ChatBackend` (the
+  openai SDK's chat completions unless given another), which owns what a run learns of the
+  endpoint: the clients of a run share the run's backend, two runs share nothing.
 * The API key (read from ``$OPENAI_API_KEY`` or the variable named), the user info and the
   query values of the base URL (:class:`~rageval.judge.llm.endpoint.Endpoint`) appear in no
   repr, error message or result: any text the endpoint echoes back is redacted.
@@ -26,7 +29,6 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -37,12 +39,12 @@ import openai
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.llm import first_reply
+from rageval.judge.llm.backend import ChatBackend
 from rageval.judge.llm.cache.store import cache_key
 from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.formats import LADDERS, is_refusal
-from rageval.judge.llm.negotiation import negotiation
-from rageval.judge.llm.pool import Fatal, Stopped, run_pool
+from rageval.judge.llm.pool import Fatal, RunStopped, Scheduler, Stopped
 from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
 from rageval.judge.llm.sdk import (
     compact_logprobs,
@@ -52,7 +54,6 @@ from rageval.judge.llm.sdk import (
     permanent_hint,
     plain_messages,
     read_reply,
-    send_chat,
 )
 from rageval.judge.llm.session import JudgeSession
 
@@ -64,10 +65,13 @@ class JudgeClient:
 
     Its configuration is fixed for the client's life: every request has the same sampling
     parameters (:meth:`params`, part of every cache key), the configuration's ``extra``
-    fields going verbatim in the request body (``{"top_k": 1}`` for vLLM).
+    fields going verbatim in the request body (``{"top_k": 1}`` for vLLM). Its requests go
+    through ``backend``, which owns what is learned of the endpoint: by default the run
+    session's backend for this endpoint and model, shared by the run's clients.
     """
 
-    def __init__(self, config: JudgeConfig, session: JudgeSession | None = None) -> None:
+    def __init__(self, config: JudgeConfig, session: JudgeSession | None = None,
+                 backend: ChatBackend | None = None) -> None:
         """A client for ``config``'s model and endpoint (checked by ``config.check()``),
         keeping what it learns in the run's ``session`` (a fresh one when left out)."""
         self.config = config
@@ -79,25 +83,20 @@ class JudgeClient:
         self.model = config.model or ""
         self.api_key_env = config.api_key_env
         self.timeout = config.timeout
-        self.max_retries = max_retries = config.max_retries
+        self.max_retries = config.max_retries
         self.first_reply_timeout = first_reply.first_reply_limit(config.first_reply_timeout,
                                                                  config.timeout)
         self.mode = config.response_format
         self.ladder = LADDERS[config.response_format]
-        # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
-        key = os.environ.get(config.api_key_env, "") or "unused"
-        self._secrets = tuple(s for s in {key, *self.endpoint.secrets}
-                              if len(s) >= 4 and s != "unused")
-        self._sdk = openai.OpenAI(base_url=self.endpoint.base_url, api_key=key,
-                                  default_query=self.endpoint.query or None,
-                                  max_retries=max_retries, timeout=config.timeout)
-        del key
-        # A probe is sent once: a refusal must cost one request, not a retry schedule. A probe
-        # that met a passing fault is sent again with the retries it has left.
-        self._probe_sdk = self._sdk.with_options(max_retries=0)
-        self._resend_sdk = (self._sdk.with_options(max_retries=max_retries - 1)
-                            if max_retries > 0 else None)
-        self._formats = negotiation(self.endpoint.public, self.model)
+        if backend is None:
+            backend = self.session.backends.get(
+                self.model, config.base_url, api_key_env=config.api_key_env,
+                timeout=config.timeout, max_retries=config.max_retries)
+        elif backend.model != self.model or backend.endpoint.url != self.endpoint.url:
+            raise UsageError(f"the backend serves {backend.model!r} at "
+                             f"{backend.endpoint.shown}, not this client's judge")
+        self.backend = backend
+        self._secrets = backend.secrets
         self._usage_lock = threading.Lock()
         self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
@@ -115,13 +114,13 @@ class JudgeClient:
     @property
     def structured_output(self) -> bool | None:
         """Whether this endpoint accepts a ``response_format``; ``None`` until known."""
-        fmt = self._formats.current(self.ladder)
+        fmt = self.backend.formats.current(self.ladder)
         return None if fmt is None else fmt != "text"
 
     @property
     def refused_formats(self) -> dict[str, str]:
         """Wire formats the endpoint refused, with its words."""
-        return dict(self._formats.refused)
+        return dict(self.backend.formats.refused)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -150,14 +149,10 @@ class JudgeClient:
     def served_model(self) -> str | None:
         """The model the endpoint says serves :attr:`model` now: a one-token request, at most
         two attempts of 30 s (a check, not the run's work: an endpoint slow to answer leaves
-        it unknown rather than holding the run for the whole retry schedule)."""
-        kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
-        sdk = self._sdk.with_options(max_retries=min(1, self.max_retries),
-                                     timeout=min(self.timeout, 30.0))
+        it unknown rather than holding the run for the whole retry schedule); the backend's
+        answer holds a minute, for the rounds of a run that follow."""
         try:
-            body = send_chat(sdk, kwargs, {"messages": [{"role": "user",
-                                                         "content": "Say OK."}]})
-            return read_reply(body).model
+            return self.backend.served_model()
         except (openai.OpenAIError, ValueError) as exc:
             raise JudgeError(f"{self._where()}: asking which model it serves failed: "
                              f"{self._redact(str(exc))}") from None
@@ -178,7 +173,7 @@ class JudgeClient:
         caps request starts per minute; ``shared`` (limits shared with other processes) leases
         each request. ``on_result`` gets each result as it arrives, failed ones too,
         ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
-        flight finish: :func:`~.pool.run_pool`, :func:`.first_reply.raise_unanswered` (not
+        flight finish: :class:`~.pool.RunStopped`, :func:`.first_reply.raise_unanswered` (not
         when ``replied_before``: the judge answered earlier in the run)."""
         reqs = list(requests)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -189,24 +184,18 @@ class JudgeClient:
             if not isinstance(r, JudgeRequest):
                 raise UsageError(f"expected JudgeRequest, got {type(r).__name__}")
         first = first_reply.FirstReply(self.first_reply_timeout)  # awaited anew by each call
-        stopped: list[str] = []  # the permanent failures that stopped the run, as raised
-
-        def send(index: int, request: JudgeRequest, stop: threading.Event) -> JudgeResult:
-            try:
-                return self._complete(index, request, stop, first)
-            except Fatal as exc:
-                stopped.append(str(exc))
-                raise
-
         where = self._where()
+        scheduler = Scheduler(
+            reqs, lambda index, request, stop: self._complete(index, request, stop, first),
+            concurrency=concurrency, rpm=rpm, shared=shared, on_result=on_result,
+            on_drained=on_drained,
+            fail_fast=lambda alike: first_reply.failed_alike(where, alike))
         try:
-            results = run_pool(reqs, send, concurrency=concurrency, rpm=rpm, on_result=on_result,
-                               fail_fast=lambda alike: first_reply.failed_alike(where, alike),
-                               shared=shared, on_drained=on_drained)
-        except JudgeError as exc:
-            first_reply.raise_unanswered(where, exc.results, stopped, replied_before)
+            results = scheduler.run()
+        except RunStopped as stop:
+            first_reply.raise_unanswered(where, stop.results, stop, replied_before)
             raise
-        first_reply.raise_unanswered(where, results, stopped, replied_before)
+        first_reply.raise_unanswered(where, results, None, replied_before)
         return results
 
     def _where(self) -> str:
@@ -255,11 +244,12 @@ class JudgeClient:
         """The wire format to send ``request`` in, and whether it is the probe deciding it."""
         if request.schema is None:
             return "text", False
-        fmt, probe = self._formats.choose(self.ladder, stop.is_set)
+        formats = self.backend.formats
+        fmt, probe = formats.choose(self.ladder, stop.is_set)
         if fmt is None:
             if probe:
                 raise Stopped
-            refused = "; ".join(f"{f}: {why}" for f, why in self._formats.refused.items())
+            refused = "; ".join(f"{f}: {why}" for f, why in formats.refused.items())
             raise Fatal(f"{self._where()} refuses the response format {self.mode!r} "
                         f"({refused}); --judge-response-format auto steps down to one it "
                         "accepts")
@@ -273,19 +263,21 @@ class JudgeClient:
         probe."""
         verdict: bool | None = None
         why = ""
+        # A probe is sent once: a refusal must cost one request, not a retry schedule. A probe
+        # that met a passing fault is sent again with the retries it has left.
+        left = self.backend.max_retries - 1
         try:
             try:
-                resp = self._send(request, fmt, self._probe_sdk if probe else self._sdk, first)
+                resp = self._send(request, fmt, 0 if probe else None, first)
             except openai.APIStatusError as exc:
-                if (not probe or self._resend_sdk is None or not is_transient(exc)
+                if (not probe or left < 0 or not is_transient(exc)
                         or self._refusal(exc, fmt)):
                     raise
-                resp = self._send(request, fmt, self._resend_sdk, first)
+                resp = self._send(request, fmt, left, first)
             except openai.APIConnectionError as exc:
-                if (not probe or self._resend_sdk is None
-                        or first_reply.refused_before_reply(exc, first)):
+                if not probe or left < 0 or first_reply.refused_before_reply(exc, first):
                     raise
-                resp = self._send(request, fmt, self._resend_sdk, first)
+                resp = self._send(request, fmt, left, first)
             verdict = True
             return resp
         except openai.APIStatusError as exc:
@@ -296,15 +288,15 @@ class JudgeClient:
             raise
         finally:
             if probe or verdict is False:  # a failed probe leaves the format undecided
-                self._formats.settle(fmt, accepted=verdict, why=why)
+                self.backend.formats.settle(fmt, accepted=verdict, why=why)
 
     def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
         return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
-    def _send(self, request: JudgeRequest, fmt: str, sdk: openai.OpenAI,
+    def _send(self, request: JudgeRequest, fmt: str, retries: int | None,
               first: first_reply.FirstReply) -> dict[str, Any]:
-        """Send ``request`` in ``fmt``; the reply's JSON object (before the run's ``first``
-        reply, within its deadline)."""
+        """Send ``request`` in ``fmt`` with ``retries`` (None: the backend's); the reply's JSON
+        object (before the run's ``first`` reply, within its deadline)."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": []}
         # The parameters exactly as the cache key holds them (see send_chat for the body).
         body: dict[str, Any] = self.params(request)
@@ -316,11 +308,13 @@ class JudgeClient:
         wire = request.schema.wire(fmt) if request.schema is not None else None
         if wire is not None:
             body["response_format"] = wire
+        chat = self.backend.chat
         if first.remaining() is None:
-            return send_chat(sdk, kwargs, body)
+            return chat(kwargs, body, retries=retries)
+        attempts = (self.backend.max_retries if retries is None else retries) + 1
         return first_reply.send_before_first_reply(
-            lambda bounded: send_chat(bounded, kwargs, body), sdk, first, self.timeout,
-            self._where())
+            lambda more, timeout: chat(kwargs, body, retries=more, timeout=timeout), attempts,
+            first, self.backend.timeout, self._where())
 
     def _result(self, index: int, request: JudgeRequest, body: dict[str, Any],
                 started: float, fmt: str) -> JudgeResult:

@@ -34,7 +34,7 @@ from rageval.judge.llm.requests import JudgeError, JudgeResult
 from rageval.judge.llm.sdk import is_refused, is_transient
 
 if TYPE_CHECKING:
-    from rageval.judge.llm.pool import FirstFailures
+    from rageval.judge.llm.pool import FirstFailures, RunStopped
 
 __all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
            "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
@@ -84,21 +84,21 @@ class FirstReply:
             self._answered = True
 
 
-def send_before_first_reply(send: Callable[[openai.OpenAI], T], sdk: openai.OpenAI,
+def send_before_first_reply(send: Callable[[int, float | None], T], attempts: int,
                             first: FirstReply, timeout_s: float, where: str) -> T:
-    """``send(sdk)`` with the SDK's attempts (``sdk.max_retries + 1``) made here, each within
-    the time left before ``first``'s deadline; :class:`~rageval.judge.llm.pool.Fatal` naming the
-    deadline when it passes before a reply. Once a reply has arrived (this request's or
-    another's), the rest goes through the SDK as usual."""
-    attempts = sdk.max_retries + 1
+    """``send(retries, timeout)`` with its ``attempts`` made here, one at a time (``retries``
+    0), each within the time left before ``first``'s deadline (``timeout``);
+    :class:`~rageval.judge.llm.pool.Fatal` naming the deadline when it passes before a reply.
+    Once a reply has arrived (this request's or another's), the attempts left go through the
+    SDK as usual (``timeout`` None: the backend's own)."""
     for attempt in range(attempts):
         left = first.remaining()
         if left is None:
-            return send(sdk.with_options(max_retries=attempts - 1 - attempt))
+            return send(attempts - 1 - attempt, None)
         if left <= 0:
             raise Fatal(_too_late(where, first.limit_s, None))
         try:
-            out = send(sdk.with_options(max_retries=0, timeout=min(timeout_s, left)))
+            out = send(0, min(timeout_s, left))
         except (openai.APIConnectionError, openai.APIStatusError) as exc:
             transient = (isinstance(exc, openai.APIConnectionError)
                          or is_transient(exc))  # type: ignore[arg-type]
@@ -133,17 +133,16 @@ def refused(where: str) -> str:
 
 
 def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
-                     stopped: Sequence[str], replied_before: bool = False) -> None:
+                     stopped: RunStopped | None, replied_before: bool = False) -> None:
     """:class:`JudgeError` when no request of ``results`` (None: not sent) was answered, and
-    the judge never was before in the run (``replied_before``): the first of the permanent
-    failures that ``stopped`` the requests, else :func:`no_reply`. A request answered, or none
-    sent and none stopped: nothing is raised (a run stopped for another reason raises its own
-    error)."""
+    the judge never was before in the run (``replied_before``): the permanent failure that
+    ``stopped`` the run, else :func:`no_reply`. A request answered, or none sent and the run
+    not stopped: nothing is raised (a run stopped for another reason raises its own error)."""
     sent = [r for r in results if r is not None]
     if replied_before or any(r.ok for r in sent) or not (sent or stopped):
         return
-    why = f"{stopped[0]}; the run stopped before any reply" if stopped else no_reply(where, sent)
-    raise JudgeError(why, results=list(results)) from None
+    why = stopped.before_any_reply() if stopped is not None else None
+    raise JudgeError(why or no_reply(where, sent), results=list(results)) from None
 
 
 def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:

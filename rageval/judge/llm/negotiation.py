@@ -3,8 +3,10 @@
 A :class:`Negotiation` walks a mode's ladder of wire formats (:mod:`rageval.judge.llm.formats`).
 While the verdict on a format is unknown, exactly one request carries it (the probe) and the
 others wait; a refusal steps every request down to the next format, an accepted reply settles
-it. Verdicts are kept for the process, per (endpoint, model), so later clients and later runs in
-the same process do not probe again. Plain ``text`` (no ``response_format``) is never refused.
+it. The verdicts are the run's: each :class:`~rageval.judge.llm.sdk.ChatBackend` (one per
+endpoint and model of a run) owns its own, so the clients of a run that share a backend do not
+probe again, and another run decides anew. Plain ``text`` (no ``response_format``) is never
+refused.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Negotiation", "negotiation"]
+__all__ = ["Negotiation"]
 
 
 @dataclass
@@ -68,12 +70,3 @@ class Negotiation:
                 return fmt if fmt in self.accepted or fmt == "text" else None
             return None
 
-
-_NEGOTIATIONS: dict[tuple[str, str], Negotiation] = {}
-_LOCK = threading.Lock()
-
-
-def negotiation(endpoint: str, model: str) -> Negotiation:
-    """The process's verdicts for ``model`` at ``endpoint`` (a public URL: no credentials)."""
-    with _LOCK:
-        return _NEGOTIATIONS.setdefault((endpoint, model), Negotiation())

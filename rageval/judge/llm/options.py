@@ -59,7 +59,10 @@ class JudgeOptions(JudgeConfig):
     ``progress`` is called as replies arrive (it never changes a value). ``session`` holds
     the run's state (:class:`~rageval.judge.llm.session.JudgeSession`): ``evaluate`` binds a
     fresh one when the run starts (:meth:`bound`), so options reused by two runs share none
-    of it; every copy of the options within a run keeps it.
+    of it; every copy of the options within a run keeps it. A session the caller makes and
+    gives (``JudgeOptions(..., session=JudgeSession())``) is kept as it is by every run given
+    these options: they then share what it holds (what the endpoints were found to accept, the
+    caps' use), as the caller chose.
     """
 
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
@@ -70,12 +73,17 @@ class JudgeOptions(JudgeConfig):
         super().__post_init__()
         if self.session is None:
             object.__setattr__(self, "session", self.fresh_session())
+        elif self.session.budget is None and not self.session.per_run:
+            self.session.budget = self.fresh_session().budget  # the caps, kept by the session
 
     def fresh_session(self) -> JudgeSession:
         return JudgeSession.start(self.max_requests, self.max_cost)
 
     def bound(self) -> JudgeOptions:
-        """These options with a session of their own: what one run judges with."""
+        """These options with a session of their own: what one run judges with (a session the
+        caller gave is kept)."""
+        if not self.session.per_run:
+            return self
         return replace(self, session=self.session.renewed(self.max_requests, self.max_cost))
 
     @property

@@ -1,7 +1,7 @@
 """Sending many judge requests at once: a bounded pool of workers, a rate limit, and the rules
 that stop a run.
 
-:func:`run_pool` hands each request to ``send`` (one request, start to end, in a worker thread)
+:class:`Scheduler` hands each request to ``send`` (one request, start to end, in a worker thread)
 with at most ``concurrency`` in flight. Each worker takes its next request itself, so a slow
 consumer (the caller storing replies) never holds back the requests in flight; finished ones
 come back through a queue, read in the calling thread, which is where ``on_result`` runs (results
@@ -12,7 +12,8 @@ results wait for it, and a callback that fails stops the run after a known numbe
 however loaded the machine. A
 permanent failure (``send`` raising :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER`
 results all failing the same way, stops the run: nothing new is started, those in flight finish
-and are handed to ``on_result``, then :class:`~rageval.judge.llm.requests.JudgeError` is raised.
+and are handed to ``on_result``, then :class:`RunStopped` (a
+:class:`~rageval.judge.llm.requests.JudgeError`) is raised, saying why.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult
 
-__all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "Stopped", "run_pool"]
+__all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "RunStopped", "Scheduler",
+           "Stopped", "TokenBucket"]
 
 #: The first results of a run that, failing all the same way, stop the run (fail fast).
 FAIL_FAST_AFTER = 3
@@ -51,11 +53,6 @@ class _Done:
     """A worker has no more requests to send (``error``: the exception that ended it)."""
 
     error: BaseException | None
-
-
-# What a worker hands back: a result, a message stopping the run (a permanent failure, or the
-# first results failing alike), None for a request never sent, or the news that it is done.
-_Out = JudgeResult | str | _Done | None
 
 
 class Stopped(Exception):
@@ -127,104 +124,208 @@ class FirstFailures:
         return self.errors[0] if self.errors else ""
 
 
-def run_pool(requests: list[JudgeRequest], send: Send, *, concurrency: int,
-             rpm: float | None, on_result: Callable[[JudgeResult], object] | None,
-             fail_fast: Callable[[FirstFailures], str],
-             shared: SharedLimits | None = None,
-             on_drained: Callable[[], object] | None = None) -> list[JudgeResult]:
-    """Every request through ``send``, ``concurrency`` at a time; results in input order.
+class RunStopped(JudgeError):
+    """The scheduler stopped the run: a request failed for good (``send`` raised
+    :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER` results failed alike. Raised once
+    the requests in flight are over, with every result (None: a request not sent).
 
-    ``fail_fast(failures)`` words the error of a run whose first results all failed alike.
-    ``shared`` (limits shared with other processes) leases each request before it is sent,
-    retries included, and takes the lease back when it is over. ``on_drained`` is called
-    after the results that were waiting have all been handed to ``on_result``, before waiting
-    for more: the moment to store together what arrived together.
-    """
-    limiter = TokenBucket(rpm) if rpm is not None else None
-    stop = threading.Event()
-    # Every worker is started before any sends: a thread start waits for the new thread to run,
-    # and while the first workers are busy sending, the last ones would start late.
-    gate = threading.Event()
-    results: list[JudgeResult | None] = [None] * len(requests)
-    fatal: list[str] = []
-    callback_error: list[BaseException] = []
-    # Only worth it when requests would be left to send after the first few.
-    first_failures = FirstFailures(FAIL_FAST_AFTER if len(requests) > FAIL_FAST_AFTER else 0)
-    todo = iter(enumerate(requests))
-    taken = threading.Lock()
-    # A slot is held from taking a request until its result has been handed over (on_drained
-    # included): how far the workers may run ahead of the calling thread, whatever the load.
-    slots = threading.Semaphore(2 * max(1, min(concurrency, len(requests))))
-    finished: queue.SimpleQueue[_Out] = queue.SimpleQueue()
+    ``cause``: why, as worded (the first stop reason to reach the calling thread);
+    ``permanent``: the first permanent failure's message, if one stopped the run."""
 
-    def one(index: int, request: JudgeRequest) -> JudgeResult | str | None:
-        """A result, a permanent-failure message (str), or None when stopped before sending."""
-        try:
-            if stop.is_set():
-                return None
-            if limiter is not None:
-                limiter.acquire(stop)
-            if shared is None:
-                return send(index, request, stop)
-            lease = _lease(shared, stop)
-            try:
-                return send(index, request, stop)
-            finally:
-                shared.release(lease)
-        except Stopped:
+    def __init__(self, cause: str, *, permanent: str | None, total: int,
+                 results: list[JudgeResult | None]) -> None:
+        self.cause = cause
+        self.permanent = permanent
+        self.total = total
+        self.replies = sum(1 for r in results if r is not None and r.ok)
+        super().__init__(f"{cause}; the run stopped after {self.replies} of {total} replies",
+                         results=results)
+
+    def before_any_reply(self) -> str | None:
+        """Why the run stopped, said of a run that got no reply at all: the permanent failure
+        that stopped it (None when only its first results failing alike did)."""
+        if self.permanent is None:
             return None
-        except Fatal as exc:
-            stop.set()
-            return str(exc)
+        return f"{self.permanent}; the run stopped before any reply"
 
-    def worker() -> None:
+
+@dataclass(frozen=True)
+class _Alike:
+    """The first results of the run all failed the same way (the message says how)."""
+
+    message: str
+
+
+# What a worker hands back: a result, a reason stopping the run (a permanent failure's message,
+# or the first results failing alike), None for a request never sent, or the news that it is done.
+_Out = JudgeResult | str | _Alike | _Done | None
+
+
+class Scheduler:
+    """Every request of a list through ``send``, ``concurrency`` at a time (:meth:`run`).
+
+    ``rpm`` caps request starts per minute; ``shared`` (limits shared with other processes)
+    leases each request before it is sent, retries included, and takes the lease back when it
+    is over. ``fail_fast(failures)`` words the stop of a run whose first results all failed
+    alike. ``on_result`` gets each result as it arrives, ``on_drained`` each lot after its
+    results, in the calling thread: the moment to store together what arrived together.
+    One scheduler runs one list of requests.
+    """
+
+    def __init__(self, requests: list[JudgeRequest], send: Send, *, concurrency: int,
+                 rpm: float | None = None, fail_fast: Callable[[FirstFailures], str],
+                 shared: SharedLimits | None = None,
+                 on_result: Callable[[JudgeResult], object] | None = None,
+                 on_drained: Callable[[], object] | None = None) -> None:
+        self.requests = requests
+        self.send = send
+        self.workers = min(concurrency, len(requests))
+        self.limiter = TokenBucket(rpm) if rpm is not None else None
+        self.fail_fast = fail_fast
+        self.shared = shared
+        self.on_result = on_result
+        self.on_drained = on_drained
+        self.stop = threading.Event()
+        # Every worker is started before any sends: a thread start waits for the new thread
+        # to run, and while the first workers are busy sending, the last ones would start late.
+        self.gate = threading.Event()
+        self.results: list[JudgeResult | None] = [None] * len(requests)
+        self.stops: list[str | _Alike] = []  # why the run stopped, as reported
+        self.errors: list[BaseException] = []  # the workers' and callbacks' own errors
+        # Only worth it when requests would be left to send after the first few.
+        self.first_failures = FirstFailures(
+            FAIL_FAST_AFTER if len(requests) > FAIL_FAST_AFTER else 0)
+        self._todo = iter(enumerate(requests))
+        self._taken = threading.Lock()
+        # A slot is held from taking a request until its result has been handed over
+        # (on_drained included): how far the workers may run ahead of the calling thread.
+        self.slots = threading.Semaphore(2 * max(1, self.workers))
+        self._finished: queue.SimpleQueue[_Out] = queue.SimpleQueue()
+
+    def run(self) -> list[JudgeResult]:
+        """The results in input order; :class:`RunStopped` when the run was stopped, a
+        worker's or callback's own error as it is, once the requests in flight are over."""
+        with ThreadPoolExecutor(max_workers=max(1, self.workers),
+                                thread_name_prefix="rageval-judge") as pool:
+            try:
+                for _ in range(self.workers):
+                    pool.submit(self._worker)
+            finally:
+                self.gate.set()
+            try:
+                self._collect()
+            except BaseException:
+                self.stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
+                raise
+        if self.errors:
+            raise self.errors[0]
+        if self.stops:
+            raise self.stopped()
+        return [r for r in self.results if r is not None]
+
+    def stopped(self) -> RunStopped:
+        """The error of a run stopped for :attr:`stops` (a stop reason at least)."""
+        permanent = next((why for why in self.stops if isinstance(why, str)), None)
+        first = self.stops[0]
+        return RunStopped(first if isinstance(first, str) else first.message,
+                          permanent=permanent, total=len(self.requests), results=self.results)
+
+    # -- the workers ---------------------------------------------------------------------
+
+    def _worker(self) -> None:
         error: BaseException | None = None
         try:
-            gate.wait()
-            while _take_slot(slots, stop):
-                with taken:
-                    nxt = next(todo, None)
+            self.gate.wait()
+            while _take_slot(self.slots, self.stop):
+                with self._taken:
+                    nxt = next(self._todo, None)
                 if nxt is None:
-                    slots.release()
+                    self.slots.release()
                     return
-                out = one(*nxt)
+                out = self._one(*nxt)
                 if not isinstance(out, JudgeResult):
-                    slots.release()  # only results wait for the calling thread
-                finished.put(out)
+                    self.slots.release()  # only results wait for the calling thread
+                self._finished.put(out)
                 if isinstance(out, JudgeResult):
-                    # Decided here, before this worker takes another request: waiting for the
-                    # collecting thread would let fast failures start more requests meanwhile.
-                    with taken:
-                        tripped = first_failures.add(out)
-                    if tripped:
-                        stop.set()
-                        finished.put(fail_fast(first_failures))
+                    self._watch(out)
         except BaseException as exc:  # a bug in a worker must not hang the caller
             error = exc
         finally:
-            finished.put(_Done(error))
+            self._finished.put(_Done(error))
 
-    workers = min(concurrency, len(requests))
-    with ThreadPoolExecutor(max_workers=max(1, workers),
-                            thread_name_prefix="rageval-judge") as pool:
+    def _one(self, index: int, request: JudgeRequest) -> JudgeResult | str | None:
+        """A result, a permanent-failure message (str), or None when stopped before sending."""
         try:
-            for _ in range(workers):
-                pool.submit(worker)
-        finally:
-            gate.set()
+            if self.stop.is_set():
+                return None
+            if self.limiter is not None:
+                self.limiter.acquire(self.stop)
+            if self.shared is None:
+                return self.send(index, request, self.stop)
+            lease = _lease(self.shared, self.stop)
+            try:
+                return self.send(index, request, self.stop)
+            finally:
+                self.shared.release(lease)
+        except Stopped:
+            return None
+        except Fatal as exc:
+            self.stop.set()
+            return str(exc)
+
+    def _watch(self, result: JudgeResult) -> None:
+        """Count ``result`` among the run's first ones; stop the run when they failed alike.
+        Decided in the worker, before it takes another request: waiting for the calling
+        thread would let fast failures start more requests meanwhile."""
+        with self._taken:
+            tripped = self.first_failures.add(result)
+        if tripped:
+            self.stop.set()
+            self._finished.put(_Alike(self.fail_fast(self.first_failures)))
+
+    # -- the calling thread --------------------------------------------------------------
+
+    def _collect(self) -> None:
+        """Until the workers are done: each lot of what they handed back, results to
+        ``on_result`` (then ``on_drained``, then their slots back), stop reasons to
+        :attr:`stops` and the workers' and callbacks' errors to :attr:`errors` (both stop
+        the run)."""
+        running = self.workers
+        last = -math.inf  # when the previous lot of results was handled
+        while running:
+            handed = 0
+            for out in _waiting(self._finished, last):
+                if isinstance(out, _Done):
+                    running -= 1
+                    if out.error is not None:
+                        self.stop.set()
+                        self.errors.append(out.error)
+                elif isinstance(out, (str, _Alike)):
+                    self.stop.set()
+                    self.stops.append(out)
+                elif isinstance(out, JudgeResult):
+                    self.results[out.index] = out
+                    self._call(self.on_result, out)
+                    handed += 1
+            if handed:
+                self._call(self.on_drained, None)
+                self.slots.release(handed)
+            last = time.monotonic()
+
+    def _call(self, callback: Callable[..., object] | None, arg: JudgeResult | None) -> None:
+        """``callback(arg)`` (no argument when ``arg`` is None) unless an earlier callback
+        failed; a failure stops the run and is kept to be raised once the requests in flight
+        are over."""
+        if callback is None or self.errors:
+            return
         try:
-            _collect(finished, workers, results, stop, slots, fatal=fatal,
-                     errors=callback_error, on_result=on_result, on_drained=on_drained)
-        except BaseException:
-            stop.set()  # e.g. KeyboardInterrupt: start nothing more, let in-flight end
-            raise
-    if callback_error:
-        raise callback_error[0]
-    if fatal:
-        got = sum(1 for r in results if r is not None and r.ok)
-        raise JudgeError(f"{fatal[0]}; the run stopped after {got} of {len(requests)} replies",
-                         results=results)
-    return [r for r in results if r is not None]
+            if arg is None:
+                callback()
+            else:
+                callback(arg)
+        except BaseException as exc:
+            self.stop.set()
+            self.errors.append(exc)
 
 
 def _take_slot(slots: threading.Semaphore, stop: threading.Event) -> bool:
@@ -235,37 +336,6 @@ def _take_slot(slots: threading.Semaphore, stop: threading.Event) -> bool:
                 return True
             slots.release()
     return False
-
-
-def _collect(finished: queue.SimpleQueue[_Out], running: int,
-             results: list[JudgeResult | None], stop: threading.Event,
-             slots: threading.Semaphore, *, fatal: list[str],
-             errors: list[BaseException], on_result: Callable[[JudgeResult], object] | None,
-             on_drained: Callable[[], object] | None) -> None:
-    """In the calling thread, until the ``running`` workers are done: each lot of what they
-    handed back, results to ``on_result`` (then ``on_drained``, then their ``slots`` back),
-    permanent failures to ``fatal`` and the workers' and callbacks' errors to ``errors`` (both
-    stop the run)."""
-    last = -math.inf  # when the previous lot of results was handled
-    while running:
-        handed = 0
-        for out in _waiting(finished, last):
-            if isinstance(out, _Done):
-                running -= 1
-                if out.error is not None:
-                    stop.set()
-                    errors.append(out.error)
-            elif isinstance(out, str):  # a permanent failure, or the first ones alike
-                stop.set()
-                fatal.append(out)
-            elif isinstance(out, JudgeResult):
-                results[out.index] = out
-                _call(on_result, out, stop, errors)
-                handed += 1
-        if handed:
-            _call(on_drained, None, stop, errors)
-            slots.release(handed)
-        last = time.monotonic()
 
 
 def _waiting(finished: queue.SimpleQueue[_Out], last: float) -> list[_Out]:
@@ -285,19 +355,3 @@ def _waiting(finished: queue.SimpleQueue[_Out], last: float) -> list[_Out]:
             out.append(finished.get_nowait())
     except queue.Empty:
         return out
-
-
-def _call(callback: Callable[..., object] | None, arg: JudgeResult | None,
-          stop: threading.Event, errors: list[BaseException]) -> None:
-    """``callback(arg)`` (no argument when ``arg`` is None) unless an earlier callback failed;
-    a failure stops the run and is kept to be raised once the requests in flight are over."""
-    if callback is None or errors:
-        return
-    try:
-        if arg is None:
-            callback()
-        else:
-            callback(arg)
-    except BaseException as exc:
-        stop.set()
-        errors.append(exc)

@@ -7,11 +7,16 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rageval.judge.llm.costs.plan import Planned
 from rageval.judge.llm.costs.tokens import PromptTokens
 from rageval.judge.llm.options import JudgeOptions, JudgeProgress
+
+if TYPE_CHECKING:
+    from rageval.judge.llm.requests import JudgeResult
 
 __all__ = ["RunStats"]
 
@@ -70,6 +75,12 @@ class RunStats:
         for kind, planned in other.planned.items():
             self.planned.setdefault(kind, Planned()).merge(planned)
         self.replied |= other.replied
+
+    def add_failures(self, results: Iterable[JudgeResult | None]) -> None:
+        """Count the requests of a round that stopped (``JudgeError.results``: None where a
+        request was not sent) that were sent and failed: a round that stops raises before
+        its failures are counted with its results."""
+        self.failed += sum(1 for r in results if r is not None and not r.ok)
 
     def plan(self, kind: str) -> Planned:
         return self.planned.setdefault(kind, Planned())

@@ -1,18 +1,29 @@
-"""Sending a chat request through the openai SDK, and reading what it hands back: the reply's
-JSON, an endpoint's error text, whether an error is permanent, and log-probabilities in the
-compact form the cache keeps."""
+"""Chat completions through the openai SDK: :class:`SdkBackend` (the
+:class:`~rageval.judge.llm.backend.ChatBackend` of an OpenAI-compatible endpoint), sending a
+request and reading what it hands back: the reply's JSON, an endpoint's error text, whether an
+error is permanent, and log-probabilities in the compact form the cache keeps."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 
-__all__ = ["ChatReply", "compact_logprobs", "error_text", "is_permanent", "is_refused",
-           "is_too_long", "is_transient", "plain_messages", "read_reply", "send_chat"]
+from rageval.judge.llm.endpoint import Endpoint
+from rageval.judge.llm.negotiation import Negotiation
+
+__all__ = ["SERVED_FRESH_S", "ChatReply", "SdkBackend", "compact_logprobs", "error_text",
+           "is_permanent", "is_refused", "is_too_long", "is_transient", "plain_messages",
+           "read_reply", "send_chat"]
+
+#: How long one answer to "which model do you serve?" holds (the rounds of a run that follow).
+SERVED_FRESH_S = 60.0
 
 # A 400 that is about one request's length, not about the endpoint: that request fails (and
 # its record is unscored), the others go on. Each server words it its own way:
@@ -52,6 +63,75 @@ def send_chat(sdk: openai.OpenAI, kwargs: dict[str, Any], body: dict[str, Any]
     if not isinstance(reply, dict):
         raise ValueError(f"expected a JSON object, got {type(reply).__name__}")
     return reply
+
+
+class SdkBackend:
+    """Chat completions for one model at one OpenAI-compatible endpoint, through the openai
+    SDK, and what a run learns of them: the wire formats the endpoint accepts
+    (:attr:`formats`) and the model it last said it serves. One per (endpoint, model) of a
+    run: the clients that share it share what it learned, and nothing else does.
+
+    The API key is read from ``$api_key_env`` once; :attr:`secrets` are the texts an error
+    echoed back must never show (the key and the URL's credentials)."""
+
+    def __init__(self, model: str, endpoint: Endpoint, *, api_key_env: str = "OPENAI_API_KEY",
+                 timeout: float = 120.0, max_retries: int = 5) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.formats = Negotiation()
+        # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
+        key = os.environ.get(api_key_env, "") or "unused"
+        self.secrets = tuple(s for s in {key, *endpoint.secrets}
+                             if len(s) >= 4 and s != "unused")
+        self._sdk = openai.OpenAI(base_url=endpoint.base_url, api_key=key,
+                                  default_query=endpoint.query or None,
+                                  max_retries=max_retries, timeout=timeout)
+        del key
+        self._variants: dict[int, openai.OpenAI] = {}  # by retries
+        self._lock = threading.Lock()
+        self._served: tuple[float, str | None] | None = None  # (when asked, the answer)
+
+    def chat(self, kwargs: dict[str, Any], body: dict[str, Any], *, retries: int | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
+        """One chat completion (:func:`send_chat`): with the SDK's retries and timeout, or
+        with ``retries`` retries and ``timeout`` seconds per attempt where given."""
+        return send_chat(self._with(retries, timeout), kwargs, body)
+
+    def served_model(self) -> str | None:
+        """The model the endpoint says serves :attr:`model` now: a one-token request, at most
+        two attempts of 30 s; one answer holds :data:`SERVED_FRESH_S` seconds. The SDK's
+        error when it cannot say (not remembered: the next call asks again)."""
+        with self._lock:
+            asked = self._served
+        if asked is not None and time.monotonic() - asked[0] <= SERVED_FRESH_S:
+            return asked[1]
+        kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
+        body = send_chat(self._with(min(1, self.max_retries), min(self.timeout, 30.0)), kwargs,
+                         {"messages": [{"role": "user", "content": "Say OK."}]})
+        served = read_reply(body).model
+        with self._lock:
+            self._served = (time.monotonic(), served)
+        return served
+
+    def _with(self, retries: int | None, timeout: float | None) -> openai.OpenAI:
+        """The SDK client with these retries and timeout (None: the backend's own). Those
+        with other retries alone are made once (a probe's, a resent probe's: a copy per
+        request would cost the time of building it); a timeout of its own is a deadline's,
+        made for one attempt."""
+        if timeout is not None:
+            options: dict[str, Any] = {"timeout": timeout}
+            if retries is not None:
+                options["max_retries"] = retries
+            return self._sdk.with_options(**options)
+        if retries is None:
+            return self._sdk
+        with self._lock:
+            sdk = self._variants.get(retries)
+            if sdk is None:
+                sdk = self._variants[retries] = self._sdk.with_options(max_retries=retries)
+            return sdk
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,11 @@ reuses them knowingly).
 A served model equal to the requested name says nothing (an endpoint that echoes the name would
 say the same after a swap), so only served models that differ from the name are compared; when
 such cached replies would answer a whole online run, a one-token request asks what is served
-now.
+now (the run's backend for the endpoint and model remembers the answer for a minute).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -26,9 +24,6 @@ from rageval.judge.llm.requests import JudgeError
 
 __all__ = ["ServedCheck"]
 
-_FRESH_S = 60.0
-_LOCK = threading.Lock()
-_ASKED: dict[tuple[str, str], tuple[float, str | None]] = {}
 
 class ServedCheck:
     """The served models of the cached replies a run reuses, and the check of what the
@@ -46,19 +41,13 @@ class ServedCheck:
         return self.enabled and bool(self.cached)
 
     def probe(self, client: Any) -> None:
-        """Ask the endpoint what it serves now (``JudgeClient.served_model``); check it. One
-        answer serves the rounds of a run that follow within a minute."""
-        key = (client.public_endpoint, self.name)
-        with _LOCK:
-            asked = _ASKED.get(key)
-        if asked is None or time.monotonic() - asked[0] > _FRESH_S:
-            try:
-                asked = (time.monotonic(), client.served_model())
-            except JudgeError:
-                return  # unknown: the endpoint could not say (a run needing no request goes on)
-            with _LOCK:
-                _ASKED[key] = asked
-        self.check(asked[1])
+        """Ask the endpoint what it serves now (``JudgeClient.served_model``: one answer
+        serves the rounds of a run that follow within a minute); check it."""
+        try:
+            served = client.served_model()
+        except JudgeError:
+            return  # unknown: the endpoint could not say (a run needing no request goes on)
+        self.check(served)
 
     def check(self, served: str | None) -> None:
         """Raise :class:`JudgeError` when the endpoint serves another model than the cached

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rageval.core.metric import RunHooks
+from rageval.core.metric import RunHooks, Slot
 from rageval.judge.llm.checks import judge_section
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.prompting.prompt_files import prompt_info
@@ -23,9 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["PANEL_HOOKS", "PANEL_LEFT_OUT", "PANEL_STATS", "LeftOut", "PanelHooks"]
 
 # The run's account of the panels' judge work (apart from the single judge's ``judge``).
-PANEL_STATS = ("judge_panel", "stats")
-# The run's members left out of its panels (LeftOut).
-PANEL_LEFT_OUT = ("judge_panel", "left out")
+PANEL_STATS = Slot[RunStats](("judge_panel", "stats"))
 
 
 @dataclass
@@ -40,6 +38,10 @@ class LeftOut:
         """Add another window's (a worker's) members left out."""
         for name, why in other.members.items():
             self.members.setdefault(name, why)
+
+
+# The run's members left out of its panels.
+PANEL_LEFT_OUT = Slot[LeftOut](("judge_panel", "left out"))
 
 
 class PanelHooks(RunHooks):

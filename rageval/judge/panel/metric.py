@@ -51,8 +51,10 @@ class MemberMetric(JudgeMetric):
         self.member = member
         super().__init__(target, options=options)
 
-    def _replies_key(self, scope: Any) -> tuple[str, str, str, int]:
-        return ("judge", "replies", f"{self}|{self.member}", id(scope))
+    @property
+    def share_name(self) -> str:
+        """Its name and the member's: the members of a panel share the rubric's name."""
+        return f"{self}|{self.member}"
 
 
 class PanelMetric(Metric):
@@ -120,7 +122,7 @@ class PanelMetric(Metric):
                 Field("rubric_version", self.rubric.version, "rv"), *shared]
 
     def score(self, batch: Batch) -> MetricResult:
-        left_out: LeftOut = batch.run.run_wide(PANEL_LEFT_OUT, LeftOut)
+        left_out = batch.run.run_wide(PANEL_LEFT_OUT, LeftOut)
         results = [self._member_score(batch, name, member, left_out)
                    for name, member in self.members]
         gone = [name for name, _ in self.members if name in left_out.members]
@@ -164,8 +166,7 @@ class PanelMetric(Metric):
                 if self.min_members is None:
                     raise
                 left_out.members[name] = str(error)
-                stats: RunStats = batch.run.run_wide(PANEL_STATS, RunStats)
-                stats.failed += sum(1 for r in error.results if r is not None and not r.ok)
+                batch.run.run_wide(PANEL_STATS, RunStats).add_failures(error.results)
         answering = [other for other, _ in self.members if other not in left_out.members]
         if len(answering) < (self.min_members or 0):
             raise JudgeError(f"{left_out.members[name]}; panel member {name!r} is left out, "

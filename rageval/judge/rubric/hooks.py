@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.core.metric import RunHooks
+from rageval.core.metric import Metric, RunHooks, Slot
 from rageval.judge.llm.checks import check_cached, judge_section
 from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.options import JudgeOptions
@@ -23,7 +23,7 @@ from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.rubric.render import RENDER_VERSION
 
 if TYPE_CHECKING:
-    from rageval.core.metric import Batch, Metric
+    from rageval.core.metric import Batch
     from rageval.core.records import Record
     from rageval.judge.llm.formats import ReplySchema
     from rageval.judge.rubric.rubrics import Rubric
@@ -65,7 +65,9 @@ class JudgeHooks(RunHooks):
 
 JUDGE_HOOKS = JudgeHooks()
 # The run's judge metrics, in a window's run Batch cache (set by JudgeHooks.prepare).
-GROUP = ("judge", "metrics")
+GROUP = Slot[list[Metric]](("judge", "metrics"))
+# The run's account of the rubric judge's work (the manifest's ``judge`` section).
+JUDGE_STATS = Slot[RunStats](("judge", "stats"))
 
 
 def _judged(metrics: Sequence[Metric]) -> list[JudgedMetric]:
@@ -106,7 +108,7 @@ def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any]
     if not judged:
         return None
     judge = judged[0].judge
-    stats: RunStats = run.run_wide(("judge", "stats"), RunStats)
+    stats = run.run_wide(JUDGE_STATS, RunStats)
     prompts = dict(stats.prompts)
     for metric in judged:
         prompts.setdefault(metric.rubric.id, prompt_info(metric.rubric))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, ScoreOptions
+from rageval.core.metric import Batch, Metric, ScoreOptions, Slot
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import apply_judgments
 from rageval.judge.rubric.metric import JudgeMetric
@@ -85,13 +85,13 @@ class JudgeJudgments(JudgmentsProvider):
         return judge_judgments(records, self.grader, run)
 
     def account(self, run: Batch, source: str) -> tuple[str, dict[str, Any]]:
-        info: JudgedJudgments = run.run_wide(_ACCOUNT, JudgedJudgments)
+        info = run.run_wide(_ACCOUNT, JudgedJudgments)
         source = info.source(self.grader, source)
         return source, info.manifest(source)
 
 
 # The run's account of judged judgments, in its run-wide objects.
-_ACCOUNT = ("judged_judgments", "account")
+_ACCOUNT = Slot[JudgedJudgments](("judged_judgments", "account"))
 
 
 def judgments_metric(options: ScoreOptions) -> JudgeMetric:
@@ -115,7 +115,7 @@ def source_label(metric: JudgeMetric, base: str) -> str:
 def judge_judgments(records: list[Record], metric: JudgeMetric, run: Batch) -> list[Record]:
     """Grade the contexts of every record without judgments and fill its judgments, counting
     what the judge did in the run's account (window by window)."""
-    info: JudgedJudgments = run.run_wide(_ACCOUNT, JudgedJudgments)
+    info = run.run_wide(_ACCOUNT, JudgedJudgments)
     info.others = info.others or any(r.judgments is not None for r in records)
     todo = [r for r in records if needs_grading(r)]
     if not todo:  # every record has judgments already: the judge adds nothing

@@ -21,13 +21,13 @@ Run-wide judge configuration travels in :class:`~rageval.judge.llm.options.Judge
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.signature import Field, Signature
 from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
@@ -42,7 +42,7 @@ from rageval.judge.llm.replies import (
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
-from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS
+from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS
 from rageval.judge.rubric.logprobs import expected_score
 from rageval.judge.rubric.parsing import parse_reply
 from rageval.judge.rubric.render import RENDER_VERSION, render, reply_schema, slot_texts
@@ -52,7 +52,7 @@ from rageval.judge.rubric.stability import noise_samples, sample_stats, stabilit
 if TYPE_CHECKING:
     from rageval.core.records import Record
 
-__all__ = ["JudgeMetric", "judge_fields"]
+__all__ = ["BatchReplies", "JudgeMetric", "SharedReplies", "judge_fields"]
 
 # Rubric input -> the record field it reads (the orchestrator's "needs" names).
 # What the summary reads of a record's details (summary_part keeps these only): what the
@@ -83,7 +83,7 @@ class JudgeMetric(Metric):
     base = "judge"
     hooks = JUDGE_HOOKS
     # Where the run counts this metric's judge work (the manifest section's account).
-    stats_account: ClassVar[tuple[str, str]] = ("judge", "stats")
+    stats_account: ClassVar[Slot[RunStats]] = JUDGE_STATS
     summary = "rubric LLM judge: judge:<rubric name or path> (faithfulness, correctness, ...)"
 
     def __init__(
@@ -129,7 +129,7 @@ class JudgeMetric(Metric):
         return self._schema
 
     def run_stats(self, batch: Batch) -> RunStats:
-        stats: RunStats = batch.run.run_wide(self.stats_account, RunStats)
+        stats = batch.run.run_wide(self.stats_account, RunStats)
         stats.prompts[self.rubric.id] = prompt_info(self.rubric)
         return stats
 
@@ -239,54 +239,60 @@ class JudgeMetric(Metric):
             details[i] = {**(details[i] or {}), **provenance([reply for _, reply in pairs])}
         return MetricResult({str(self.name): values}, reasons, details)
 
-    def batch_replies(self, batch: Batch) -> tuple[list[Unit], dict[str, Reply]]:
-        """The batch's units and a reply (or error) for each.
+    def batch_replies(self, batch: Batch) -> BatchReplies:
+        """The batch's units and a reply (or error) for each: this metric's share of the
+        replies prepared for the batch's scope (:meth:`prepare`)."""
+        return self.prepare(batch).share(self.share_name, batch.records)
 
-        The replies for every record of the batch's scope (all the batches of one scoring
-        pass) are gathered when its first batch is scored, in one stream of requests, and so
-        are those of every other judge metric of the run (:data:`~rageval.judge.rubric.hooks.GROUP`,
-        set by the run hooks): batches and rubrics only bound the memory and the order of
-        the scoring, and a judge that stopped at each batch or rubric boundary would let its
-        requests in flight drain to zero every time, a stall that costs throughput at high
-        concurrency.
+    def prepare(self, batch: Batch) -> SharedReplies:
+        """The replies of every judge metric of the run asking this metric's judge, for every
+        record of the batch's scope (all the batches of one scoring pass).
+
+        They are gathered when the first batch of the scope is scored, by the first of those
+        metrics to score it, in one stream of requests (the run's judge metrics:
+        :data:`~rageval.judge.rubric.hooks.GROUP`, set by the run hooks), and kept for the
+        others: batches and rubrics only bound the memory and the order of the scoring, and a
+        judge that stopped at each batch or rubric boundary would let its requests in flight
+        drain to zero every time, a stall that costs throughput at high concurrency.
         """
         scope = batch.scope
         holder = batch if scope is batch.records else batch.run  # dropped with what it covers
-        by_record, replies = holder.cached(self._replies_key(scope),
-                                           lambda: self._gather_scope(batch, holder))
-        units = [replace(u, record=i) for i, record in enumerate(batch.records)
-                 for u in by_record[id(record)]]
-        return units, replies
+        group = self._group(batch)
+        slot = Slot[SharedReplies](("judge", "replies", frozenset(m.share_name for m in group),
+                                    id(scope)))
+        return holder.cached(slot, lambda: self._gather_scope(batch, group))
 
-    def _replies_key(self, scope: Sequence[Record]) -> tuple[str, str, str, int]:
-        return ("judge", "replies", str(self), id(scope))
+    @property
+    def share_name(self) -> str:
+        """What names this metric's share of the replies gathered with others' (its name)."""
+        return str(self)
 
-    def _gather_scope(self, batch: Batch, holder: Batch
-                      ) -> tuple[dict[int, list[Unit]], dict[str, Reply]]:
-        """This metric's units by record (indices are the scope's: the cache's metadata
-        reads record ids there) and the replies, gathered with those of the run's other judge
-        metrics asking the same judge, whose share is left in ``holder`` for them."""
-        scope = batch.scope
+    def _group(self, batch: Batch) -> list[JudgeMetric]:
+        """This metric and the run's other judge metrics asking the same judge."""
         others = {str(m): m for m in batch.run.cached(GROUP, list)
                   if isinstance(m, JudgeMetric) and m.judge == self.judge}
         others.pop(str(self), None)
-        plans: list[tuple[JudgeMetric, dict[int, list[Unit]]]] = []
+        return [self, *others.values()]
+
+    def _gather_scope(self, batch: Batch, group: list[JudgeMetric]) -> SharedReplies:
+        """The ``group``'s units by record (indices are the scope's: the cache's metadata
+        reads record ids there) and their replies, gathered in one stream."""
+        scope = batch.scope
+        units: dict[str, dict[int, list[Unit]]] = {}
         sent: list[Unit] = []
         owner: dict[str, JudgeMetric] = {}
-        for metric in [self, *others.values()]:
+        for metric in group:
             by_record = {id(r): metric.units(r, i) for i, r in enumerate(scope)}
-            plans.append((metric, by_record))
+            units[metric.share_name] = by_record
             metric.run_stats(batch)  # its prompt in the manifest
             schema = metric.reply_schema()
-            for units in by_record.values():
-                for unit in units:
+            for record_units in by_record.values():
+                for unit in record_units:
                     owner.setdefault(unit.key, metric)
                     sent.append(unit if unit.schema is not None else replace(unit, schema=schema))
         replies = gather(self.judge, sent, list(scope), self.reply_schema(),
                          self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit))
-        for metric, by_record in plans[1:]:
-            holder.cached(metric._replies_key(scope), lambda b=by_record: (b, replies))
-        return plans[0][1], replies
+        return SharedReplies(units, replies)
 
     def reply_meta(self, unit: Unit) -> dict[str, Any]:
         """What the cache stores beside a new reply of this metric (besides the record id)."""
@@ -367,6 +373,30 @@ class JudgeMetric(Metric):
                       f"(first: {failed[0]})")
             return math.nan, reason, details
         return float(np.mean([g["grade"] for g in grades])), None, details
+
+
+class BatchReplies(NamedTuple):
+    """One metric's requests for a batch (record indices are the batch's) and a reply (or
+    error) for each, by :attr:`Unit.key`."""
+
+    units: list[Unit]
+    replies: Mapping[str, Reply]
+
+
+@dataclass(frozen=True)
+class SharedReplies:
+    """What the judge metrics asking one judge prepare together for the records of one
+    scoring scope: each metric's requests by record (``units[share_name][id(record)]``,
+    record indices the scope's), and a reply (or error) for every request, by its key."""
+
+    units: Mapping[str, Mapping[int, list[Unit]]]
+    replies: Mapping[str, Reply]
+
+    def share(self, name: str, records: Sequence[Record]) -> BatchReplies:
+        """The share of metric ``name`` for ``records`` (a batch of the scope)."""
+        by_record = self.units[name]
+        return BatchReplies([replace(u, record=i) for i, record in enumerate(records)
+                             for u in by_record[id(record)]], self.replies)
 
 
 @dataclass(frozen=True)

@@ -221,10 +221,16 @@ def test_response_format_refusal_falls_back_once_per_endpoint(server: JudgeServe
     assert set(client.refused_formats) == {"json_schema", "json_object+schema", "json_object"}
     client.complete_many(reqs(5, schema=SCHEMA), concurrency=4)
     assert sum("response_format" in b for b in server.bodies) == 3
-    other = make_client()  # a new client for the same endpoint and model knows the verdict
+    # A new client given the same backend (the run's, for this endpoint and model) knows the
+    # verdict; one with a backend of its own (another run) learns it anew.
+    other = make_client(backend=client.backend)
     assert other.structured_output is False
     other.complete_many(reqs(2, schema=SCHEMA))
     assert sum("response_format" in b for b in server.bodies) == 3
+    another_run = make_client()
+    assert another_run.structured_output is None and another_run.refused_formats == {}
+    another_run.complete_many(reqs(2, schema=SCHEMA), concurrency=1)
+    assert sum("response_format" in b for b in server.bodies) == 6
 
 
 @pytest.mark.parametrize("status", [400, 422, 500])

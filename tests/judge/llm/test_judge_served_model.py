@@ -17,7 +17,6 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
-from rageval.judge.llm import served
 from rageval.judge.llm.client import JudgeError
 from rageval.judge.llm.options import JudgeOptions
 
@@ -29,7 +28,6 @@ METRICS = ["judge:faithfulness"]
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
     monkeypatch.setenv(ENV, KEY)
-    monkeypatch.setattr(served, "_ASKED", {})  # no answer remembered from another test
     with JudgeServer(expected_key=KEY) as s:
         yield s
 
@@ -116,7 +114,6 @@ def test_the_command_line_reuses_knowingly(server: JudgeServer, tmp_path: Path,
             str(tmp_path / "c.sqlite"), "--no-progress", "--bootstrap", "10"]
     server.served_as = "a.gguf"
     assert main([*args, "--out", str(tmp_path / "a")], stdout=io.StringIO()) == 0
-    served._ASKED.clear()
     server.served_as = "b.gguf"
     assert main([*args, "--out", str(tmp_path / "b")], stdout=io.StringIO()) != 0
     assert "--judge-any-served-model" in capsys.readouterr().err
