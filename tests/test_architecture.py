@@ -191,7 +191,6 @@ MAX_FUNCTION_LINES = 80
 # and the set is then empty.
 LONG_FUNCTIONS_BEING_SPLIT = {
     "rageval.orchestrator._run",
-    "rageval.judge.llm.pool.run_pool",
 }
 
 

@@ -57,7 +57,8 @@ def make_client(monkeypatch: pytest.MonkeyPatch, server: JudgeServer
         opts: dict = {"base_url": server.base_url, "api_key_env": ENV, "timeout": 5.0,
                       "max_retries": 3}
         opts.update(kw)
-        return JudgeClient(JudgeConfig(model="judge-model", **opts))
+        backend = opts.pop("backend", None)
+        return JudgeClient(JudgeConfig(model="judge-model", **opts), backend=backend)
 
     return make
 

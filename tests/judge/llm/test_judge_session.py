@@ -80,8 +80,8 @@ def test_copies_of_the_options_keep_their_session_and_a_bound_copy_gets_its_own(
 
 def test_a_session_crosses_to_a_worker_without_its_state() -> None:
     session = JudgeSession()
-    session.backend(("http://x/v1", "m"), object)
+    session.backends.get("m", "http://x/v1", api_key_env="K", timeout=5.0, max_retries=1)
     copy = pickle.loads(pickle.dumps(JudgeOptions(model="m", session=session)))
     assert copy.session is not session
-    built = copy.session.backend(("http://x/v1", "m"), list)
-    assert built == []  # built anew: the caller's backends stay with the caller
+    # Built anew there: the caller's backends stay with the caller.
+    assert len(copy.session.backends) == 0 and len(session.backends) == 1

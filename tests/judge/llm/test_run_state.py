@@ -178,13 +178,15 @@ class _Scripted:
 def test_a_client_sends_through_the_backend_it_is_given() -> None:
     from rageval.judge.llm.backend import ChatBackend
     from rageval.judge.llm.client import JudgeClient, JudgeRequest
+    from rageval.judge.llm.config import JudgeConfig
     from rageval.judge.llm.formats import ReplySchema
 
     schema = ReplySchema("verdict", {"type": "object",
                                      "properties": {"score": {"type": "integer"}}})
     backend = _Scripted("m", refuses=frozenset({"json_schema"}))
     assert isinstance(backend, ChatBackend)  # structurally: a protocol, not a base class
-    client = JudgeClient("m", base_url="http://127.0.0.1:9/v1", backend=backend)
+    client = JudgeClient(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1"),
+                         backend=backend)
     requests = [JudgeRequest([{"role": "user", "content": f"q{i}"}], schema) for i in range(4)]
     results = client.complete_many(requests, concurrency=2)
     assert all(r.ok and r.model == "scripted" for r in results)
@@ -192,4 +194,5 @@ def test_a_client_sends_through_the_backend_it_is_given() -> None:
     assert list(backend.formats.refused) == ["json_schema"]  # learned by the backend
     assert client.served_model() == "scripted" and client.usage["total_tokens"] == 20
     with pytest.raises(Exception, match="not this client's judge"):
-        JudgeClient("other", base_url="http://127.0.0.1:9/v1", backend=backend)
+        JudgeClient(JudgeConfig(model="other", base_url="http://127.0.0.1:9/v1"),
+                    backend=backend)
