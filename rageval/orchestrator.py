@@ -100,7 +100,7 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
     passes = _passes(state.metrics)
     windows, single = _read_ahead(inputs.windows(),
                                   one=not all(m.streams() for m in state.metrics)
-                                  or (bool(passes) and not inputs.rereadable()))
+                                  or (bool(passes) and not inputs.records.rereadable()))
     if passes:  # over the window held, or over the records read once more before scoring
         windows = list(windows) if single else windows
         state.passes = _made(passes, windows if single else inputs.windows(again=True))
