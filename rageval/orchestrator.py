@@ -88,83 +88,128 @@ def run_metrics(
 def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptions,
          settings: RunSettings, progress: ProgressHook | None, sink: Sink,
          engine: Engine) -> Results:
-    provider = inputs.provider
+    """The run's phases, in order: planned before anything is read, read ahead (the
+    metrics' passes over the records made), window by window taken in and scored, settled
+    once every record is in, and summed up."""
     resolved = _resolve(metrics, options)
-    state = _RunState([m for m in resolved if m.level != "conversation"], settings)
-    whole = WholeConversations([m for m in resolved if m.level == "conversation"],
-                               state.shared, state.parts_options)
-    rules = _turn_rules(state.metrics, whole.metrics, settings)
-    state.helpers = provider.metrics() if provider is not None else []
-    # How to read the records again (rageval report), when an input spec named them.
-    described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
-    passes = _passes(state.metrics)
-    windows, single = _read_ahead(inputs.windows(),
-                                  one=not all(m.streams() for m in state.metrics)
-                                  or (bool(passes) and not inputs.records.rereadable()))
-    if passes:  # over the window held, or over the records read once more before scoring
-        windows = list(windows) if single else windows
-        state.passes = _made(passes, windows if single else inputs.windows(again=True))
-    if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
-        state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
-                                                      for m in state.metrics], inputs.source)
-    extra: dict[str, Any] = {}
+    state = _RunState(resolved, settings, inputs.provider)
+    windows = _read_ahead(inputs, state)
     for window in windows:
         if not window:
             continue
-        run = Batch(window, shared=state.shared, passes=state.passes)
-        _check_conversations(window, settings, inputs)
-        state.digest.add(window)  # as read: judgments given during the run are not the set's
-        ending = conversations_ending(window) if whole.metrics else []
-        whole.digest.add(ending)  # what the whole-conversation metrics read of each
-        for hooks, group in by_hooks(state.metrics):
-            hooks.check(window, group)
-        whole.check(ending)
-        if provider is not None:
-            if single:  # the run's records are in: refused before the provider's work
-                state.fields.require(window, but="judgments")
-            provider.check(window)
-            run.records = window = provider.fill(window, run)
-            if single:
-                _provided(provider, run, inputs, extra)
-        if single:
-            state.fields.require(window)
-            # Every record is in: the metrics score under the options they sign with.
-            state.metrics = settled(state.metrics, options, inputs.judgments.source())
-        else:
-            state.fields.note(window)
-        if state.labels is not None:
-            for name, labels in state.labels.take(window).items():
-                state.parts.add_labels(name, labels)
-            if single:
-                _check_labels_found(state.labels)
-        _score_window(state, run, settings.batch_size, progress, sink, engine, single)
-        if whole.metrics:
-            whole.score(ending, single=single, options=options,
-                        judgments=inputs.judgments.source(), batch_size=settings.batch_size,
-                        sink=sink, engine=engine)
+        run, ending = _take_window(window, state, inputs, options, settings)
+        _score_window(state, run, settings.batch_size, progress, sink, engine)
+        if state.whole.metrics:
+            state.whole.score(ending, single=state.single, options=options,
+                              judgments=inputs.judgments.source(),
+                              batch_size=settings.batch_size, sink=sink, engine=engine)
         # The manifest hooks read a run of one window whole; of several, what is run-wide.
-        state.last_run = run if single else Batch([], shared=state.shared)
-        window = run = None  # type: ignore[assignment]  # not held while the next is read
-    if provider is not None and not single:
-        _provided(provider, state.last_run, inputs, extra)
-    # Where the judgments came from, once every record was read (qrels may have matched none).
+        state.last_run = run if state.single else Batch([], shared=state.shared)
+        window = run = ending = None  # type: ignore[assignment]  # not held while the next is read
+    turn_signers, whole_signers = _settle(state, inputs, options)
+    summary = _summary(state, turn_signers, whole_signers, settings)
+    return Results(sink.records(), summary,
+                   _manifest(state, inputs, turn_signers, whole_signers, settings))
+
+
+def _read_ahead(inputs: RunInputs, state: _RunState) -> Iterator[list[Record]]:
+    """The run's windows, the first one or two read before anything is scored, every window
+    joined into one where a metric needs every record at once or a pass over the records
+    cannot read them twice; the passes made, over the window held or over the records read
+    once more; the human labels' columns set up."""
+    passes = _passes(state.metrics)
+    one = (not all(m.streams() for m in state.metrics)
+           or (bool(passes) and not inputs.records.rereadable()))
+    windows, state.single = _ahead(inputs.windows(), one)
+    if passes:
+        windows = list(windows) if state.single else windows
+        state.passes = _made(passes, windows if state.single else inputs.windows(again=True))
+    if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
+        state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
+                                                      for m in state.metrics], inputs.source)
+    return iter(windows)
+
+
+def _take_window(window: list[Record], state: _RunState, inputs: RunInputs,
+                 options: ScoreOptions, settings: RunSettings) -> tuple[Batch, list[Record]]:
+    """A window taken in before it is scored: checked (its conversations, the metrics'
+    hooks, the fields they need), digested as read, its judgments filled by the provider,
+    its human labels kept. Returns the window's batch and the records of the conversations
+    ending in it."""
+    single, whole = state.single, state.whole
+    run = Batch(window, shared=state.shared, passes=state.passes)
+    _check_conversations(window, settings, inputs)
+    state.digest.add(window)  # as read: judgments given during the run are not the set's
+    ending = conversations_ending(window) if whole.metrics else []
+    whole.digest.add(ending)  # what the whole-conversation metrics read of each
+    for hooks, group in by_hooks(state.metrics):
+        hooks.check(window, group)
+    whole.check(ending)
+    if inputs.provider is not None:
+        window = _fill_judgments(run, state, inputs)
+    if single:
+        state.fields.require(window)
+        # Every record is in: the metrics score under the options they sign with.
+        state.metrics = settled(state.metrics, options, inputs.judgments.source())
+    else:
+        state.fields.note(window)
+    if state.labels is not None:
+        for name, labels in state.labels.take(window).items():
+            state.parts.add_labels(name, labels)
+        if single:
+            _check_labels_found(state.labels)
+    return run, ending
+
+
+def _fill_judgments(run: Batch, state: _RunState, inputs: RunInputs) -> list[Record]:
+    """The window's records with the provider's judgments, checked first; a run of one window
+    is refused for missing fields before the provider's work, and accounted for after it."""
+    provider = inputs.provider
+    assert provider is not None
+    if state.single:  # the run's records are in: refused before the provider's work
+        state.fields.require(run.records, but="judgments")
+    provider.check(run.records)
+    run.records = provider.fill(run.records, run)
+    if state.single:
+        _provided(provider, run, inputs, state.extra)
+    return run.records
+
+
+def _settle(state: _RunState, inputs: RunInputs,
+            options: ScoreOptions) -> tuple[list[Metric], list[Metric]]:
+    """Once every record was read: where the judgments came from (qrels may have matched
+    none), the metrics of turns and of whole conversations under the options they sign with,
+    and what a run of several windows checks at its end."""
+    if inputs.provider is not None and not state.single:
+        _provided(inputs.provider, state.last_run, inputs, state.extra)
     turn_signers = settled(state.metrics, options, inputs.judgments.source())
-    whole_signers = settled(whole.metrics, options, inputs.judgments.source())
-    if whole.metrics and not whole.count:
-        raise whole.no_conversations()
-    if not single:
+    whole_signers = settled(state.whole.metrics, options, inputs.judgments.source())
+    if state.whole.metrics and not state.whole.count:
+        raise state.whole.no_conversations()
+    if not state.single:
         state.fields.check()
-        whole.fields.check()
+        state.whole.fields.check()
         if state.labels is not None:
             _check_labels_found(state.labels)
+    return turn_signers, whole_signers
+
+
+def _summary(state: _RunState, turn_signers: list[Metric], whole_signers: list[Metric],
+             settings: RunSettings) -> dict[str, Any]:
+    """Each output's summary, each value with the range its metric declares (for every
+    channel that shows it), in the order the metrics were asked for."""
     summary = {**state.parts.summarise(turn_signers, settings.seed, settings.bootstrap,
                                        noise=settings.resample_samples),
-               **whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
-    order = {str(m): i for i, m in enumerate(resolved)}
-    signers = sorted([*turn_signers, *whole_signers], key=lambda m: order[str(m)])
-    # Each value with the range its metric declares, for every channel that shows it.
-    summary = {name: replace(summary[name], scale=m.output_scale(name))
-               for m in signers for name in m.output_names()}
+               **state.whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
+    return {name: replace(summary[name], scale=m.output_scale(name))
+            for m in state.signers(turn_signers, whole_signers) for name in m.output_names()}
+
+
+def _manifest(state: _RunState, inputs: RunInputs, turn_signers: list[Metric],
+              whole_signers: list[Metric], settings: RunSettings) -> dict[str, Any]:
+    """The run's manifest: where its records came from (and how to read them again, when an
+    input spec named them), its metrics' and hooks' sections, what it scored."""
+    whole, extra = state.whole, state.extra
     for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
         extra[hooks.section] = hooks.manifest(state.last_run, group)
     extra["data"] = state.digest.manifest(*_data_needs(turn_signers))
@@ -173,14 +218,14 @@ def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptio
             whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
     if state.parts.groups.conversations:
         extra["conversations"] = {"count": state.parts.groups.conversations,
-                                  "turns": state.parts.groups.turns, **rules.to_json()}
+                                  "turns": state.parts.groups.turns, **state.rules.to_json()}
     if state.labels is not None:
         extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
                                  "metrics": list(state.labels.scales)}
-    manifest = run_manifest({"source": inputs.source, "count": state.count, **described},
-                            signers, state.helpers, settings.seed, settings.bootstrap, extra,
-                            ci=settings.ci)
-    return Results(sink.records(), summary, manifest)
+    described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
+    return run_manifest({"source": inputs.source, "count": state.count, **described},
+                        state.signers(turn_signers, whole_signers), state.helpers,
+                        settings.seed, settings.bootstrap, extra, ci=settings.ci)
 
 
 def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
@@ -191,8 +236,8 @@ def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
     inputs.judgments.provided(source)
 
 
-def _read_ahead(windows: Iterator[list[Record]], one: bool,
-                ) -> tuple[Iterator[list[Record]], bool]:
+def _ahead(windows: Iterator[list[Record]], one: bool,
+           ) -> tuple[Iterator[list[Record]], bool]:
     """The windows, the first one or two read before anything is scored (``one``: every
     window joined into one), and whether the run is a single window."""
     first = next(windows, None)
@@ -234,35 +279,47 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
 
 
 class _RunState:
-    """What a run keeps between its windows."""
+    """What a run keeps between its phases and its windows: its metrics (of turns, and of
+    whole conversations apart), how its summary is kept, what it read and checked."""
 
-    def __init__(self, metrics: list[Metric], settings: RunSettings) -> None:
-        self.metrics = metrics
+    def __init__(self, resolved: list[Metric], settings: RunSettings,
+                 provider: JudgmentsProvider | None) -> None:
+        self.order = {str(m): i for i, m in enumerate(resolved)}  # as the metrics were asked
+        self.metrics = [m for m in resolved if m.level != "conversation"]
         # How the summary is kept: the bootstrap's seed and resamples, and how many records
         # keep every value (see rageval.engine.summary.SummaryParts).
         self.parts_options: dict[str, Any] = {
             "seed": settings.seed, "bootstrap": settings.bootstrap,
             "exact_records": settings.exact_records}
-        self.parts = SummaryParts(metrics, **self.parts_options)
-        self.fields = NeededFields({str(m): m.needs for m in metrics})
+        self.parts = SummaryParts(self.metrics, **self.parts_options)
+        self.fields = NeededFields({str(m): m.needs for m in self.metrics})
         self.shared: dict[Any, Any] = {}
+        self.whole = WholeConversations([m for m in resolved if m.level == "conversation"],
+                                        self.shared, self.parts_options)
+        # A threshold on no output of the run's turns is refused before anything is read.
+        self.rules = _turn_rules(self.metrics, self.whole.metrics, settings)
+        self.helpers = provider.metrics() if provider is not None else []  # the provider's
+        self.single = False  # whether the run is one window (every record read at once)
         self.count = 0
         self.last_run: Batch = Batch([])
         self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
-        self.helpers: list[Metric] = []  # the judgments provider's metrics
         self.labels: LabelColumns | None = None  # the human labels, when the run has them
+        self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
         # What was scored, for telling a baseline of other data (the manifest's "data").
-        self.digest = DataDigest(field for m in metrics for field in m.needs)
+        self.digest = DataDigest(field for m in self.metrics for field in m.needs)
+
+    def signers(self, turns: list[Metric], wholes: list[Metric]) -> list[Metric]:
+        """The settled metrics of turns and of whole conversations, in the order asked."""
+        return sorted([*turns, *wholes], key=lambda m: self.order[str(m)])
 
 
 def _score_window(state: _RunState, run: Batch, batch_size: int,
-                  progress: ProgressHook | None, sink: Sink, engine: Engine,
-                  single: bool) -> None:
+                  progress: ProgressHook | None, sink: Sink, engine: Engine) -> None:
     """Score a window batch by batch on the engine, in order: each batch's per-record
     results go to the sink and what the summary needs to the run's parts. ``progress`` is
     told the run's size when the window is the whole run."""
     done = state.count
-    total = len(run.records) if single else None
+    total = len(run.records) if state.single else None
     start = 0
     for scored in engine.score(state.metrics, run, batch_size):
         state.parts.add_records(run.records[start : start + len(scored.block)])
