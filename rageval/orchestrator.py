@@ -29,8 +29,9 @@ from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
 from rageval.core.records.human import LabelColumns
+from rageval.core.records.judgments import JudgmentsJoin
 from rageval.core.registry import create
-from rageval.core.results import Results
+from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
 from rageval.engine.local import Engine, LocalEngine, merge_run_wide
 from rageval.engine.settings import RunSettings
@@ -88,152 +89,209 @@ def run_metrics(
 def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptions,
          settings: RunSettings, progress: ProgressHook | None, sink: Sink,
          engine: Engine) -> Results:
-    """The run's phases, in order: planned before anything is read, read ahead (the
-    metrics' passes over the records made), window by window taken in and scored, settled
-    once every record is in, and summed up."""
-    resolved = _resolve(metrics, options)
-    state = _RunState(resolved, settings, inputs.provider)
-    windows = _read_ahead(inputs, state)
-    for window in windows:
-        if not window:
-            continue
-        run, ending = _take_window(window, state, inputs, options, settings)
-        _score_window(state, run, settings.batch_size, progress, sink, engine)
-        if state.whole.metrics:
-            state.whole.score(ending, single=state.single, options=options,
-                              judgments=inputs.judgments.source(),
-                              batch_size=settings.batch_size, sink=sink, engine=engine)
-        # The manifest hooks read a run of one window whole; of several, what is run-wide.
-        state.last_run = run if state.single else Batch([], shared=state.shared)
-        window = run = ending = None  # type: ignore[assignment]  # not held while the next is read
-    turn_signers, whole_signers = _settle(state, inputs, options)
-    summary = _summary(state, turn_signers, whole_signers, settings)
-    return Results(sink.records(), summary,
-                   _manifest(state, inputs, turn_signers, whole_signers, settings))
+    run = _Run(_resolve(metrics, options), inputs.provider, options, settings, progress, sink,
+               engine)
+    return run.results(inputs)
 
 
-def _read_ahead(inputs: RunInputs, state: _RunState) -> Iterator[list[Record]]:
-    """The run's windows, the first one or two read before anything is scored, every window
-    joined into one where a metric needs every record at once or a pass over the records
-    cannot read them twice; the passes made, over the window held or over the records read
-    once more; the human labels' columns set up."""
-    passes = _passes(state.metrics)
-    one = (not all(m.streams() for m in state.metrics)
-           or (bool(passes) and not inputs.records.rereadable()))
-    windows, state.single = _ahead(inputs.windows(), one)
-    if passes:
-        windows = list(windows) if state.single else windows
-        state.passes = _made(passes, windows if state.single else inputs.windows(again=True))
-    if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
-        state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
-                                                      for m in state.metrics], inputs.source)
-    return iter(windows)
+class _Run:
+    """One run in progress: how it runs, what it keeps between its phases and its windows,
+    and its phases, in order (:meth:`results`): planned before anything is read (here: a
+    threshold on no output of its turns is refused), read ahead with the metrics' passes
+    made, window by window taken in and scored, settled once every record is in, and summed
+    up. The run's inputs and records are handed from phase to phase, never kept here."""
 
+    def __init__(self, resolved: list[Metric], provider: JudgmentsProvider | None,
+                 options: ScoreOptions, settings: RunSettings, progress: ProgressHook | None,
+                 sink: Sink, engine: Engine) -> None:
+        self.options, self.settings = options, settings
+        self.progress, self.sink, self.engine = progress, sink, engine
+        self.order = {str(m): i for i, m in enumerate(resolved)}  # as the metrics were asked
+        self.metrics = [m for m in resolved if m.level != "conversation"]
+        # How the summary is kept: the bootstrap's seed and resamples, and how many records
+        # keep every value (see rageval.engine.summary.SummaryParts).
+        parts_options: dict[str, Any] = {
+            "seed": settings.seed, "bootstrap": settings.bootstrap,
+            "exact_records": settings.exact_records}
+        self.parts = SummaryParts(self.metrics, **parts_options)
+        self.fields = NeededFields({str(m): m.needs for m in self.metrics})
+        self.shared: dict[Any, Any] = {}
+        self.whole = WholeConversations([m for m in resolved if m.level == "conversation"],
+                                        self.shared, parts_options)
+        self.rules = _turn_rules(self.metrics, self.whole.metrics, settings)
+        self.helpers = provider.metrics() if provider is not None else []  # the provider's
+        self.single = False  # whether the run is one window (every record read at once)
+        self.count = 0
+        self.last_batch: Batch = Batch([])
+        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
+        self.labels: LabelColumns | None = None  # the human labels, when the run has them
+        self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
+        # What was scored, for telling a baseline of other data (the manifest's "data").
+        self.digest = DataDigest(field for m in self.metrics for field in m.needs)
 
-def _take_window(window: list[Record], state: _RunState, inputs: RunInputs,
-                 options: ScoreOptions, settings: RunSettings) -> tuple[Batch, list[Record]]:
-    """A window taken in before it is scored: checked (its conversations, the metrics'
-    hooks, the fields they need), digested as read, its judgments filled by the provider,
-    its human labels kept. Returns the window's batch and the records of the conversations
-    ending in it."""
-    single, whole = state.single, state.whole
-    run = Batch(window, shared=state.shared, passes=state.passes)
-    _check_conversations(window, settings, inputs)
-    state.digest.add(window)  # as read: judgments given during the run are not the set's
-    ending = conversations_ending(window) if whole.metrics else []
-    whole.digest.add(ending)  # what the whole-conversation metrics read of each
-    for hooks, group in by_hooks(state.metrics):
-        hooks.check(window, group)
-    whole.check(ending)
-    if inputs.provider is not None:
-        window = _fill_judgments(run, state, inputs)
-    if single:
-        state.fields.require(window)
-        # Every record is in: the metrics score under the options they sign with.
-        state.metrics = settled(state.metrics, options, inputs.judgments.source())
-    else:
-        state.fields.note(window)
-    if state.labels is not None:
-        for name, labels in state.labels.take(window).items():
-            state.parts.add_labels(name, labels)
-        if single:
-            _check_labels_found(state.labels)
-    return run, ending
+    def results(self, inputs: RunInputs) -> Results:
+        """The run's phases, in order."""
+        for window in self.read_ahead(inputs):
+            if not window:
+                continue
+            batch, ending = self.take(window, inputs)
+            self.score(batch, ending, inputs.judgments)
+            # The manifest hooks read a run of one window whole; of several, what is
+            # run-wide.
+            self.last_batch = batch if self.single else Batch([], shared=self.shared)
+            window = batch = ending = None  # type: ignore[assignment]  # not held meanwhile
+        turn_signers, whole_signers = self.settle(inputs)
+        return Results(self.sink.records(), self.summary(turn_signers, whole_signers),
+                       self.manifest(turn_signers, whole_signers, inputs))
 
+    def read_ahead(self, inputs: RunInputs) -> Iterator[list[Record]]:
+        """The run's windows, the first one or two read before anything is scored, every
+        window joined into one where a metric needs every record at once or a pass over the
+        records cannot read them twice; the passes made, over the window held or over the
+        records read once more; the human labels' columns set up."""
+        passes = _passes(self.metrics)
+        one = (not all(m.streams() for m in self.metrics)
+               or (bool(passes) and not inputs.records.rereadable()))
+        windows, self.single = _ahead(inputs.windows(), one)
+        if passes:
+            windows = list(windows) if self.single else windows
+            self.passes = _made(passes,
+                                windows if self.single else inputs.windows(again=True))
+        if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
+            self.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
+                                                         for m in self.metrics], inputs.source)
+        return iter(windows)
 
-def _fill_judgments(run: Batch, state: _RunState, inputs: RunInputs) -> list[Record]:
-    """The window's records with the provider's judgments, checked first; a run of one window
-    is refused for missing fields before the provider's work, and accounted for after it."""
-    provider = inputs.provider
-    assert provider is not None
-    if state.single:  # the run's records are in: refused before the provider's work
-        state.fields.require(run.records, but="judgments")
-    provider.check(run.records)
-    run.records = provider.fill(run.records, run)
-    if state.single:
-        _provided(provider, run, inputs, state.extra)
-    return run.records
+    def take(self, window: list[Record], inputs: RunInputs) -> tuple[Batch, list[Record]]:
+        """A window taken in before it is scored: checked (its conversations, the metrics'
+        hooks, the fields they need), digested as read, its judgments filled by the provider,
+        its human labels kept. Returns the window's batch and the records of the
+        conversations ending in it."""
+        _check_conversations(window, self.settings, inputs.human)
+        batch = Batch(window, shared=self.shared, passes=self.passes)
+        self.digest.add(window)  # as read: judgments given during the run are not the set's
+        ending = conversations_ending(window) if self.whole.metrics else []
+        self.whole.digest.add(ending)  # what the whole-conversation metrics read of each
+        for hooks, group in by_hooks(self.metrics):
+            hooks.check(window, group)
+        self.whole.check(ending)
+        if inputs.provider is not None:
+            window = self.fill_judgments(batch, inputs.provider, inputs.judgments)
+        if self.single:
+            self.fields.require(window)
+            # Every record is in: the metrics score under the options they sign with.
+            self.metrics = settled(self.metrics, self.options, inputs.judgments.source())
+        else:
+            self.fields.note(window)
+        if self.labels is not None:
+            for name, labels in self.labels.take(window).items():
+                self.parts.add_labels(name, labels)
+            if self.single:
+                _check_labels_found(self.labels)
+        return batch, ending
 
+    def fill_judgments(self, batch: Batch, provider: JudgmentsProvider,
+                       judgments: JudgmentsJoin) -> list[Record]:
+        """The window's records with the provider's judgments, checked first; a run of one
+        window is refused for missing fields before the provider's work, and accounted for
+        after it."""
+        if self.single:  # the run's records are in: refused before the provider's work
+            self.fields.require(batch.records, but="judgments")
+        provider.check(batch.records)
+        batch.records = provider.fill(batch.records, batch)
+        if self.single:
+            self.account(provider, batch, judgments)
+        return batch.records
 
-def _settle(state: _RunState, inputs: RunInputs,
-            options: ScoreOptions) -> tuple[list[Metric], list[Metric]]:
-    """Once every record was read: where the judgments came from (qrels may have matched
-    none), the metrics of turns and of whole conversations under the options they sign with,
-    and what a run of several windows checks at its end."""
-    if inputs.provider is not None and not state.single:
-        _provided(inputs.provider, state.last_run, inputs, state.extra)
-    turn_signers = settled(state.metrics, options, inputs.judgments.source())
-    whole_signers = settled(state.whole.metrics, options, inputs.judgments.source())
-    if state.whole.metrics and not state.whole.count:
-        raise state.whole.no_conversations()
-    if not state.single:
-        state.fields.check()
-        state.whole.fields.check()
-        if state.labels is not None:
-            _check_labels_found(state.labels)
-    return turn_signers, whole_signers
+    def account(self, provider: JudgmentsProvider, batch: Batch,
+                judgments: JudgmentsJoin) -> None:
+        """Once every record is filled: where the run's judgments came from, the provider's
+        label built on the qrels' or the records' own, and its manifest section."""
+        source, self.extra[provider.section] = provider.account(batch, judgments.source())
+        judgments.provided(source)
 
+    def score(self, batch: Batch, ending: list[Record], judgments: JudgmentsJoin) -> None:
+        """Score a window batch by batch on the engine, in order: each batch's per-record
+        results go to the sink and what the summary needs to the run's parts (``progress``
+        is told the run's size when the window is the whole run); then the conversations
+        ending in it, by the metrics of whole conversations."""
+        done = self.count
+        total = len(batch.records) if self.single else None
+        start = 0
+        for scored in self.engine.score(self.metrics, batch, self.settings.batch_size):
+            self.parts.add_records(batch.records[start : start + len(scored.block)])
+            start += len(scored.block)
+            self.sink.write(scored.block)
+            for metric, (part, reasons) in zip(self.metrics, scored.parts, strict=True):
+                self.parts.add_part(metric, part, reasons)
+            merge_run_wide(self.shared, scored.run_wide)
+            done += len(scored.block)
+            if self.progress is not None:
+                self.progress(done, total)
+        self.count += len(batch.records)
+        if self.whole.metrics:
+            self.whole.score(ending, single=self.single, options=self.options,
+                             judgments=judgments.source(),
+                             batch_size=self.settings.batch_size, sink=self.sink,
+                             engine=self.engine)
 
-def _summary(state: _RunState, turn_signers: list[Metric], whole_signers: list[Metric],
-             settings: RunSettings) -> dict[str, Any]:
-    """Each output's summary, each value with the range its metric declares (for every
-    channel that shows it), in the order the metrics were asked for."""
-    summary = {**state.parts.summarise(turn_signers, settings.seed, settings.bootstrap,
-                                       noise=settings.resample_samples),
-               **state.whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
-    return {name: replace(summary[name], scale=m.output_scale(name))
-            for m in state.signers(turn_signers, whole_signers) for name in m.output_names()}
+    def settle(self, inputs: RunInputs) -> tuple[list[Metric], list[Metric]]:
+        """Once every record was read: where the judgments came from (qrels may have matched
+        none), the metrics of turns and of whole conversations under the options they sign
+        with, and what a run of several windows checks at its end."""
+        provider, judgments = inputs.provider, inputs.judgments
+        if provider is not None and not self.single:
+            self.account(provider, self.last_batch, judgments)
+        turn_signers = settled(self.metrics, self.options, judgments.source())
+        whole_signers = settled(self.whole.metrics, self.options, judgments.source())
+        if self.whole.metrics and not self.whole.count:
+            raise self.whole.no_conversations()
+        if not self.single:
+            self.fields.check()
+            self.whole.fields.check()
+            if self.labels is not None:
+                _check_labels_found(self.labels)
+        return turn_signers, whole_signers
 
+    def summary(self, turn_signers: list[Metric],
+                whole_signers: list[Metric]) -> dict[str, MetricSummary]:
+        """Each output's summary, each value with the range its metric declares (for every
+        channel that shows it), in the order the metrics were asked for."""
+        seed, bootstrap = self.settings.seed, self.settings.bootstrap
+        summary = {**self.parts.summarise(turn_signers, seed, bootstrap,
+                                          noise=self.settings.resample_samples),
+                   **self.whole.parts.summarise(whole_signers, seed, bootstrap)}
+        return {name: replace(summary[name], scale=m.output_scale(name))
+                for m in self.signers(turn_signers, whole_signers)
+                for name in m.output_names()}
 
-def _manifest(state: _RunState, inputs: RunInputs, turn_signers: list[Metric],
-              whole_signers: list[Metric], settings: RunSettings) -> dict[str, Any]:
-    """The run's manifest: where its records came from (and how to read them again, when an
-    input spec named them), its metrics' and hooks' sections, what it scored."""
-    whole, extra = state.whole, state.extra
-    for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
-        extra[hooks.section] = hooks.manifest(state.last_run, group)
-    extra["data"] = state.digest.manifest(*_data_needs(turn_signers))
-    if whole.metrics:  # their evaluation set is the conversations, digested apart
-        extra["data"]["metrics"].update(
-            whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
-    if state.parts.groups.conversations:
-        extra["conversations"] = {"count": state.parts.groups.conversations,
-                                  "turns": state.parts.groups.turns, **state.rules.to_json()}
-    if state.labels is not None:
-        extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
-                                 "metrics": list(state.labels.scales)}
-    described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
-    return run_manifest({"source": inputs.source, "count": state.count, **described},
-                        state.signers(turn_signers, whole_signers), state.helpers,
-                        settings.seed, settings.bootstrap, extra, ci=settings.ci)
+    def manifest(self, turn_signers: list[Metric], whole_signers: list[Metric],
+                 inputs: RunInputs) -> dict[str, Any]:
+        """The run's manifest: where its records came from (and how to read them again, when
+        an input spec named them), its metrics' and hooks' sections, what it scored."""
+        whole, extra, labels = self.whole, self.extra, self.labels
+        for hooks, group in by_hooks([*self.metrics, *whole.metrics, *self.helpers]):
+            extra[hooks.section] = hooks.manifest(self.last_batch, group)
+        extra["data"] = self.digest.manifest(*_data_needs(turn_signers))
+        if whole.metrics:  # their evaluation set is the conversations, digested apart
+            extra["data"]["metrics"].update(
+                whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
+        groups = self.parts.groups
+        if groups.conversations:
+            extra["conversations"] = {"count": groups.conversations, "turns": groups.turns,
+                                      **self.rules.to_json()}
+        if labels is not None:
+            extra["human_labels"] = {"field": labels.field, "records": labels.found,
+                                     "metrics": list(labels.scales)}
+        settings = self.settings
+        described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
+        return run_manifest({"source": inputs.source, "count": self.count, **described},
+                            self.signers(turn_signers, whole_signers), self.helpers,
+                            settings.seed, settings.bootstrap, extra, ci=settings.ci)
 
-
-def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
-              extra: dict[str, Any]) -> None:
-    """Once every record is filled: where the run's judgments came from, the provider's
-    label built on the qrels' or the records' own, and its manifest section."""
-    source, extra[provider.section] = provider.account(run, inputs.judgments.source())
-    inputs.judgments.provided(source)
+    def signers(self, turns: list[Metric], wholes: list[Metric]) -> list[Metric]:
+        """The settled metrics of turns and of whole conversations, in the order asked."""
+        return sorted([*turns, *wholes], key=lambda m: self.order[str(m)])
 
 
 def _ahead(windows: Iterator[list[Record]], one: bool,
@@ -278,64 +336,8 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
     yield from rest
 
 
-class _RunState:
-    """What a run keeps between its phases and its windows: its metrics (of turns, and of
-    whole conversations apart), how its summary is kept, what it read and checked."""
-
-    def __init__(self, resolved: list[Metric], settings: RunSettings,
-                 provider: JudgmentsProvider | None) -> None:
-        self.order = {str(m): i for i, m in enumerate(resolved)}  # as the metrics were asked
-        self.metrics = [m for m in resolved if m.level != "conversation"]
-        # How the summary is kept: the bootstrap's seed and resamples, and how many records
-        # keep every value (see rageval.engine.summary.SummaryParts).
-        self.parts_options: dict[str, Any] = {
-            "seed": settings.seed, "bootstrap": settings.bootstrap,
-            "exact_records": settings.exact_records}
-        self.parts = SummaryParts(self.metrics, **self.parts_options)
-        self.fields = NeededFields({str(m): m.needs for m in self.metrics})
-        self.shared: dict[Any, Any] = {}
-        self.whole = WholeConversations([m for m in resolved if m.level == "conversation"],
-                                        self.shared, self.parts_options)
-        # A threshold on no output of the run's turns is refused before anything is read.
-        self.rules = _turn_rules(self.metrics, self.whole.metrics, settings)
-        self.helpers = provider.metrics() if provider is not None else []  # the provider's
-        self.single = False  # whether the run is one window (every record read at once)
-        self.count = 0
-        self.last_run: Batch = Batch([])
-        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
-        self.labels: LabelColumns | None = None  # the human labels, when the run has them
-        self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
-        # What was scored, for telling a baseline of other data (the manifest's "data").
-        self.digest = DataDigest(field for m in self.metrics for field in m.needs)
-
-    def signers(self, turns: list[Metric], wholes: list[Metric]) -> list[Metric]:
-        """The settled metrics of turns and of whole conversations, in the order asked."""
-        return sorted([*turns, *wholes], key=lambda m: self.order[str(m)])
-
-
-def _score_window(state: _RunState, run: Batch, batch_size: int,
-                  progress: ProgressHook | None, sink: Sink, engine: Engine) -> None:
-    """Score a window batch by batch on the engine, in order: each batch's per-record
-    results go to the sink and what the summary needs to the run's parts. ``progress`` is
-    told the run's size when the window is the whole run."""
-    done = state.count
-    total = len(run.records) if state.single else None
-    start = 0
-    for scored in engine.score(state.metrics, run, batch_size):
-        state.parts.add_records(run.records[start : start + len(scored.block)])
-        start += len(scored.block)
-        sink.write(scored.block)
-        for metric, (part, reasons) in zip(state.metrics, scored.parts, strict=True):
-            state.parts.add_part(metric, part, reasons)
-        merge_run_wide(state.shared, scored.run_wide)
-        done += len(scored.block)
-        if progress is not None:
-            progress(done, total)
-    state.count += len(run.records)
-
-
 def _check_conversations(window: list[Record], settings: RunSettings,
-                         inputs: RunInputs) -> None:
+                         human: str | None) -> None:
     """A run of conversations resamples conversations: the options that resample records
     (within records, or against human labels) are refused before its first is scored."""
     if not any(record.conversation is not None for record in window):
@@ -343,7 +345,7 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if settings.resample_samples:
         raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
                          "of conversations resamples conversations: leave --ci out")
-    if inputs.human is not None:
+    if human is not None:
         raise UsageError("human labels calibrate record by record; a run of conversations "
                          "is summed up by conversation: leave --human out")
 
