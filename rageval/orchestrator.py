@@ -26,17 +26,15 @@ from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
-from rageval.core.records.digest import DataDigest
-from rageval.core.records.field_hints import NeededFields
 from rageval.core.records.human import LabelColumns
 from rageval.core.records.judgments import JudgmentsJoin
 from rageval.core.registry import create
 from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
-from rageval.engine.local import Engine, LocalEngine, merge_run_wide
+from rageval.engine.group import MetricGroup
+from rageval.engine.local import Engine, LocalEngine
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
-from rageval.engine.summary import SummaryParts
 from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
 
@@ -99,7 +97,10 @@ class _Run:
     and its phases, in order (:meth:`results`): planned before anything is read (here: a
     threshold on no output of its turns is refused), read ahead with the metrics' passes
     made, window by window taken in and scored, settled once every record is in, and summed
-    up. The run's inputs and records are handed from phase to phase, never kept here."""
+    up. The run's inputs and records are handed from phase to phase, never kept here.
+
+    Its metrics are two groups (:class:`~rageval.engine.group.MetricGroup`): those of turns
+    (records), and those of whole conversations (:mod:`rageval.engine.whole`)."""
 
     def __init__(self, resolved: list[Metric], provider: JudgmentsProvider | None,
                  options: ScoreOptions, settings: RunSettings, progress: ProgressHook | None,
@@ -107,27 +108,23 @@ class _Run:
         self.options, self.settings = options, settings
         self.progress, self.sink, self.engine = progress, sink, engine
         self.order = {str(m): i for i, m in enumerate(resolved)}  # as the metrics were asked
-        self.metrics = [m for m in resolved if m.level != "conversation"]
         # How the summary is kept: the bootstrap's seed and resamples, and how many records
         # keep every value (see rageval.engine.summary.SummaryParts).
         parts_options: dict[str, Any] = {
             "seed": settings.seed, "bootstrap": settings.bootstrap,
             "exact_records": settings.exact_records}
-        self.parts = SummaryParts(self.metrics, **parts_options)
-        self.fields = NeededFields({str(m): m.needs for m in self.metrics})
-        self.shared: dict[Any, Any] = {}
+        shared: dict[Any, Any] = {}  # the run-wide objects its batches share
+        self.turns = MetricGroup([m for m in resolved if m.level != "conversation"], shared,
+                                 parts_options)
         self.whole = WholeConversations([m for m in resolved if m.level == "conversation"],
-                                        self.shared, parts_options)
-        self.rules = _turn_rules(self.metrics, self.whole.metrics, settings)
+                                        shared, parts_options)
+        self.rules = _turn_rules(self.turns.metrics, self.whole.metrics, settings)
         self.helpers = provider.metrics() if provider is not None else []  # the provider's
         self.single = False  # whether the run is one window (every record read at once)
-        self.count = 0
         self.last_batch: Batch = Batch([])
         self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
         self.labels: LabelColumns | None = None  # the human labels, when the run has them
         self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
-        # What was scored, for telling a baseline of other data (the manifest's "data").
-        self.digest = DataDigest(field for m in self.metrics for field in m.needs)
 
     def results(self, inputs: RunInputs) -> Results:
         """The run's phases, in order."""
@@ -138,7 +135,7 @@ class _Run:
             self.score(batch, ending, inputs.judgments)
             # The manifest hooks read a run of one window whole; of several, what is
             # run-wide.
-            self.last_batch = batch if self.single else Batch([], shared=self.shared)
+            self.last_batch = batch if self.single else Batch([], shared=self.turns.shared)
             window = batch = ending = None  # type: ignore[assignment]  # not held meanwhile
         turn_signers, whole_signers = self.settle(inputs)
         return Results(self.sink.records(), self.summary(turn_signers, whole_signers),
@@ -149,8 +146,9 @@ class _Run:
         window joined into one where a metric needs every record at once or a pass over the
         records cannot read them twice; the passes made, over the window held or over the
         records read once more; the human labels' columns set up."""
-        passes = _passes(self.metrics)
-        one = (not all(m.streams() for m in self.metrics)
+        metrics = self.turns.metrics
+        passes = _passes(metrics)
+        one = (not all(m.streams() for m in metrics)
                or (bool(passes) and not inputs.records.rereadable()))
         windows, self.single = _ahead(inputs.windows(), one)
         if passes:
@@ -159,7 +157,7 @@ class _Run:
                                 windows if self.single else inputs.windows(again=True))
         if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
             self.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
-                                                         for m in self.metrics], inputs.source)
+                                                         for m in metrics], inputs.source)
         return iter(windows)
 
     def take(self, window: list[Record], inputs: RunInputs) -> tuple[Batch, list[Record]]:
@@ -168,40 +166,34 @@ class _Run:
         its human labels kept. Returns the window's batch and the records of the
         conversations ending in it."""
         _check_conversations(window, self.settings, inputs.human)
-        batch = Batch(window, shared=self.shared, passes=self.passes)
-        self.digest.add(window)  # as read: judgments given during the run are not the set's
         ending = conversations_ending(window) if self.whole.metrics else []
-        self.whole.digest.add(ending)  # what the whole-conversation metrics read of each
-        for hooks, group in by_hooks(self.metrics):
-            hooks.check(window, group)
-        self.whole.check(ending)
+        self.turns.read(window)
+        self.whole.read(ending)  # what the whole-conversation metrics read of each
+        batch = Batch(window, shared=self.turns.shared, passes=self.passes)
         if inputs.provider is not None:
-            window = self.fill_judgments(batch, inputs.provider, inputs.judgments)
+            self.fill_judgments(batch, inputs.provider, inputs.judgments)
         if self.single:
-            self.fields.require(window)
-            # Every record is in: the metrics score under the options they sign with.
-            self.metrics = settled(self.metrics, self.options, inputs.judgments.source())
+            self.turns.require(batch.records, self.options, inputs.judgments.source())
         else:
-            self.fields.note(window)
+            self.turns.note(batch.records)
         if self.labels is not None:
-            for name, labels in self.labels.take(window).items():
-                self.parts.add_labels(name, labels)
+            for name, labels in self.labels.take(batch.records).items():
+                self.turns.parts.add_labels(name, labels)
             if self.single:
                 _check_labels_found(self.labels)
         return batch, ending
 
     def fill_judgments(self, batch: Batch, provider: JudgmentsProvider,
-                       judgments: JudgmentsJoin) -> list[Record]:
-        """The window's records with the provider's judgments, checked first; a run of one
+                       judgments: JudgmentsJoin) -> None:
+        """The batch's records with the provider's judgments, checked first; a run of one
         window is refused for missing fields before the provider's work, and accounted for
         after it."""
         if self.single:  # the run's records are in: refused before the provider's work
-            self.fields.require(batch.records, but="judgments")
+            self.turns.fields.require(batch.records, but="judgments")
         provider.check(batch.records)
         batch.records = provider.fill(batch.records, batch)
         if self.single:
             self.account(provider, batch, judgments)
-        return batch.records
 
     def account(self, provider: JudgmentsProvider, batch: Batch,
                 judgments: JudgmentsJoin) -> None:
@@ -211,29 +203,18 @@ class _Run:
         judgments.provided(source)
 
     def score(self, batch: Batch, ending: list[Record], judgments: JudgmentsJoin) -> None:
-        """Score a window batch by batch on the engine, in order: each batch's per-record
-        results go to the sink and what the summary needs to the run's parts (``progress``
-        is told the run's size when the window is the whole run); then the conversations
-        ending in it, by the metrics of whole conversations."""
-        done = self.count
-        total = len(batch.records) if self.single else None
-        start = 0
-        for scored in self.engine.score(self.metrics, batch, self.settings.batch_size):
-            self.parts.add_records(batch.records[start : start + len(scored.block)])
-            start += len(scored.block)
-            self.sink.write(scored.block)
-            for metric, (part, reasons) in zip(self.metrics, scored.parts, strict=True):
-                self.parts.add_part(metric, part, reasons)
-            merge_run_wide(self.shared, scored.run_wide)
-            done += len(scored.block)
-            if self.progress is not None:
-                self.progress(done, total)
-        self.count += len(batch.records)
+        """Score a window: its records by the metrics of turns (``progress`` is told the
+        run's size when the window is the whole run), then the conversations ending in it by
+        those of whole conversations."""
+        settings = self.settings
+        self.turns.score(batch, batch_size=settings.batch_size, sink=self.sink,
+                         engine=self.engine, progress=self.progress,
+                         total=len(batch.records) if self.single else None)
         if self.whole.metrics:
-            self.whole.score(ending, single=self.single, options=self.options,
-                             judgments=judgments.source(),
-                             batch_size=self.settings.batch_size, sink=self.sink,
-                             engine=self.engine)
+            self.whole.score_ending(ending, single=self.single, options=self.options,
+                                    judgments=judgments.source(),
+                                    batch_size=settings.batch_size, sink=self.sink,
+                                    engine=self.engine)
 
     def settle(self, inputs: RunInputs) -> tuple[list[Metric], list[Metric]]:
         """Once every record was read: where the judgments came from (qrels may have matched
@@ -242,13 +223,13 @@ class _Run:
         provider, judgments = inputs.provider, inputs.judgments
         if provider is not None and not self.single:
             self.account(provider, self.last_batch, judgments)
-        turn_signers = settled(self.metrics, self.options, judgments.source())
+        turn_signers = settled(self.turns.metrics, self.options, judgments.source())
         whole_signers = settled(self.whole.metrics, self.options, judgments.source())
         if self.whole.metrics and not self.whole.count:
             raise self.whole.no_conversations()
         if not self.single:
-            self.fields.check()
-            self.whole.fields.check()
+            self.turns.finish()
+            self.whole.finish()
             if self.labels is not None:
                 _check_labels_found(self.labels)
         return turn_signers, whole_signers
@@ -258,8 +239,8 @@ class _Run:
         """Each output's summary, each value with the range its metric declares (for every
         channel that shows it), in the order the metrics were asked for."""
         seed, bootstrap = self.settings.seed, self.settings.bootstrap
-        summary = {**self.parts.summarise(turn_signers, seed, bootstrap,
-                                          noise=self.settings.resample_samples),
+        summary = {**self.turns.parts.summarise(turn_signers, seed, bootstrap,
+                                                noise=self.settings.resample_samples),
                    **self.whole.parts.summarise(whole_signers, seed, bootstrap)}
         return {name: replace(summary[name], scale=m.output_scale(name))
                 for m in self.signers(turn_signers, whole_signers)
@@ -269,14 +250,14 @@ class _Run:
                  inputs: RunInputs) -> dict[str, Any]:
         """The run's manifest: where its records came from (and how to read them again, when
         an input spec named them), its metrics' and hooks' sections, what it scored."""
-        whole, extra, labels = self.whole, self.extra, self.labels
-        for hooks, group in by_hooks([*self.metrics, *whole.metrics, *self.helpers]):
+        turns, whole, extra, labels = self.turns, self.whole, self.extra, self.labels
+        for hooks, group in by_hooks([*turns.metrics, *whole.metrics, *self.helpers]):
             extra[hooks.section] = hooks.manifest(self.last_batch, group)
-        extra["data"] = self.digest.manifest(*_data_needs(turn_signers))
+        extra["data"] = turns.digest.manifest(*_data_needs(turn_signers))
         if whole.metrics:  # their evaluation set is the conversations, digested apart
             extra["data"]["metrics"].update(
                 whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
-        groups = self.parts.groups
+        groups = turns.parts.groups
         if groups.conversations:
             extra["conversations"] = {"count": groups.conversations, "turns": groups.turns,
                                       **self.rules.to_json()}
@@ -285,7 +266,7 @@ class _Run:
                                      "metrics": list(labels.scales)}
         settings = self.settings
         described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
-        return run_manifest({"source": inputs.source, "count": self.count, **described},
+        return run_manifest({"source": inputs.source, "count": turns.count, **described},
                             self.signers(turn_signers, whole_signers), self.helpers,
                             settings.seed, settings.bootstrap, extra, ci=settings.ci)
 
