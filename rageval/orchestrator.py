@@ -23,15 +23,14 @@ from typing import Any
 
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
-from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
+from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
-from rageval.core.records.human import LabelColumns
 from rageval.core.records.judgments import JudgmentsJoin
 from rageval.core.registry import create
 from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
-from rageval.engine.group import MetricGroup
+from rageval.engine.group import MetricGroup, made
 from rageval.engine.local import Engine, LocalEngine
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
@@ -123,7 +122,6 @@ class _Run:
         self.single = False  # whether the run is one window (every record read at once)
         self.last_batch: Batch = Batch([])
         self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
-        self.labels: LabelColumns | None = None  # the human labels, when the run has them
         self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
 
     def results(self, inputs: RunInputs) -> Results:
@@ -144,20 +142,18 @@ class _Run:
     def read_ahead(self, inputs: RunInputs) -> Iterator[list[Record]]:
         """The run's windows, the first one or two read before anything is scored, every
         window joined into one where a metric needs every record at once or a pass over the
-        records cannot read them twice; the passes made, over the window held or over the
-        records read once more; the human labels' columns set up."""
-        metrics = self.turns.metrics
-        passes = _passes(metrics)
-        one = (not all(m.streams() for m in metrics)
+        records cannot read them twice; the human labels' columns set up (before the records
+        are read once more); the passes made, over the window held or over the records read
+        once more."""
+        passes = self.turns.passes()
+        one = (not all(m.streams() for m in self.turns.metrics)
                or (bool(passes) and not inputs.records.rereadable()))
         windows, self.single = _ahead(inputs.windows(), one)
+        if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
+            self.turns.calibrate(inputs.human, inputs.source)
         if passes:
             windows = list(windows) if self.single else windows
-            self.passes = _made(passes,
-                                windows if self.single else inputs.windows(again=True))
-        if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
-            self.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
-                                                         for m in metrics], inputs.source)
+            self.passes = made(passes, windows if self.single else inputs.windows(again=True))
         return iter(windows)
 
     def take(self, window: list[Record], inputs: RunInputs) -> tuple[Batch, list[Record]]:
@@ -171,36 +167,16 @@ class _Run:
         self.whole.read(ending)  # what the whole-conversation metrics read of each
         batch = Batch(window, shared=self.turns.shared, passes=self.passes)
         if inputs.provider is not None:
-            self.fill_judgments(batch, inputs.provider, inputs.judgments)
+            if self.single:  # the run's records are in: refused before the provider's work
+                self.turns.fields.require(batch.records, but="judgments")
+            inputs.fill_judgments(batch)
+            if self.single:
+                self.extra.update(inputs.provided(batch))
         if self.single:
             self.turns.require(batch.records, self.options, inputs.judgments.source())
         else:
             self.turns.note(batch.records)
-        if self.labels is not None:
-            for name, labels in self.labels.take(batch.records).items():
-                self.turns.parts.add_labels(name, labels)
-            if self.single:
-                _check_labels_found(self.labels)
         return batch, ending
-
-    def fill_judgments(self, batch: Batch, provider: JudgmentsProvider,
-                       judgments: JudgmentsJoin) -> None:
-        """The batch's records with the provider's judgments, checked first; a run of one
-        window is refused for missing fields before the provider's work, and accounted for
-        after it."""
-        if self.single:  # the run's records are in: refused before the provider's work
-            self.turns.fields.require(batch.records, but="judgments")
-        provider.check(batch.records)
-        batch.records = provider.fill(batch.records, batch)
-        if self.single:
-            self.account(provider, batch, judgments)
-
-    def account(self, provider: JudgmentsProvider, batch: Batch,
-                judgments: JudgmentsJoin) -> None:
-        """Once every record is filled: where the run's judgments came from, the provider's
-        label built on the qrels' or the records' own, and its manifest section."""
-        source, self.extra[provider.section] = provider.account(batch, judgments.source())
-        judgments.provided(source)
 
     def score(self, batch: Batch, ending: list[Record], judgments: JudgmentsJoin) -> None:
         """Score a window: its records by the metrics of turns (``progress`` is told the
@@ -220,9 +196,9 @@ class _Run:
         """Once every record was read: where the judgments came from (qrels may have matched
         none), the metrics of turns and of whole conversations under the options they sign
         with, and what a run of several windows checks at its end."""
-        provider, judgments = inputs.provider, inputs.judgments
-        if provider is not None and not self.single:
-            self.account(provider, self.last_batch, judgments)
+        judgments = inputs.judgments
+        if inputs.provider is not None and not self.single:
+            self.extra.update(inputs.provided(self.last_batch))
         turn_signers = settled(self.turns.metrics, self.options, judgments.source())
         whole_signers = settled(self.whole.metrics, self.options, judgments.source())
         if self.whole.metrics and not self.whole.count:
@@ -230,8 +206,6 @@ class _Run:
         if not self.single:
             self.turns.finish()
             self.whole.finish()
-            if self.labels is not None:
-                _check_labels_found(self.labels)
         return turn_signers, whole_signers
 
     def summary(self, turn_signers: list[Metric],
@@ -250,13 +224,12 @@ class _Run:
                  inputs: RunInputs) -> dict[str, Any]:
         """The run's manifest: where its records came from (and how to read them again, when
         an input spec named them), its metrics' and hooks' sections, what it scored."""
-        turns, whole, extra, labels = self.turns, self.whole, self.extra, self.labels
+        turns, whole, extra, labels = self.turns, self.whole, self.extra, self.turns.labels
         for hooks, group in by_hooks([*turns.metrics, *whole.metrics, *self.helpers]):
             extra[hooks.section] = hooks.manifest(self.last_batch, group)
-        extra["data"] = turns.digest.manifest(*_data_needs(turn_signers))
+        extra["data"] = turns.data(turn_signers)
         if whole.metrics:  # their evaluation set is the conversations, digested apart
-            extra["data"]["metrics"].update(
-                whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
+            extra["data"]["metrics"].update(whole.data(whole_signers)["metrics"])
         groups = turns.parts.groups
         if groups.conversations:
             extra["conversations"] = {"count": groups.conversations, "turns": groups.turns,
@@ -291,25 +264,6 @@ def _ahead(windows: Iterator[list[Record]], one: bool,
     return _chain([first, following], windows), False
 
 
-def _passes(metrics: list[Metric]) -> dict[Hashable, RunPass]:
-    """The passes over the run its metrics read, one per key."""
-    passes: dict[Hashable, RunPass] = {}
-    for metric in metrics:
-        run_pass = metric.run_pass()
-        if run_pass is not None:
-            passes.setdefault(run_pass.key, run_pass)
-    return passes
-
-
-def _made(passes: dict[Hashable, RunPass],
-          windows: Iterable[list[Record]]) -> dict[Hashable, Any]:
-    """The passes' results over every window of the run."""
-    for window in windows:
-        for run_pass in passes.values():
-            run_pass.add(window)
-    return {key: run_pass.result() for key, run_pass in passes.items()}
-
-
 def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
     """The windows read ahead, then the rest, each let go of here once handed over."""
     while ahead:
@@ -331,12 +285,6 @@ def _check_conversations(window: list[Record], settings: RunSettings,
                          "is summed up by conversation: leave --human out")
 
 
-def _data_needs(metrics: list[Metric]) -> tuple[dict[str, Any], dict[str, str]]:
-    """What each output reads of the records, and the graders' configuration, by output."""
-    return ({name: m.needs for m in metrics for name in m.output_names()},
-            {name: m.grading() for m in metrics if m.grades for name in m.output_names()})
-
-
 def _turn_rules(metrics: list[Metric], wholes: list[Metric],
                 settings: RunSettings) -> TurnRules:
     """How conversations.jsonl rates turns; a threshold on no output of the run's turns is
@@ -351,12 +299,6 @@ def _turn_rules(metrics: list[Metric], wholes: list[Metric],
                       if m.lower_is_better(name))
     whole = tuple(name for m in wholes for name in m.output_names())
     return TurnRules(dict(settings.turn_thresholds), lower, whole)
-
-
-def _check_labels_found(labels: LabelColumns) -> None:
-    if labels.found == 0:
-        raise UsageError(f"human labels: no record of {labels.source} has a field "
-                         f"{labels.field!r}")
 
 
 def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError
 from rageval.core.records.judgments import JudgmentsJoin, Qrels
 from rageval.inputs.source import Reading, RecordsIn, RecordSource, record_source
 
 if TYPE_CHECKING:
+    from rageval.core.metric import Batch
     from rageval.core.progress import LoadProgress
     from rageval.core.providers import JudgmentsProvider
     from rageval.core.records.model import Record
@@ -66,6 +67,27 @@ class RunInputs:
         if reading.qrels is not None:
             self._join_qrels(reading)
         return self.judgments.filled(reading.windows)
+
+    def fill_judgments(self, batch: Batch) -> None:
+        """The batch's records with the judgments the provider gives those without any,
+        checked first (``provider.check``); what it did is kept in the batch's run-wide
+        objects, for :meth:`provided`."""
+        provider = self.provider
+        if provider is None:
+            return
+        provider.check(batch.records)
+        batch.records = provider.fill(batch.records, batch)
+
+    def provided(self, batch: Batch) -> dict[str, Any]:
+        """Once every record is filled (``batch``: the run's one window, or its run-wide
+        objects): where the run's judgments came from, the provider's label built on the
+        qrels' or the records' own; returns the provider's manifest section, by its key."""
+        provider = self.provider
+        if provider is None:
+            return {}
+        source, section = provider.account(batch, self.judgments.source())
+        self.judgments.provided(source)
+        return {provider.section: section}
 
     def _join_qrels(self, reading: Reading) -> None:
         """Join the qrels the input itself gives (a BEIR directory's, a references file's
