@@ -26,7 +26,6 @@ from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
-from rageval.core.records.judgments import JudgmentsJoin
 from rageval.core.registry import create
 from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
@@ -129,12 +128,12 @@ class _Run:
         for window in self.read_ahead(inputs):
             if not window:
                 continue
-            batch, ending = self.take(window, inputs)
-            self.score(batch, ending, inputs.judgments)
+            batch, conversations = self.take(window, inputs)
+            self.score(batch, conversations)
             # The manifest hooks read a run of one window whole; of several, what is
             # run-wide.
             self.last_batch = batch if self.single else Batch([], shared=self.turns.shared)
-            window = batch = ending = None  # type: ignore[assignment]  # not held meanwhile
+            window = batch = conversations = None  # type: ignore[assignment]  # not held
         turn_signers, whole_signers = self.settle(inputs)
         return Results(self.sink.records(), self.summary(turn_signers, whole_signers),
                        self.manifest(turn_signers, whole_signers, inputs))
@@ -156,41 +155,46 @@ class _Run:
             self.passes = made(passes, windows if self.single else inputs.windows(again=True))
         return iter(windows)
 
-    def take(self, window: list[Record], inputs: RunInputs) -> tuple[Batch, list[Record]]:
-        """A window taken in before it is scored: checked (its conversations, the metrics'
-        hooks, the fields they need), digested as read, its judgments filled by the provider,
-        its human labels kept. Returns the window's batch and the records of the
-        conversations ending in it."""
+    def take(self, window: list[Record],
+             inputs: RunInputs) -> tuple[Batch, Batch | None]:
+        """A window taken in before anything of it is scored: checked (its conversations,
+        the metrics' hooks, the fields they need), digested as read, its judgments filled by
+        the provider, its human labels kept. Returns the window's batch and that of the
+        conversations ending in it (None when none does)."""
         _check_conversations(window, self.settings, inputs.human)
         ending = conversations_ending(window) if self.whole.metrics else []
         self.turns.read(window)
         self.whole.read(ending)  # what the whole-conversation metrics read of each
         batch = Batch(window, shared=self.turns.shared, passes=self.passes)
+        conversations = Batch(ending, shared=self.turns.shared) if ending else None
         if inputs.provider is not None:
             if self.single:  # the run's records are in: refused before the provider's work
                 self.turns.fields.require(batch.records, but="judgments")
             inputs.fill_judgments(batch)
             if self.single:
                 self.extra.update(inputs.provided(batch))
-        if self.single:
-            self.turns.require(batch.records, self.options, inputs.judgments.source())
+        if self.single:  # every record is in: the metrics settle on how they sign
+            judgments = inputs.judgments.source()
+            self.turns.require(batch.records, self.options, judgments)
+            if self.whole.metrics and not ending:
+                raise self.whole.no_conversations()
+            self.whole.require(ending, self.options, judgments)
         else:
             self.turns.note(batch.records)
-        return batch, ending
+            self.whole.note(ending)
+        return batch, conversations
 
-    def score(self, batch: Batch, ending: list[Record], judgments: JudgmentsJoin) -> None:
+    def score(self, batch: Batch, conversations: Batch | None) -> None:
         """Score a window: its records by the metrics of turns (``progress`` is told the
         run's size when the window is the whole run), then the conversations ending in it by
         those of whole conversations."""
-        settings = self.settings
-        self.turns.score(batch, batch_size=settings.batch_size, sink=self.sink,
-                         engine=self.engine, progress=self.progress,
+        size = self.settings.batch_size
+        self.turns.score(batch, batch_size=size, sink=self.sink, engine=self.engine,
+                         progress=self.progress,
                          total=len(batch.records) if self.single else None)
-        if self.whole.metrics:
-            self.whole.score_ending(ending, single=self.single, options=self.options,
-                                    judgments=judgments.source(),
-                                    batch_size=settings.batch_size, sink=self.sink,
-                                    engine=self.engine)
+        if conversations is not None:
+            self.whole.score(conversations, batch_size=size, sink=self.sink,
+                             engine=self.engine)
 
     def settle(self, inputs: RunInputs) -> tuple[list[Metric], list[Metric]]:
         """Once every record was read: where the judgments came from (qrels may have matched

@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, ScoreOptions
+from rageval.core.metric import Metric
 from rageval.core.records import Record
 from rageval.engine.group import MetricGroup
-from rageval.engine.local import Engine
-from rageval.engine.sink import Sink
 
 __all__ = ["WholeConversations", "conversations_ending"]
 
@@ -44,16 +42,3 @@ class WholeConversations(MetricGroup):
         names = ", ".join(str(m) for m in self.metrics)
         return UsageError(f"{names} grade{'s' if len(self.metrics) == 1 else ''} whole "
                           "conversations, and no record of this run has turns")
-
-    def score_ending(self, records: list[Record], *, single: bool, options: ScoreOptions,
-                     judgments: str, batch_size: int, sink: Sink, engine: Engine) -> None:
-        """Score the conversations ending in a window (``single``: the whole run)."""
-        if single and not records:
-            raise self.no_conversations()
-        if single:
-            self.require(records, options, judgments)
-        else:
-            self.note(records)
-        if records:
-            self.score(Batch(records, shared=self.shared), batch_size=batch_size, sink=sink,
-                       engine=engine)
