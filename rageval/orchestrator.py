@@ -4,15 +4,15 @@ metric lifecycle, naming no family.
 :func:`run_metrics` takes a run's inputs whole (:class:`~rageval.inputs.run.RunInputs`: its
 records, window by window, and their judgments) and its settings
 (:class:`~rageval.engine.settings.RunSettings`), resolves metric names, and runs in named
-phases (:class:`_Run`): planned (each metric's run hooks check that the run can go ahead
-before anything is read from outside, written or sent), read ahead (the metrics' passes over
-the records made), each window taken in (checked, digested, a judgments provider filling in the
-judgments of records without any, every metric required to score at least one record) and
-scored (the engine prepares it and scores it in batches, each batch's per-record results to a
-sink, :mod:`rageval.engine.sink`, and what the summary needs kept,
-:mod:`rageval.engine.summary`), settled once every record is in, summed up (mean or the
-metric's corpus figure, seeded bootstrap CI, unscored counts with reasons), and its manifest
-written from the hooks' sections. The public entry point is :func:`rageval.evaluate`.
+phases (:class:`_Run`): planned, read ahead (the metrics' passes over the records made), each
+window taken in (each metric's run hooks checking that the run can go ahead before anything is
+read from outside, written or sent; digested; a judgments provider filling in the judgments of
+records without any; every metric required to score at least one record) and scored (the
+engine prepares it and scores it in batches, each batch's per-record results to a sink,
+:mod:`rageval.engine.sink`, and what the summary needs kept, :mod:`rageval.engine.summary`),
+settled once every record is in, summed up (mean or the metric's corpus figure, seeded
+bootstrap CI, unscored counts with reasons), and its manifest written from the hooks'
+sections. The public entry point is :func:`rageval.evaluate`.
 """
 
 from __future__ import annotations
