@@ -3,6 +3,7 @@ and the judgments that join them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,8 @@ def test_the_source_is_decided_once_when_the_inputs_are_built(tmp_path: Path) ->
 
 
 def test_a_pipe_is_read_once(tmp_path: Path) -> None:
-    assert not RunInputs(tmp_path / "not-there.jsonl").records.rereadable()
+    os.mkfifo(tmp_path / "pipe")
+    assert not RunInputs(tmp_path / "pipe").records.rereadable()
 
 
 def test_a_spec_that_does_not_hold_together_is_refused_before_anything_is_read() -> None:
