@@ -33,10 +33,10 @@ class RunInputs:
     (:func:`~rageval.inputs.source.record_source`). ``qrels`` (a TREC qrels path, or a mapping
     ``{record_id: {doc_id: grade}}``) fill the records' judgments as they are read, in
     :attr:`judgments`, where every judgment joins the records and which says where they came
-    from; ``provider`` grades the records still without any (``judgments_from``). ``human``
-    names the records' field of human labels that calibrate the judge means. :attr:`source`
-    names the records in the manifest, and :attr:`manifest` says how to read them again when
-    they came from a spec.
+    from; ``provider`` grades the records still without any (``judgments_from``:
+    :meth:`fill_judgments`, accounted for by :meth:`provided`). ``human`` names the records'
+    field of human labels that calibrate the judge means. :attr:`source` names the records in
+    the manifest, and :attr:`manifest` says how to read them again when they came from a spec.
     """
 
     def __init__(self, records: RecordsIn, *,
