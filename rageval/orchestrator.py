@@ -3,15 +3,16 @@ metric lifecycle, naming no family.
 
 :func:`run_metrics` takes a run's inputs whole (:class:`~rageval.inputs.run.RunInputs`: its
 records, window by window, and their judgments) and its settings
-(:class:`~rageval.engine.settings.RunSettings`), resolves metric names, has each metric's run
-hooks check that the run can go ahead before anything is read from outside, written or sent,
-lets a judgments provider fill in the judgments of records without any, checks that every
-metric can score at least one record, has the engine prepare each window and score it in
-batches, hand each batch's per-record results to a sink (:mod:`rageval.engine.sink`) and keep
-what the summary needs
-(:mod:`rageval.summary.parts`), aggregate each output (mean or the metric's corpus figure,
-seeded bootstrap CI, unscored counts with reasons), and collect the manifest sections of the
-hooks. The public entry point is :func:`rageval.evaluate`.
+(:class:`~rageval.engine.settings.RunSettings`), resolves metric names, and runs in named
+phases (:class:`_Run`): planned, read ahead (the metrics' passes over the records made), each
+window taken in (each metric's run hooks checking that the run can go ahead before anything is
+read from outside, written or sent; digested; a judgments provider filling in the judgments of
+records without any; every metric required to score at least one record) and scored (the
+engine prepares it and scores it in batches, each batch's per-record results to a sink,
+:mod:`rageval.engine.sink`, and what the summary needs kept, :mod:`rageval.summary.parts`),
+settled once every record is in, summed up (mean or the metric's corpus figure, seeded
+bootstrap CI, unscored counts with reasons), and its manifest written from the hooks'
+sections. The public entry point is :func:`rageval.evaluate`.
 """
 
 from __future__ import annotations
@@ -23,21 +24,18 @@ from typing import Any
 
 from rageval.core.errors import UsageError, did_you_mean
 from rageval.core.manifest import run_manifest
-from rageval.core.metric import Batch, Metric, RunPass, ScoreOptions, by_hooks, settled
+from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
-from rageval.core.records.digest import DataDigest
-from rageval.core.records.field_hints import NeededFields
-from rageval.core.records.human import LabelColumns
 from rageval.core.registry import create
-from rageval.core.results import Results
+from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
-from rageval.engine.local import Engine, LocalEngine, merge_run_wide
+from rageval.engine.group import MetricGroup, made
+from rageval.engine.local import Engine, LocalEngine
 from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
-from rageval.summary import SummaryParts
 
 # (records done, records total): the total is None while a run streamed from a file is read.
 ProgressHook = Callable[[int, int | None], None]
@@ -88,111 +86,175 @@ def run_metrics(
 def _run(inputs: RunInputs, metrics: Iterable[str | Metric], options: ScoreOptions,
          settings: RunSettings, progress: ProgressHook | None, sink: Sink,
          engine: Engine) -> Results:
-    provider = inputs.provider
-    resolved = _resolve(metrics, options)
-    state = _RunState([m for m in resolved if m.level != "conversation"], settings)
-    whole = WholeConversations([m for m in resolved if m.level == "conversation"],
-                               state.shared, state.parts_options)
-    rules = _turn_rules(state.metrics, whole.metrics, settings)
-    state.helpers = provider.metrics() if provider is not None else []
-    # How to read the records again (rageval report), when an input spec named them.
-    described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
-    passes = _passes(state.metrics)
-    windows, single = _read_ahead(inputs.windows(),
-                                  one=not all(m.streams() for m in state.metrics)
-                                  or (bool(passes) and not inputs.rereadable()))
-    if passes:  # over the window held, or over the records read once more before scoring
-        windows = list(windows) if single else windows
-        state.passes = _made(passes, windows if single else inputs.windows(again=True))
-    if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
-        state.labels = LabelColumns.of(inputs.human, [(str(m), m.score_range())
-                                                      for m in state.metrics], inputs.source)
-    extra: dict[str, Any] = {}
-    for window in windows:
-        if not window:
-            continue
-        run = Batch(window, shared=state.shared, passes=state.passes)
-        _check_conversations(window, settings, inputs)
-        state.digest.add(window)  # as read: judgments given during the run are not the set's
-        ending = conversations_ending(window) if whole.metrics else []
-        whole.digest.add(ending)  # what the whole-conversation metrics read of each
-        for hooks, group in by_hooks(state.metrics):
-            hooks.check(window, group)
-        whole.check(ending)
-        if provider is not None:
-            if single:  # the run's records are in: refused before the provider's work
-                state.fields.require(window, but="judgments")
-            provider.check(window)
-            run.records = window = provider.fill(window, run)
-            if single:
-                _provided(provider, run, inputs, extra)
-        if single:
-            state.fields.require(window)
-            # Every record is in: the metrics score under the options they sign with.
-            state.metrics = settled(state.metrics, options, inputs.judgments.source())
+    run = _Run(_resolve(metrics, options), inputs.provider, options, settings, progress, sink,
+               engine)
+    return run.results(inputs)
+
+
+class _Run:
+    """One run in progress: how it runs, what it keeps between its phases and its windows,
+    and its phases, in order (:meth:`results`): planned before anything is read (here: a
+    threshold on no output of its turns is refused), read ahead with the metrics' passes
+    made, window by window taken in and scored, settled once every record is in, and summed
+    up. The run's inputs and records are handed from phase to phase, never kept here.
+
+    Its metrics are two groups (:class:`~rageval.engine.group.MetricGroup`): those of turns
+    (records), and those of whole conversations (:mod:`rageval.engine.whole`)."""
+
+    def __init__(self, resolved: list[Metric], provider: JudgmentsProvider | None,
+                 options: ScoreOptions, settings: RunSettings, progress: ProgressHook | None,
+                 sink: Sink, engine: Engine) -> None:
+        self.options, self.settings = options, settings
+        self.progress, self.sink, self.engine = progress, sink, engine
+        self.order = {str(m): i for i, m in enumerate(resolved)}  # as the metrics were asked
+        # How the summary is kept: the bootstrap's seed and resamples, and how many records
+        # keep every value (see rageval.summary.parts.SummaryParts).
+        parts_options: dict[str, Any] = {
+            "seed": settings.seed, "bootstrap": settings.bootstrap,
+            "exact_records": settings.exact_records}
+        shared: dict[Any, Any] = {}  # the run-wide objects its batches share
+        self.turns = MetricGroup([m for m in resolved if m.level != "conversation"], shared,
+                                 parts_options)
+        self.whole = WholeConversations([m for m in resolved if m.level == "conversation"],
+                                        shared, parts_options)
+        self.rules = _turn_rules(self.turns.metrics, self.whole.metrics, settings)
+        self.helpers = provider.metrics() if provider is not None else []  # the provider's
+        self.single = False  # whether the run is one window (every record read at once)
+        self.last_batch: Batch = Batch([])
+        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
+        self.extra: dict[str, Any] = {}  # the manifest's sections beside the metrics'
+
+    def results(self, inputs: RunInputs) -> Results:
+        """The run's phases, in order."""
+        for window in self.read_ahead(inputs):
+            if not window:
+                continue
+            batch, conversations = self.take(window, inputs)
+            self.score(batch, conversations)
+            # The manifest hooks read a run of one window whole; of several, what is
+            # run-wide.
+            self.last_batch = batch if self.single else Batch([], shared=self.turns.shared)
+            window = batch = conversations = None  # type: ignore[assignment]  # not held
+        turn_signers, whole_signers = self.settle(inputs)
+        return Results(self.sink.records(), self.summary(turn_signers, whole_signers),
+                       self.manifest(turn_signers, whole_signers, inputs))
+
+    def read_ahead(self, inputs: RunInputs) -> Iterator[list[Record]]:
+        """The run's windows, the first one or two read before anything is scored, every
+        window joined into one where a metric needs every record at once or a pass over the
+        records cannot read them twice; the human labels' columns set up (before the records
+        are read once more); the passes made, over the window held or over the records read
+        once more."""
+        passes = self.turns.passes()
+        one = (not all(m.streams() for m in self.turns.metrics)
+               or (bool(passes) and not inputs.records.rereadable()))
+        windows, self.single = _ahead(inputs.windows(), one)
+        if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
+            self.turns.calibrate(inputs.human, inputs.source)
+        if passes:
+            windows = list(windows) if self.single else windows
+            self.passes = made(passes, windows if self.single else inputs.windows(again=True))
+        return iter(windows)
+
+    def take(self, window: list[Record],
+             inputs: RunInputs) -> tuple[Batch, Batch | None]:
+        """A window taken in before anything of it is scored: checked (its conversations,
+        the metrics' hooks, the fields they need), digested as read, its judgments filled by
+        the provider, its human labels kept. Returns the window's batch and that of the
+        conversations ending in it (None when none does)."""
+        _check_conversations(window, self.settings, inputs.human)
+        ending = conversations_ending(window) if self.whole.metrics else []
+        self.turns.read(window)
+        self.whole.read(ending)  # what the whole-conversation metrics read of each
+        batch = Batch(window, shared=self.turns.shared, passes=self.passes)
+        conversations = Batch(ending, shared=self.turns.shared) if ending else None
+        if inputs.provider is not None:
+            if self.single:  # the run's records are in: refused before the provider's work
+                self.turns.fields.require(batch.records, but="judgments")
+            inputs.fill_judgments(batch)
+            if self.single:
+                self.extra.update(inputs.provided(batch))
+        if self.single:  # every record is in: the metrics settle on how they sign
+            judgments = inputs.judgments.source()
+            self.turns.require(batch.records, self.options, judgments)
+            if self.whole.metrics and not ending:
+                raise self.whole.no_conversations()
+            self.whole.require(ending, self.options, judgments)
         else:
-            state.fields.note(window)
-        if state.labels is not None:
-            for name, labels in state.labels.take(window).items():
-                state.parts.add_labels(name, labels)
-            if single:
-                _check_labels_found(state.labels)
-        _score_window(state, run, settings.batch_size, progress, sink, engine, single)
-        if whole.metrics:
-            whole.score(ending, single=single, options=options,
-                        judgments=inputs.judgments.source(), batch_size=settings.batch_size,
-                        sink=sink, engine=engine)
-        # The manifest hooks read a run of one window whole; of several, what is run-wide.
-        state.last_run = run if single else Batch([], shared=state.shared)
-        window = run = None  # type: ignore[assignment]  # not held while the next is read
-    if provider is not None and not single:
-        _provided(provider, state.last_run, inputs, extra)
-    # Where the judgments came from, once every record was read (qrels may have matched none).
-    turn_signers = settled(state.metrics, options, inputs.judgments.source())
-    whole_signers = settled(whole.metrics, options, inputs.judgments.source())
-    if whole.metrics and not whole.count:
-        raise whole.no_conversations()
-    if not single:
-        state.fields.check()
-        whole.fields.check()
-        if state.labels is not None:
-            _check_labels_found(state.labels)
-    summary = {**state.parts.summarise(turn_signers, settings.seed, settings.bootstrap,
-                                       noise=settings.resample_samples),
-               **whole.parts.summarise(whole_signers, settings.seed, settings.bootstrap)}
-    order = {str(m): i for i, m in enumerate(resolved)}
-    signers = sorted([*turn_signers, *whole_signers], key=lambda m: order[str(m)])
-    # Each value with the range its metric declares, for every channel that shows it.
-    summary = {name: replace(summary[name], scale=m.output_scale(name))
-               for m in signers for name in m.output_names()}
-    for hooks, group in by_hooks([*state.metrics, *whole.metrics, *state.helpers]):
-        extra[hooks.section] = hooks.manifest(state.last_run, group)
-    extra["data"] = state.digest.manifest(*_data_needs(turn_signers))
-    if whole.metrics:  # their evaluation set is the conversations, digested apart
-        extra["data"]["metrics"].update(
-            whole.digest.manifest(*_data_needs(whole_signers))["metrics"])
-    if state.parts.groups.conversations:
-        extra["conversations"] = {"count": state.parts.groups.conversations,
-                                  "turns": state.parts.groups.turns, **rules.to_json()}
-    if state.labels is not None:
-        extra["human_labels"] = {"field": state.labels.field, "records": state.labels.found,
-                                 "metrics": list(state.labels.scales)}
-    manifest = run_manifest({"source": inputs.source, "count": state.count, **described},
-                            signers, state.helpers, settings.seed, settings.bootstrap, extra,
-                            ci=settings.ci)
-    return Results(sink.records(), summary, manifest)
+            self.turns.note(batch.records)
+            self.whole.note(ending)
+        return batch, conversations
+
+    def score(self, batch: Batch, conversations: Batch | None) -> None:
+        """Score a window: its records by the metrics of turns (``progress`` is told the
+        run's size when the window is the whole run), then the conversations ending in it by
+        those of whole conversations."""
+        size = self.settings.batch_size
+        self.turns.score(batch, batch_size=size, sink=self.sink, engine=self.engine,
+                         progress=self.progress,
+                         total=len(batch.records) if self.single else None)
+        if conversations is not None:
+            self.whole.score(conversations, batch_size=size, sink=self.sink,
+                             engine=self.engine)
+
+    def settle(self, inputs: RunInputs) -> tuple[list[Metric], list[Metric]]:
+        """Once every record was read: where the judgments came from (qrels may have matched
+        none), the metrics of turns and of whole conversations under the options they sign
+        with, and what a run of several windows checks at its end."""
+        judgments = inputs.judgments
+        if inputs.provider is not None and not self.single:
+            self.extra.update(inputs.provided(self.last_batch))
+        turn_signers = settled(self.turns.metrics, self.options, judgments.source())
+        whole_signers = settled(self.whole.metrics, self.options, judgments.source())
+        if self.whole.metrics and not self.whole.count:
+            raise self.whole.no_conversations()
+        if not self.single:
+            self.turns.finish()
+            self.whole.finish()
+        return turn_signers, whole_signers
+
+    def summary(self, turn_signers: list[Metric],
+                whole_signers: list[Metric]) -> dict[str, MetricSummary]:
+        """Each output's summary, each value with the range its metric declares (for every
+        channel that shows it), in the order the metrics were asked for."""
+        seed, bootstrap = self.settings.seed, self.settings.bootstrap
+        summary = {**self.turns.parts.summarise(turn_signers, seed, bootstrap,
+                                                noise=self.settings.resample_samples),
+                   **self.whole.parts.summarise(whole_signers, seed, bootstrap)}
+        return {name: replace(summary[name], scale=m.output_scale(name))
+                for m in self.signers(turn_signers, whole_signers)
+                for name in m.output_names()}
+
+    def manifest(self, turn_signers: list[Metric], whole_signers: list[Metric],
+                 inputs: RunInputs) -> dict[str, Any]:
+        """The run's manifest: where its records came from (and how to read them again, when
+        an input spec named them), its metrics' and hooks' sections, what it scored."""
+        turns, whole, extra, labels = self.turns, self.whole, self.extra, self.turns.labels
+        for hooks, group in by_hooks([*turns.metrics, *whole.metrics, *self.helpers]):
+            extra[hooks.section] = hooks.manifest(self.last_batch, group)
+        extra["data"] = turns.data(turn_signers)
+        if whole.metrics:  # their evaluation set is the conversations, digested apart
+            extra["data"]["metrics"].update(whole.data(whole_signers)["metrics"])
+        groups = turns.parts.groups
+        if groups.conversations:
+            extra["conversations"] = {"count": groups.conversations, "turns": groups.turns,
+                                      **self.rules.to_json()}
+        if labels is not None:
+            extra["human_labels"] = {"field": labels.field, "records": labels.found,
+                                     "metrics": list(labels.scales)}
+        settings = self.settings
+        described = {} if inputs.manifest is None else {"inputs": inputs.manifest}
+        return run_manifest({"source": inputs.source, "count": turns.count, **described},
+                            self.signers(turn_signers, whole_signers), self.helpers,
+                            settings.seed, settings.bootstrap, extra, ci=settings.ci)
+
+    def signers(self, turns: list[Metric], wholes: list[Metric]) -> list[Metric]:
+        """The settled metrics of turns and of whole conversations, in the order asked."""
+        return sorted([*turns, *wholes], key=lambda m: self.order[str(m)])
 
 
-def _provided(provider: JudgmentsProvider, run: Batch, inputs: RunInputs,
-              extra: dict[str, Any]) -> None:
-    """Once every record is filled: where the run's judgments came from, the provider's
-    label built on the qrels' or the records' own, and its manifest section."""
-    source, extra[provider.section] = provider.account(run, inputs.judgments.source())
-    inputs.judgments.provided(source)
-
-
-def _read_ahead(windows: Iterator[list[Record]], one: bool,
-                ) -> tuple[Iterator[list[Record]], bool]:
+def _ahead(windows: Iterator[list[Record]], one: bool,
+           ) -> tuple[Iterator[list[Record]], bool]:
     """The windows, the first one or two read before anything is scored (``one``: every
     window joined into one), and whether the run is a single window."""
     first = next(windows, None)
@@ -207,25 +269,6 @@ def _read_ahead(windows: Iterator[list[Record]], one: bool,
     return _chain([first, following], windows), False
 
 
-def _passes(metrics: list[Metric]) -> dict[Hashable, RunPass]:
-    """The passes over the run its metrics read, one per key."""
-    passes: dict[Hashable, RunPass] = {}
-    for metric in metrics:
-        run_pass = metric.run_pass()
-        if run_pass is not None:
-            passes.setdefault(run_pass.key, run_pass)
-    return passes
-
-
-def _made(passes: dict[Hashable, RunPass],
-          windows: Iterable[list[Record]]) -> dict[Hashable, Any]:
-    """The passes' results over every window of the run."""
-    for window in windows:
-        for run_pass in passes.values():
-            run_pass.add(window)
-    return {key: run_pass.result() for key, run_pass in passes.items()}
-
-
 def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
     """The windows read ahead, then the rest, each let go of here once handed over."""
     while ahead:
@@ -233,52 +276,8 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
     yield from rest
 
 
-class _RunState:
-    """What a run keeps between its windows."""
-
-    def __init__(self, metrics: list[Metric], settings: RunSettings) -> None:
-        self.metrics = metrics
-        # How the summary is kept: the bootstrap's seed and resamples, and how many records
-        # keep every value (see rageval.summary.parts.SummaryParts).
-        self.parts_options: dict[str, Any] = {
-            "seed": settings.seed, "bootstrap": settings.bootstrap,
-            "exact_records": settings.exact_records}
-        self.parts = SummaryParts(metrics, **self.parts_options)
-        self.fields = NeededFields({str(m): m.needs for m in metrics})
-        self.shared: dict[Any, Any] = {}
-        self.count = 0
-        self.last_run: Batch = Batch([])
-        self.passes: dict[Hashable, Any] = {}  # the results of the metrics' passes
-        self.helpers: list[Metric] = []  # the judgments provider's metrics
-        self.labels: LabelColumns | None = None  # the human labels, when the run has them
-        # What was scored, for telling a baseline of other data (the manifest's "data").
-        self.digest = DataDigest(field for m in metrics for field in m.needs)
-
-
-def _score_window(state: _RunState, run: Batch, batch_size: int,
-                  progress: ProgressHook | None, sink: Sink, engine: Engine,
-                  single: bool) -> None:
-    """Score a window batch by batch on the engine, in order: each batch's per-record
-    results go to the sink and what the summary needs to the run's parts. ``progress`` is
-    told the run's size when the window is the whole run."""
-    done = state.count
-    total = len(run.records) if single else None
-    start = 0
-    for scored in engine.score(state.metrics, run, batch_size):
-        state.parts.add_records(run.records[start : start + len(scored.block)])
-        start += len(scored.block)
-        sink.write(scored.block)
-        for metric, (part, reasons) in zip(state.metrics, scored.parts, strict=True):
-            state.parts.add_part(metric, part, reasons)
-        merge_run_wide(state.shared, scored.run_wide)
-        done += len(scored.block)
-        if progress is not None:
-            progress(done, total)
-    state.count += len(run.records)
-
-
 def _check_conversations(window: list[Record], settings: RunSettings,
-                         inputs: RunInputs) -> None:
+                         human: str | None) -> None:
     """A run of conversations resamples conversations: the options that resample records
     (within records, or against human labels) are refused before its first is scored."""
     if not any(record.conversation is not None for record in window):
@@ -286,15 +285,9 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if settings.resample_samples:
         raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
                          "of conversations resamples conversations: leave --ci out")
-    if inputs.human is not None:
+    if human is not None:
         raise UsageError("human labels calibrate record by record; a run of conversations "
                          "is summed up by conversation: leave --human out")
-
-
-def _data_needs(metrics: list[Metric]) -> tuple[dict[str, Any], dict[str, str]]:
-    """What each output reads of the records, and the graders' configuration, by output."""
-    return ({name: m.needs for m in metrics for name in m.output_names()},
-            {name: m.grading() for m in metrics if m.grades for name in m.output_names()})
 
 
 def _turn_rules(metrics: list[Metric], wholes: list[Metric],
@@ -311,12 +304,6 @@ def _turn_rules(metrics: list[Metric], wholes: list[Metric],
                       if m.lower_is_better(name))
     whole = tuple(name for m in wholes for name in m.output_names())
     return TurnRules(dict(settings.turn_thresholds), lower, whole)
-
-
-def _check_labels_found(labels: LabelColumns) -> None:
-    if labels.found == 0:
-        raise UsageError(f"human labels: no record of {labels.source} has a field "
-                         f"{labels.field!r}")
 
 
 def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Metric]:

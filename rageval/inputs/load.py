@@ -31,7 +31,7 @@ def _table_records(spec: InputSpec, path: str, limit: int) -> list[Record]:
 
 
 def _run(spec: InputSpec, limit: int) -> LoadedInputs:
-    from rageval.inputs.runs import load_run  # reads TREC files: the retrieval package
+    from rageval.inputs.trec_run import load_run  # reads TREC files: the retrieval package
 
     return load_run(spec, os.fspath(spec.run or ""), limit)
 

@@ -1,30 +1,26 @@
-"""What a run scores: :class:`RunInputs`, built once from the records (a list, a records file,
-or an :class:`InputSpec`), the qrels and the judgments provider, and handed to the
-orchestrator whole, which reads the records from it window by window."""
+"""What a run scores: :class:`RunInputs`, built once from its records (read by the one
+:class:`~rageval.inputs.source.RecordSource` that fits them), the qrels and the judgments
+provider, and handed to the orchestrator whole, which reads the records from it window by
+window."""
 
 from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import UsageError
-from rageval.core.records import iter_windows
 from rageval.core.records.judgments import JudgmentsJoin, Qrels
-from rageval.inputs.spec import InputSpec
+from rageval.inputs.source import Reading, RecordsIn, RecordSource, record_source
 
 if TYPE_CHECKING:
+    from rageval.core.metric import Batch
     from rageval.core.progress import LoadProgress
     from rageval.core.providers import JudgmentsProvider
     from rageval.core.records.model import Record
 
 __all__ = ["RecordsIn", "RunInputs"]
-
-#: What a run can be given as its records.
-RecordsIn = Sequence["Record"] | str | os.PathLike[str] | InputSpec
 
 
 class RunInputs:
@@ -32,13 +28,15 @@ class RunInputs:
 
     ``records`` is a list of records, a records file (read ``window`` records at a time, with
     ``format`` and ``max_line_bytes``; ``progress`` is told how far), or an
-    :class:`InputSpec`, whose own format and line limit win over those two. ``qrels`` (a TREC
-    qrels path, or a mapping ``{record_id: {doc_id: grade}}``) fill the records' judgments as
-    they are read, in :attr:`judgments`, where every judgment joins the records and which says
-    where they came from; ``provider`` grades the records still without any
-    (``judgments_from``). ``human`` names the records' field of human labels that calibrate
-    the judge means. :attr:`source` names the records in the manifest, and
-    :attr:`manifest` says how to read them again when they came from a spec.
+    :class:`~rageval.inputs.spec.InputSpec`, checked here, whose own format and line limit win
+    over those two: :attr:`records` is the source that reads them
+    (:func:`~rageval.inputs.source.record_source`). ``qrels`` (a TREC qrels path, or a mapping
+    ``{record_id: {doc_id: grade}}``) fill the records' judgments as they are read, in
+    :attr:`judgments`, where every judgment joins the records and which says where they came
+    from; ``provider`` grades the records still without any (``judgments_from``:
+    :meth:`fill_judgments`, accounted for by :meth:`provided`). ``human`` names the records'
+    field of human labels that calibrate the judge means. :attr:`source` names the records in
+    the manifest, and :attr:`manifest` says how to read them again when they came from a spec.
     """
 
     def __init__(self, records: RecordsIn, *,
@@ -47,97 +45,59 @@ class RunInputs:
                  format: str | None = None,
                  max_line_bytes: int | None = None, window: int = 10_000,
                  progress: LoadProgress | None = None) -> None:
-        self.manifest: dict[str, Any] | None = None
-        if isinstance(records, InputSpec):
-            records = replace(records, format=records.format or format,
-                              max_line_bytes=(records.max_line_bytes
-                                              if records.max_line_bytes is not None
-                                              else max_line_bytes))
-            self.manifest = records.to_manifest()
-            format, max_line_bytes = records.format, records.max_line_bytes
-        self.records = records
-        self.format = format
-        self.max_line_bytes = max_line_bytes
+        if human is not None and (not isinstance(human, str) or not human.strip()):
+            raise UsageError(f"human must name a field of the records, got {human!r}")
+        self.records: RecordSource = record_source(records, format=format,
+                                                   max_line_bytes=max_line_bytes)
         self.window = window
         self.progress = progress
         self.provider = provider
-        if human is not None and (not isinstance(human, str) or not human.strip()):
-            raise UsageError(f"human must name a field of the records, got {human!r}")
         self.human = human
-        self.source = _source(records)
+        self.source = self.records.name
+        self.manifest = self.records.manifest()
         self.judgments = _join(qrels, self.source)
 
-    def rereadable(self) -> bool:
-        """Whether the records can be read twice, as a pass over the run before it is scored
-        needs (:class:`~rageval.core.metric.RunPass`): records in memory, loaded whole by an
-        input format, or in a regular file. A pipe (standard input) reads once, and so do
-        traces (a trace server's may change between reads): a run of them that needs a pass
-        is read as one window."""
-        records = self.records
-        if isinstance(records, InputSpec) and records.reader() == "openinference":
-            return False
-        if isinstance(records, InputSpec) and not records.is_plain():
-            return True  # loaded whole: one window, held in memory
-        if isinstance(records, InputSpec):
-            records = records.records or ""
-        return not isinstance(records, (str, os.PathLike)) or Path(records).is_file()
-
     def windows(self, again: bool = False) -> Iterator[list[Record]]:
-        """The records, each window filled with its qrels' judgments as it is read: one
-        window for records held in memory or read by an input format (read and checked
-        here), windows of a records file read as the run goes otherwise. ``again``: a records
-        file's second read, for a pass over the run (which tells no progress)."""
-        records = self.records
-        if isinstance(records, InputSpec) and records.reader() == "openinference":
-            from rageval.inputs.traces import references_of, trace_windows
+        """The records, each window filled with its judgments as it is read (the qrels', and
+        those the input itself gives). ``again``: a second read, for a pass over the run
+        (which tells no progress and counts on a copy of the join what matched)."""
+        reading = self.records.read(self.window, None if again else self.progress)
+        if again:
+            return copy.copy(self.judgments).filled(reading.windows)
+        if reading.qrels is not None:
+            self._join_qrels(reading)
+        return self.judgments.filled(reading.windows)
 
-            join = references_of(records)
-            if join is not None and join.qrels is not None:
-                self._join_qrels(join.qrels, str(records.references), "a references file")
-            return self.judgments.filled(trace_windows(records, self.window, self.progress,
-                                                       join=join))
-        if isinstance(records, InputSpec) and not records.is_plain():
-            from rageval.inputs.load import load
+    def fill_judgments(self, batch: Batch) -> None:
+        """The batch's records with the judgments the provider gives those without any,
+        checked first (``provider.check``); what it did is kept in the batch's run-wide
+        objects, for :meth:`provided`."""
+        provider = self.provider
+        if provider is None:
+            return
+        provider.check(batch.records)
+        batch.records = provider.fill(batch.records, batch)
 
-            loaded = load(records)
-            if loaded.qrels is not None:  # a BEIR directory's
-                self._join_qrels(loaded.qrels, loaded.qrels_path or "<qrels>",
-                                 "a BEIR directory")
-            return self.judgments.filled(iter([loaded.records]))
-        if isinstance(records, InputSpec):  # a records file read as rageval's own
-            records = records.records or ""
-        if not isinstance(records, (str, os.PathLike)):
-            return self.judgments.filled(iter([list(records)]))
-        windows = iter_windows(records, self.window, format=self.format,
-                               max_line_bytes=self.max_line_bytes,
-                               progress=None if again else self.progress)
-        # The run's join counts what matched once; a pass's read counts on a copy.
-        return (copy.copy(self.judgments) if again else self.judgments).filled(windows)
+    def provided(self, batch: Batch) -> dict[str, Any]:
+        """Once every record is filled (``batch``: the run's one window, or its run-wide
+        objects): where the run's judgments came from, the provider's label built on the
+        qrels' or the records' own; returns the provider's manifest section, by its key."""
+        provider = self.provider
+        if provider is None:
+            return {}
+        source, section = provider.account(batch, self.judgments.source())
+        self.judgments.provided(source)
+        return {provider.section: section}
 
-    def _join_qrels(self, qrels: Qrels, source: str, given_by: str) -> None:
+    def _join_qrels(self, reading: Reading) -> None:
         """Join the qrels the input itself gives (a BEIR directory's, a references file's
         judgments) where every judgment joins; refused beside the run's own qrels."""
+        given_by = reading.given_by
         if self.judgments.qrels is not None:
             raise UsageError(f"{given_by} gives the qrels: give qrels or {given_by}'s, not "
                              "both")
-        self.judgments = JudgmentsJoin(qrels, records_source=self.source, qrels_source=source)
-
-
-def _source(records: RecordsIn) -> str:
-    """Where the records come from, as the manifest names it."""
-    if isinstance(records, InputSpec) and records.is_plain():
-        return str(Path(records.records or ""))
-    if isinstance(records, InputSpec) and (records.phoenix is not None
-                                           or records.kind == "openinference"):
-        from rageval.inputs.traces import trace_source
-
-        return trace_source(records)
-    if isinstance(records, InputSpec):
-        named = records.run if records.run is not None else records.records
-        return os.fspath(named or "")
-    if isinstance(records, (str, os.PathLike)):
-        return str(Path(records))
-    return "<memory>"
+        self.judgments = JudgmentsJoin(reading.qrels, records_source=self.source,
+                                       qrels_source=reading.qrels_source)
 
 
 def _join(qrels: str | os.PathLike[str] | Qrels | None, records_source: str) -> JudgmentsJoin:

@@ -243,3 +243,13 @@ def test_whole_conversation_metrics_need_conversations(tmp_path):
         with pytest.raises(UsageError, match="grades whole conversations, and no record of "
                                              "this run has turns"):
             evaluate(records, ["tools:f1(scope=conversation)"], bootstrap=10, window=window)
+
+
+def test_a_run_of_one_window_checks_its_conversations_before_scoring_its_turns():
+    flat = records_from_dicts([{"id": "r", "query": "q", "tool_calls": [],
+                                "reference_tool_calls": []}])
+    told: list[tuple[int, int | None]] = []
+    with pytest.raises(UsageError, match="grades whole conversations"):
+        evaluate(flat, ["tools:f1", "tools:f1(scope=conversation)"], bootstrap=10,
+                 progress=lambda done, total: told.append((done, total)))
+    assert told == []  # not one turn was scored

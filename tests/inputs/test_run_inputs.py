@@ -3,6 +3,7 @@ and the judgments that join them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from rageval.core.errors import InputError, UsageError
 from rageval.core.records import load_records
 from rageval.inputs import InputSpec
 from rageval.inputs.run import RunInputs
+from rageval.inputs.source import InMemory, LoadedInput, RecordsFile, Traces
 
 DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo" / "records.jsonl"
 
@@ -36,7 +38,8 @@ def test_a_records_file_is_read_lazily_window_by_window(tmp_path: Path) -> None:
 def test_a_spec_s_own_settings_win_and_it_says_how_to_read_it_again() -> None:
     spec = InputSpec(records=str(DEMO), max_line_bytes=1 << 20)
     inputs = RunInputs(spec, format="csv", max_line_bytes=10)
-    assert (inputs.format, inputs.max_line_bytes) == ("csv", 1 << 20)  # the spec gave no format
+    assert isinstance(inputs.records, RecordsFile)
+    assert (inputs.records.format, inputs.records.max_line_bytes) == ("csv", 1 << 20)
     assert inputs.manifest is not None and inputs.manifest["max_line_bytes"] == 1 << 20
     assert inputs.source == str(DEMO)
 
@@ -56,3 +59,37 @@ def test_a_beir_directory_s_qrels_join_where_every_other_judgment_does(tmp_path:
     both = RunInputs(spec, qrels={"q1": {"d1": 1}})
     with pytest.raises(UsageError, match="a BEIR directory gives the qrels"):
         both.windows()
+
+
+def test_the_source_is_decided_once_when_the_inputs_are_built(tmp_path: Path) -> None:
+    run = run_file(tmp_path)
+    cases = [(load_records(DEMO), InMemory, "<memory>", True),
+             (DEMO, RecordsFile, str(DEMO), True),
+             (InputSpec(records=str(DEMO)), RecordsFile, str(DEMO), True),
+             (InputSpec(records=str(DEMO), kind="ragas"), LoadedInput, str(DEMO), True),
+             (InputSpec(run=run), LoadedInput, run, True),
+             (InputSpec(records=str(DEMO), kind="openinference"), Traces, str(DEMO), False),
+             (InputSpec(phoenix="http://127.0.0.1:1", project="p"), Traces,
+              "phoenix project 'p' at http://127.0.0.1:1", False)]
+    for given, kind, name, rereadable in cases:
+        source = RunInputs(given).records
+        assert (type(source), source.name, source.rereadable()) == (kind, name, rereadable)
+
+
+def test_a_pipe_is_read_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    assert not RunInputs(tmp_path / "pipe").records.rereadable()
+
+
+def test_a_spec_that_does_not_hold_together_is_refused_before_anything_is_read() -> None:
+    with pytest.raises(UsageError, match="give a records file or a run, not both"):
+        RunInputs(InputSpec(records=str(DEMO), run="r.trec"))
+
+
+def test_a_beir_directory_read_again_keeps_its_qrels_joined_once(tmp_path: Path) -> None:
+    spec = InputSpec(run=run_file(tmp_path), beir=str(beir_dir(tmp_path / "beir")))
+    inputs = RunInputs(spec)
+    (first,) = inputs.windows()
+    (again,) = inputs.windows(again=True)  # as a pass over the run reads it
+    assert [r.judgments for r in again] == [r.judgments for r in first]
+    assert inputs.judgments.source() == "qrels"
