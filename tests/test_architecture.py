@@ -187,11 +187,6 @@ def test_the_orchestrator_names_no_family() -> None:
 
 
 MAX_FUNCTION_LINES = 80
-# Functions over the limit that are being split now: each leaves this set when it is split,
-# and the set is then empty.
-LONG_FUNCTIONS_BEING_SPLIT = {
-    "rageval.orchestrator._run",
-}
 
 
 def body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -231,11 +226,7 @@ def all_long_functions() -> dict[str, int]:
 
 
 def test_no_function_is_over_80_lines() -> None:
-    found = all_long_functions()
-    assert {n: lines for n, lines in found.items() if n not in LONG_FUNCTIONS_BEING_SPLIT} == {}
-    # One that was split (or renamed) leaves the set, so that the exception ends with it.
-    split = sorted(LONG_FUNCTIONS_BEING_SPLIT - set(found))
-    assert split == [], f"split now, remove from LONG_FUNCTIONS_BEING_SPLIT: {split}"
+    assert all_long_functions() == {}
 
 
 def test_the_function_length_check_counts_the_body_without_its_docstring() -> None:
