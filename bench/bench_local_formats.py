@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from rageval.api import evaluate  # noqa: E402
-from rageval.judge.llm.negotiation import forget  # noqa: E402
 from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import LocalJudge  # noqa: E402
 
@@ -44,7 +43,7 @@ METRICS = ["judge:faithfulness", "judge:answer_relevance", "claims:f1", "nuggets
 
 def one_run(judge: LocalJudge, fmt: str, max_tokens: int, extra: dict[str, Any]
             ) -> dict[str, Any]:
-    forget()  # each run negotiates its format anew, as a new process would
+    # Each run negotiates its format anew: evaluate gives every run a session of its own.
     with tempfile.TemporaryDirectory() as tmp:
         options = JudgeOptions(model=judge.name, base_url=judge.base_url,
                                cache=f"{tmp}/cache.sqlite", concurrency=1,

@@ -340,7 +340,7 @@ def _logprobs(content: str, score: int | None, low: int, high: int) -> dict[str,
 
 
 def wire_format(body: dict[str, Any]) -> str:
-    """The wire format a request was sent in (as rageval.judge.llm.formats names them)."""
+    """The wire format a request was sent in (as rageval.judge.llm.transport.formats names them)."""
     rf = body.get("response_format")
     if not isinstance(rf, dict):
         return "text"

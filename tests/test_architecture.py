@@ -282,10 +282,11 @@ def test_no_judge_room_reaches_into_a_sibling_or_up() -> None:
 def test_the_judge_room_check_catches_a_sibling_and_an_arrow_up() -> None:
     edges = {"rageval.judge.claims.hooks": {"rageval.judge.rubric.hooks",
                                             "rageval.judge.llm.checks"},
-             "rageval.judge.llm.client": {"rageval.judge.rubric.metric",
+             "rageval.judge.llm.transport.client": {"rageval.judge.rubric.metric",
                                           "rageval.judge.local.state"},
              "rageval.judge.pairwise.metric": {"rageval.judge.rubric.metric"},
              "rageval.judge.rubric.metric": {"rageval.judge.registration"}}
     assert judge_reaches(edges) == ["rageval.judge.claims.hooks -> rageval.judge.rubric.hooks",
-                                    "rageval.judge.llm.client -> rageval.judge.rubric.metric",
+                                    "rageval.judge.llm.transport.client -> "
+                                    "rageval.judge.rubric.metric",
                                     "rageval.judge.rubric.metric -> rageval.judge.registration"]

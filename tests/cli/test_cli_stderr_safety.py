@@ -14,7 +14,7 @@ from rageval.cli import main
 from rageval.cli.dry_run import print_dry_run
 from rageval.core.errors import UsageError
 from rageval.core.results import Results
-from rageval.judge.llm.endpoint import Endpoint
+from rageval.judge.llm.transport.endpoint import Endpoint
 
 HOSTILE = "x\n::error::injected\x1b[2J"
 

@@ -37,7 +37,7 @@ def test_schema_choices_match_the_code() -> None:
     from rageval.cli.parser import build_parser
     from rageval.cli.score_options import DEFAULTS
     from rageval.inputs.spec import INPUT_KINDS as READERS
-    from rageval.judge.llm.formats import MODES
+    from rageval.judge.llm.transport.formats import MODES
 
     assert BY_PATH[("judge", "response_format")].choices == MODES  # the judge's own, declared
     assert INPUT_KINDS == READERS

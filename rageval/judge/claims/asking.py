@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.judge.claims.steps import StepPrompt, load_step, render_step
-from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Reply, Unit, gather, make_unit, provenance
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.history import history_of
 
 if TYPE_CHECKING:

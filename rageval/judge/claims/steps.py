@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.history import History
 from rageval.judge.prompting.prompt_files import (
     PromptFile,

@@ -1,14 +1,8 @@
 """Asking a judge model and keeping its replies: what every kind of judge in rageval shares.
 
-Transport, asking an endpoint:
-
-- :mod:`.client`, :mod:`.backend`, :mod:`.sdk`: OpenAI-compatible chat completions through a
-  :class:`~rageval.judge.llm.backend.ChatBackend` (the openai SDK's), one per endpoint and model
-  of a run, which owns what the run learns of them;
-- :mod:`.pool`, :mod:`.first_reply`: many requests at once (the
-  :class:`~rageval.judge.llm.pool.Scheduler`), with a stop rule and a bound on the first reply;
-- :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.requests`: the endpoint without
-  its secrets, the structured-output format it accepts, one request and its result.
+- :mod:`.transport`: sending the requests, OpenAI-compatible chat completions many at once,
+  through a :class:`~rageval.judge.llm.transport.backend.ChatBackend`, one per endpoint and
+  model of a run, which owns what the run learns of them.
 
 Replies and bookkeeping, what a run keeps:
 

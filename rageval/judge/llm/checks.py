@@ -11,13 +11,13 @@ import os
 from typing import Any
 
 from rageval.core.errors import RagevalError
-from rageval.judge.llm.endpoint import Endpoint, api_key_problem
-from rageval.judge.llm.first_reply import first_reply_limit
 from rageval.judge.llm.misses import explain_misses
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Unit, uncached
-from rageval.judge.llm.requests import JudgeError
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.endpoint import Endpoint, api_key_problem
+from rageval.judge.llm.transport.first_reply import first_reply_limit
+from rageval.judge.llm.transport.requests import JudgeError
 
 __all__ = ["OfflineCacheMiss", "check_cached", "judge_section", "would_stop"]
 
@@ -34,7 +34,7 @@ def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) 
     """The replies a run wants (by key: the unit, its record id and what asks for it) are
     cached, or the run may ask for them: an offline run lacking any raises
     :class:`OfflineCacheMiss` listing how many and the first few; a run that has to ask needs
-    its API key (else :class:`~rageval.judge.llm.client.JudgeError`)."""
+    its API key (else :class:`~rageval.judge.llm.transport.client.JudgeError`)."""
     lacking = uncached(judge, [unit for unit, _, _ in wanted.values()])
     if not lacking:
         return

@@ -23,9 +23,9 @@ from rageval.core import read_only
 from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.options import Option, declare, options_of
-from rageval.judge.llm.endpoint import Endpoint
-from rageval.judge.llm.formats import LADDERS, MODES
 from rageval.judge.llm.members import PANEL_RULES, check_panel, panel_members, parse_member
+from rageval.judge.llm.transport.endpoint import Endpoint
+from rageval.judge.llm.transport.formats import LADDERS, MODES
 
 __all__ = ["DEFAULT_CACHE", "JUDGE_OPTIONS", "TOP_LOGPROBS", "JudgeConfig", "check_extra",
            "parse_extra"]
@@ -99,7 +99,7 @@ class JudgeConfig:
     rubrics looked up by name before the built-ins.
 
     ``response_format``: how structured output is asked for, one of
-    :data:`~rageval.judge.llm.formats.MODES` (``auto`` negotiates with the endpoint).
+    :data:`~rageval.judge.llm.transport.formats.MODES` (``auto`` negotiates with the endpoint).
     ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
     fault; ``first_reply_timeout``: seconds from the first request within which some reply
     must arrive, else the run stops (None: 300, or twice ``timeout`` when that is longer).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.judge.llm.cache.entries import canonical_json, encode_format
 from rageval.judge.llm.cache.store import JudgeCache
-from rageval.judge.llm.formats import LADDERS
+from rageval.judge.llm.transport.formats import LADDERS
 
 if TYPE_CHECKING:
     from rageval.judge.llm.options import JudgeOptions

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rageval.judge.llm.cache.entries import encoded_cache_keys
 from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
 from rageval.judge.llm.costs.plan import DRY_RUN
-from rageval.judge.llm.endpoint import api_key_problem
-from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions, SharedCache
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.served import ServedCheck
+from rageval.judge.llm.transport.endpoint import api_key_problem
+from rageval.judge.llm.transport.formats import ReplySchema
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
-    from rageval.judge.llm.client import JudgeClient, JudgeResult
+    from rageval.judge.llm.transport.client import JudgeClient, JudgeResult
 
 __all__ = ["NOT_CACHED", "Reply", "Unit", "gather", "make_unit", "provenance", "uncached"]
 
@@ -214,7 +214,7 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
 
 
 def _client(judge: JudgeOptions) -> JudgeClient:
-    from rageval.judge.llm.client import JudgeClient
+    from rageval.judge.llm.transport.client import JudgeClient
 
     return JudgeClient(judge, judge.session)
 
@@ -222,7 +222,7 @@ def _client(judge: JudgeOptions) -> JudgeClient:
 def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Unit],
          records: list[Record], schema: ReplySchema, stats: RunStats,
          meta: Callable[[Unit], dict[str, Any]], served: ServedCheck) -> dict[str, Reply]:
-    from rageval.judge.llm.client import JudgeRequest
+    from rageval.judge.llm.transport.client import JudgeRequest
 
     capped = _capped(judge, pending, stats)
     pending = [unit for unit in pending if unit.key not in capped]
@@ -304,7 +304,8 @@ def _capped(judge: JudgeOptions, pending: list[Unit], stats: RunStats) -> dict[s
 
 class _Arrived:
     """New replies on their way into the cache: those the client hands over in one lot (see
-    :class:`~rageval.judge.llm.pool.Scheduler`) are committed in one transaction, right after.
+    :class:`~rageval.judge.llm.transport.pool.Scheduler`) are committed in one transaction, right
+    after.
 
     One transaction per reply would cost the calling thread three round trips into SQLite per
     reply, each giving up the interpreter lock and waiting to get it back from the threads

@@ -16,7 +16,7 @@ from rageval.judge.llm.costs.tokens import PromptTokens
 from rageval.judge.llm.options import JudgeOptions, JudgeProgress
 
 if TYPE_CHECKING:
-    from rageval.judge.llm.requests import JudgeResult
+    from rageval.judge.llm.transport.requests import JudgeResult
 
 __all__ = ["RunStats"]
 

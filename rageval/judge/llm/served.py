@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from rageval.judge.llm.requests import JudgeError
+from rageval.judge.llm.transport.requests import JudgeError
 
 __all__ = ["ServedCheck"]
 

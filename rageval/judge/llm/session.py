@@ -15,8 +15,8 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from rageval.core.workers import SharedLimits
-from rageval.judge.llm.backend import Backends
 from rageval.judge.llm.costs.budget import RequestBudget
+from rageval.judge.llm.transport.backend import Backends
 
 __all__ = ["JudgeSession"]
 
@@ -31,7 +31,8 @@ class JudgeSession:
     cap and rate every worker obeys together and the caller's reply cache reached through the
     engine (a proxy of a :class:`~rageval.judge.llm.cache.store.JudgeCache`, or
     :data:`NO_CACHE`). ``backends``: the run's chat backends, one per endpoint and model, each
-    owning what the run learned of its endpoint (:class:`~rageval.judge.llm.backend.Backends`);
+    owning what the run learned of its endpoint
+    (:class:`~rageval.judge.llm.transport.backend.Backends`);
     :meth:`opponent` keeps the other system's answers of each file, read once.
     """
 

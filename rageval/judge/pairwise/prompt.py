@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
-from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.prompt_files import (
     PromptFile,
     builtin_prompts,

@@ -30,8 +30,8 @@ from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import provenance_only
-from rageval.judge.llm.requests import JudgeError
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.requests import JudgeError
 from rageval.judge.panel.hooks import PANEL_HOOKS, PANEL_LEFT_OUT, PANEL_STATS, LeftOut
 from rageval.judge.panel.rules import aggregate
 from rageval.judge.rubric.metric import JudgeMetric, judge_fields

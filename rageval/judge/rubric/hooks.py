@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.metric import Metric, RunHooks, Slot
 from rageval.judge.llm.checks import check_cached, judge_section
-from rageval.judge.llm.endpoint import api_key_problem
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Unit
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.endpoint import api_key_problem
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.rubric.render import RENDER_VERSION
 
 if TYPE_CHECKING:
     from rageval.core.metric import Batch
     from rageval.core.records import Record
-    from rageval.judge.llm.formats import ReplySchema
+    from rageval.judge.llm.transport.formats import ReplySchema
     from rageval.judge.rubric.rubrics import Rubric
 
 __all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "check_judge", "judge_manifest"]
@@ -78,7 +78,7 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
     """Before any scoring: every judge option is valid; an offline run without
     ``allow_missing`` finds every reply it needs in the cache (else :class:`OfflineCacheMiss`
     listing how many are missing and the first few record ids and criteria); a run that has to
-    ask the judge has its API key (else :class:`~rageval.judge.llm.client.JudgeError`)."""
+    ask the judge has its API key (else :class:`~rageval.judge.llm.transport.client.JudgeError`)."""
     if not judged:
         return
     judge = judged[0].judge

@@ -9,7 +9,7 @@ be found, or whose alternatives hold no valid score, gets no value: never the re
 score in its place, which would silently mix two different measures.
 
 Log-probabilities are stored compactly as ``[[token, logprob, [[alternative, logprob], ...]],
-...]`` (see :func:`rageval.judge.llm.sdk.compact_logprobs`).
+...]`` (see :func:`rageval.judge.llm.transport.sdk.compact_logprobs`).
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ import numpy as np
 
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.signature import Field, Signature
-from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import (
     Reply,
@@ -40,6 +39,7 @@ from rageval.judge.llm.replies import (
     provenance_only,
 )
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
 from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS

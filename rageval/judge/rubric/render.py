@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.history import history_of
 from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
 from rageval.judge.rubric.rubrics import Rubric

@@ -145,7 +145,7 @@ def test_a_masker_leaves_short_values_and_masks_the_longest_first() -> None:
 
 
 def test_the_judge_endpoint_redacts_the_basic_form_at_the_source() -> None:
-    from rageval.judge.llm.endpoint import Endpoint
+    from rageval.judge.llm.transport.endpoint import Endpoint
 
     endpoint = Endpoint.of("http://user:SECRETPW9@127.0.0.1:8000/v1")
     echoed = f"Unauthorized: Authorization: Basic {basic_token('user', 'SECRETPW9')}"

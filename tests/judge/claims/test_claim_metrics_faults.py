@@ -32,8 +32,8 @@ from rageval.api import evaluate
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.claims.claim_scores import PIECES
 from rageval.judge.claims.steps import load_step, render_step
-from rageval.judge.llm.client import JudgeError
 from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.transport.client import JudgeError
 
 CITATIONS = ["citations:recall", "citations:precision"]
 

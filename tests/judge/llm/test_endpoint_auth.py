@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from judge_server import JudgeServer
 
-from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
 from rageval.judge.llm.config import JudgeConfig
-from rageval.judge.llm.endpoint import Endpoint
+from rageval.judge.llm.transport.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.transport.endpoint import Endpoint
 
 ENV = "RAGEVAL_TEST_AUTH_KEY"
 KEY = "sk-test-abcdef123456"

@@ -20,11 +20,11 @@ from judge_server import JudgeServer
 
 from rageval.cli import main
 from rageval.core.errors import UsageError
-from rageval.judge.llm.client import JudgeClient, JudgeError, JudgeRequest
 from rageval.judge.llm.config import JudgeConfig
-from rageval.judge.llm.first_reply import DEFAULT_FIRST_REPLY_S, first_reply_limit
-from rageval.judge.llm.formats import ReplySchema
 from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.transport.client import JudgeClient, JudgeError, JudgeRequest
+from rageval.judge.llm.transport.first_reply import DEFAULT_FIRST_REPLY_S, first_reply_limit
+from rageval.judge.llm.transport.formats import ReplySchema
 
 SCHEMA = ReplySchema("grade", {"type": "object", "properties": {"score": {"type": "integer"}}})
 
@@ -174,7 +174,7 @@ def test_a_wait_asked_for_before_the_first_reply_is_read_as_the_sdk_reads_it() -
     import email.utils
     from types import SimpleNamespace
 
-    from rageval.judge.llm.first_reply import _retry_after
+    from rageval.judge.llm.transport.first_reply import _retry_after
 
     def told(**headers: str) -> float | None:
         return _retry_after(SimpleNamespace(response=SimpleNamespace(headers=headers)))

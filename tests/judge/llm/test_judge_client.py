@@ -26,15 +26,15 @@ from judge_server import (
 
 from rageval.core.errors import RagevalError
 from rageval.judge.llm.cache.store import JudgeCache
-from rageval.judge.llm.client import (
+from rageval.judge.llm.config import JudgeConfig
+from rageval.judge.llm.transport.client import (
     JudgeClient,
     JudgeError,
     JudgeRequest,
     JudgeResult,
     total_usage,
 )
-from rageval.judge.llm.config import JudgeConfig
-from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.transport.formats import ReplySchema
 
 KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 ENV = "RAGEVAL_TEST_JUDGE_KEY"

@@ -17,8 +17,8 @@ from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.cli import main
-from rageval.judge.llm.client import JudgeError
 from rageval.judge.llm.options import JudgeOptions
+from rageval.judge.llm.transport.client import JudgeError
 
 KEY = "sk-test-served-0123456789"
 ENV = "RAGEVAL_TEST_SERVED_KEY"

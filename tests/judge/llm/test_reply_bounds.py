@@ -6,7 +6,12 @@ model close its JSON), nothing added to OpenAI's strict ``json_schema``, which d
 from __future__ import annotations
 
 from rageval.judge.claims.steps import CHECK_LABELS, labels_schema, list_schema
-from rageval.judge.llm.formats import ITEM_MAX_CHARS, LIST_MAX_ITEMS, TEXT_MAX_CHARS, bounded
+from rageval.judge.llm.transport.formats import (
+    ITEM_MAX_CHARS,
+    LIST_MAX_ITEMS,
+    TEXT_MAX_CHARS,
+    bounded,
+)
 from rageval.judge.pairwise.prompt import verdict_schema
 from rageval.judge.rubric.render import reply_schema
 from rageval.judge.rubric.rubrics import load_rubric

@@ -13,9 +13,9 @@ import pytest
 from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options, wire_format
 
 from rageval.api import evaluate
-from rageval.judge.llm.backend import Backends
-from rageval.judge.llm.client import JudgeError
-from rageval.judge.llm.sdk import SdkBackend
+from rageval.judge.llm.transport.backend import Backends
+from rageval.judge.llm.transport.client import JudgeError
+from rageval.judge.llm.transport.sdk import SdkBackend
 
 METRICS = ["judge:faithfulness"]
 
@@ -142,8 +142,8 @@ class _Scripted:
     """A backend of the test's own (no HTTP): what a backend beside the SDK's must offer."""
 
     def __init__(self, model: str, refuses: frozenset[str] = frozenset()) -> None:
-        from rageval.judge.llm.endpoint import Endpoint
-        from rageval.judge.llm.negotiation import Negotiation
+        from rageval.judge.llm.transport.endpoint import Endpoint
+        from rageval.judge.llm.transport.negotiation import Negotiation
 
         self.model = model
         self.endpoint = Endpoint.of("http://127.0.0.1:9/v1")
@@ -176,10 +176,10 @@ class _Scripted:
 
 
 def test_a_client_sends_through_the_backend_it_is_given() -> None:
-    from rageval.judge.llm.backend import ChatBackend
-    from rageval.judge.llm.client import JudgeClient, JudgeRequest
     from rageval.judge.llm.config import JudgeConfig
-    from rageval.judge.llm.formats import ReplySchema
+    from rageval.judge.llm.transport.backend import ChatBackend
+    from rageval.judge.llm.transport.client import JudgeClient, JudgeRequest
+    from rageval.judge.llm.transport.formats import ReplySchema
 
     schema = ReplySchema("verdict", {"type": "object",
                                      "properties": {"score": {"type": "integer"}}})

@@ -10,8 +10,14 @@ from collections.abc import Callable
 
 import pytest
 
-from rageval.judge.llm.pool import FAIL_FAST_AFTER, Fatal, FirstFailures, RunStopped, Scheduler
-from rageval.judge.llm.requests import JudgeRequest, JudgeResult
+from rageval.judge.llm.transport.pool import (
+    FAIL_FAST_AFTER,
+    Fatal,
+    FirstFailures,
+    RunStopped,
+    Scheduler,
+)
+from rageval.judge.llm.transport.requests import JudgeRequest, JudgeResult
 
 Send = Callable[[int, JudgeRequest, threading.Event], JudgeResult]
 

@@ -288,7 +288,7 @@ def test_a_real_server_killed_by_a_signal_is_reported_in_words(tmp_path: Path) -
     for instructions the machine refuses meets): the judge run says so, with the rebuild
     command, instead of a connection error."""
     need_local_extra()
-    from rageval.judge.llm.client import JudgeError
+    from rageval.judge.llm.transport.client import JudgeError
     from rageval.judge.local import LocalJudge
 
     records = _write(tmp_path / "r.jsonl")

@@ -78,8 +78,8 @@ def test_a_server_that_dies_on_its_first_completion_is_never_ready(
 def test_a_judge_run_against_a_local_judge_that_died_says_how(gguf: Path,
                                                              tmp_path: Path) -> None:
     from rageval.api import evaluate
-    from rageval.judge.llm.client import JudgeError
     from rageval.judge.llm.options import JudgeOptions
+    from rageval.judge.llm.transport.client import JudgeError
 
     records = tmp_path / "r.jsonl"
     records.write_text(json.dumps({"id": "q1", "query": "q", "contexts": ["c"],

@@ -23,7 +23,7 @@ from rageval.cli import main
 from rageval.core.errors import UsageError
 from rageval.gate.github import annotations
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.requests import JudgeError
+from rageval.judge.llm.transport.requests import JudgeError
 
 KEY = "sk-test-panel-dead"
 ENV = "RAGEVAL_TEST_PANEL_DEAD_KEY"

@@ -348,8 +348,8 @@ def test_metric_keys_are_the_clients_keys() -> None:
     """The metric computes cache keys without a client; they must be the keys of the requests
     the client sends (seed per sample, logprobs parameters, response format)."""
     from rageval.core.metric import ScoreOptions
-    from rageval.judge.llm.client import JudgeClient, JudgeRequest
-    from rageval.judge.llm.formats import WIRE_FORMATS
+    from rageval.judge.llm.transport.client import JudgeClient, JudgeRequest
+    from rageval.judge.llm.transport.formats import WIRE_FORMATS
     from rageval.judge.rubric.metric import JudgeMetric
 
     for kw in ({}, {"seed": 5, "samples": 3, "temperature": 0.5}, {"logprobs": True},

@@ -15,8 +15,8 @@ from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
 from rageval.core.metric import Batch, ScoreOptions, Slot
 from rageval.core.records import load_records
 from rageval.core.registry import create
-from rageval.judge.llm.requests import JudgeRequest, JudgeResult
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.transport.requests import JudgeRequest, JudgeResult
 from rageval.judge.rubric.hooks import GROUP
 from rageval.judge.rubric.metric import BatchReplies, JudgeMetric, SharedReplies
 

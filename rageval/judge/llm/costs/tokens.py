@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from rageval.judge.llm.endpoint import Endpoint
+from rageval.judge.llm.transport.endpoint import Endpoint
 
 __all__ = ["PromptTokens"]
 

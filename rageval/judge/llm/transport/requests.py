@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.core.errors import RagevalError
-from rageval.judge.llm.formats import ReplySchema
+from rageval.judge.llm.transport.formats import ReplySchema
 
 __all__ = ["JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
 
@@ -47,7 +47,8 @@ class JudgeRequest:
 class JudgeResult:
     """The outcome of one request: a reply (``text``) or a reason it failed (``error``).
 
-    ``format`` is the wire format the request was sent in (:mod:`rageval.judge.llm.formats`), the
+    ``format`` is the wire format the request was sent in
+    (:mod:`rageval.judge.llm.transport.formats`), the
     one its reply is cached under. ``usage`` holds the token counts reported by the endpoint
     (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
     """

@@ -1,10 +1,13 @@
 """Where a judge's chat requests go: the :class:`ChatBackend` protocol, and a run's backends.
 
 A backend sends one chat request to one model at one endpoint and owns what a run learns of
-them: the wire formats the endpoint accepts (a :class:`~rageval.judge.llm.negotiation.Negotiation`)
+them: the wire formats the endpoint accepts (a
+:class:`~rageval.judge.llm.transport.negotiation.Negotiation`)
 and the model it says it serves. The OpenAI-compatible chat completions of the ``openai`` SDK
-are :class:`~rageval.judge.llm.sdk.SdkBackend`; a provider's batch API would be another backend
-beside it. :class:`~rageval.judge.llm.client.JudgeClient` is given its backend; a run hands out
+are :class:`~rageval.judge.llm.transport.sdk.SdkBackend`; a provider's batch API would be another
+backend
+beside it. :class:`~rageval.judge.llm.transport.client.JudgeClient` is given its backend; a run
+hands out
 one backend per endpoint and model (:class:`Backends`), so that its clients share what was
 learned and two runs in one process share nothing.
 """
@@ -14,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-from rageval.judge.llm.endpoint import Endpoint
-from rageval.judge.llm.negotiation import Negotiation
+from rageval.judge.llm.transport.endpoint import Endpoint
+from rageval.judge.llm.transport.negotiation import Negotiation
 
 __all__ = ["Backends", "ChatBackend"]
 
@@ -54,7 +57,7 @@ class Backends:
     def get(self, model: str, base_url: str | None, *, api_key_env: str, timeout: float,
             max_retries: int) -> ChatBackend:
         """The run's backend for ``model`` at ``base_url`` (the SDK's chat completions)."""
-        from rageval.judge.llm.sdk import SdkBackend  # the openai package, when asked
+        from rageval.judge.llm.transport.sdk import SdkBackend  # the openai package, when asked
 
         endpoint = Endpoint.of(base_url)
         key = (endpoint.url, model, api_key_env, timeout, max_retries)

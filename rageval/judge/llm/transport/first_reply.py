@@ -12,7 +12,8 @@ the endpoint, and the run stops in seconds naming it. Once any reply has arrived
 retries take over again.
 
 A judge that answers none of its requests is not there, however few they were: a run whose first
-:data:`~rageval.judge.llm.pool.FAIL_FAST_AFTER` requests fail alike stops early, and one with
+:data:`~rageval.judge.llm.transport.pool.FAIL_FAST_AFTER` requests fail alike stops early, and one
+with
 fewer requests, all failed, stops when they are done (:func:`raise_unanswered`), with the same
 message (:func:`no_reply`), so that whether a dead endpoint stops a run never depends on how many
 requests it had to fail.
@@ -29,12 +30,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import openai
 
-from rageval.judge.llm.pool import Fatal
-from rageval.judge.llm.requests import JudgeError, JudgeResult
-from rageval.judge.llm.sdk import is_refused, is_transient
+from rageval.judge.llm.transport.pool import Fatal
+from rageval.judge.llm.transport.requests import JudgeError, JudgeResult
+from rageval.judge.llm.transport.sdk import is_refused, is_transient
 
 if TYPE_CHECKING:
-    from rageval.judge.llm.pool import FirstFailures, RunStopped
+    from rageval.judge.llm.transport.pool import FirstFailures, RunStopped
 
 __all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
            "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
@@ -88,7 +89,8 @@ def send_before_first_reply(send: Callable[[int, float | None], T], attempts: in
                             first: FirstReply, timeout_s: float, where: str) -> T:
     """``send(retries, timeout)`` with its ``attempts`` made here, one at a time (``retries``
     0), each within the time left before ``first``'s deadline (``timeout``);
-    :class:`~rageval.judge.llm.pool.Fatal` naming the deadline when it passes before a reply.
+    :class:`~rageval.judge.llm.transport.pool.Fatal` naming the deadline when it passes before a
+    reply.
     Once a reply has arrived (this request's or another's), the attempts left go through the
     SDK as usual (``timeout`` None: the backend's own)."""
     for attempt in range(attempts):

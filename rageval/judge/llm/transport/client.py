@@ -12,18 +12,21 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
   request is started, those in flight finish (and are handed to ``on_result``), then
   :class:`JudgeError` is raised. So does a judge that is not there (the first requests failing
   alike, a refused connection before the first reply, no reply to any request, however few:
-  :mod:`rageval.judge.llm.first_reply`), and a first reply that misses its deadline.
+  :mod:`rageval.judge.llm.transport.first_reply`), and a first reply that misses its deadline.
 * ``on_result`` is called, in the calling thread, as each result arrives (to store it in the
   cache), ``on_drained`` after each lot of results that arrived together (to commit them).
-* Structured output is negotiated (:mod:`rageval.judge.llm.formats`): the first request to an
+* Structured output is negotiated (:mod:`rageval.judge.llm.transport.formats`): the first request
+  to an
   (endpoint, model) probes the mode's most constrained wire format, once, without retries; a
   refusal (400, 422 or 500 naming the response format) steps down the ladder, the verdict kept
   by the client's backend (one request per refused format). Other requests wait for the verdict.
-* The requests go through the client's :class:`~rageval.judge.llm.backend.ChatBackend` (the
+* The requests go through the client's :class:`~rageval.judge.llm.transport.backend.ChatBackend`
+  (the
   openai SDK's chat completions unless given another), which owns what a run learns of the
   endpoint: the clients of a run share the run's backend, two runs share nothing.
 * The API key (read from ``$OPENAI_API_KEY`` or the variable named), the user info and the
-  query values of the base URL (:class:`~rageval.judge.llm.endpoint.Endpoint`) appear in no
+  query values of the base URL (:class:`~rageval.judge.llm.transport.endpoint.Endpoint`) appear in
+  no
   repr, error message or result: any text the endpoint echoes back is redacted.
 """
 
@@ -38,15 +41,16 @@ import openai
 
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
-from rageval.judge.llm import first_reply
-from rageval.judge.llm.backend import ChatBackend
 from rageval.judge.llm.cache.store import cache_key
 from rageval.judge.llm.config import JudgeConfig
-from rageval.judge.llm.endpoint import Endpoint, api_key_problem
-from rageval.judge.llm.formats import LADDERS, is_refusal
-from rageval.judge.llm.pool import Fatal, RunStopped, Scheduler, Stopped
-from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
-from rageval.judge.llm.sdk import (
+from rageval.judge.llm.session import JudgeSession
+from rageval.judge.llm.transport import first_reply
+from rageval.judge.llm.transport.backend import ChatBackend
+from rageval.judge.llm.transport.endpoint import Endpoint, api_key_problem
+from rageval.judge.llm.transport.formats import LADDERS, is_refusal
+from rageval.judge.llm.transport.pool import Fatal, RunStopped, Scheduler, Stopped
+from rageval.judge.llm.transport.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
+from rageval.judge.llm.transport.sdk import (
     compact_logprobs,
     error_text,
     is_permanent,
@@ -55,7 +59,6 @@ from rageval.judge.llm.sdk import (
     plain_messages,
     read_reply,
 )
-from rageval.judge.llm.session import JudgeSession
 
 __all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
 

@@ -13,7 +13,7 @@ however loaded the machine. A
 permanent failure (``send`` raising :class:`Fatal`), or the first :data:`FAIL_FAST_AFTER`
 results all failing the same way, stops the run: nothing new is started, those in flight finish
 and are handed to ``on_result``, then :class:`RunStopped` (a
-:class:`~rageval.judge.llm.requests.JudgeError`) is raised, saying why.
+:class:`~rageval.judge.llm.transport.requests.JudgeError`) is raised, saying why.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
-from rageval.judge.llm.requests import JudgeError, JudgeRequest, JudgeResult
+from rageval.judge.llm.transport.requests import JudgeError, JudgeRequest, JudgeResult
 
 __all__ = ["FAIL_FAST_AFTER", "LINGER_S", "Fatal", "FirstFailures", "RunStopped", "Scheduler",
            "Stopped", "TokenBucket"]

@@ -1,5 +1,6 @@
 """Chat completions through the openai SDK: :class:`SdkBackend` (the
-:class:`~rageval.judge.llm.backend.ChatBackend` of an OpenAI-compatible endpoint), sending a
+:class:`~rageval.judge.llm.transport.backend.ChatBackend` of an OpenAI-compatible endpoint),
+sending a
 request and reading what it hands back: the reply's JSON, an endpoint's error text, whether an
 error is permanent, and log-probabilities in the compact form the cache keeps."""
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import openai
 
-from rageval.judge.llm.endpoint import Endpoint
-from rageval.judge.llm.negotiation import Negotiation
+from rageval.judge.llm.transport.endpoint import Endpoint
+from rageval.judge.llm.transport.negotiation import Negotiation
 
 __all__ = ["SERVED_FRESH_S", "ChatReply", "SdkBackend", "compact_logprobs", "error_text",
            "is_permanent", "is_refused", "is_too_long", "is_transient", "plain_messages",
@@ -265,7 +266,7 @@ def is_refused(exc: BaseException) -> bool:
 
 def permanent_hint(status: int, credentials: str) -> str:
     """What a permanent HTTP ``status`` most likely means; ``credentials`` says what was sent
-    to authenticate (see :meth:`~rageval.judge.llm.endpoint.Endpoint.credentials`)."""
+    to authenticate (see :meth:`~rageval.judge.llm.transport.endpoint.Endpoint.credentials`)."""
     if status == 401:
         return f"authentication failed: check {credentials}"
     if status == 403:
