@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FileKey", "Option", "add_options", "declare", "defaults", "options_of"]
+__all__ = ["FileKey", "Option", "Signed", "add_options", "declare", "defaults", "options_of"]
 
 _KEY = "rageval.option"  # where a dataclass field's metadata keeps its Option
 
@@ -31,6 +31,25 @@ class FileKey:
     doc: str = ""
 
 
+def _given(value: Any) -> bool:
+    return value is not None
+
+
+@dataclass(frozen=True)
+class Signed:
+    """How an option's value is written in a metric's signature: the field's ``key`` and
+    ``short`` name (``temperature``/``t``), the value as ``text``, and ``when`` the field is
+    written (default: when the value is set)."""
+
+    key: str
+    short: str
+    text: Callable[[Any], str] = str
+    when: Callable[[Any], bool] = _given
+
+    def always(self) -> Signed:
+        return dataclasses.replace(self, when=lambda value: True)
+
+
 @dataclass(frozen=True)
 class Option:
     """One option of a run.
@@ -41,7 +60,7 @@ class Option:
     ``switch``: a ``--x/--no-x`` pair; ``append``: repeatable, its values in a list.
     ``check`` raises a usage error for a bad value (``None`` is never checked); ``parse``
     turns what the command line or the file gives (``KEY=VALUE`` items) into the field's value;
-    ``signed``: whether the value enters a metric's signature.
+    ``signed``: how the value enters a metric's signature (:class:`Signed`; None: it does not).
     """
 
     dest: str
@@ -56,7 +75,7 @@ class Option:
     file: FileKey | None = None
     check: Callable[[Any], None] | None = None
     parse: Callable[[Any], Any] | None = None
-    signed: bool = False
+    signed: Signed | None = None
     name: str = ""
 
     @property

@@ -128,16 +128,9 @@ class ClaimLevelMetric(Metric):
 
     def signature_extra(self) -> list[Field]:
         judge = self.judge
-        fields = [Field("judge", judge.model or "?", "jm"), Field("endpoint", judge.endpoint, "ep"),
-                  Field("response_format", judge.response_format, "rf"),
+        fields = [*judge.signed("model", "base_url", "response_format"),
                   Field("render", RENDER_VERSION, "rd"),
-                  Field("temperature", f"{judge.temperature:g}", "t")]
-        if judge.max_tokens:
-            fields.append(Field("max_tokens", str(judge.max_tokens), "mt"))
-        if judge.seed is not None:
-            fields.append(Field("seed", str(judge.seed), "sd"))
-        if judge.extra:
-            fields.append(Field("extra", judge.extra_text, "x"))
+                  *judge.signed("temperature", "max_tokens", "seed", "extra")]
         for step in self.used_steps():
             prompt = load_step(step, judge.prompts_dir)
             fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))

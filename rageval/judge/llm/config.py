@@ -22,7 +22,8 @@ from typing import Any
 from rageval.core import read_only
 from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
-from rageval.core.options import Option, declare, options_of
+from rageval.core.options import Option, Signed, declare, options_of
+from rageval.core.signature import Field
 from rageval.judge.llm.members import PANEL_RULES, check_panel, panel_members, parse_member
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.formats import LADDERS, MODES
@@ -77,6 +78,13 @@ def _panel(specs: Any) -> tuple[Any, ...]:
     return tuple(parse_member(spec) for spec in (specs or ()))
 
 
+def _extra_text(extra: Mapping[str, Any]) -> str:
+    """Extra request fields as signatures show them (``key=json``, sorted)."""
+    # "|" separates a signature's fields: escaped as JSON may (still the same value).
+    return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}".replace("|", "\\u007c")
+                    for k, v in sorted(extra.items()))
+
+
 def _opt(**kwargs: Any) -> Any:
     """A field declaring its option (``default``/``default_factory`` go to the field)."""
     spec = {k: kwargs.pop(k) for k in ("default", "default_factory", "hash") if k in kwargs}
@@ -120,12 +128,14 @@ class JudgeConfig:
 
     model: str | None = _opt(
         default=None, dest="judge_model", flags=("--judge-model",), metavar="MODEL",
-        kind="str", signed=True,
+        kind="str", signed=Signed("judge", "jm", text=lambda model: model or "?").always(),
         help="judge model name (required for judge metrics, offline too: it is part of the "
         "cache key)")
     base_url: str | None = _opt(
         default=None, dest="judge_base_url", flags=("--judge-base-url",), metavar="URL",
-        kind="str", signed=True, help="OpenAI-compatible endpoint (default: OpenAI's)")
+        kind="str",
+        signed=Signed("endpoint", "ep", text=lambda url: Endpoint.of(url).public).always(),
+        help="OpenAI-compatible endpoint (default: OpenAI's)")
     api_key_env: str = _opt(
         default="OPENAI_API_KEY", dest="judge_api_key_env", flags=("--judge-api-key-env",),
         metavar="VAR", kind="str",
@@ -139,7 +149,8 @@ class JudgeConfig:
         kind="float", check=_rpm, help="at most N judge requests started per minute")
     response_format: str = _opt(
         default="auto", dest="judge_response_format", flags=("--judge-response-format",),
-        choices=MODES, kind="choice", check=_response_format, signed=True,
+        choices=MODES, kind="choice", check=_response_format,
+        signed=Signed("response_format", "rf").always(),
         help="how structured output is asked for: auto (default) steps down json_schema -> "
         "json_object -> text as the endpoint refuses them, once per endpoint and model; the "
         "others insist on one")
@@ -156,18 +167,21 @@ class JudgeConfig:
         "twice --judge-timeout when that is longer")
     max_tokens: int | None = _opt(
         default=None, dest="judge_max_tokens", flags=("--judge-max-tokens",), type=int,
-        metavar="N", kind="int", check=_int("--judge-max-tokens", 1), signed=True,
+        metavar="N", kind="int", check=_int("--judge-max-tokens", 1),
+        signed=Signed("max_tokens", "mt", when=bool),
         help="the longest reply asked for (default: the endpoint's; set it for small local "
         "models, which can write until their context is full)")
     history_chars: int | None = _opt(
         default=None, dest="judge_history_chars", flags=("--judge-history-chars",), type=int,
-        metavar="N", kind="int", check=_int("--judge-history-chars", 0), signed=True,
+        metavar="N", kind="int", check=_int("--judge-history-chars", 0),
+        signed=Signed("history_chars", "hc"),
         help="show a turn of a conversation with at most N characters of the turns before "
         "it, the oldest left out first (default: all of them)")
     extra: Mapping[str, Any] = _opt(
         default_factory=dict, hash=False, dest="judge_extra", flags=("--judge-extra",),
         append=True, metavar="KEY=VALUE", kind="params", doc="request fields of the server's own",
-        parse=lambda items: parse_extra(items or ()), signed=True,
+        parse=lambda items: parse_extra(items or ()),
+        signed=Signed("extra", "x", text=lambda extra: _extra_text(extra), when=bool),
         help="a request field of the server's own, sent as it is (repeatable; VALUE read as "
         "JSON where it is, else text): e.g. repeat_penalty=1.1 or cache_prompt=false for "
         "llama.cpp, top_k=1 for vLLM; part of the cache key and the signature")
@@ -200,20 +214,22 @@ class JudgeConfig:
         "pairwise.toml and the claim-level steps, e.g. check_claims.toml)")
     temperature: float = _opt(
         default=0.0, dest="judge_temperature", flags=("--judge-temperature",), type=float,
-        metavar="T", kind="float", check=_temperature, signed=True,
+        metavar="T", kind="float", check=_temperature,
+        signed=Signed("temperature", "t", text=lambda t: f"{t:g}"),
         help="sampling temperature (default 0)")
     seed: int | None = _opt(
         default=None, dest="judge_seed", flags=("--judge-seed",), type=int, metavar="N",
-        kind="int", check=_int("judge seed", 0), signed=True,
+        kind="int", check=_int("judge seed", 0), signed=Signed("seed", "sd"),
         help="seed sent with each request (sample i gets N+i)")
     samples: int = _opt(
         default=1, dest="judge_samples", flags=("--judge-samples",), type=int, metavar="N",
-        kind="int", check=_int("judge samples", 1, MOST_SAMPLES), signed=True,
+        kind="int", check=_int("judge samples", 1, MOST_SAMPLES), signed=Signed("samples", "n"),
         help="replies per item: the value is their mean, the spread goes in the details (use "
         "a temperature above 0)")
     logprobs: bool = _opt(
         default=False, dest="judge_logprobs", flags=("--judge-logprobs",), switch=True,
-        kind="bool", signed=True,
+        kind="bool",
+        signed=Signed("score", "sc", text=lambda on: "logprobs" if on else "reply").always(),
         help="score by the expected value of the score token's top log-probabilities "
         "(G-Eval); an endpoint that returns none is an error")
     price_in: float | None = _opt(
@@ -320,9 +336,18 @@ class JudgeConfig:
     @property
     def extra_text(self) -> str:
         """The extra request fields as signatures show them (``key=json``, sorted)."""
-        # "|" separates a signature's fields: escaped as JSON may (still the same value).
-        return ",".join(f"{k}={json.dumps(v, separators=(',', ':'))}".replace("|", "\\u007c")
-                        for k, v in sorted(self.extra.items()))
+        return _extra_text(self.extra)
+
+    def signed(self, *names: str) -> list[Field]:
+        """The signature fields of the options ``names`` (fields of this configuration), in
+        that order, each as its declaration says (:class:`~rageval.core.options.Signed`)."""
+        out = []
+        for name in names:
+            signed = SIGNED[name]
+            value = getattr(self, name)
+            if signed.when(value):
+                out.append(Field(signed.key, signed.text(value), signed.short))
+        return out
 
     def cost_usd(self, usage: Mapping[str, int]) -> float | None:
         """USD for ``usage`` (prompt and completion tokens) at ``price_in``/``price_out`` per
@@ -379,6 +404,8 @@ class JudgeConfig:
 
 #: Every judge option, declared on :class:`JudgeConfig`'s fields (its ``[judge]`` table keys).
 JUDGE_OPTIONS: tuple[Option, ...] = options_of(JudgeConfig, "judge")
+# How each signed option is written in a signature, by field.
+SIGNED: dict[str, Signed] = {o.field: o.signed for o in JUDGE_OPTIONS if o.signed is not None}
 
 
 # Request fields rageval sets itself (each has its own option), or that would change what a

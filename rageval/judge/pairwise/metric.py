@@ -172,10 +172,8 @@ class PairwiseMetric(JudgeMetric):
         fields = judge_fields(judge)
         fields[2:2] = [Field("prompt_version", self.rubric.version, "rv"),
                        Field("prompt", self.rubric.short_hash, "h")]
-        fields += [Field("orders", "both", "o"), Field("against", against, "vs")]
-        if judge.seed is not None:
-            fields.append(Field("seed", str(judge.seed), "sd"))
-        return fields
+        return [*fields, Field("orders", "both", "o"), Field("against", against, "vs"),
+                *judge.signed("seed")]
 
     def missing_input(self, record: Record) -> str | None:
         if record.query is None:

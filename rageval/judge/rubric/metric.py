@@ -142,10 +142,7 @@ class JudgeMetric(Metric):
         fields[2:2] = [Field("rubric", self.rubric.id, "r"),
                        Field("rubric_version", self.rubric.version, "rv"),
                        Field("prompt", self.rubric.short_hash, "h")]
-        fields.append(Field("score", "logprobs" if judge.logprobs else "reply", "sc"))
-        if judge.seed is not None:
-            fields.append(Field("seed", str(judge.seed), "sd"))
-        return fields
+        return [*fields, *judge.signed("logprobs", "seed")]
 
     def summary_part(self, result: MetricResult) -> MetricResult:
         """The values, of each record's details only what the signature reads (the endpoint
@@ -409,18 +406,9 @@ class _Item:
 def judge_fields(judge: JudgeOptions) -> list[Field]:
     """The signature fields every judge metric shares (the endpoint and response format are
     replaced by those of the replies used, see :meth:`JudgeMetric.result_signature`)."""
-    return [
-        Field("judge", judge.model or "?", "jm"),
-        Field("endpoint", judge.endpoint, "ep"),
-        Field("response_format", judge.response_format, "rf"),
-        Field("render", RENDER_VERSION, "rd"),
-        Field("temperature", f"{judge.temperature:g}", "t"),
-        Field("samples", str(judge.samples), "n"),
-        *([Field("max_tokens", str(judge.max_tokens), "mt")] if judge.max_tokens else []),
-        *([Field("history_chars", str(judge.history_chars), "hc")]
-          if judge.history_chars is not None else []),
-        *([Field("extra", judge.extra_text, "x")] if judge.extra else []),
-    ]
+    return [*judge.signed("model", "base_url", "response_format"),
+            Field("render", RENDER_VERSION, "rd"),
+            *judge.signed("temperature", "samples", "max_tokens", "history_chars", "extra")]
 
 
 def _mean_distribution(distributions: list[dict[int, float]]) -> dict[str, float]:
