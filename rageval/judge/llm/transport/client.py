@@ -165,20 +165,22 @@ class JudgeClient:
     def complete_many(
         self,
         requests: Iterable[JudgeRequest],
-        concurrency: int = 16,
+        concurrency: int | None = None,
         rpm: float | None = None,
         on_result: Callable[[JudgeResult], object] | None = None,
         shared: SharedLimits | None = None,
         on_drained: Callable[[], object] | None = None,
         replied_before: bool = False,
     ) -> list[JudgeResult]:
-        """Send every request, ``concurrency`` at a time; the results in input order. ``rpm``
-        caps request starts per minute; ``shared`` (limits shared with other processes) leases
-        each request. ``on_result`` gets each result as it arrives, failed ones too,
+        """Send every request, ``concurrency`` at a time (default: the configuration's); the
+        results in input order. ``rpm`` caps request starts per minute; ``shared`` (limits
+        shared with other processes) leases each request. ``on_result`` gets each result as it arrives, failed ones too,
         ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
         flight finish: :class:`~.pool.RunStopped`, :func:`.first_reply.raise_unanswered` (not
         when ``replied_before``: the judge answered earlier in the run)."""
         reqs = list(requests)
+        if concurrency is None:
+            concurrency = self.config.concurrency
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise UsageError(f"concurrency must be a positive integer, got {concurrency!r}")
         if rpm is not None and rpm <= 0:
