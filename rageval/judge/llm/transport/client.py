@@ -174,10 +174,11 @@ class JudgeClient:
     ) -> list[JudgeResult]:
         """Send every request, ``concurrency`` at a time (default: the configuration's); the
         results in input order. ``rpm`` caps request starts per minute; ``shared`` (limits
-        shared with other processes) leases each request. ``on_result`` gets each result as it arrives, failed ones too,
-        ``on_drained`` each lot, in the calling thread. :class:`JudgeError` once the requests in
-        flight finish: :class:`~.pool.RunStopped`, :func:`.first_reply.raise_unanswered` (not
-        when ``replied_before``: the judge answered earlier in the run)."""
+        shared with other processes) leases each request. ``on_result`` gets each result as it
+        arrives, failed ones too, ``on_drained`` each lot, in the calling thread.
+        :class:`JudgeError` once the requests in flight finish: :class:`~.pool.RunStopped`,
+        :func:`.first_reply.raise_unanswered` (not when ``replied_before``: the judge answered
+        earlier in the run)."""
         reqs = list(requests)
         if concurrency is None:
             concurrency = self.config.concurrency
