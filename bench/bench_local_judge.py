@@ -103,9 +103,7 @@ def rageval_run(judge: LocalJudge, records: list[Record], metrics: list[str], mo
                            concurrency=1, response_format=wire_mode, max_tokens=max_tokens,
                            session=session)
     if mode == "json_object (plain)":
-        backend = session.backends.get(judge.name, judge.base_url,
-                                       api_key_env=options.api_key_env,
-                                       timeout=options.timeout, max_retries=options.max_retries)
+        backend = session.backends.get(options)
         backend.formats.settle("json_object+schema", accepted=False,
                                why="left out by the benchmark")
     started = time.perf_counter()

@@ -18,6 +18,7 @@ from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.core.results import Results
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.session import JudgeSession
 from rageval.judge.pairwise.metric import load_opponent
@@ -80,7 +81,7 @@ def test_copies_of_the_options_keep_their_session_and_a_bound_copy_gets_its_own(
 
 def test_a_session_crosses_to_a_worker_without_its_state() -> None:
     session = JudgeSession()
-    session.backends.get("m", "http://x/v1", api_key_env="K", timeout=5.0, max_retries=1)
+    session.backends.get(JudgeConfig(model="m", base_url="http://x/v1", api_key_env="K"))
     copy = pickle.loads(pickle.dumps(JudgeOptions(model="m", session=session)))
     assert copy.session is not session
     # Built anew there: the caller's backends stay with the caller.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options, wire_format
 
 from rageval.api import evaluate
+from rageval.judge.llm.config import JudgeConfig
 from rageval.judge.llm.transport.backend import Backends
 from rageval.judge.llm.transport.client import JudgeError
 from rageval.judge.llm.transport.sdk import SdkBackend
@@ -119,13 +121,12 @@ def test_a_later_run_asks_again_which_model_is_served(tmp_path: Path) -> None:
 
 def test_a_run_hands_out_one_backend_per_endpoint_and_model() -> None:
     backends = Backends()
-    one = backends.get("m", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0,
-                       max_retries=1)
+    config = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key_env="K",
+                         timeout=5.0, max_retries=1)
+    one = backends.get(config)
     assert isinstance(one, SdkBackend)
-    assert backends.get("m", "http://127.0.0.1:9/v1/", api_key_env="K", timeout=5.0,
-                        max_retries=1) is one
-    assert backends.get("n", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0,
-                        max_retries=1) is not one
+    assert backends.get(replace(config, base_url="http://127.0.0.1:9/v1/")) is one
+    assert backends.get(replace(config, model="n")) is not one
     assert len(backends) == 2
 
 
@@ -133,7 +134,8 @@ def test_backends_copied_to_another_process_arrive_empty() -> None:
     import pickle
 
     backends = Backends()
-    backends.get("m", "http://127.0.0.1:9/v1", api_key_env="K", timeout=5.0, max_retries=1)
+    backends.get(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key_env="K",
+                             timeout=5.0, max_retries=1))
     copy = pickle.loads(pickle.dumps(backends))
     assert len(copy) == 0 and len(backends) == 1
 

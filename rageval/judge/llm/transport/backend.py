@@ -15,10 +15,13 @@ learned and two runs in one process share nothing.
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.negotiation import Negotiation
+
+if TYPE_CHECKING:
+    from rageval.judge.llm.config import JudgeConfig
 
 __all__ = ["Backends", "ChatBackend"]
 
@@ -54,19 +57,18 @@ class Backends:
         self._backends: dict[tuple[Any, ...], ChatBackend] = {}
         self._lock = threading.Lock()
 
-    def get(self, model: str, base_url: str | None, *, api_key_env: str, timeout: float,
-            max_retries: int) -> ChatBackend:
-        """The run's backend for ``model`` at ``base_url`` (the SDK's chat completions)."""
+    def get(self, config: JudgeConfig) -> ChatBackend:
+        """The run's backend for the model and endpoint of ``config`` (the SDK's chat
+        completions), one per what a backend is built from (the key's variable, the timeout and
+        the retries too)."""
         from rageval.judge.llm.transport.sdk import SdkBackend  # the openai package, when asked
 
-        endpoint = Endpoint.of(base_url)
-        key = (endpoint.url, model, api_key_env, timeout, max_retries)
+        key = (Endpoint.of(config.base_url).url, config.model or "", config.api_key_env,
+               config.timeout, config.max_retries)
         with self._lock:
             backend = self._backends.get(key)
             if backend is None:
-                backend = self._backends[key] = SdkBackend(
-                    model, endpoint, api_key_env=api_key_env, timeout=timeout,
-                    max_retries=max_retries)
+                backend = self._backends[key] = SdkBackend(config)
             return backend
 
     def __len__(self) -> int:

@@ -92,9 +92,7 @@ class JudgeClient:
         self.mode = config.response_format
         self.ladder = LADDERS[config.response_format]
         if backend is None:
-            backend = self.session.backends.get(
-                self.model, config.base_url, api_key_env=config.api_key_env,
-                timeout=config.timeout, max_retries=config.max_retries)
+            backend = self.session.backends.get(config)
         elif backend.model != self.model or backend.endpoint.url != self.endpoint.url:
             raise UsageError(f"the backend serves {backend.model!r} at "
                              f"{backend.endpoint.shown}, not this client's judge")

@@ -12,12 +12,15 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.negotiation import Negotiation
+
+if TYPE_CHECKING:
+    from rageval.judge.llm.config import JudgeConfig
 
 __all__ = ["SERVED_FRESH_S", "ChatReply", "SdkBackend", "compact_logprobs", "error_text",
            "is_permanent", "is_refused", "is_too_long", "is_transient", "plain_messages",
@@ -72,18 +75,18 @@ class SdkBackend:
     (:attr:`formats`) and the model it last said it serves. One per (endpoint, model) of a
     run: the clients that share it share what it learned, and nothing else does.
 
-    The API key is read from ``$api_key_env`` once; :attr:`secrets` are the texts an error
-    echoed back must never show (the key and the URL's credentials)."""
+    Built from the judge's configuration: its model, endpoint, timeout and retries. The API
+    key is read from ``$api_key_env`` once; :attr:`secrets` are the texts an error echoed back
+    must never show (the key and the URL's credentials)."""
 
-    def __init__(self, model: str, endpoint: Endpoint, *, api_key_env: str = "OPENAI_API_KEY",
-                 timeout: float = 120.0, max_retries: int = 5) -> None:
-        self.model = model
-        self.endpoint = endpoint
-        self.timeout = timeout
-        self.max_retries = max_retries
+    def __init__(self, config: JudgeConfig) -> None:
+        self.model = config.model or ""
+        self.endpoint = endpoint = Endpoint.of(config.base_url)
+        self.timeout = timeout = config.timeout
+        self.max_retries = max_retries = config.max_retries
         self.formats = Negotiation()
         # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
-        key = os.environ.get(api_key_env, "") or "unused"
+        key = os.environ.get(config.api_key_env, "") or "unused"
         self.secrets = tuple(s for s in {key, *endpoint.secrets}
                              if len(s) >= 4 and s != "unused")
         self._sdk = openai.OpenAI(base_url=endpoint.base_url, api_key=key,
