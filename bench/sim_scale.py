@@ -26,8 +26,8 @@ The model, and what it leaves out:
   lease), and sends again (another request). Retries never stop here: ``fail@5`` counts the
   requests that met more than 5 429s, which the SDK's default ``max_retries=5`` would have failed;
 * clients: under ``split``, ``naive`` and ``ideal`` a worker's own rpm bucket (burst 1, like
-  ``rageval.judge.llm.transport.pool.TokenBucket``) is waited on once per request, before its first
-  try;
+  ``rageval.judge.llm.transport.pool.TokenBucket``) is waited on once per request, before its
+  first try;
 * lease actor: only its round trip is modelled, not its own throughput limit (one event loop
   for every worker's asks, its 5 ms poll while no lease is free, a waiter's new ask every
   0.25 s): at high request rates the real actor can only be slower than this one;

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "definition, and the judge rubrics")
     metrics.add_argument("--prompts-dir", metavar="DIR",
                          help="also list the rubric .toml files in DIR")
-    metrics.set_defaults(handler=_handler("rageval.cli.commands", "run_metrics_list"))
+    metrics.set_defaults(handler=CommandHandler("rageval.cli.commands", "run_metrics_list"))
     sub.add_parser(
         "trec-eval",
         help="drop-in for trec_eval 10.0: rageval trec-eval [-q] [-c] [-M N] [-l N] "
@@ -90,7 +90,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--human", metavar="FIELD",
                    help="the field of human labels in the records files the runs scored: "
                    "each judge metric's difference is also given calibrated by them (PPI)")
-    p.set_defaults(handler=_handler("rageval.compare.runs.compare", "compare_command"))
+    p.set_defaults(handler=CommandHandler("rageval.compare.runs.compare", "compare_command"))
 
 
 def _add_agree(sub: argparse._SubParsersAction) -> None:
@@ -110,7 +110,7 @@ def _add_agree(sub: argparse._SubParsersAction) -> None:
                    help="compare the records both runs scored (default: differing ids are an "
                    "error)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    p.set_defaults(handler=_handler("rageval.compare.agree.agreement", "agree_command"))
+    p.set_defaults(handler=CommandHandler("rageval.compare.agree.agreement", "agree_command"))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -120,7 +120,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML file to write")
     p.add_argument("--title", help="page title (default: from the run names)")
     _add_statistics(p)
-    p.set_defaults(handler=_handler("rageval.cli.report_command", "run_report"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.report_command", "run_report"))
 
 
 def _add_export(sub: argparse._SubParsersAction) -> None:
@@ -143,12 +143,12 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
                    help="largest drop allowed against --baseline (default 0)")
     p.add_argument("--allow-data-change", action="store_true",
                    help="compare with a --baseline that scored other data, saying what changed")
-    p.set_defaults(handler=_handler("rageval.cli.export_command", "run_export"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.export_command", "run_export"))
 
 
 def _add_cache(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="judge reply cache: stats, export, import")
-    p.set_defaults(handler=_handler("rageval.cli.commands", "run_cache"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.commands", "run_cache"))
     actions = p.add_subparsers(dest="cache_command", metavar="ACTION", parser_class=_Parser)
     for name, help_text in (("stats", "entries, models, tokens and size of the cache"),
                             ("export", "write every entry as JSONL (to FILE or stdout)"),
@@ -172,7 +172,7 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("records", nargs="?", default=None,
                    help="records file (.jsonl, .json, .csv, .parquet, .arrow); none with --run")
     add_score_options(p)
-    p.set_defaults(**DEFAULTS, handler=_handler("rageval.cli.commands", "run_score"))
+    p.set_defaults(**DEFAULTS, handler=CommandHandler("rageval.cli.commands", "run_score"))
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -187,7 +187,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     from rageval.cli.score_options import add_score_options
 
     add_score_options(p)
-    p.set_defaults(handler=_handler("rageval.cli.run_command", "run_eval_file"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.run_command", "run_eval_file"))
 
 
 def _add_local_judge(sub: argparse._SubParsersAction) -> None:
@@ -222,7 +222,7 @@ def _add_local_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log", metavar="FILE", default=None,
                    help="where the server's own output goes (default: a new private file in the "
                    "temporary directory, removed when the server is stopped, kept when it dies)")
-    p.set_defaults(handler=_handler("rageval.cli.commands", "run_local_judge"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.commands", "run_local_judge"))
 
 
 def _add_fuse(sub: argparse._SubParsersAction) -> None:
@@ -232,7 +232,7 @@ def _add_fuse(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--depth", type=int, default=None,
                    help="keep the top N of the fused ranking per query (default: all)")
     p.add_argument("--runid", default="rrf", help="run tag of the fused run (default rrf)")
-    p.set_defaults(handler=_handler("rageval.cli.commands", "run_fuse"))
+    p.set_defaults(handler=CommandHandler("rageval.cli.commands", "run_fuse"))
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -288,10 +288,6 @@ class CommandHandler:
     def __call__(self, args: argparse.Namespace, out: TextIO) -> int:
         entry: Handler = getattr(importlib.import_module(self.module), self.name)
         return entry(args, out)
-
-
-def _handler(module: str, name: str) -> CommandHandler:
-    return CommandHandler(module, name)
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:

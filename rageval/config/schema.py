@@ -57,8 +57,8 @@ def _o(dest: str, *flags: str, file: tuple[str, ...] | None = None, **kwargs: An
     return Option(dest, flags, file=None if file is None else FileKey(*file), **kwargs)
 
 
-# The input kinds are listed here rather than imported so that reading a file stays cheap; a
-# test checks they match rageval.inputs.spec.INPUT_KINDS.
+# The input kinds are listed here rather than imported: config/ does not import inputs/ (a
+# sibling room); a test checks they match rageval.inputs.spec.INPUT_KINDS.
 INPUT_KINDS = ("records", "ragas", "trec-rag", "openinference")
 RECORD_FORMATS = ("jsonl", "json", "csv", "parquet", "arrow")
 

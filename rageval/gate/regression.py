@@ -32,7 +32,7 @@ from rageval.compare.runs.pairing import (
     whole_block,
 )
 from rageval.compare.runs.statistics import Draws, compare_pair
-from rageval.core.errors import MOST_RESAMPLES, UsageError, check_int
+from rageval.core.errors import UsageError
 from rageval.core.outputs.significance import p_value_text
 from rageval.core.results import Results
 from rageval.gate.data import data_row
@@ -68,7 +68,8 @@ def check_regression(
     other field values, another judge configuration; :mod:`rageval.gate.data`) gives one
     failing ``data`` row and nothing is compared, unless ``allow_data_change``, which keeps the
     row (passing, saying what changed) and compares."""
-    _check_settings(max_drop, alpha, seed, resamples, permutations)
+    _check_settings(max_drop, alpha)
+    draws = Draws(resamples, permutations, seed).check()
     wanted, absent = _wanted(results, baseline, metrics, max_drop)
     if not wanted and not absent:
         return [GateRow("regression", "*", _rule(max_drop, False), None, False,
@@ -85,7 +86,7 @@ def check_regression(
         names = [n for n in base.results.summary if n in current.results.summary]
         block = whole_block(base, current, names, (positions[_BASE], positions[_CURRENT]),
                             threads)
-        compared, _ = compare_pair(base, current, block, Draws(resamples, permutations, seed))
+        compared, _ = compare_pair(base, current, block, draws)
         p_values = [math.nan if r["p_value"] is None else r["p_value"] for r in compared]
         adjusted = holm(np.array(p_values, dtype=np.float64))
         tested = sum(not math.isnan(p) for p in p_values)
@@ -191,14 +192,9 @@ def _left_out(baseline: Results, results: Results, paired: set[PairKey]) -> str:
     return out
 
 
-def _check_settings(max_drop: float, alpha: float, seed: int, resamples: int,
-                    permutations: int) -> None:
+def _check_settings(max_drop: float, alpha: float) -> None:
     if isinstance(max_drop, bool) or not isinstance(max_drop, (int, float)) \
             or not math.isfinite(max_drop) or max_drop < 0:
         raise UsageError(f"max_drop must be a finite number of at least 0, got {max_drop!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise UsageError(f"alpha must be a number between 0 and 1, got {alpha!r}")
-    for name, value, low, high in (("resamples", resamples, 1, MOST_RESAMPLES),
-                                   ("permutations", permutations, 1, MOST_RESAMPLES),
-                                   ("seed", seed, 0, None)):
-        check_int(name, value, low, high=high)

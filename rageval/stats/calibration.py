@@ -156,10 +156,10 @@ def calibrate(values: np.ndarray, labels: np.ndarray) -> Calibration:
                        human_mean, human_ci)
 
 
-def calibrated_difference(y: np.ndarray, f: np.ndarray, unlabelled: int,
+def calibrated_difference(y: np.ndarray, unlabelled: int,
                           estimated: Callable[[], PPIEstimate]) -> dict[str, Any]:
-    """A comparison row's ``calibrated`` entry from the labelled pairs' human (``y``) and judge
-    (``f``) differences, the count of unlabelled pairs and PPI's estimate over all of them
+    """A comparison row's ``calibrated`` entry from the labelled pairs' human differences
+    (``y``), the count of unlabelled pairs and PPI's estimate over all of them
     (called only when there is one to give): the calibrated difference and its interval, the
     human-only difference, the pair counts, or why there is none."""
     n = len(y)

@@ -101,7 +101,7 @@ def calibrated_delta(base: np.ndarray, system: np.ndarray,
     unlabelled = judged & ~labelled
     y = system_labels[labelled] - base_labels[labelled]
     f = system - base
-    return calibrated_difference(y, f[labelled], int(unlabelled.sum()),
+    return calibrated_difference(y, int(unlabelled.sum()),
                   lambda: ppi_mean(y, f[labelled], f[unlabelled], tuned=False))
 
 
@@ -158,4 +158,4 @@ class CalibratedSums:
             variance = max(0.0, self._sums.mean(width + k, big_n) - mean**2)
             return ppi_mean_moments(y, f, mean, variance, big_n)
 
-        return calibrated_difference(y, f, big_n, estimated)
+        return calibrated_difference(y, big_n, estimated)

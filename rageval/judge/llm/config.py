@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -91,7 +91,7 @@ def _opt(**kwargs: Any) -> Any:
     return field(**spec, metadata=declare(**kwargs))
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class JudgeConfig:
     """How the judge is reached, asked and cached (each field's declaration holds the help
     its ``--judge-*`` flag shows).
@@ -136,6 +136,8 @@ class JudgeConfig:
         kind="str",
         signed=Signed("endpoint", "ep", text=lambda url: Endpoint.of(url).public).always(),
         help="OpenAI-compatible endpoint (default: OpenAI's)")
+    # The rest by keyword only (the two above may be given in order, as they always could).
+    _: KW_ONLY
     api_key_env: str = _opt(
         default="OPENAI_API_KEY", dest="judge_api_key_env", flags=("--judge-api-key-env",),
         metavar="VAR", kind="str",

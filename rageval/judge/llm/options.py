@@ -62,7 +62,8 @@ class JudgeOptions(JudgeConfig):
     of it; every copy of the options within a run keeps it. A session the caller makes and
     gives (``JudgeOptions(..., session=JudgeSession())``) is kept as it is by every run given
     these options: they then share what it holds (what the endpoints were found to accept, the
-    caps' use), as the caller chose.
+    caps' use), as the caller chose. Its caps are the first given with it; options sharing it
+    with other caps are refused.
     """
 
     progress: Callable[[JudgeProgress], object] | None = field(default=None, compare=False,
@@ -73,8 +74,8 @@ class JudgeOptions(JudgeConfig):
         super().__post_init__()
         if self.session is None:
             object.__setattr__(self, "session", self.fresh_session())
-        elif self.session.budget is None and not self.session.per_run:
-            self.session.budget = self.fresh_session().budget  # the caps, kept by the session
+        elif not self.session.per_run:
+            self.session.share_caps(self.max_requests, self.max_cost)
 
     def fresh_session(self) -> JudgeSession:
         return JudgeSession.start(self.max_requests, self.max_cost)
@@ -84,7 +85,7 @@ class JudgeOptions(JudgeConfig):
         caller gave is kept)."""
         if not self.session.per_run:
             return self
-        return replace(self, session=self.session.renewed(self.max_requests, self.max_cost))
+        return replace(self, session=self.fresh_session())
 
     @property
     def budget(self) -> RequestBudget | None:
@@ -104,7 +105,7 @@ class JudgeOptions(JudgeConfig):
         local = replace(self, progress=None, cache=os.path.abspath(self.cache_path),
                         prompts_dir=(None if self.prompts_dir is None
                                      else os.path.abspath(self.prompts_dir)),
-                        session=JudgeSession())
+                        session=self.session.for_workers())
         if sharing is None:
             share = max(1, self.concurrency // workers)
             rpm = None if self.rpm is None else self.rpm / workers
@@ -113,8 +114,7 @@ class JudgeOptions(JudgeConfig):
         if not (self.offline and not os.path.exists(local.cache_path)):
             cache = sharing.service(("judge-cache", local.cache_path), _open_cache,
                                     local.cache_path)
-        session = JudgeSession(shared_limits=sharing.limits(self.concurrency, self.rpm),
-                               shared_cache=cache)
+        session = self.session.for_workers(sharing.limits(self.concurrency, self.rpm), cache)
         return replace(local, rpm=None, session=session)
 
     def open_cache(self) -> JudgeCache | SharedCache | None:

@@ -304,8 +304,8 @@ def _capped(judge: JudgeOptions, pending: list[Unit], stats: RunStats) -> dict[s
 
 class _Arrived:
     """New replies on their way into the cache: those the client hands over in one lot (see
-    :class:`~rageval.judge.llm.transport.pool.Scheduler`) are committed in one transaction, right
-    after.
+    :class:`~rageval.judge.llm.transport.pool.Scheduler`) are committed in one transaction,
+    right after.
 
     One transaction per reply would cost the calling thread three round trips into SQLite per
     reply, each giving up the interpreter lock and waiting to get it back from the threads

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from rageval.core.errors import UsageError
 from rageval.core.workers import SharedLimits
 from rageval.judge.llm.costs.budget import RequestBudget
 from rageval.judge.llm.transport.backend import Backends
@@ -32,8 +33,9 @@ class JudgeSession:
     engine (a proxy of a :class:`~rageval.judge.llm.cache.store.JudgeCache`, or
     :data:`NO_CACHE`). ``backends``: the run's chat backends, one per endpoint and model, each
     owning what the run learned of its endpoint
-    (:class:`~rageval.judge.llm.transport.backend.Backends`);
-    :meth:`opponent` keeps the other system's answers of each file, read once.
+    (:class:`~rageval.judge.llm.transport.backend.Backends`). :meth:`opponent` keeps the other
+    system's answers of each file, read once; :meth:`for_workers` gives the session its
+    workers judge with.
     """
 
     def __init__(self, budget: RequestBudget | None = None, *,
@@ -47,6 +49,9 @@ class JudgeSession:
         self.backends = Backends()
         self._lock = threading.Lock()
         self._opponents: dict[Hashable, Any] = {}
+        # The sessions of this run's workers, by what they share (for_workers); kept so that
+        # what they share outlives the call that made them.
+        self._workers: dict[tuple[int, int], JudgeSession] = {}
 
     @classmethod
     def start(cls, max_requests: int | None = None,
@@ -55,13 +60,31 @@ class JudgeSession:
         capped = max_requests is not None or max_cost is not None
         return cls(RequestBudget(max_requests, max_cost) if capped else None, per_run=True)
 
-    def renewed(self, max_requests: int | None = None,
-                max_cost: float | None = None) -> JudgeSession:
-        """A fresh session for another run with these caps, sharing what this one was given
-        to share with other processes (the limits and the cache of a distributed run)."""
-        fresh = self.start(max_requests, max_cost)
-        fresh.shared_limits, fresh.shared_cache = self.shared_limits, self.shared_cache
-        return fresh
+    def share_caps(self, max_requests: int | None, max_cost: float | None) -> None:
+        """Give this session, shared by the caller's choice, the caps of options given it: the
+        first caps given are its own; options with other caps cannot share it."""
+        if max_requests is None and max_cost is None:
+            return
+        with self._lock:
+            if self.budget is None:
+                self.budget = RequestBudget(max_requests, max_cost)
+            elif (self.budget.max_requests, self.budget.max_cost) != (max_requests, max_cost):
+                raise UsageError(
+                    f"this judge session counts the caps max_requests={self.budget.max_requests}"
+                    f", max_cost={self.budget.max_cost}: options with max_requests="
+                    f"{max_requests}, max_cost={max_cost} cannot share it")
+
+    def for_workers(self, shared_limits: SharedLimits | None = None,
+                    shared_cache: Any = None) -> JudgeSession:
+        """The session this run's workers judge with, holding what they share (``shared_limits``,
+        ``shared_cache``): one per what is shared, so that the metrics of a run sent to a worker
+        together arrive there with one session, and learn of each endpoint once."""
+        key = (id(shared_limits), id(shared_cache))
+        with self._lock:
+            if key not in self._workers:
+                self._workers[key] = JudgeSession(shared_limits=shared_limits,
+                                                  shared_cache=shared_cache)
+            return self._workers[key]
 
     def opponent(self, key: Hashable, build: Callable[[], T]) -> T:
         """The other system's records for ``key`` (a file's version), read on first use."""

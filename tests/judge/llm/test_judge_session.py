@@ -86,3 +86,53 @@ def test_a_session_crosses_to_a_worker_without_its_state() -> None:
     assert copy.session is not session
     # Built anew there: the caller's backends stay with the caller.
     assert len(copy.session.backends) == 0 and len(session.backends) == 1
+
+
+def test_a_metric_built_before_the_run_judges_with_the_runs_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric object made with the options (before the run bound its session) takes the
+    run's session, as metrics named by string do: each run has its own cap."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
+
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+    records = _records(tmp_path / "r.jsonl")
+    with JudgeServer(expected_key=TEST_KEY) as server:
+        judge = keyed_options(server, tmp_path / "c.sqlite", max_requests=3, concurrency=1,
+                              refresh=True)
+        metric = create("judge:faithfulness", ScoreOptions(judge=judge))
+        for _ in range(2):
+            results = evaluate(records, [metric], bootstrap=1, judge=judge)
+            assert results.manifest["judge"]["requests"] == 3
+    assert judge.budget is not None and judge.budget.sent == 0
+
+
+def test_model_and_endpoint_may_be_given_in_order_the_rest_by_keyword() -> None:
+    judge = JudgeOptions("m", "http://127.0.0.1:9/v1", temperature=0.5)
+    assert (judge.model, judge.base_url, judge.temperature) == ("m", "http://127.0.0.1:9/v1", 0.5)
+    with pytest.raises(TypeError):
+        JudgeOptions("m", "http://127.0.0.1:9/v1", "cache.sqlite")  # type: ignore[misc]
+
+
+def test_a_shared_session_keeps_the_caps_first_given_and_refuses_others() -> None:
+    from rageval.core.errors import UsageError
+
+    session = JudgeSession()
+    uncapped = JudgeOptions(model="m", session=session)
+    assert uncapped.budget is None
+    capped = JudgeOptions(model="m", max_requests=5, session=session)
+    assert capped.budget is session.budget and session.budget is not None
+    assert replace(capped, temperature=0.5).budget is session.budget  # same caps: shared
+    with pytest.raises(UsageError, match="max_requests=5.*cannot share it"):
+        JudgeOptions(model="m", max_requests=6, session=session)
+
+
+def test_the_metrics_of_a_run_reach_a_worker_with_one_session() -> None:
+    """The workers' options of several metrics share one session, so that once sent together
+    to a worker the metrics learn of each endpoint once there."""
+    judge = JudgeOptions(model="m").bound()
+    rubric = judge.for_workers(4)
+    claims = replace(judge, samples=2).for_workers(4)
+    assert rubric.session is claims.session and rubric.session is not judge.session
+    rubric_there, claims_there = pickle.loads(pickle.dumps([rubric, claims]))
+    assert rubric_there.session is claims_there.session

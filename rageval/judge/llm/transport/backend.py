@@ -2,14 +2,12 @@
 
 A backend sends one chat request to one model at one endpoint and owns what a run learns of
 them: the wire formats the endpoint accepts (a
-:class:`~rageval.judge.llm.transport.negotiation.Negotiation`)
-and the model it says it serves. The OpenAI-compatible chat completions of the ``openai`` SDK
-are :class:`~rageval.judge.llm.transport.sdk.SdkBackend`; a provider's batch API would be another
-backend
-beside it. :class:`~rageval.judge.llm.transport.client.JudgeClient` is given its backend; a run
-hands out
-one backend per endpoint and model (:class:`Backends`), so that its clients share what was
-learned and two runs in one process share nothing.
+:class:`~rageval.judge.llm.transport.negotiation.Negotiation`) and the model it says it serves.
+The OpenAI-compatible chat completions of the ``openai`` SDK are
+:class:`~rageval.judge.llm.transport.sdk.SdkBackend`; a provider's batch API would be another
+backend beside it. :class:`~rageval.judge.llm.transport.client.JudgeClient` is given its
+backend; a run hands out one backend per endpoint and model (:class:`Backends`), so that its
+clients share what was learned and two runs in one process share nothing.
 """
 
 from __future__ import annotations

@@ -15,19 +15,18 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
   :mod:`rageval.judge.llm.transport.first_reply`), and a first reply that misses its deadline.
 * ``on_result`` is called, in the calling thread, as each result arrives (to store it in the
   cache), ``on_drained`` after each lot of results that arrived together (to commit them).
-* Structured output is negotiated (:mod:`rageval.judge.llm.transport.formats`): the first request
-  to an
-  (endpoint, model) probes the mode's most constrained wire format, once, without retries; a
-  refusal (400, 422 or 500 naming the response format) steps down the ladder, the verdict kept
-  by the client's backend (one request per refused format). Other requests wait for the verdict.
-* The requests go through the client's :class:`~rageval.judge.llm.transport.backend.ChatBackend`
-  (the
-  openai SDK's chat completions unless given another), which owns what a run learns of the
-  endpoint: the clients of a run share the run's backend, two runs share nothing.
+* Structured output is negotiated (:mod:`rageval.judge.llm.transport.formats`): the first
+  request to an (endpoint, model) probes the mode's most constrained wire format, once, without
+  retries; a refusal (400, 422 or 500 naming the response format) steps down the ladder, the
+  verdict kept by the client's backend (one request per refused format). Other requests wait
+  for the verdict.
+* The requests go through the client's
+  :class:`~rageval.judge.llm.transport.backend.ChatBackend` (the openai SDK's chat completions
+  unless given another), which owns what a run learns of the endpoint: the clients of a run
+  share the run's backend, two runs share nothing.
 * The API key (read from ``$OPENAI_API_KEY`` or the variable named), the user info and the
-  query values of the base URL (:class:`~rageval.judge.llm.transport.endpoint.Endpoint`) appear in
-  no
-  repr, error message or result: any text the endpoint echoes back is redacted.
+  query values of the base URL (:class:`~rageval.judge.llm.transport.endpoint.Endpoint`)
+  appear in no repr, error message or result: any text the endpoint echoes back is redacted.
 """
 
 from __future__ import annotations

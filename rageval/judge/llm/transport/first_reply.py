@@ -11,12 +11,11 @@ before the first reply is not retried at all (:func:`refused_before_reply`): not
 the endpoint, and the run stops in seconds naming it. Once any reply has arrived the SDK's own
 retries take over again.
 
-A judge that answers none of its requests is not there, however few they were: a run whose first
-:data:`~rageval.judge.llm.transport.pool.FAIL_FAST_AFTER` requests fail alike stops early, and one
-with
-fewer requests, all failed, stops when they are done (:func:`raise_unanswered`), with the same
-message (:func:`no_reply`), so that whether a dead endpoint stops a run never depends on how many
-requests it had to fail.
+A judge that answers none of its requests is not there, however few they were: a run whose
+first :data:`~rageval.judge.llm.transport.pool.FAIL_FAST_AFTER` requests fail alike stops
+early, and one with fewer requests, all failed, stops when they are done
+(:func:`raise_unanswered`), with the same message (:func:`no_reply`), so that whether a dead
+endpoint stops a run never depends on how many requests it had to fail.
 """
 
 from __future__ import annotations
@@ -89,10 +88,9 @@ def send_before_first_reply(send: Callable[[int, float | None], T], attempts: in
                             first: FirstReply, timeout_s: float, where: str) -> T:
     """``send(retries, timeout)`` with its ``attempts`` made here, one at a time (``retries``
     0), each within the time left before ``first``'s deadline (``timeout``);
-    :class:`~rageval.judge.llm.transport.pool.Fatal` naming the deadline when it passes before a
-    reply.
-    Once a reply has arrived (this request's or another's), the attempts left go through the
-    SDK as usual (``timeout`` None: the backend's own)."""
+    :class:`~rageval.judge.llm.transport.pool.Fatal` naming the deadline when it passes before
+    a reply. Once a reply has arrived (this request's or another's), the attempts left go
+    through the SDK as usual (``timeout`` None: the backend's own)."""
     for attempt in range(attempts):
         left = first.remaining()
         if left is None:

@@ -1,13 +1,12 @@
 """Which wire format an (endpoint, model) accepts, decided once and shared by every request.
 
 A :class:`Negotiation` walks a mode's ladder of wire formats
-(:mod:`rageval.judge.llm.transport.formats`).
-While the verdict on a format is unknown, exactly one request carries it (the probe) and the
-others wait; a refusal steps every request down to the next format, an accepted reply settles
-it. The verdicts are the run's: each :class:`~rageval.judge.llm.transport.sdk.ChatBackend` (one per
-endpoint and model of a run) owns its own, so the clients of a run that share a backend do not
-probe again, and another run decides anew. Plain ``text`` (no ``response_format``) is never
-refused.
+(:mod:`rageval.judge.llm.transport.formats`). While the verdict on a format is unknown, exactly
+one request carries it (the probe) and the others wait; a refusal steps every request down to
+the next format, an accepted reply settles it. The verdicts are the run's: each
+:class:`~rageval.judge.llm.transport.backend.ChatBackend` (one per endpoint and model of a run)
+owns its own, so the clients of a run that share a backend do not probe again, and another
+run decides anew. Plain ``text`` (no ``response_format``) is never refused.
 """
 
 from __future__ import annotations

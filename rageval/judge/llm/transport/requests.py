@@ -40,7 +40,7 @@ class JudgeRequest:
     schema: ReplySchema | None = None
     sample_index: int = 0
     tag: Any = None
-    seed: int | None = None  # overrides the client's seed for this request (per-sample seeds)
+    seed: int | None = None  # overrides the configuration's seed for this request (per sample)
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ class JudgeResult:
     """The outcome of one request: a reply (``text``) or a reason it failed (``error``).
 
     ``format`` is the wire format the request was sent in
-    (:mod:`rageval.judge.llm.transport.formats`), the
-    one its reply is cached under. ``usage`` holds the token counts reported by the endpoint
-    (``prompt_tokens``, ``completion_tokens``, ``total_tokens``).
+    (:mod:`rageval.judge.llm.transport.formats`), the one its reply is cached under. ``usage``
+    holds the token counts reported by the endpoint (``prompt_tokens``, ``completion_tokens``,
+    ``total_tokens``).
     """
 
     index: int

@@ -1,8 +1,7 @@
 """Chat completions through the openai SDK: :class:`SdkBackend` (the
 :class:`~rageval.judge.llm.transport.backend.ChatBackend` of an OpenAI-compatible endpoint),
-sending a
-request and reading what it hands back: the reply's JSON, an endpoint's error text, whether an
-error is permanent, and log-probabilities in the compact form the cache keeps."""
+sending a request and reading what it hands back: the reply's JSON, an endpoint's error text,
+whether an error is permanent, and log-probabilities in the compact form the cache keeps."""
 
 from __future__ import annotations
 
