@@ -313,11 +313,8 @@ def _resolve(metrics: Iterable[str | Metric], options: ScoreOptions) -> list[Met
     for item in metrics:
         if isinstance(item, Metric):
             # A metric object built elsewhere gets this run's options (and so its signature),
-            # its progress hook and its judge's run state included (which equality leaves out).
-            same = (item.options == options and item.options.steps is options.steps
-                    and getattr(item.options.judge, "session", None)
-                    is getattr(options.judge, "session", None))
-            metric = item if same else item.with_options(options)
+            # with the run's progress hook and run state.
+            metric = item if item.options.same_run(options) else item.with_options(options)
         else:
             metric = create(item, options)
         if str(metric) in {str(m) for m in resolved}:

@@ -67,6 +67,12 @@ class ScoreOptions:
     # built with or without it is the same metric) and of every signature.
     steps: Any = field(default=None, compare=False, repr=False)
 
+    def same_run(self, other: ScoreOptions) -> bool:
+        """Whether these options are ``other`` as a run uses them: equal, with the same progress
+        hook and the same run state of the judge (its session), which equality leaves out."""
+        return (self == other and self.steps is other.steps
+                and getattr(self.judge, "session", None) is getattr(other.judge, "session", None))
+
 
 class Batch:
     """The records scored together, plus a cache of data derived from them. ``run`` is the
