@@ -123,7 +123,7 @@ def test_a_shared_session_keeps_the_caps_first_given_and_refuses_others() -> Non
     capped = JudgeOptions(model="m", max_requests=5, session=session)
     assert capped.budget is session.budget and session.budget is not None
     assert replace(capped, temperature=0.5).budget is session.budget  # same caps: shared
-    with pytest.raises(UsageError, match="max_requests=5.*cannot share it"):
+    with pytest.raises(UsageError, match=r"max_requests=5.*cannot share it"):
         JudgeOptions(model="m", max_requests=6, session=session)
 
 
