@@ -84,6 +84,7 @@ import contextlib
 import hashlib
 import json
 import math
+import pathlib
 import re
 import socket
 import threading
@@ -698,3 +699,13 @@ def keyed_options(server: JudgeServer, cache: object, **settings: Any) -> Any:
     return JudgeOptions(**{"model": "judge-model", "base_url": server.base_url,
                            "api_key_env": TEST_KEY_ENV, "cache": str(cache), "timeout": 5.0,
                            "max_retries": 1, **settings})
+
+
+def fact_records(path: pathlib.Path, n: int, *, reference: bool = False) -> pathlib.Path:
+    """``n`` records asking a fact each, with the context that states it and an answer that
+    repeats it (and that answer as the reference, with ``reference``), written to ``path``."""
+    rows = [{"id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
+             "answer": f"Fact {i} is blue.",
+             **({"reference": f"Fact {i} is blue."} if reference else {})} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path

@@ -3,7 +3,6 @@ with different endpoints, or reusing the same options, share none of it."""
 
 from __future__ import annotations
 
-import json
 import pickle
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, fact_records, keyed_options
 
 from rageval.api import evaluate
 from rageval.core.results import Results
@@ -24,13 +23,6 @@ from rageval.judge.llm.session import JudgeSession
 from rageval.judge.pairwise.metric import load_opponent
 
 
-def _records(path: Path, n: int = 5) -> Path:
-    path.write_text("".join(json.dumps({
-        "id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
-        "answer": f"Fact {i}: blue."}) + "\n" for i in range(n)))
-    return path
-
-
 def _run(records: Path, judge: JudgeOptions) -> Results:
     return evaluate(records, ["judge:faithfulness"], bootstrap=1, judge=judge)
 
@@ -38,7 +30,7 @@ def _run(records: Path, judge: JudgeOptions) -> Results:
 def test_two_runs_in_threads_with_different_endpoints_share_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
-    records = _records(tmp_path / "r.jsonl")
+    records = fact_records(tmp_path / "r.jsonl", 5)
     with JudgeServer(expected_key=TEST_KEY) as a, JudgeServer(expected_key=TEST_KEY) as b:
         a.refuse = {"json_schema": 400}  # a negotiates down to json_object, b does not
         on_a = keyed_options(a, tmp_path / "a.sqlite", max_requests=3, concurrency=2)
@@ -60,7 +52,7 @@ def test_two_runs_in_threads_with_different_endpoints_share_nothing(
 
 
 def test_a_session_reads_the_other_systems_answers_once(tmp_path: Path) -> None:
-    other = _records(tmp_path / "other.jsonl")
+    other = fact_records(tmp_path / "other.jsonl", 5)
     mine, theirs = JudgeSession(), JudgeSession()
     first = load_opponent(str(other), mine)
     assert load_opponent(str(other), mine) is first
@@ -96,7 +88,7 @@ def test_a_metric_built_before_the_run_judges_with_the_runs_session(
     from rageval.core.registry import create
 
     monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
-    records = _records(tmp_path / "r.jsonl")
+    records = fact_records(tmp_path / "r.jsonl", 5)
     with JudgeServer(expected_key=TEST_KEY) as server:
         judge = keyed_options(server, tmp_path / "c.sqlite", max_requests=3, concurrency=1,
                               refresh=True)

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options, wire_format
+from judge_server import (
+    TEST_KEY,
+    TEST_KEY_ENV,
+    JudgeServer,
+    fact_records,
+    keyed_options,
+    wire_format,
+)
 
 from rageval.api import evaluate
 from rageval.judge.llm.config import JudgeConfig
@@ -21,12 +28,6 @@ from rageval.judge.llm.transport.sdk import SdkBackend
 
 METRICS = ["judge:faithfulness"]
 
-
-def _records(path: Path, n: int = 4) -> str:
-    rows = [{"id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
-             "answer": f"Fact {i} is blue."} for i in range(n)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +46,7 @@ def test_two_runs_in_threads_against_two_endpoints_share_nothing(tmp_path: Path)
         def run(name: str, server: JudgeServer) -> None:
             try:
                 judge = keyed_options(server, tmp_path / f"{name}.sqlite", concurrency=2)
-                runs[name] = (judge, evaluate(_records(tmp_path / f"{name}.jsonl"), METRICS,
+                runs[name] = (judge, evaluate(fact_records(tmp_path / f"{name}.jsonl", 4), METRICS,
                                               judge=judge, bootstrap=10))
             except BaseException as exc:  # handed to the test's thread
                 failures.append(exc)
@@ -73,12 +74,12 @@ def test_a_later_run_learns_the_endpoint_anew(tmp_path: Path) -> None:
     """A refusal one run met is not taken for the next run's: the endpoint may have changed
     (a server restarted with grammar support), and the next run asks again."""
     with JudgeServer(expected_key=TEST_KEY, reject_response_format=True) as server:
-        first = evaluate(_records(tmp_path / "r.jsonl"), METRICS,
+        first = evaluate(fact_records(tmp_path / "r.jsonl", 4), METRICS,
                          judge=keyed_options(server, tmp_path / "1.sqlite"), bootstrap=10)
         assert first.manifest["judge"]["response_format"]["used"] == {"text": 4}
         server.reject_response_format = False
         sent = server.requests
-        second = evaluate(_records(tmp_path / "r.jsonl"), METRICS,
+        second = evaluate(fact_records(tmp_path / "r.jsonl", 4), METRICS,
                           judge=keyed_options(server, tmp_path / "2.sqlite"), bootstrap=10)
         assert second.manifest["judge"]["response_format"] == {
             "mode": "auto", "used": {"json_schema": 4}, "refused": {}}
@@ -95,9 +96,9 @@ def test_runs_given_one_session_share_what_it_learned(tmp_path: Path) -> None:
     with JudgeServer(expected_key=TEST_KEY, reject_response_format=True) as server:
         judge = replace(keyed_options(server, tmp_path / "1.sqlite"), session=JudgeSession(),
                         max_requests=100)
-        evaluate(_records(tmp_path / "r.jsonl"), METRICS, judge=judge, bootstrap=10)
+        evaluate(fact_records(tmp_path / "r.jsonl", 4), METRICS, judge=judge, bootstrap=10)
         sent = server.requests
-        second = evaluate(_records(tmp_path / "s.jsonl", 2), METRICS,
+        second = evaluate(fact_records(tmp_path / "s.jsonl", 2), METRICS,
                           judge=replace(judge, cache=str(tmp_path / "2.sqlite")), bootstrap=10)
         assert second.manifest["judge"]["response_format"]["used"] == {"text": 2}
         assert [wire_format(b) for b in server.bodies[sent:]] == ["text"] * 2
@@ -107,7 +108,7 @@ def test_runs_given_one_session_share_what_it_learned(tmp_path: Path) -> None:
 
 def test_a_later_run_asks_again_which_model_is_served(tmp_path: Path) -> None:
     """What the endpoint said it serves holds within a run, not into the next one."""
-    records = _records(tmp_path / "r.jsonl", 2)
+    records = fact_records(tmp_path / "r.jsonl", 2)
     cache = tmp_path / "c.sqlite"
     with JudgeServer(expected_key=TEST_KEY) as server:
         server.served_as = "/models/first.gguf"

@@ -5,12 +5,11 @@ to score and read by every one; values kept in a batch or a run are typed by the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, fact_records, keyed_options
 
 from rageval.core.metric import Batch, ScoreOptions, Slot
 from rageval.core.records import load_records
@@ -27,13 +26,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
     with JudgeServer(expected_key=TEST_KEY) as s:
         yield s
 
-
-def _records(path: Path, n: int = 3) -> Path:
-    rows = [{"id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
-             "answer": f"Fact {i} is blue.", "reference": f"Fact {i} is blue."}
-            for i in range(n)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def test_slots_keep_one_value_each_built_once() -> None:
@@ -58,7 +50,7 @@ def test_rubric_metrics_of_one_judge_share_one_prepared_value(server: JudgeServe
     faithfulness, correctness = (create(name, ScoreOptions(judge=judge))
                                  for name in ("judge:faithfulness", "judge:correctness"))
     assert isinstance(faithfulness, JudgeMetric) and isinstance(correctness, JudgeMetric)
-    batch = Batch(load_records(_records(tmp_path / "r.jsonl")))
+    batch = Batch(load_records(fact_records(tmp_path / "r.jsonl", 3, reference=True)))
     batch.cached(GROUP, list)[:] = [faithfulness, correctness]  # as the run hooks do
 
     prepared = correctness.prepare(batch)
@@ -82,7 +74,8 @@ def test_a_metric_outside_a_run_prepares_its_own(server: JudgeServer, tmp_path: 
     judge = keyed_options(server, tmp_path / "c.sqlite")
     metric = create("judge:faithfulness", ScoreOptions(judge=judge))
     assert isinstance(metric, JudgeMetric)
-    prepared = metric.prepare(Batch(load_records(_records(tmp_path / "r.jsonl"))))
+    records = fact_records(tmp_path / "r.jsonl", 3, reference=True)
+    prepared = metric.prepare(Batch(load_records(records)))
     assert set(prepared.units) == {"judge:faithfulness"} and server.requests == 3
 
 
