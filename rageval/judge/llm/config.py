@@ -183,7 +183,7 @@ class JudgeConfig:
         default_factory=dict, hash=False, dest="judge_extra", flags=("--judge-extra",),
         append=True, metavar="KEY=VALUE", kind="params", doc="request fields of the server's own",
         parse=lambda items: parse_extra(items or ()),
-        signed=Signed("extra", "x", text=lambda extra: _extra_text(extra), when=bool),
+        signed=Signed("extra", "x", text=_extra_text, when=bool),
         help="a request field of the server's own, sent as it is (repeatable; VALUE read as "
         "JSON where it is, else text): e.g. repeat_penalty=1.1 or cache_prompt=false for "
         "llama.cpp, top_k=1 for vLLM; part of the cache key and the signature")
@@ -334,11 +334,6 @@ class JudgeConfig:
             p.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         p.update(self.extra)
         return p
-
-    @property
-    def extra_text(self) -> str:
-        """The extra request fields as signatures show them (``key=json``, sorted)."""
-        return _extra_text(self.extra)
 
     def signed(self, *names: str) -> list[Field]:
         """The signature fields of the options ``names`` (fields of this configuration), in

@@ -116,8 +116,9 @@ def test_a_bar_in_a_value_cannot_split_the_signature_and_the_fields_are_read_onl
     """Signatures are fields joined by "|": a grammar or stop string holding one is escaped
     as JSON allows; and the fields a signature was made from cannot change after."""
     judge = JudgeOptions(model="m", extra={"grammar": 'root ::= "a" | "b"', "stop": ["|"]})
-    assert "|" not in judge.extra_text
-    assert judge.extra_text == ('grammar="root ::= \\"a\\" \\u007c \\"b\\"",'
-                                'stop=["\\u007c"]')
+    [extra] = judge.signed("extra")
+    assert "|" not in extra.value
+    assert extra.value == ('grammar="root ::= \\"a\\" \\u007c \\"b\\"",'
+                           'stop=["\\u007c"]')
     with pytest.raises(TypeError):
         judge.extra["stop"] = []  # type: ignore[index]
