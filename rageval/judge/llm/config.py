@@ -53,6 +53,11 @@ def _price(flag: str) -> Callable[[Any], None]:
     return check
 
 
+def _fraction(value: Any) -> None:
+    if not (isinstance(value, int | float) and 0 <= value <= 1):
+        raise UsageError(f"--judge-batch-discount must be a fraction from 0 to 1, got {value!r}")
+
+
 def _rpm(value: Any) -> None:
     if value <= 0:
         raise UsageError(f"judge rpm must be positive, got {value}")
@@ -123,7 +128,8 @@ class JudgeConfig:
     the run's caps on what it sends. ``panel``: what each member of a judge panel changes of
     this configuration (:mod:`rageval.judge.llm.members`), ``panel_rule`` how their values
     make the panel's, ``panel_min_members`` how many must answer. ``dry_run``: send nothing,
-    count what would be sent.
+    count what would be sent. ``batch`` and the ``batch_*`` fields: batch judging
+    (:mod:`rageval.judge.llm.batch`).
     """
 
     model: str | None = _opt(
@@ -279,6 +285,34 @@ class JudgeConfig:
         kind="path",
         help="judge:pairwise: the other system's records (paired by id), whose answers this "
         "run's answers are compared with")
+    # Batch judging (rageval.judge.llm.batch): how replies are fetched, never what they are,
+    # so none of these enters a cache key or a signature.
+    batch: bool = _opt(
+        default=False, dest="judge_batch", flags=("--judge-batch",), switch=True, kind="bool",
+        help="send the requests the cache lacks through the provider's batch API (OpenAI's "
+        "files and batches endpoints, a 24 h window) instead of one chat completion each; "
+        "priced at --judge-batch-discount of the prices; a run killed while its batch is "
+        "pending attaches to it when run again")
+    batch_poll: float = _opt(
+        default=30.0, dest="judge_batch_poll", flags=("--judge-batch-poll",), type=float,
+        metavar="SECONDS", kind="float", check=_seconds("--judge-batch-poll"),
+        help="with --judge-batch: seconds between two looks at a pending batch (default 30)")
+    batch_discount: float = _opt(
+        default=0.5, dest="judge_batch_discount", flags=("--judge-batch-discount",),
+        type=float, metavar="FRACTION", kind="float", check=_fraction,
+        help="with --judge-batch: what a batch request costs as a fraction of "
+        "--judge-price-in/--judge-price-out (default 0.5, the major providers' discount)")
+    batch_cancel: bool = _opt(
+        default=False, dest="judge_batch_cancel", flags=("--judge-batch-cancel",),
+        switch=True, kind="bool",
+        help="cancel the batches recorded beside the cache for this endpoint and model, "
+        "forget them, and stop (nothing is scored)")
+    batch_file: str | None = _opt(
+        default=None, dest="judge_batch_file", flags=("--judge-batch-file",), metavar="PATH",
+        kind="path",
+        help="with --judge-batch: write the batch's JSONL (the requests the cache lacks) to "
+        "PATH and send nothing, for an offline batch runner such as vLLM's; import its output "
+        "with 'rageval cache import OUTPUT --batch-input PATH'")
     # Send nothing: count what would be sent, and its tokens and cost.
     dry_run: bool = _opt(
         default=False, flags=("--dry-run",), switch=True,
@@ -374,6 +408,7 @@ class JudgeConfig:
         if self.max_cost is not None and self.price_in is None and self.price_out is None:
             raise UsageError("--judge-max-cost needs the prices to count the cost by: "
                              "--judge-price-in and --judge-price-out (USD per million tokens)")
+        self._check_batch()
         check_panel(self)
         check_extra(self.extra)
         Endpoint.of(self.base_url)  # a malformed URL is a usage error, shown redacted
@@ -383,6 +418,20 @@ class JudgeConfig:
         """The panel's members by name, each with the configuration it judges with (none
         without a panel)."""
         return panel_members(self)
+
+    def _check_batch(self) -> None:
+        if self.batch and self.offline:
+            raise UsageError("--judge-batch sends requests and cannot be used with --offline")
+        if self.batch_file is not None and not self.batch:
+            raise UsageError("--judge-batch-file writes the batch of --judge-batch: give both")
+        if self.batch and self.cache_path.endswith(".jsonl"):
+            raise UsageError("--judge-batch stores its replies in a SQLite cache, not in a "
+                             "JSONL export")
+
+    def batch_cost(self, usage: Mapping[str, int]) -> float | None:
+        """USD for ``usage`` of batch requests: :meth:`cost_usd` times ``batch_discount``."""
+        cost = self.cost_usd(usage)
+        return None if cost is None else round(cost * self.batch_discount, 6)
 
     def _check_cache_path(self) -> None:
         path = self.cache_path

@@ -48,6 +48,7 @@ class JudgeProgress:
     cached_tokens: int = 0  # total tokens of those cached replies (replayed, not spent)
     cost_usd: float | None = None  # USD spent on the replies received; None: no prices given
     account: int = 0  # tells accounts apart (its value means nothing else)
+    note: str = ""  # how a pending batch stands (--judge-batch): status, counts, time
 
 
 @dataclass(frozen=True, kw_only=True)

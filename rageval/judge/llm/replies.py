@@ -180,7 +180,14 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
         served = ServedCheck(judge.model or "", (r.served_model for r in replies.values()),
                              enabled=not (judge.offline or judge.any_served_model
                                           or judge.dry_run))
-        if pending and cache is not None:
+        if pending and cache is not None and judge.batch:  # the provider's batch API
+            from rageval.judge.llm.batch.run import ask_by_batch
+
+            replies.update(capped := _capped(judge, list(pending.values()), stats))
+            batched = ask_by_batch(judge, cache, [u for k, u in pending.items() if k not in capped],
+                                   records, schema, stats, meta, served)
+            replies.update((key, Reply(**vars(reply))) for key, reply in batched.items())
+        elif pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta, served))
         elif served.needed and api_key_problem(judge.api_key_env, judge.base_url) is None:

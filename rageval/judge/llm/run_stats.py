@@ -50,6 +50,11 @@ class RunStats:
     # The judges (model@endpoint) that replied to a request of this run: one that has not,
     # when a round of its requests is over, is dead (JudgeClient.complete_many).
     replied: set[str] = field(default_factory=set)
+    # Replies that came by the provider's batch API, their tokens (counted in usage too) and
+    # the batches (rageval.judge.llm.batch).
+    batched: int = 0
+    batch_usage: dict[str, int] = field(default_factory=_zero_usage)
+    batches: list[str] = field(default_factory=list)
     tokens: PromptTokens | None = field(default=None, compare=False, repr=False)
     # Names this account in progress snapshots (JudgeProgress.account).
     account: int = field(default_factory=lambda: next(_ACCOUNTS), compare=False)
@@ -59,9 +64,22 @@ class RunStats:
         for key, value in usage.items():
             target[key] = target.get(key, 0) + int(value)
 
+    def add_batch_usage(self, usage: dict[str, int]) -> None:
+        for key, value in usage.items():
+            self.batch_usage[key] = self.batch_usage.get(key, 0) + int(value)
+
+    def spent_usd(self, judge: JudgeOptions) -> float | None:
+        """USD spent on this account's replies: the batch's at ``judge.batch_discount`` of
+        the prices (None without prices)."""
+        cost = judge.cost_usd(self.usage)
+        if cost is None or not self.batched:
+            return cost
+        saved = (judge.cost_usd(self.batch_usage) or 0.0) * (1 - judge.batch_discount)
+        return round(cost - saved, 6)
+
     def merge(self, other: RunStats) -> None:
         """Add the counts of another account of the same run (a worker's) to this one."""
-        for name in ("hits", "misses", "requests", "failed", "stored", "capped"):
+        for name in ("hits", "misses", "requests", "failed", "stored", "capped", "batched"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.add_usage(other.usage, cached=False)
         self.add_usage(other.cached_usage, cached=True)
@@ -75,6 +93,8 @@ class RunStats:
         for kind, planned in other.planned.items():
             self.planned.setdefault(kind, Planned()).merge(planned)
         self.replied |= other.replied
+        self.add_batch_usage(other.batch_usage)
+        self.batches += [b for b in other.batches if b not in self.batches]
 
     def add_failures(self, results: Iterable[JudgeResult | None]) -> None:
         """Count the requests of a round that stopped (``JudgeError.results``: None where a
@@ -91,12 +111,13 @@ class RunStats:
             self.tokens = PromptTokens(judge.base_url, os.environ.get(judge.api_key_env))
         return self.tokens.count(messages)
 
-    def tell(self, judge: JudgeOptions, total: int, failed: int) -> None:
+    def tell(self, judge: JudgeOptions, total: int, failed: int, note: str = "") -> None:
         """Hand ``judge.progress`` (if any) a snapshot of this account: ``total`` requests
-        sent or to send so far, ``failed`` of them failed for good."""
+        sent or to send so far, ``failed`` of them failed for good (``note``: how a pending
+        batch stands)."""
         if judge.progress is None:
             return
         judge.progress(JudgeProgress(
             self.requests, total, failed, self.usage.get("total_tokens", 0), hits=self.hits,
             cached_tokens=self.cached_usage.get("total_tokens", 0),
-            cost_usd=judge.cost_usd(self.usage), account=self.account))
+            cost_usd=self.spent_usd(judge), account=self.account, note=note))
