@@ -113,11 +113,23 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         out["prompt_tokens_counted_by"] = (stats.tokens.method if stats.tokens is not None
                                            else None)
         out["would_stop"] = would_stop(judge, stats)
+    if judge.batch or stats.batched:
+        out["batch"] = batch_section(judge, stats)
     if judge.price_in is not None or judge.price_out is not None:
         out["cost_usd"] = {
             "price_in_per_mtok": judge.price_in,
             "price_out_per_mtok": judge.price_out,
-            "this_run": judge.cost_usd(stats.usage),
+            "this_run": stats.spent_usd(judge),
             "replayed_from_cache": judge.cost_usd(stats.cached_usage),
         }
+        if stats.batched:
+            out["cost_usd"]["batch_discount"] = judge.batch_discount
     return out
+
+
+def batch_section(judge: JudgeOptions, stats: RunStats) -> dict[str, Any]:
+    """The manifest's account of batch judging: the replies that came by batch, their
+    batches and tokens, and the share of the prices they are counted at."""
+    return {"replies": stats.batched, "batches": list(stats.batches),
+            "usage": dict(stats.batch_usage), "discount": judge.batch_discount,
+            "cost_usd": judge.batch_cost(stats.batch_usage) if stats.batched else None}

@@ -1,0 +1,184 @@
+"""--judge-batch: a run's judge requests go through the provider's batch API, and the run
+scores as an online run does: the same values, the same cache keys, the failed lines unscored
+with the provider's reason, at the batch's share of the prices, replayed offline with no
+request at all."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from batch_server import BatchServer
+from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
+
+from rageval.api import evaluate
+from rageval.judge.llm.batch.state import state_path
+from rageval.judge.llm.cache.store import JudgeCache
+from rageval.judge.llm.options import JudgeOptions
+
+METRICS = ["judge:faithfulness", "judge:correctness"]
+PRICES = {"price_in": 2.0, "price_out": 8.0}
+
+
+def fact_records(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({
+        "id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
+        "answer": f"Fact {i}: blue.", "reference": "Blue."}) + "\n" for i in range(n)))
+    return path
+
+
+def batch_judge(server: BatchServer, cache: Path, **kw: object) -> JudgeOptions:
+    return keyed_options(server, cache, **{"batch": True, "batch_poll": 0.05, **PRICES, **kw})
+
+
+def scores(results: object) -> dict[tuple[str, str], float]:
+    return {(r.id, m): v for r in results.records  # type: ignore[attr-defined]
+            for m, v in r.scores.items() if v is not None and not math.isnan(v)}
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEST_KEY_ENV, TEST_KEY)
+
+
+def test_a_batch_run_scores_as_an_online_run_at_half_the_cost_and_replays_offline(
+        tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 12)
+    with BatchServer() as server:
+        server.slow_polls = 2
+        server.line_faults = {"Fact 3:": "400", "Fact 7:": "error"}
+        batch = evaluate(records, METRICS, bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "b.sqlite"))
+        assert server.chats == 0 and server.created == 1 and server.uploads == 1
+        failed_messages = list(server.faulted)
+        # Replayed offline: no request of any kind reaches the server.
+        looks = dict(server.looks)
+        replay = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "b.sqlite", batch=False, offline=True, allow_missing=True))
+        assert (server.chats, server.uploads, server.created, server.looks) == (0, 1, 1, looks)
+    with JudgeServer() as online_server:
+        for message in failed_messages:  # the online judge fails the same requests
+            online_server.fail_for(message, "500", "500")
+        online = evaluate(records, METRICS, bootstrap=1,
+                          judge=keyed_options(online_server, tmp_path / "o.sqlite", **PRICES))
+    # Every record the online run scores, with the same value; the failed lines unscored.
+    assert scores(batch) == scores(online) == scores(replay)
+    assert len(scores(batch)) == 2 * 12 - len(failed_messages)
+    reasons = {e for r in batch.records for e in r.errors.values()}
+    assert reasons == {"judge request failed: HTTP 400: scripted HTTP 400 for this line",
+                       "judge request failed: server_error: The request could not be "
+                       "processed."}
+    # The same cache keys and replies as the online run's.
+    with JudgeCache(tmp_path / "b.sqlite") as b, JudgeCache(tmp_path / "o.sqlite") as o:
+        by_batch = {e.key: e for e in b.entries()}
+        assert by_batch.keys() == {e.key for e in o.entries()}
+        assert {e.key: e.reply_text for e in o.entries()} == {k: e.reply_text
+                                                              for k, e in by_batch.items()}
+        assert all(e.meta["via"] == "batch" and e.meta["batch"] for e in by_batch.values())
+    section = batch.manifest["judge"]
+    assert section["usage"] == online.manifest["judge"]["usage"]
+    assert section["batch"]["replies"] == len(by_batch)
+    assert section["cost_usd"]["this_run"] == pytest.approx(
+        online.manifest["judge"]["cost_usd"]["this_run"] / 2, abs=2e-6)
+    assert section["cost_usd"]["batch_discount"] == 0.5
+    assert replay.manifest["judge"]["requests"] == 0
+    assert not state_path(str(tmp_path / "b.sqlite")).exists()  # finished: forgotten
+
+
+def test_a_rerun_asks_by_batch_only_for_what_the_cache_lacks(tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 6)
+    with BatchServer() as server:
+        server.line_faults = {"Fact 2:": "500"}
+        first = evaluate(records, METRICS, bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "c.sqlite"))
+        assert len(scores(first)) == 10
+        server.line_faults = {}
+        again = evaluate(records, METRICS, bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "c.sqlite"))
+        assert server.created == 2 and len(list(server.lines_of.values())[-1]) == 2
+    assert len(scores(again)) == 12
+    assert again.manifest["judge"]["cache"]["hits"] == 10
+
+
+def test_lines_refused_for_their_response_format_go_again_in_the_next_format(
+        tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 4)
+    with BatchServer() as server:
+        server.refuse = {"json_schema"}
+        results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                           judge=batch_judge(server, tmp_path / "c.sqlite"))
+        formats = [{json.dumps(line["body"].get("response_format", {}).get("type"))
+                    for line in lines} for lines in server.lines_of.values()]
+    assert formats == [{'"json_schema"'}, {'"json_object"'}]
+    assert len(scores(results)) == 4
+    used = results.manifest["judge"]["response_format"]
+    assert used["used"] == {"json_object+schema": 4} and "json_schema" in used["refused"]
+
+
+def test_an_expired_batch_keeps_its_answered_lines_and_sends_the_rest_again(
+        tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 5)
+    with BatchServer() as server:
+        server.expire_after.append(3)
+        results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                           judge=batch_judge(server, tmp_path / "c.sqlite"))
+        sizes = [len(lines) for lines in server.lines_of.values()]
+    assert sizes == [5, 2] and len(scores(results)) == 5
+
+
+def test_an_upload_the_server_fails_once_is_retried(tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 3)
+    with BatchServer() as server:
+        server.upload_faults.append(500)
+        results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                           judge=batch_judge(server, tmp_path / "c.sqlite"))
+        assert server.uploads == 2 and server.created == 1
+    assert len(scores(results)) == 3
+
+
+def test_a_batch_over_the_limits_is_split(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.judge.llm.batch import lines
+
+    monkeypatch.setattr(lines, "MAX_REQUESTS", 4)
+    records = fact_records(tmp_path / "r.jsonl", 10)
+    with BatchServer() as server:
+        results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                           judge=batch_judge(server, tmp_path / "c.sqlite"))
+        assert [len(v) for v in server.lines_of.values()] == [4, 4, 2]
+    assert len(scores(results)) == 10
+    assert len(results.manifest["judge"]["batch"]["batches"]) == 3
+
+
+def test_batch_lines_are_the_online_requests(tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 2)
+    with BatchServer() as server:
+        evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                 judge=batch_judge(server, tmp_path / "c.sqlite", seed=3, max_tokens=50))
+        lines = [line for batch in server.lines_of.values() for line in batch]
+    with JudgeServer() as online_server:
+        evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                 judge=keyed_options(online_server, tmp_path / "o.sqlite", seed=3,
+                                     max_tokens=50))
+        bodies = online_server.bodies
+    assert sorted(json.dumps(b, sort_keys=True) for b in bodies) == sorted(
+        json.dumps(line["body"], sort_keys=True) for line in lines)
+    assert {line["url"] for line in lines} == {"/v1/chat/completions"}
+    with JudgeCache(tmp_path / "o.sqlite") as cache:
+        assert {e.key for e in cache.entries()} == {line["custom_id"] for line in lines}
+
+
+def test_batch_options_are_checked(tmp_path: Path) -> None:
+    from rageval.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="--offline"):
+        JudgeOptions(model="m", batch=True, offline=True).check()
+    with pytest.raises(UsageError, match="--judge-batch-discount"):
+        JudgeOptions(model="m", batch=True, batch_discount=1.5).check()
+    with pytest.raises(UsageError, match="give both"):
+        JudgeOptions(model="m", batch_file=str(tmp_path / "b.jsonl")).check()
+    assert replace(JudgeOptions(model="m"), batch=True).batch_cost(
+        {"prompt_tokens": 10**6}) is None
