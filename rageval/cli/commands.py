@@ -111,6 +111,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
                          "metrics = [...] in an evaluation file")
     inputs = input_spec(args)
     judge = _judge_options(args)
+    if judge is not None and judge.batch_cancel:
+        return _cancel_batches(judge, out)
     if getattr(args, "dry_run", False):
         from rageval.cli.dry_run import run_dry
 
@@ -310,6 +312,19 @@ def run_fuse(args: argparse.Namespace, out: TextIO) -> int:
         runid=args.runid, names=args.runs,
     )
     write_run(out, fused, runid=args.runid)
+    return 0
+
+
+def _cancel_batches(judge: JudgeOptions, out: TextIO) -> int:
+    """``--judge-batch-cancel``: cancel the judge's recorded batches and forget them."""
+    from rageval.judge.llm.batch.run import cancel_recorded
+
+    cancelled = cancel_recorded(judge)
+    for batch_id, status in cancelled:
+        print(terminal(f"batch {batch_id}: {status}"), file=out)
+    if not cancelled:
+        print(terminal(f"no batch is recorded beside {judge.cache_path} for {judge.model} at "
+                       f"{judge.endpoint}: nothing to cancel"), file=out)
     return 0
 
 

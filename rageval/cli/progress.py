@@ -75,6 +75,7 @@ class _Bars:
         costs = [p.cost_usd for p in latest if p.cost_usd is not None]
         if costs:
             parts.append(f"${sum(costs):,.4f}")
+        parts += [p.note for p in latest if p.note]  # a pending batch: status, counts, time
         # The bar fills with every reply in hand (cached or received): a replay fills it too.
         self.show("judge", done + hits, total + hits, f"{done:,}/{total:,} requests",
                   " · ".join(parts))
@@ -141,6 +142,10 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
     costs = [s["cost_usd"].get("this_run") for s in sections if s.get("cost_usd")]
     if costs:
         parts.append(f"${sum(c or 0.0 for c in costs):,.4f} spent")
+    batched = [s["batch"] for s in sections if (s.get("batch") or {}).get("replies")]
+    if batched:
+        parts.append(f"{sum(b['replies'] for b in batched):,} by batch at "
+                     f"{batched[0]['discount']:.0%} of the prices")
     return ", ".join(parts)
 
 
