@@ -346,11 +346,27 @@ def run_cache(args: argparse.Namespace, out: TextIO) -> int:
         elif args.cache_command == "export":
             count = cache.export_jsonl(out if args.file is None else args.file)
             print(terminal(f"exported {count} entries from {path}"), file=sys.stderr)
+        elif args.batch_input is not None or _is_batch_output(args.file):
+            from rageval.judge.llm.batch.offline import import_batch_output
+
+            if args.batch_input is None:
+                raise UsageError(f"{args.file} is a batch's output: give --batch-input, the "
+                                 "batch file rageval wrote, to match its lines to requests")
+            counts = import_batch_output(cache, args.file, args.batch_input)
+            print(terminal(f"read {counts['read']} batch lines, added {counts['added']} "
+                           f"replies to {path} ({counts['failed']} lines without a reply)"),
+                  file=out)
         else:
             counts = cache.import_jsonl(args.file)
             print(terminal(f"read {counts['read']} entries, added {counts['added']} to {path}"),
                   file=out)
     return 0
+
+
+def _is_batch_output(path: str) -> bool:
+    from rageval.judge.llm.batch.offline import is_batch_output
+
+    return is_batch_output(path)
 
 
 def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:

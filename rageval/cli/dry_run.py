@@ -82,6 +82,11 @@ def print_dry_run(results: Results, console: Console) -> list[str]:
             notes.insert(0, f"{section}: prompt tokens counted by "
                             f"{part['prompt_tokens_counted_by']}")
         problems += [p for p in part.get("would_stop") or () if p not in problems]
+        if part.get("batch_plan"):
+            plan = part["batch_plan"]
+            notes.append(f"{section}: by batch: {plan['requests']:,} requests in "
+                         f"{plan['batches']:,} batch(es) (about {plan['input_bytes_estimate']:,} "
+                         f"bytes), the cost at {plan['discount']:.0%} of the prices")
     table.add_row(*(Text(cell) for cell in ("total", *_total(rows))), style="bold")
     console.print(table)
     if results.manifest.get("claims"):

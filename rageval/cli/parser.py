@@ -160,7 +160,11 @@ def _add_cache(sub: argparse._SubParsersAction) -> None:
             a.add_argument("file", nargs="?", default=None, metavar="FILE",
                            help="output file (default: stdout)")
         if name == "import":
-            a.add_argument("file", metavar="FILE", help="a JSONL file written by cache export")
+            a.add_argument("file", metavar="FILE", help="a JSONL file written by cache export, "
+                           "or a batch runner's output (with --batch-input)")
+            a.add_argument("--batch-input", metavar="FILE", default=None,
+                           help="the batch file rageval wrote (--judge-batch-file) whose "
+                           "output FILE is: each reply is stored under its line's custom_id")
 
 
 def _add_score(sub: argparse._SubParsersAction) -> None:

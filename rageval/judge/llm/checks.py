@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from rageval.core.errors import RagevalError
+from rageval.judge.llm.costs.plan import batch_plan
 from rageval.judge.llm.misses import explain_misses
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import Unit, uncached
@@ -113,6 +114,8 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         out["prompt_tokens_counted_by"] = (stats.tokens.method if stats.tokens is not None
                                            else None)
         out["would_stop"] = would_stop(judge, stats)
+        if judge.batch:
+            out["batch_plan"] = batch_plan(judge, stats.planned)
     if judge.batch or stats.batched:
         out["batch"] = batch_section(judge, stats)
     if judge.price_in is not None or judge.price_out is not None:

@@ -5,13 +5,17 @@ under ``dry_run``."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
+
+from rageval.judge.llm.costs.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from rageval.judge.llm.options import JudgeOptions
 
-__all__ = ["DRY_RUN", "Planned"]
+__all__ = ["DRY_RUN", "Planned", "batch_plan"]
 
 #: Why a judged item has no value in a dry run.
 DRY_RUN = "not asked: a dry run sends nothing"
@@ -56,4 +60,24 @@ class Planned:
         usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion or 0}
         return {"requests": self.to_send, "cache_hits": self.hits,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                "completion_estimate": how, "cost_usd": judge.cost_usd(usage)}
+                "completion_estimate": how,
+                "cost_usd": judge.batch_cost(usage) if judge.batch else judge.cost_usd(usage)}
+
+
+# What a batch line holds besides its messages' text (its custom_id, url, parameters,
+# response format and JSON punctuation), for the estimate of a batch file's size.
+_LINE_BYTES = 1_000
+
+
+def batch_plan(judge: JudgeOptions, planned: Mapping[str, Planned]) -> dict[str, Any]:
+    """With ``--judge-batch``: the batches a run would send (split at the provider's limits
+    on requests and on bytes, the bytes estimated from the prompt tokens), and the share of
+    the prices they are counted at."""
+    from rageval.judge.llm.batch import lines  # the limits, read now (a test lowers them)
+
+    requests = sum(p.to_send for p in planned.values())
+    prompt = sum(p.prompt_tokens for p in planned.values())
+    size = prompt * CHARS_PER_TOKEN + _LINE_BYTES * requests
+    batches = max(math.ceil(requests / lines.MAX_REQUESTS), math.ceil(size / lines.MAX_BYTES))
+    return {"batches": batches, "requests": requests, "prompt_tokens": prompt,
+            "input_bytes_estimate": size, "discount": judge.batch_discount}

@@ -182,3 +182,73 @@ def test_batch_options_are_checked(tmp_path: Path) -> None:
         JudgeOptions(model="m", batch_file=str(tmp_path / "b.jsonl")).check()
     assert replace(JudgeOptions(model="m"), batch=True).batch_cost(
         {"prompt_tokens": 10**6}) is None
+
+
+def test_a_dry_run_shows_the_batch_plan_at_batch_prices(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rageval.cli import main
+    from rageval.judge.llm.batch import lines
+
+    monkeypatch.setattr(lines, "MAX_REQUESTS", 5)
+    records = fact_records(tmp_path / "r.jsonl", 6)
+    with BatchServer() as server:
+        kw = {"max_tokens": 50, "dry_run": True}
+        online = evaluate(records, METRICS, bootstrap=1, judge=keyed_options(
+            server, tmp_path / "c.sqlite", **PRICES, **kw))
+        batch = evaluate(records, METRICS, bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "c.sqlite", **kw))
+        out = io.StringIO()
+        argv = ["score", str(records), "-m", METRICS[0], "-m", METRICS[1], "--judge-model",
+                "judge-model", "--judge-base-url", server.base_url, "--judge-api-key-env",
+                TEST_KEY_ENV, "--cache", str(tmp_path / "c.sqlite"), "--judge-batch",
+                "--judge-max-tokens", "50", "--dry-run", "--no-progress"]
+        assert main(argv, stdout=out) == 0
+        assert (server.uploads, server.created, server.chats) == (0, 0, 0)
+    plan = batch.manifest["judge"]["batch_plan"]
+    assert (plan["batches"], plan["requests"], plan["discount"]) == (3, 12, 0.5)
+    for kind, planned in batch.manifest["judge"]["dry_run"].items():
+        full = online.manifest["judge"]["dry_run"][kind]["cost_usd"]
+        assert planned["cost_usd"] == pytest.approx(full / 2, abs=2e-6)
+    text = " ".join(out.getvalue().split())
+    assert "by batch: 12 requests in 3 batch(es)" in text and "at 50% of the prices" in text
+
+
+def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Path) -> None:
+    """--judge-batch-file writes the batch and sends nothing; the runner's output (here the
+    loopback provider's answers to the same lines) imported into the cache replays as the
+    online replies do."""
+    import io
+
+    from rageval.cli import main
+
+    records = fact_records(tmp_path / "r.jsonl", 4)
+    batch_file = tmp_path / "batch.jsonl"
+    with BatchServer() as server:
+        written = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "c.sqlite", batch_file=str(batch_file)))
+        assert (server.uploads, server.created, server.chats) == (0, 0, 0)
+        reasons = {e for r in written.records for e in r.errors.values()}
+        assert len(reasons) == 1 and "written to" in reasons.pop()
+        # Written again: the lines already in the file are not added twice.
+        evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "c.sqlite", batch_file=str(batch_file)))
+        lines = [json.loads(line) for line in batch_file.read_text().splitlines()]
+        assert len(lines) == 8
+        server.line_faults = {"Fact 1:": "400"}
+        output = tmp_path / "out.jsonl"
+        output.write_text("".join(json.dumps(server._line(line)) + "\n" for line in lines))
+        out = io.StringIO()
+        assert main(["cache", "import", str(output), "--batch-input", str(batch_file),
+                     "--cache", str(tmp_path / "c.sqlite")], stdout=out) == 0
+        assert "added 6 replies" in out.getvalue() and "2 lines without a reply" in out.getvalue()
+        replay = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "c.sqlite", batch=False, offline=True, allow_missing=True))
+    with JudgeServer() as online_server:
+        online = evaluate(records, METRICS, bootstrap=1,
+                          judge=keyed_options(online_server, tmp_path / "o.sqlite"))
+    assert scores(replay) == {k: v for k, v in scores(online).items() if k[0] != "q1"}
+    # Without --batch-input the output is recognised and refused with what to give.
+    assert main(["cache", "import", str(output), "--cache", str(tmp_path / "c.sqlite")],
+                stdout=io.StringIO()) == 2
