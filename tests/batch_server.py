@@ -17,7 +17,9 @@ on demand:
 * :attr:`BatchServer.refuse`: wire formats whose lines get a 400 naming ``response_format``;
 * :attr:`BatchServer.expire_after`: the next batches (one value each) expire having answered
   that many lines;
-* :attr:`BatchServer.upload_faults`: statuses the next uploads get (``500``: the SDK retries).
+* :attr:`BatchServer.upload_faults`: statuses the next uploads get (``500``: the SDK retries);
+* :attr:`BatchServer.fail_batches`: how many of the next batches fail as a whole (their input
+  file refused).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class BatchServer:
         self.refuse: set[str] = set()
         self.expire_after: deque[int] = deque()
         self.upload_faults: deque[int] = deque()
+        self.fail_batches = 0
         self.uploads = 0  # upload requests that arrived (a retried one counts twice)
         self.created = 0
         self.cancelled: list[str] = []
@@ -187,6 +190,12 @@ class BatchServer:
                 "metadata": body.get("metadata")}
             self.batches[batch_id]["_expire"] = (self.expire_after.popleft()
                                                  if self.expire_after else None)
+            if self.fail_batches:
+                self.fail_batches -= 1
+                self.batches[batch_id].update(status="failed", errors={
+                    "object": "list", "data": [{"code": "invalid_json_line", "line": 1,
+                                                "message": "the input file holds a bad line",
+                                                "param": None}]})
         return 200, self._shown(batch_id)
 
     def look(self, batch_id: str) -> tuple[int, Any]:

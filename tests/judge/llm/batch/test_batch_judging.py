@@ -252,3 +252,36 @@ def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Pa
     # Without --batch-input the output is recognised and refused with what to give.
     assert main(["cache", "import", str(output), "--cache", str(tmp_path / "c.sqlite")],
                 stdout=io.StringIO()) == 2
+
+
+def test_claim_level_steps_go_by_batch_and_score_as_online(tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 3)
+    with BatchServer() as server:
+        batch = evaluate(records, ["claims:faithfulness"], bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "b.sqlite"))
+        assert server.chats == 0 and server.created >= 2  # one batch per round of steps
+    with JudgeServer() as online_server:
+        online = evaluate(records, ["claims:faithfulness"], bootstrap=1,
+                          judge=keyed_options(online_server, tmp_path / "o.sqlite"))
+    assert scores(batch) == scores(online) and len(scores(batch)) == 3
+    assert batch.manifest["claims"]["batch"]["replies"] == batch.manifest["claims"]["requests"]
+
+
+def test_a_failed_batch_leaves_its_records_unscored_with_its_errors(tmp_path: Path) -> None:
+    records = fact_records(tmp_path / "r.jsonl", 2)
+    with BatchServer() as server:
+        server.fail_batches = 1
+        results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
+                           judge=batch_judge(server, tmp_path / "c.sqlite"))
+    reasons = {e for r in results.records for e in r.errors.values()}
+    assert len(reasons) == 1 and "failed: the input file holds a bad line" in reasons.pop()
+
+
+def test_an_unreadable_record_of_batches_is_named(tmp_path: Path) -> None:
+    from rageval.core.errors import InputError
+
+    cache = tmp_path / "c.sqlite"
+    state_path(str(cache)).write_text("{not json")
+    records = fact_records(tmp_path / "r.jsonl", 1)
+    with BatchServer() as server, pytest.raises(InputError, match=r"c\.sqlite\.batches\.json"):
+        evaluate(records, ["judge:faithfulness"], bootstrap=1, judge=batch_judge(server, cache))
