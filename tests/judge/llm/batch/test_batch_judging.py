@@ -84,6 +84,9 @@ def test_a_batch_run_scores_as_an_online_run_at_half_the_cost_and_replays_offlin
     assert section["cost_usd"]["this_run"] == pytest.approx(
         online.manifest["judge"]["cost_usd"]["this_run"] / 2, abs=2e-6)
     assert section["cost_usd"]["batch_discount"] == 0.5
+    from rageval.cli.progress import final_line
+
+    assert f"{len(by_batch)} by batch at 50% of the prices" in final_line(batch)
     assert replay.manifest["judge"]["requests"] == 0
     assert not state_path(str(tmp_path / "b.sqlite")).exists()  # finished: forgotten
 
