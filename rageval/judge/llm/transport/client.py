@@ -124,6 +124,12 @@ class JudgeClient:
         return dict(self.backend.formats.refused)
 
     @property
+    def refused_params(self) -> dict[str, str]:
+        """Request parameters the endpoint refused (and that are sent adapted), with its words
+        (:mod:`~rageval.judge.llm.transport.params`)."""
+        return dict(self.backend.params.refused)
+
+    @property
     def usage(self) -> dict[str, int]:
         """Token counts summed over every reply this client received."""
         with self._usage_lock:

@@ -60,7 +60,7 @@ def test_the_clients_of_a_run_share_what_was_learned_and_another_run_learns_anew
     JudgeClient(_config(server), session).complete_many(_requests(3), concurrency=2)
     assert server.requests == 3 + 2
     client = JudgeClient(_config(server, concurrency=4), session)  # the same backend
-    assert client.backend.params.refused.keys() == {"max_tokens", "temperature"}
+    assert client.refused_params.keys() == {"max_tokens", "temperature"}
     client.complete_many(_requests(3, tag="b"), concurrency=2)
     assert server.requests == 5 + 3
     JudgeClient(_config(server)).complete_many(_requests(3, tag="c"), concurrency=2)
@@ -118,3 +118,21 @@ def test_asking_which_model_is_served_adapts_too(server: JudgeServer) -> None:
     assert server.requests == 3  # max_tokens, then temperature refused, then answered
     client.complete_many(_requests(2))
     assert server.requests == 3 + 2  # the run's requests go adapted from the start
+
+
+def test_replies_partly_at_the_default_temperature_sign_both() -> None:
+    from rageval.core.signature import Field
+    from rageval.judge.llm.replies import Reply, provenance
+    from rageval.judge.llm.transport.params import signed_defaults
+
+    default, configured = Reply("{}", defaults=("temperature",)), Reply("{}")
+    assert provenance([default, default])["temperature"] == "default"
+    assert provenance([default, configured])["temperature"] == ["configured", "default"]
+    assert "temperature" not in provenance([configured])
+    fields = [Field("temperature", "0", "t"), Field("seed", "7", "sd")]
+    assert signed_defaults(fields, [None, {"temperature": "default"}]) == \
+        [Field("temperature", "default", "t"), Field("seed", "7", "sd")]
+    assert signed_defaults(fields, [{"temperature": "default"},
+                                    {"temperature": ["configured", "default"]}])[0].value == \
+        "0,default"
+    assert signed_defaults(fields, [{}]) == fields
