@@ -319,6 +319,8 @@ class JudgeClient:
             begun = negotiation.begin(stop.is_set)
             if begun is None:
                 raise Stopped
+            if negotiation.fatal is not None:  # another request met it: nothing more is sent
+                raise Fatal(f"{self._where()} {negotiation.fatal}")
             adaptation, probe = begun
             params, sent = adaptation.apply(self.params(request))
             settled = True  # a reply, or a fault saying nothing of the parameters
@@ -333,10 +335,8 @@ class JudgeClient:
                     raise
                 settled = False
                 why = f"HTTP {exc.status_code}: {self._redact(error_text(exc))}"
-                problem = negotiation.adapt(param, why, adaptation)
-                if problem is not None:
-                    raise Fatal(f"{self._where()} refuses {param!r} ({why}): {problem}") \
-                        from None
+                if negotiation.adapt(param, why, adaptation) is not None:
+                    raise Fatal(f"{self._where()} {negotiation.fatal}") from None
             finally:
                 negotiation.end(probe, settled=settled)
 

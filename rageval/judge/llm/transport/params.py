@@ -176,6 +176,7 @@ class ParamNegotiation:
 
     def __init__(self) -> None:
         self.refused: dict[str, str] = {}  # parameter -> the endpoint's words
+        self.fatal: str | None = None  # why no request can be sent (a refusal not adapted)
         self._adaptation = Adaptation()
         self._settled = False
         self._probing = False
@@ -188,9 +189,10 @@ class ParamNegotiation:
 
     def begin(self, stopped: Callable[[], bool]) -> tuple[Adaptation, bool] | None:
         """The adaptation to send with and whether this request is the probe; waits while
-        another request probes; None when ``stopped()`` while waiting."""
+        another request probes; None when ``stopped()`` while waiting. Check :attr:`fatal`
+        after: a request must not be sent once a refusal could not be adapted."""
         with self._cond:
-            while self._probing and not self._settled:
+            while self._probing and not self._settled and self.fatal is None:
                 self._cond.wait(timeout=0.05)
                 if stopped():
                     return None
@@ -209,10 +211,14 @@ class ParamNegotiation:
 
     def adapt(self, param: str, why: str, sent: Adaptation) -> str | None:
         """Adapt ``param``, refused by a request sent with ``sent``; the reason it cannot be
-        (None: adapted, send again)."""
+        (None: adapted, send again), then kept as :attr:`fatal`, prefixed with ``why``."""
         done = dict(sent.renamed).keys() | set(sent.defaulted)
         if param in done or (param not in RENAMED and param not in DEFAULTED):
-            return unadaptable(param)
+            problem = unadaptable(param)
+            with self._cond:
+                self.fatal = f"refuses {param!r} ({why}): {problem}"
+                self._cond.notify_all()
+            return problem
         with self._cond:
             self.refused[param] = why
             now = self._adaptation

@@ -129,10 +129,11 @@ def test_a_refusal_that_cannot_be_adapted_stops_the_run_saying_why(server: Judge
     message = body["error"]["message"]
     assert refused_param(status, body, message) == param
     server.param_refusals = {param: (status, body)}
+    server.latency_s = 0.05  # the other requests are waiting when the refusal comes
     settings: dict[str, Any] = {"reasoning_effort": "high"} if param == "reasoning_effort" \
         else {"logprobs": True} if param == "logprobs" else {"extra": {param: 0.5}}
     with pytest.raises(JudgeError, match=says) as stopped:
-        _client(server, **settings).complete_many(_requests(4), concurrency=2)
+        _client(server, **settings).complete_many(_requests(6), concurrency=6)
     assert repr(param) in str(stopped.value)
     assert server.requests == 1  # the others waited for the first one's verdict
 
