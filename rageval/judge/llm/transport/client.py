@@ -20,6 +20,12 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
   retries; a refusal (400, 422 or 500 naming the response format) steps down the ladder, the
   verdict kept by the client's backend (one request per refused format). Other requests wait
   for the verdict.
+* Request parameters are negotiated alike (:mod:`rageval.judge.llm.transport.params`): a
+  reasoning model's refusal of ``max_tokens`` or of a temperature is adapted (sent as
+  ``max_completion_tokens``; left at the model's default), that request sent again at once and
+  every later one sent adapted; the cache key stays the configured parameters', what was sent
+  differently is the result's ``sent``. A refusal of what must not be dropped
+  (``reasoning_effort``, ``logprobs``, an extra field) stops the run saying what to change.
 * The requests go through the client's
   :class:`~rageval.judge.llm.transport.backend.ChatBackend` (the openai SDK's chat completions
   unless given another), which owns what a run learns of the endpoint: the clients of a run
