@@ -115,3 +115,23 @@ def test_a_bad_reasoning_effort_is_a_usage_error(tmp_path: Path,
     assert _score(tmp_path, "o", "--judge-base-url", "http://127.0.0.1:9/v1",
                   "--judge-reasoning-effort", "max") == 2
     assert "--judge-reasoning-effort" in capsys.readouterr().err
+
+
+def test_the_evaluation_file_takes_reasoning_effort(server: JudgeServer, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    fact_records(tmp_path / "r.jsonl", 2)
+
+    def run(effort: str) -> int:
+        (tmp_path / "eval.toml").write_text(
+            'metrics = ["judge:faithfulness"]\n[inputs]\nrecords = "r.jsonl"\n'
+            f'[judge]\nmodel = "o-judge"\nbase_url = "{server.base_url}"\n'
+            f'api_key_env = "{TEST_KEY_ENV}"\ncache = "c.sqlite"\n'
+            f'reasoning_effort = "{effort}"\n', encoding="utf-8")
+        return main(["run", str(tmp_path / "eval.toml"), "--out", str(tmp_path / effort),
+                     "--no-progress", "--bootstrap", "10"], stdout=io.StringIO())
+
+    assert run("medium") == 0
+    assert server.bodies and all(b["reasoning_effort"] == "medium" for b in server.bodies)
+    assert run("extreme") == 2
+    err = capsys.readouterr().err
+    assert "eval.toml" in err and "reasoning_effort" in err
