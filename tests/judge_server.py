@@ -76,6 +76,15 @@ requests in arrival order (:meth:`JudgeServer.fail_next`), and a standing fault
 the status a real server refuses them with: 400 (OpenAI, proxies), 422 (request validation in
 FastAPI servers), 500 (llama-cpp-python, whose words are copied). Every request is counted and
 its JSON body kept (thread-safe).
+
+``reasoning=True`` makes it a reasoning model as OpenAI serves them (o-series, GPT-5): a request
+carrying ``max_tokens``, a ``temperature`` other than 1, ``top_p`` other than 1 or ``logprobs``
+is refused with OpenAI's 400 and words (:func:`openai_refusal`); a reply spends
+:attr:`JudgeServer.reasoning_tokens` reasoning tokens within ``max_completion_tokens`` before
+its text (an empty reply with ``finish_reason`` ``"length"`` when they use it all) and reports
+them in ``usage.completion_tokens_details.reasoning_tokens``, counted in ``completion_tokens``.
+:attr:`JudgeServer.param_refusals` maps a request field to the ``(status, body)`` a request
+carrying it is refused with, in any server's words (any mode).
 """
 
 from __future__ import annotations
@@ -95,7 +104,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = ["TEST_KEY", "TEST_KEY_ENV", "JudgeServer", "claim_step", "claim_step_reply",
-           "judge_score", "keyed_options", "wire_format"]
+           "judge_score", "keyed_options", "openai_refusal", "wire_format"]
 
 # The key a keyed loopback server wants, and the variable the tests put it in.
 TEST_KEY = "sk-test-DO-NOT-LEAK-fixture-0123"
@@ -104,6 +113,36 @@ TEST_KEY_ENV = "RAGEVAL_TEST_JUDGE_KEY"
 
 def _wrapped(message: str, etype: str, code: object = None, **more: object) -> dict[str, Any]:
     return {"error": {"message": message, "type": etype, "param": None, "code": code, **more}}
+
+
+def openai_refusal(param: str, value: object = None) -> dict[str, Any]:
+    """OpenAI's 400 body refusing a request field a reasoning model does not take (``value``:
+    refusing that value of it, only the default being supported)."""
+    if param == "max_tokens":
+        message = ("Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                   "'max_completion_tokens' instead.")
+    elif value is not None:
+        message = (f"Unsupported value: '{param}' does not support {value} with this model. "
+                   "Only the default (1) value is supported.")
+    else:
+        message = f"Unsupported parameter: '{param}' is not supported with this model."
+    code = "unsupported_value" if value is not None else "unsupported_parameter"
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param,
+                      "code": code}}
+
+
+def _reasoning_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """What a reasoning model refuses of ``body`` first, in OpenAI's words (None: nothing)."""
+    if "max_tokens" in body:
+        return openai_refusal("max_tokens")
+    for name in ("temperature", "top_p"):
+        value = body.get(name)
+        if value is not None and value != 1:
+            return openai_refusal(name, f"{value:g}" if isinstance(value, float) else value)
+    for name in ("logprobs", "top_logprobs"):
+        if name in body:
+            return openai_refusal(name)
+    return None
 
 
 # How servers say that a prompt does not fit the model's context (their own words and bodies).
@@ -438,6 +477,10 @@ class _Handler(BaseHTTPRequestHandler):
                  fault: str | None) -> None:
         if judge.expected_key is not None and key != judge.expected_key:
             fault = "401"
+        refused_param = judge.refused_param(body) if fault is None else None
+        if refused_param is not None:
+            self._send_json(*refused_param)
+            return
         if fault is None and judge.reject_response_format and "response_format" in body:
             fault = "refuse_schema"
         refused = judge.refuse.get(wire_format(body))
@@ -510,8 +553,13 @@ class JudgeServer:
         hang_s: float = 2.0,
         reject_response_format: bool = False,
         expected_key: str | None = None,
+        reasoning: bool = False,
     ) -> None:
         self.latency_s = latency_s
+        self.reasoning = reasoning  # a reasoning model: see the module's docstring
+        self.reasoning_tokens = 40  # the reasoning tokens each of its replies spends first
+        # A request field -> the (status, body) a request carrying it is refused with.
+        self.param_refusals: dict[str, tuple[int, Any]] = {}
         self.hang_s = hang_s
         self.reject_response_format = reject_response_format
         self.refuse: dict[str, int] = {}  # wire format -> the status it is refused with
@@ -609,6 +657,30 @@ class JudgeServer:
             self.faults_served.append(fault)
             return fault
 
+    def refused_param(self, body: dict[str, Any]) -> tuple[int, Any] | None:
+        """The (status, body) refusing a request field of ``body`` (None: none is refused)."""
+        for name, refusal in self.param_refusals.items():
+            if name in body:
+                return refusal
+        if self.reasoning:
+            refusal = _reasoning_refusal(body)
+            if refusal is not None:
+                return 400, refusal
+        return None
+
+    def _think(self, body: dict[str, Any], content: str, finish: str
+               ) -> tuple[str, str, int]:
+        """A reasoning model's reply: its text and finish reason once its reasoning tokens are
+        spent within ``max_completion_tokens``, and how many it spent."""
+        limit = body.get("max_completion_tokens")
+        if not isinstance(limit, int):
+            return content, finish, self.reasoning_tokens
+        spent = min(limit, self.reasoning_tokens)
+        tokens = _TOKEN.findall(content)
+        if len(tokens) > limit - spent:
+            return "".join(tokens[:limit - spent]), "length", spent
+        return content, finish, spent
+
     @staticmethod
     def system_message(body: dict[str, Any]) -> str:
         """The first system message's text (``""`` when there is none)."""
@@ -669,7 +741,11 @@ class JudgeServer:
             content, finish, score = "".join(_TOKEN.findall(content)[:limit]), "length", None
         prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages") or []
                      if isinstance(m, dict))
-        completion = _words(content)
+        reasoning = 0
+        if self.reasoning:
+            content, finish, reasoning = self._think(body, content, finish)
+            score = score if finish == "stop" else None
+        completion = _words(content) + reasoning
         choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
                                   "message": {"role": "assistant", "content": content}}
         if body.get("logprobs") and fault != "no_logprobs":
@@ -681,7 +757,9 @@ class JudgeServer:
             "model": self.served_as or body.get("model", "judge"),
             "choices": [choice],
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+                      "total_tokens": prompt + completion,
+                      **({"completion_tokens_details": {"reasoning_tokens": reasoning}}
+                         if self.reasoning else {})},
         }
 
 

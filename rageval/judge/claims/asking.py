@@ -53,6 +53,7 @@ class Outcome:
     cached: bool = True
     endpoint: str | None = None
     format: str | None = None
+    defaults: tuple[str, ...] = ()  # parameters the endpoint refused, left at the model's
 
     @property
     def ok(self) -> bool:
@@ -111,7 +112,8 @@ class Asker:
 
 
 def _read(asked: Asked, reply: Reply, parse: Callable[[Asked, str | None], Any]) -> Outcome:
-    where = {"cached": reply.cached, "endpoint": reply.endpoint, "format": reply.format}
+    where = {"cached": reply.cached, "endpoint": reply.endpoint, "format": reply.format,
+             "defaults": reply.defaults}
     if reply.error is not None:
         return Outcome(error=reply.error, **where)
     value = parse(asked, reply.text)

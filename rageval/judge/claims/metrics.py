@@ -36,6 +36,7 @@ from rageval.judge.claims.nugget_scores import NUGGET_METRICS, nugget_score
 from rageval.judge.claims.steps import RENDER_VERSION, load_step
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import provenance_only
+from rageval.judge.llm.transport.params import DEFAULTED, signed_defaults
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -44,7 +45,8 @@ __all__ = ["KINDS", "NAMES", "CitationsMetric", "ClaimLevelMetric", "ClaimsMetri
            "claim_level_metric"]
 
 # The signature fields that describe the judge (meaningless when the records gave everything).
-_JUDGE_KEYS = ("judge", "endpoint", "response_format", "temperature", "max_tokens", "seed")
+_JUDGE_KEYS = ("judge", "endpoint", "response_format", "temperature", "max_tokens",
+               "reasoning_effort", "seed")
 # The claim metrics where a lower value is better (the rest are on 0-1, higher better).
 _LOWER_IS_BETTER = frozenset({"hallucination", "noise_sensitivity.relevant",
                               "noise_sensitivity.irrelevant"})
@@ -130,7 +132,8 @@ class ClaimLevelMetric(Metric):
         judge = self.judge
         fields = [*judge.signed("model", "base_url", "response_format"),
                   Field("render", RENDER_VERSION, "rd"),
-                  *judge.signed("temperature", "max_tokens", "seed", "extra")]
+                  *judge.signed("temperature", "max_tokens", "reasoning_effort", "seed",
+                                "extra")]
         for step in self.used_steps():
             prompt = load_step(step, judge.prompts_dir)
             fields.append(Field(step, f"{prompt.version}:{prompt.short_hash}"))
@@ -140,11 +143,12 @@ class ClaimLevelMetric(Metric):
     def summary_part(self, result: MetricResult) -> MetricResult:
         return MetricResult(result.values, [],
                             provenance_only(result.details, ("endpoint", "response_format",
-                                                             "sources")))
+                                                             "sources", *DEFAULTED)))
 
     def result_signature(self, result: MetricResult) -> Signature:
         """Endpoint and response format of the replies used (a replay signs with what recorded
-        them), and where the analysis came from."""
+        them), a parameter the model's default stood for as ``default``, and where the analysis
+        came from."""
         used: dict[str, set[str]] = {"endpoint": set(), "response_format": set(), "from": set()}
         for detail in result.details or []:
             detail = detail or {}
@@ -155,6 +159,7 @@ class ClaimLevelMetric(Metric):
         fields = [replace(f, value="+".join(sorted(used[f.key])) if f.key == "from"
                           else ",".join(sorted(used[f.key])))
                   if used.get(f.key) else f for f in self.signature().fields]
+        fields = signed_defaults(fields, result.details or [])
         if used["from"] == {"record"}:  # no judge or prompt behind any value: say so
             unused = {*_JUDGE_KEYS, *self.used_steps(), "render", "chunk"}
             fields = [replace(f, value="none") if f.key in unused else f for f in fields]

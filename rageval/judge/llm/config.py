@@ -28,8 +28,8 @@ from rageval.judge.llm.members import PANEL_RULES, check_panel, panel_members, p
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.formats import LADDERS, MODES
 
-__all__ = ["DEFAULT_CACHE", "JUDGE_OPTIONS", "TOP_LOGPROBS", "JudgeConfig", "check_extra",
-           "parse_extra"]
+__all__ = ["DEFAULT_CACHE", "JUDGE_OPTIONS", "REASONING_EFFORTS", "TOP_LOGPROBS", "JudgeConfig",
+           "check_extra", "parse_extra"]
 
 DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
@@ -67,6 +67,16 @@ def _response_format(value: Any) -> None:
     if value not in MODES:
         raise UsageError(f"--judge-response-format must be one of {', '.join(MODES)}, "
                          f"got {value!r}")
+
+
+#: The reasoning efforts ``--judge-reasoning-effort`` takes (OpenAI's ``reasoning_effort``).
+REASONING_EFFORTS = ("low", "medium", "high")
+
+
+def _reasoning_effort(value: Any) -> None:
+    if value not in REASONING_EFFORTS:
+        raise UsageError(f"--judge-reasoning-effort must be one of "
+                         f"{', '.join(REASONING_EFFORTS)}, got {value!r}")
 
 
 def _temperature(value: Any) -> None:
@@ -116,8 +126,10 @@ class JudgeConfig:
     ``timeout``: seconds per attempt; ``max_retries``: attempts after the first for a passing
     fault; ``first_reply_timeout``: seconds from the first request within which some reply
     must arrive, else the run stops (None: 300, or twice ``timeout`` when that is longer).
-    ``max_tokens``: the longest reply asked for; ``history_chars``: the most characters of
-    earlier turns shown with a turn of a conversation (None: all of them). ``samples``:
+    ``max_tokens``: the longest reply asked for (a reasoning model's reasoning tokens
+    included); ``reasoning_effort``: a reasoning model's, sent as it is; ``history_chars``:
+    the most characters of earlier turns shown with a turn of a conversation (None: all of
+    them). ``samples``:
     replies per item, their mean the value; ``seed``: sent with each request (sample ``i``
     gets ``seed + i``). ``logprobs``: score by the expected value of the score token's top
     log-probabilities (G-Eval). ``price_in``/``price_out``: USD per million prompt/completion
@@ -179,6 +191,13 @@ class JudgeConfig:
         signed=Signed("max_tokens", "mt", when=bool),
         help="the longest reply asked for (default: the endpoint's; set it for small local "
         "models, which can write until their context is full)")
+    reasoning_effort: str | None = _opt(
+        default=None, dest="judge_reasoning_effort", flags=("--judge-reasoning-effort",),
+        choices=REASONING_EFFORTS, kind="choice", check=_reasoning_effort,
+        signed=Signed("reasoning_effort", "re"),
+        help="how hard a reasoning model thinks before it answers: low, medium or high, sent as "
+        "reasoning_effort (default: the model's); part of the cache key and the signature; an "
+        "endpoint that refuses it stops the run")
     history_chars: int | None = _opt(
         default=None, dest="judge_history_chars", flags=("--judge-history-chars",), type=int,
         metavar="N", kind="int", check=_int("--judge-history-chars", 0),
@@ -360,6 +379,8 @@ class JudgeConfig:
         p: dict[str, Any] = {"temperature": self.temperature}
         if self.max_tokens is not None:
             p["max_tokens"] = self.max_tokens
+        if self.reasoning_effort is not None:
+            p["reasoning_effort"] = self.reasoning_effort
         if seed is None and self.seed is not None:
             seed = self.seed + sample_index
         if seed is not None:
@@ -460,7 +481,8 @@ _OWN_FIELDS = {
     "model": "--judge-model", "messages": "the rubric", "temperature": "--judge-temperature",
     "seed": "--judge-seed", "max_tokens": "--judge-max-tokens", "logprobs": "--judge-logprobs",
     "top_logprobs": "--judge-logprobs", "response_format": "--judge-response-format",
-    "n": "--judge-samples", "stream": "nothing: replies are read whole",
+    "n": "--judge-samples", "reasoning_effort": "--judge-reasoning-effort",
+    "stream": "nothing: replies are read whole",
     "stream_options": "nothing: replies are read whole",
 }
 

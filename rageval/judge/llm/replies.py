@@ -27,6 +27,7 @@ from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.served import ServedCheck
 from rageval.judge.llm.transport.endpoint import api_key_problem
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.llm.transport.params import DEFAULT, DEFAULTED, defaulted
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -85,6 +86,8 @@ class Reply:
     endpoint: str | None = None
     finish_reason: str | None = None
     served_model: str | None = None  # the model the endpoint said answered
+    # Parameters the endpoint refused, left at the model's default (its ``sent`` meta).
+    defaults: tuple[str, ...] = ()
 
     def unusable(self, why: str) -> str:
         """The reason a reply without a usable verdict leaves its item unscored."""
@@ -97,16 +100,23 @@ class Sourced(Protocol):
 
     endpoint: str | None
     format: str | None
+    defaults: tuple[str, ...]
 
 
 def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
-    """The endpoint(s) and wire format(s) behind the replies (for details and signatures)."""
+    """The endpoint(s) and wire format(s) behind the replies (for details and signatures),
+    and each parameter the model's default stood for: ``"temperature": "default"``, or
+    ``["configured", "default"]`` when only some replies had it so."""
     out: dict[str, Any] = {}
     for name, values in (("endpoint", [r.endpoint for r in replies]),
                          ("response_format", [r.format for r in replies])):
         seen = sorted({v for v in values if v})
         if seen:
             out[name] = seen[0] if len(seen) == 1 else seen
+    for name in DEFAULTED:
+        default = {name in r.defaults for r in replies}
+        if True in default:
+            out[name] = DEFAULT if default == {True} else ["configured", DEFAULT]
     return out
 
 
@@ -217,7 +227,8 @@ def _cached_reply(fmt: str, entry: Entry) -> Reply:
     return Reply(entry.reply_text, entry.meta.get("logprobs"), cached=True, format=fmt,
                  endpoint=entry.request.get("endpoint"),
                  finish_reason=entry.meta.get("finish_reason"),
-                 served_model=served if isinstance(served, str) else None)
+                 served_model=served if isinstance(served, str) else None,
+                 defaults=defaulted(entry.meta.get("sent")))
 
 
 def _client(judge: JudgeOptions) -> JudgeClient:
@@ -263,6 +274,8 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
                 extra["context"] = records[unit.record].contexts[unit.context].id
             if result.logprobs is not None:
                 extra["logprobs"] = result.logprobs
+            if result.sent:
+                extra["sent"] = dict(result.sent)
             arrived.add((unit.keys[result.format],
                          client.request_summary(result.request, result.format), result.text,
                          result.usage, extra))
@@ -286,7 +299,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
             out[unit.key] = Reply(result.text, result.logprobs, format=result.format,
                                   endpoint=client.public_endpoint,
                                   finish_reason=result.finish_reason,
-                                  served_model=result.model)
+                                  served_model=result.model, defaults=defaulted(result.sent))
         else:
             stats.failed += 1
             out[unit.key] = Reply(error=f"judge request failed: {result.error}")

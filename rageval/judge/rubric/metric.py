@@ -40,6 +40,7 @@ from rageval.judge.llm.replies import (
 )
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.llm.transport.params import DEFAULTED, signed_defaults
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
 from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS
@@ -57,7 +58,7 @@ __all__ = ["BatchReplies", "JudgeMetric", "SharedReplies", "judge_fields"]
 # Rubric input -> the record field it reads (the orchestrator's "needs" names).
 # What the summary reads of a record's details (summary_part keeps these only): what the
 # signature names, and the flags it counts.
-_PROVENANCE = ("endpoint", "response_format", "flags")
+_PROVENANCE = ("endpoint", "response_format", "flags", *DEFAULTED)
 
 _INPUT_FIELD = {
     "query": "query",
@@ -170,7 +171,8 @@ class JudgeMetric(Metric):
 
     def result_signature(self, result: MetricResult) -> Signature:
         """The endpoint and response format are those of the replies that were used (a replay
-        signs with what recorded them); when no reply was used, those configured."""
+        signs with what recorded them); when no reply was used, those configured. A parameter
+        the endpoint refused and the model's default stood for is signed ``default``."""
         used: dict[str, set[str]] = {"endpoint": set(), "response_format": set()}
         for detail in result.details or []:
             for key, seen in used.items():
@@ -179,7 +181,7 @@ class JudgeMetric(Metric):
         signature = self.signature()
         fields = [replace(f, value=",".join(sorted(used[f.key])))
                   if used.get(f.key) else f for f in signature.fields]
-        return Signature(tuple(fields))
+        return Signature(tuple(signed_defaults(fields, result.details or [])))
 
     # -- requests --------------------------------------------------------------------------
 
@@ -408,7 +410,8 @@ def judge_fields(judge: JudgeOptions) -> list[Field]:
     replaced by those of the replies used, see :meth:`JudgeMetric.result_signature`)."""
     return [*judge.signed("model", "base_url", "response_format"),
             Field("render", RENDER_VERSION, "rd"),
-            *judge.signed("temperature", "samples", "max_tokens", "history_chars", "extra")]
+            *judge.signed("temperature", "samples", "max_tokens", "reasoning_effort",
+                          "history_chars", "extra")]
 
 
 def _mean_distribution(distributions: list[dict[int, float]]) -> dict[str, float]:

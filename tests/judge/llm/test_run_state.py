@@ -147,12 +147,14 @@ class _Scripted:
     def __init__(self, model: str, refuses: frozenset[str] = frozenset()) -> None:
         from rageval.judge.llm.transport.endpoint import Endpoint
         from rageval.judge.llm.transport.negotiation import Negotiation
+        from rageval.judge.llm.transport.params import ParamNegotiation
 
         self.model = model
         self.endpoint = Endpoint.of("http://127.0.0.1:9/v1")
         self.timeout = 5.0
         self.max_retries = 0
         self.formats = Negotiation()
+        self.params = ParamNegotiation()
         self.secrets: tuple[str, ...] = ()
         self.refuses = refuses
         self.sent: list[dict[str, Any]] = []

@@ -21,6 +21,7 @@ SIGNED_VALUES: dict[str, tuple[Any, str]] = {
     "base_url": ("http://127.0.0.1:9/v1", "endpoint:http://127.0.0.1:9/v1"),
     "response_format": ("text", "response_format:text"),
     "max_tokens": (64, "max_tokens:64"),
+    "reasoning_effort": ("high", "reasoning_effort:high"),
     "history_chars": (100, "history_chars:100"),
     "extra": ({"top_k": 1}, "extra:top_k=1"),
     "temperature": (0.5, "temperature:0.5"),

@@ -8,6 +8,7 @@
   one per endpoint and model of a run, owning what the run learns of them;
 - :mod:`.pool`: the :class:`~rageval.judge.llm.transport.pool.Scheduler` running them,
   ``concurrency`` at a time, within a rate, stopping the run with one error saying why;
-- :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.requests`: the endpoint
-  without its secrets, the structured-output formats it accepts, one request and its result.
+- :mod:`.endpoint`, :mod:`.negotiation`, :mod:`.formats`, :mod:`.params`, :mod:`.requests`:
+  the endpoint without its secrets, the structured-output formats it accepts, the request
+  parameters it refuses (a reasoning model's), one request and its result.
 """

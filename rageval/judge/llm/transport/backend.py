@@ -2,7 +2,9 @@
 
 A backend sends one chat request to one model at one endpoint and owns what a run learns of
 them: the wire formats the endpoint accepts (a
-:class:`~rageval.judge.llm.transport.negotiation.Negotiation`) and the model it says it serves.
+:class:`~rageval.judge.llm.transport.negotiation.Negotiation`), the request parameters it
+refuses (a :class:`~rageval.judge.llm.transport.params.ParamNegotiation`) and the model it says
+it serves.
 The OpenAI-compatible chat completions of the ``openai`` SDK are
 :class:`~rageval.judge.llm.transport.sdk.SdkBackend`; a provider's batch API would be another
 backend beside it. :class:`~rageval.judge.llm.transport.client.JudgeClient` is given its
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.negotiation import Negotiation
+from rageval.judge.llm.transport.params import ParamNegotiation
 
 if TYPE_CHECKING:
     from rageval.judge.llm.config import JudgeConfig
@@ -33,6 +36,7 @@ class ChatBackend(Protocol):
     timeout: float  # seconds per attempt
     max_retries: int  # attempts after the first for a passing fault
     formats: Negotiation  # the wire formats the endpoint accepts, as learned so far
+    params: ParamNegotiation  # the request parameters it refused, and how they are adapted
     secrets: tuple[str, ...]  # texts no message may show (the key, the URL's credentials)
 
     def chat(self, kwargs: dict[str, Any], body: dict[str, Any], *, retries: int | None = None,

@@ -20,6 +20,12 @@ is synchronous: concurrency is a thread pool inside it (no asyncio: it works ins
   retries; a refusal (400, 422 or 500 naming the response format) steps down the ladder, the
   verdict kept by the client's backend (one request per refused format). Other requests wait
   for the verdict.
+* Request parameters are negotiated alike (:mod:`rageval.judge.llm.transport.params`): a
+  reasoning model's refusal of ``max_tokens`` or of a temperature is adapted (sent as
+  ``max_completion_tokens``; left at the model's default), that request sent again at once and
+  every later one sent adapted; the cache key stays the configured parameters', what was sent
+  differently is the result's ``sent``. A refusal of what must not be dropped
+  (``reasoning_effort``, ``logprobs``, an extra field) stops the run saying what to change.
 * The requests go through the client's
   :class:`~rageval.judge.llm.transport.backend.ChatBackend` (the openai SDK's chat completions
   unless given another), which owns what a run learns of the endpoint: the clients of a run
@@ -47,6 +53,7 @@ from rageval.judge.llm.transport import first_reply
 from rageval.judge.llm.transport.backend import ChatBackend
 from rageval.judge.llm.transport.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.transport.formats import LADDERS, is_refusal
+from rageval.judge.llm.transport.params import refused_param
 from rageval.judge.llm.transport.pool import Fatal, RunStopped, Scheduler, Stopped
 from rageval.judge.llm.transport.requests import JudgeError, JudgeRequest, JudgeResult, total_usage
 from rageval.judge.llm.transport.sdk import (
@@ -121,6 +128,12 @@ class JudgeClient:
     def refused_formats(self) -> dict[str, str]:
         """Wire formats the endpoint refused, with its words."""
         return dict(self.backend.formats.refused)
+
+    @property
+    def refused_params(self) -> dict[str, str]:
+        """Request parameters the endpoint refused (and that are sent adapted), with its words
+        (:mod:`~rageval.judge.llm.transport.params`)."""
+        return dict(self.backend.params.refused)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -212,8 +225,8 @@ class JudgeClient:
         while True:
             fmt, probe = self._choose(request, stop)
             try:
-                reply = self._attempt(request, fmt, probe, first)
-                return self._result(index, request, reply, started, fmt)
+                reply, sent = self._attempt(request, fmt, probe, first, stop)
+                return self._result(index, request, reply, started, fmt, sent)
             except _Refused:
                 continue  # the next format of the ladder (the refusal is recorded)
             except openai.APIStatusError as exc:
@@ -259,11 +272,13 @@ class JudgeClient:
         return fmt, probe
 
     def _attempt(self, request: JudgeRequest, fmt: str, probe: bool,
-                 first: first_reply.FirstReply) -> dict[str, Any]:
-        """Send ``request`` in ``fmt``. A probe goes once, without retries: a refusal raises
-        :class:`_Refused` after one request; a probe that meets a passing fault is sent again
-        with the retries it has left (the same attempts in all as any request), still as the
-        probe."""
+                 first: first_reply.FirstReply, stop: threading.Event
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Send ``request`` in ``fmt``: the reply and what was sent differently from the
+        configured parameters (:meth:`_send_adapted`). A probe goes once, without retries: a
+        refusal raises :class:`_Refused` after one request; a probe that meets a passing fault
+        is sent again with the retries it has left (the same attempts in all as any request),
+        still as the probe."""
         verdict: bool | None = None
         why = ""
         # A probe is sent once: a refusal must cost one request, not a retry schedule. A probe
@@ -271,16 +286,16 @@ class JudgeClient:
         left = self.backend.max_retries - 1
         try:
             try:
-                resp = self._send(request, fmt, 0 if probe else None, first)
+                resp = self._send_adapted(request, fmt, 0 if probe else None, first, stop)
             except openai.APIStatusError as exc:
                 if (not probe or left < 0 or not is_transient(exc)
                         or self._refusal(exc, fmt)):
                     raise
-                resp = self._send(request, fmt, left, first)
+                resp = self._send_adapted(request, fmt, left, first, stop)
             except openai.APIConnectionError as exc:
                 if not probe or left < 0 or first_reply.refused_before_reply(exc, first):
                     raise
-                resp = self._send(request, fmt, left, first)
+                resp = self._send_adapted(request, fmt, left, first, stop)
             verdict = True
             return resp
         except openai.APIStatusError as exc:
@@ -296,13 +311,49 @@ class JudgeClient:
     def _refusal(self, exc: openai.APIStatusError, fmt: str) -> bool:
         return fmt != "text" and is_refusal(exc.status_code, error_text(exc))
 
+    def _send_adapted(self, request: JudgeRequest, fmt: str, retries: int | None,
+                      first: first_reply.FirstReply, stop: threading.Event
+                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Send ``request`` with its parameters adapted to what the endpoint takes
+        (:mod:`~rageval.judge.llm.transport.params`): the reply's JSON object and what was sent
+        differently. A parameter refused is adapted and the request sent again at once (a 400
+        is never retried: a refusal costs one request); while the backend has not settled what
+        the endpoint takes, one request probes and the others wait. A refusal that cannot be
+        adapted stops the run, saying what to change."""
+        negotiation = self.backend.params
+        while True:
+            begun = negotiation.begin(stop.is_set)
+            if begun is None:
+                raise Stopped
+            if negotiation.fatal is not None:  # another request met it: nothing more is sent
+                raise Fatal(f"{self._where()} {negotiation.fatal}")
+            adaptation, probe = begun
+            params, sent = adaptation.apply(self.params(request))
+            settled = True  # a reply, or a fault saying nothing of the parameters
+            try:
+                return self._send(request, fmt, retries, first, params), sent
+            except openai.APIStatusError as exc:
+                if self._refusal(exc, fmt):
+                    settled = False  # the request comes back in the next format
+                    raise
+                param = refused_param(exc.status_code, exc.body, error_text(exc))
+                if param is None:
+                    raise
+                settled = False
+                why = f"HTTP {exc.status_code}: {self._redact(error_text(exc))}"
+                if negotiation.adapt(param, why, adaptation) is not None:
+                    raise Fatal(f"{self._where()} {negotiation.fatal}") from None
+            finally:
+                negotiation.end(probe, settled=settled)
+
     def _send(self, request: JudgeRequest, fmt: str, retries: int | None,
-              first: first_reply.FirstReply) -> dict[str, Any]:
-        """Send ``request`` in ``fmt`` with ``retries`` (None: the backend's); the reply's JSON
-        object (before the run's ``first`` reply, within its deadline)."""
+              first: first_reply.FirstReply, params: dict[str, Any]) -> dict[str, Any]:
+        """Send ``request`` in ``fmt`` with ``params`` and ``retries`` (None: the backend's);
+        the reply's JSON object (before the run's ``first`` reply, within its deadline)."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": []}
-        # The parameters exactly as the cache key holds them (see send_chat for the body).
-        body: dict[str, Any] = self.params(request)
+        # The parameters as sent (see send_chat for the body); the cache key holds them as
+        # configured.
+        body: dict[str, Any] = dict(params)
         messages = [dict(m) for m in request.messages]
         if plain_messages(messages):
             body["messages"] = messages
@@ -320,12 +371,16 @@ class JudgeClient:
             first, self.backend.timeout, self._where())
 
     def _result(self, index: int, request: JudgeRequest, body: dict[str, Any],
-                started: float, fmt: str) -> JudgeResult:
-        """The result of a reply (its JSON object); ValueError when it is not a chat reply."""
+                started: float, fmt: str, sent: dict[str, Any]) -> JudgeResult:
+        """The result of a reply (its JSON object) to ``request`` sent with ``sent`` (what
+        differed from the configured parameters); ValueError when it is not a chat reply."""
         reply = read_reply(body)
         with self._usage_lock:
             for k, v in reply.usage.items():
                 self._usage[k] = self._usage.get(k, 0) + v
+        cut = _cut_before_reply(body, reply.text, self.params(request), sent)
+        if cut is not None:
+            return self._failed(index, request, cut, started, fmt, usage=reply.usage)
         if reply.failure is not None:
             return self._failed(index, request, reply.failure, started, fmt, usage=reply.usage)
         logprobs = None
@@ -341,7 +396,8 @@ class JudgeClient:
                 )
         return JudgeResult(index=index, request=request, text=reply.text, usage=reply.usage,
                            model=reply.model, finish_reason=reply.finish_reason, format=fmt,
-                           latency_s=time.monotonic() - started, logprobs=logprobs)
+                           latency_s=time.monotonic() - started, logprobs=logprobs,
+                           sent=sent)
 
     def _failed(self, index: int, request: JudgeRequest, error: str, started: float,
                 fmt: str, usage: dict[str, int] | None = None) -> JudgeResult:
@@ -358,6 +414,30 @@ class JudgeClient:
         for s in self._secrets:
             text = text.replace(s, "***")
         return text
+
+
+def _cut_before_reply(body: dict[str, Any], text: str | None, params: dict[str, Any],
+                      sent: dict[str, Any]) -> str | None:
+    """Why a reply is empty when the model stopped at its token limit before writing anything
+    (None: it did not). Reasoning models spend their reasoning tokens within the limit, so a
+    small ``--judge-max-tokens`` can leave nothing for the reply itself."""
+    choices = body.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or choice.get("finish_reason") != "length":
+        return None
+    if isinstance(text, str) and text.strip():
+        return None
+    usage = body.get("usage")
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    name = "max_completion_tokens" if "max_completion_tokens" in sent else "max_tokens"
+    limit = params.get("max_tokens")
+    where = f"its token limit ({name}={limit})" if limit is not None else "its token limit"
+    spent = (f", {reasoning} of them reasoning tokens" if isinstance(reasoning, int)
+             and reasoning > 0 else "")
+    return (f"empty reply: the model reached {where} before writing one{spent}; a reasoning "
+            "model spends its reasoning tokens within that limit: raise --judge-max-tokens or "
+            "leave it out")
 
 
 class _Refused(Exception):

@@ -64,6 +64,10 @@ class JudgeResult:
     latency_s: float = 0.0
     # With logprobs requested: one [token, logprob, [[alternative, logprob], ...]] per token.
     logprobs: list[list[Any]] | None = None
+    # What was sent differently from the configured parameters, which the endpoint refused
+    # (:mod:`rageval.judge.llm.transport.params`): {"max_completion_tokens": 256,
+    # "temperature": "default"}; empty when the request went as configured.
+    sent: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

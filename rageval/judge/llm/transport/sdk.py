@@ -17,6 +17,7 @@ import openai
 
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.negotiation import Negotiation
+from rageval.judge.llm.transport.params import ParamNegotiation, refused_param
 
 if TYPE_CHECKING:
     from rageval.judge.llm.config import JudgeConfig
@@ -71,7 +72,8 @@ def send_chat(sdk: openai.OpenAI, kwargs: dict[str, Any], body: dict[str, Any]
 class SdkBackend:
     """Chat completions for one model at one OpenAI-compatible endpoint, through the openai
     SDK, and what a run learns of them: the wire formats the endpoint accepts
-    (:attr:`formats`) and the model it last said it serves. One per (endpoint, model) of a
+    (:attr:`formats`), the request parameters it refuses (:attr:`params`) and the model it last
+    said it serves. One per (endpoint, model) of a
     run: the clients that share it share what it learned, and nothing else does.
 
     Built from the judge's configuration: its model, endpoint, timeout and retries. The API
@@ -84,6 +86,7 @@ class SdkBackend:
         self.timeout = timeout = config.timeout
         self.max_retries = max_retries = config.max_retries
         self.formats = Negotiation()
+        self.params = ParamNegotiation()
         # Local endpoints (vLLM, Ollama, llama.cpp) usually ignore the key.
         key = os.environ.get(config.api_key_env, "") or "unused"
         self.secrets = tuple(s for s in {key, *endpoint.secrets}
@@ -110,13 +113,29 @@ class SdkBackend:
             asked = self._served
         if asked is not None and time.monotonic() - asked[0] <= SERVED_FRESH_S:
             return asked[1]
-        kwargs = {"model": self.model, "max_tokens": 1, "temperature": 0, "messages": []}
-        body = send_chat(self._with(min(1, self.max_retries), min(self.timeout, 30.0)), kwargs,
-                         {"messages": [{"role": "user", "content": "Say OK."}]})
-        served = read_reply(body).model
+        body = self._ask_served()
+        model = body.get("model")  # a reasoning model's one token may leave no text
+        served = model if isinstance(model, str) else None
         with self._lock:
             self._served = (time.monotonic(), served)
         return served
+
+    def _ask_served(self) -> dict[str, Any]:
+        """The reply to a one-token request, its parameters adapted as the run's requests are
+        (a reasoning model refuses ``max_tokens`` and a temperature of 0)."""
+        sdk = self._with(min(1, self.max_retries), min(self.timeout, 30.0))
+        configured = {"max_tokens": 1, "temperature": 0}
+        while True:
+            adaptation = self.params.adaptation
+            params, _ = adaptation.apply(configured)
+            try:
+                return send_chat(sdk, {"model": self.model, "messages": []},
+                                 {"messages": [{"role": "user", "content": "Say OK."}], **params})
+            except openai.APIStatusError as exc:
+                param = refused_param(exc.status_code, exc.body, error_text(exc))
+                if param is None or self.params.adapt(param, f"HTTP {exc.status_code}",
+                                                      adaptation):
+                    raise
 
     def _with(self, retries: int | None, timeout: float | None) -> openai.OpenAI:
         """The SDK client with these retries and timeout (None: the backend's own). Those
