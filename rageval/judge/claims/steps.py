@@ -129,6 +129,7 @@ _REPLY = "Read the material below, then reply with one JSON object only: {reply}
 _REPLY_NUMBERED = ("Read the material below, then reply with one JSON object only: {reply}, "
                    "with exactly one key per numbered {item}.")
 _COUNT = "There are {n} numbered {item}s: reply with the keys \"1\" to \"{n}\"."
+_COUNT_ONE = "There is 1 numbered {item}: reply with the key \"1\"."
 
 
 def render_step(prompt: StepPrompt, inputs: dict[str, list[str]],
@@ -151,7 +152,8 @@ def render_step(prompt: StepPrompt, inputs: dict[str, list[str]],
     else:
         item = _NUMBERED[numbered]
         reply = _REPLY_NUMBERED.format(reply=spec.reply, item=item)
-        count = "\n\n" + _COUNT.format(item=item, n=len(texts[numbered]))
+        n = len(texts[numbered])
+        count = "\n\n" + (_COUNT_ONE if n == 1 else _COUNT).format(item=item, n=n)
     before = "" if history is None else history.block(nonce)
     body = fixed_first(prompt.template, blocks, reply, before)
     example = _NUMBERED.get(spec.inputs[-1], spec.inputs[-1])
