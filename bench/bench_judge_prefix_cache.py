@@ -106,14 +106,16 @@ def llama(records: Path, workdir: Path) -> dict[str, Any]:
 
 def base_source(args: argparse.Namespace, tmp: Path) -> str:
     """A checkout of the previous layout: ``--base-source``, else ``--base`` (or the parent of
-    the layout's commit) checked out in a temporary worktree."""
+    the layout's commit) exported from git into a temporary folder."""
     if args.base_source:
         return args.base_source
     rev = args.base or subprocess.run(_LAYOUT_COMMIT, cwd=ROOT, capture_output=True, text=True,
                                       check=True).stdout.strip() + "^"
     path = tmp / "base"
-    subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT,
-                   check=True, capture_output=True)
+    path.mkdir()
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(path)], input=archive, check=True)
     return str(path)
 
 
@@ -134,17 +136,12 @@ def main() -> int:
         records = tmp / "records.jsonl"
         write_records(records, args.records)
         base = base_source(args, tmp)
-        try:
-            for layout, source in (("before", base), ("after", str(ROOT))):
-                for minimum in (0, 1024):
-                    work = tmp / f"{layout}-{minimum}"
-                    work.mkdir()
-                    figures[f"{layout}/min{minimum}"] = loopback(
-                        source, records, work, minimum, args.concurrency)
-        finally:
-            if not args.base_source:
-                subprocess.run(["git", "worktree", "remove", "--force", base], cwd=ROOT,
-                               check=False, capture_output=True)
+        for layout, source in (("before", base), ("after", str(ROOT))):
+            for minimum in (0, 1024):
+                work = tmp / f"{layout}-{minimum}"
+                work.mkdir()
+                figures[f"{layout}/min{minimum}"] = loopback(
+                    source, records, work, minimum, args.concurrency)
         if args.llama:
             few = tmp / "few.jsonl"
             write_records(few, args.llama_records)
