@@ -9,12 +9,14 @@ as OpenAI does. Printed: the share of prompt tokens reported cached, as the serv
 and as rageval's manifest reports it (``prompt_cache.share``), with no minimum prompt length
 and with OpenAI's minimum of 1,024 tokens, for the previous prompt layout (``--base``: a git
 revision, by default the parent of the commit that moved the reply instructions ahead of the
-record; or ``--base-source DIR``, a checkout) and this checkout's, side by side.
+record; or ``--base-source DIR``, a checkout) and this checkout's, side by side. The same for
+``--records``/4 conversations of four turns judged for ``judge:answer_relevance`` and
+``judge:faithfulness`` (each turn shown with the turns before it).
 
-``--llama`` adds a run of the same command against llama-cpp-python's server, the local judge
-(SmolLM2-135M-Instruct, as ``rageval local-judge`` starts it, whose prompt cache is on by
-default), on ``--llama-records`` records: what it reports of its prompt cache (needs the
-``local`` extra).
+``--llama`` adds runs of the same command, both layouts, against llama-cpp-python's server, the
+local judge (SmolLM2-135M-Instruct, as ``rageval local-judge`` starts it, logging verbosely),
+on ``--llama-records`` records: what its replies report of its prompt cache, and the share of
+prompt tokens its log says it reused from the previous prompt (needs the ``local`` extra).
 
     python bench/bench_judge_prefix_cache.py [--records 200] [--base REV | --base-source DIR]
                                              [--llama] [--llama-records 16] [--json PATH]
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,12 +65,32 @@ def write_records(path: Path, n: int) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+def write_conversations(path: Path, n: int) -> None:
+    """``n`` conversations of four turns each, the turns shaped as :func:`write_records`'s."""
+    rows = []
+    for c in range(n):
+        turns = [{"query": f"Turn {t}: what does report {c} say about region {t + 1}?",
+                  "contexts": [f"Annual report {c}, region {t + 1}: revenue grew by "
+                               f"{(c + t) % 17} percent, driven by services contracts; "
+                               f"operating margin was {(c * t) % 23} percent."],
+                  "answer": f"Revenue in region {t + 1} grew {(c + t) % 17} percent."}
+                 for t in range(4)]
+        rows.append({"id": f"c{c}", "turns": turns})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+#: Each set: how its records are written and the two rubrics judged on them.
+SETS = {"records": (write_records, METRICS),
+        "conversations": (write_conversations, ["judge:answer_relevance",
+                                                "judge:faithfulness"])}
+
+
 def score(source: str, base_url: str, model: str, records: Path, out: Path,
-          concurrency: int) -> dict[str, Any]:
+          concurrency: int, metrics: list[str] = METRICS) -> dict[str, Any]:
     """``rageval score`` from the checkout ``source`` on an empty cache: the manifest's judge
     section."""
     argv = [*rageval_command(source), "score", str(records),
-            *[a for m in METRICS for a in ("-m", m)], "--judge-model", model,
+            *[a for m in metrics for a in ("-m", m)], "--judge-model", model,
             "--judge-base-url", base_url, "--judge-concurrency", str(concurrency),
             "--judge-max-retries", "0", "--cache", str(out / "cache.sqlite"),
             "--out", str(out / "run"), "--no-progress"]
@@ -80,11 +103,12 @@ def score(source: str, base_url: str, model: str, records: Path, out: Path,
 
 
 def loopback(source: str, records: Path, workdir: Path, minimum: int,
-             concurrency: int) -> dict[str, Any]:
+             concurrency: int, metrics: list[str]) -> dict[str, Any]:
     """One run against the prefix-cache server: its share and the manifest's."""
     with JudgeServer() as server:
         server.cache_prefixes(128, minimum)
-        judge = score(source, server.base_url, "bench-judge", records, workdir, concurrency)
+        judge = score(source, server.base_url, "bench-judge", records, workdir, concurrency,
+                      metrics)
         prompt = sum(p for p, _ in server.prompt_cache_usage)
         cached = sum(c for _, c in server.prompt_cache_usage)
     reported = (judge.get("prompt_cache") or {}).get("share")
@@ -92,16 +116,30 @@ def loopback(source: str, records: Path, workdir: Path, minimum: int,
             "share": round(cached / prompt, 4) if prompt else 0.0, "manifest_share": reported}
 
 
-def llama(records: Path, workdir: Path) -> dict[str, Any]:
-    """One run against llama-cpp-python's server (the local judge, its prompt cache on)."""
+_PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt")
+
+
+def llama(source: str, records: Path, workdir: Path) -> dict[str, Any]:
+    """One run against llama-cpp-python's server, the local judge: what it reports of its
+    prompt cache (its usage has no such field), and what its log says it reused (the server
+    keeps the previous prompt's state and evaluates only what follows the prefix it shares,
+    ``Llama.generate: N prefix-match hit, remaining M prompt tokens to eval``)."""
     from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge
 
-    with LocalJudge(port=0) as server:
-        judge = score(str(ROOT), server.base_url, DEFAULT_MODEL_NAME, records, workdir, 1)
+    class Verbose(LocalJudge):  # the same server, logging each prompt's prefix match
+        def command(self) -> list[str]:
+            return [*super().command()[:-1], "True"]
+
+    log = workdir / "server.log"
+    with Verbose(port=0, log=log) as server:
+        judge = score(source, server.base_url, DEFAULT_MODEL_NAME, records, workdir, 1)
     usage = judge["usage"]
-    return {"requests": judge["requests"], "prompt_tokens": usage.get("prompt_tokens"),
-            "cached_tokens": usage.get("cached_prompt_tokens"),
-            "prompt_cache": judge.get("prompt_cache")}
+    hits = [(int(a), int(b)) for a, b in _PREFIX_HIT.findall(log.read_text(errors="replace"))]
+    reused, evaluated = sum(a for a, _ in hits), sum(b for _, b in hits)
+    return {"requests": judge["requests"], "usage_keys": sorted(usage),
+            "reported_cached": usage.get("cached_prompt_tokens"),
+            "prompt_tokens": usage.get("prompt_tokens"), "log_reused_tokens": reused,
+            "log_share": round(reused / (reused + evaluated), 4) if hits else 0.0}
 
 
 def base_source(args: argparse.Namespace, tmp: Path) -> str:
@@ -130,31 +168,38 @@ def main() -> int:
     parser.add_argument("--llama-records", type=int, default=16)
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args()
-    figures: dict[str, Any] = {"records": args.records, "metrics": METRICS, "step": 128}
+    figures: dict[str, Any] = {"records": args.records, "step": 128}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        records = tmp / "records.jsonl"
-        write_records(records, args.records)
         base = base_source(args, tmp)
-        for layout, source in (("before", base), ("after", str(ROOT))):
-            for minimum in (0, 1024):
-                work = tmp / f"{layout}-{minimum}"
-                work.mkdir()
-                figures[f"{layout}/min{minimum}"] = loopback(
-                    source, records, work, minimum, args.concurrency)
+        for kind, (write, metrics) in SETS.items():
+            records = tmp / f"{kind}.jsonl"
+            write(records, args.records if kind == "records" else args.records // 4)
+            for layout, source in (("before", base), ("after", str(ROOT))):
+                for minimum in (0, 1024):
+                    work = tmp / f"{kind}-{layout}-{minimum}"
+                    work.mkdir()
+                    figures[f"{kind}/{layout}/min{minimum}"] = loopback(
+                        source, records, work, minimum, args.concurrency, metrics)
         if args.llama:
             few = tmp / "few.jsonl"
             write_records(few, args.llama_records)
-            (tmp / "llama").mkdir()
-            figures["llama-cpp-python"] = llama(few, tmp / "llama")
-    print(f"{args.records} records x {len(METRICS)} rubrics, prefix cache in 128-token steps")
-    print(f"{'minimum prompt':>16} {'before':>10} {'after':>10}   (share of prompt tokens "
-          "reported cached)")
-    for minimum in (0, 1024):
-        before, after = figures[f"before/min{minimum}"], figures[f"after/min{minimum}"]
-        print(f"{minimum:>16} {before['share']:>10.1%} {after['share']:>10.1%}")
-    if "llama-cpp-python" in figures:
-        print(f"llama-cpp-python: {json.dumps(figures['llama-cpp-python'])}")
+            for layout, source in (("before", base), ("after", str(ROOT))):
+                (tmp / f"llama-{layout}").mkdir()
+                figures[f"llama-cpp-python/{layout}"] = llama(source, few, tmp / f"llama-{layout}")
+    print(f"share of prompt tokens reported cached, prefix cache in 128-token steps "
+          f"({args.records} records; {args.records // 4} conversations of 4 turns)")
+    print(f"{'set':>14} {'rubrics':>40} {'minimum prompt':>15} {'before':>8} {'after':>8}")
+    for kind, (_, metrics) in SETS.items():
+        for minimum in (0, 1024):
+            before = figures[f"{kind}/before/min{minimum}"]["share"]
+            after = figures[f"{kind}/after/min{minimum}"]["share"]
+            print(f"{kind:>14} {' + '.join(metrics):>40} {minimum:>15} {before:>8.1%} "
+                  f"{after:>8.1%}")
+    for layout in ("before", "after"):
+        if f"llama-cpp-python/{layout}" in figures:
+            print(f"llama-cpp-python, {layout}: "
+                  f"{json.dumps(figures[f'llama-cpp-python/{layout}'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
