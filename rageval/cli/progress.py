@@ -72,6 +72,8 @@ class _Bars:
         parts = [f"{hits:,} cache hits", f"{sum(p.failed for p in latest):,} failed",
                  f"{sum(p.tokens for p in latest):,} tokens"
                  + (f" ({replayed:,} replayed)" if replayed else "")]
+        parts.extend(_provider_tokens(sum(p.cached_prompt_tokens for p in latest),
+                                      sum(p.reasoning_tokens for p in latest)))
         costs = [p.cost_usd for p in latest if p.cost_usd is not None]
         if costs:
             parts.append(f"${sum(costs):,.4f}")
@@ -101,7 +103,8 @@ def progress_bars(enabled: bool) -> Iterator[Hooks]:
 
 def final_line(results: Results) -> str:
     """One line that accounts for a run, from its manifest: records, metrics, wall time and,
-    when the judge worked, its requests, cache hits, failures, tokens and spend, e.g.
+    when the judge worked, its requests, cache hits, failures, tokens (with those the endpoint
+    read from its prompt cache, and reasoning tokens, where it reports them) and spend, e.g.
     ``8 records · 21 metrics · 4.7 s · judge: 0 requests, 40 cache hits, 28,177 tokens
     replayed``."""
     manifest = results.manifest
@@ -139,6 +142,10 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
     replayed = total(lambda s: (s.get("cached_usage") or {}).get("total_tokens"))
     if replayed:
         parts.append(f"{replayed:,} tokens replayed")
+    prompt = total(lambda s: (s.get("usage") or {}).get("prompt_tokens"))
+    cached = total(lambda s: (s.get("usage") or {}).get("cached_prompt_tokens"))
+    parts.extend(_provider_tokens(cached, total(
+        lambda s: (s.get("usage") or {}).get("reasoning_tokens")), prompt))
     costs = [s["cost_usd"].get("this_run") for s in sections if s.get("cost_usd")]
     if costs:
         parts.append(f"${sum(c or 0.0 for c in costs):,.4f} spent")
@@ -149,3 +156,15 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+
+
+def _provider_tokens(cached: int, reasoning: int, prompt: int = 0) -> list[str]:
+    """What the endpoint reported of its own prompt cache (prompt tokens it read from it, and
+    their share of ``prompt`` when known) and of reasoning tokens; nothing it did not report."""
+    parts = []
+    if cached:
+        share = f" ({100 * cached / prompt:.0f}% of prompt tokens)" if prompt else ""
+        parts.append(f"{cached:,} tokens from the prompt cache{share}")
+    if reasoning:
+        parts.append(f"{reasoning:,} reasoning")
+    return parts

@@ -23,6 +23,7 @@ from pathlib import Path
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.history import History
+from rageval.judge.prompting.layout import fixed_first
 from rageval.judge.prompting.prompt_files import (
     PromptFile,
     builtin_prompts,
@@ -30,15 +31,15 @@ from rageval.judge.prompting.prompt_files import (
     read_table,
     template_of,
 )
-from rageval.judge.prompting.slots import PLACEHOLDER, slot, slot_block, slot_nonce
+from rageval.judge.prompting.slots import slot, slot_block, slot_nonce
 
 __all__ = ["ASSIGN_LABELS", "CHECK_LABELS", "IMPORTANCE_LABELS", "RENDER_VERSION", "STEPS",
            "StepPrompt", "labels_schema", "list_schema", "load_step", "render_step"]
 
 #: Version of the fixed text :func:`render_step` wraps around a step's template.
-# The history of a turn (prompting.history) renders only in runs of conversations, which sign
-# with unit:conversation: a record on its own renders, and signs, as before.
-RENDER_VERSION = "claims-1"
+# 2: the reply instructions come before the record, no longer after it (prefix caches); only
+# the count of numbered items, which depends on the record, is said after it.
+RENDER_VERSION = "claims-2"
 
 CHECK_LABELS = ("entailment", "neutral", "contradiction")
 IMPORTANCE_LABELS = ("vital", "okay")
@@ -124,9 +125,11 @@ Reply with one JSON object and nothing else:
 {reply}\
 """
 
-_TAIL = "Reply with one JSON object only: {reply}"
-_TAIL_NUMBERED = ("Reply with one JSON object only: {reply}, with exactly one key per "
-                  "numbered {item}, \"1\" to \"{n}\".")
+_REPLY = "Read the material below, then reply with one JSON object only: {reply}"
+_REPLY_NUMBERED = ("Read the material below, then reply with one JSON object only: {reply}, "
+                   "with exactly one key per numbered {item}.")
+_COUNT = "There are {n} numbered {item}s: reply with the keys \"1\" to \"{n}\"."
+_COUNT_ONE = "There is 1 numbered {item}: reply with the key \"1\"."
 
 
 def render_step(prompt: StepPrompt, inputs: dict[str, list[str]],
@@ -134,26 +137,30 @@ def render_step(prompt: StepPrompt, inputs: dict[str, list[str]],
     """The chat messages of one request of ``prompt``'s step: ``inputs`` maps each of the
     step's inputs to its texts (an empty list for a query the record lacks: shown as "(none
     given)"); a turn of a conversation is shown after the turns before it (``history``). The
-    output depends only on the prompt file and the texts (a stable cache key)."""
+    step's instructions and the reply instructions come before anything of the record
+    (:mod:`rageval.judge.prompting.layout`); the count of numbered items, which depends on the
+    record, after it. The output depends only on the prompt file and the texts (a stable cache
+    key)."""
     spec = STEPS[prompt.id]
     texts = {name: list(inputs.get(name, [])) for name in spec.inputs}
     seen = texts if history is None else {**texts, "conversation": history.texts()}
     nonce = slot_nonce(prompt.hash, seen)
     blocks = {name: _block(name, values, nonce) for name, values in texts.items()}
-    body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], prompt.template)
-    if history is not None:
-        body = f"{history.block(nonce)}\n\n{body}"
     numbered = next((name for name in ("claims", "nuggets") if name in spec.inputs), None)
     if numbered is None:
-        tail = _TAIL.format(reply=spec.reply)
+        reply, count = _REPLY.format(reply=spec.reply), ""
     else:
-        tail = _TAIL_NUMBERED.format(reply=spec.reply, item=_NUMBERED[numbered],
-                                     n=len(texts[numbered]))
+        item = _NUMBERED[numbered]
+        reply = _REPLY_NUMBERED.format(reply=spec.reply, item=item)
+        n = len(texts[numbered])
+        count = "\n\n" + (_COUNT_ONE if n == 1 else _COUNT).format(item=item, n=n)
+    before = "" if history is None else history.block(nonce)
+    body = fixed_first(prompt.template, blocks, reply, before)
     example = _NUMBERED.get(spec.inputs[-1], spec.inputs[-1])
     system = _SYSTEM.format(opening=spec.opening, description=prompt.description,
                             example=example, reply=spec.reply)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": body + "\n\n" + tail}]
+            {"role": "user", "content": body.rstrip("\n") + count}]
 
 
 def _block(name: str, values: list[str], nonce: str) -> str:

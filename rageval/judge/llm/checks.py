@@ -20,7 +20,8 @@ from rageval.judge.llm.transport.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.transport.first_reply import first_reply_limit
 from rageval.judge.llm.transport.requests import JudgeError
 
-__all__ = ["OfflineCacheMiss", "check_cached", "judge_section", "would_stop"]
+__all__ = ["OfflineCacheMiss", "check_cached", "judge_section", "prompt_cache_share",
+           "would_stop"]
 
 _SHOWN_MISSING = 5
 
@@ -75,6 +76,17 @@ def would_stop(judge: JudgeOptions, stats: RunStats) -> list[str]:
     return problems
 
 
+def prompt_cache_share(usage: dict[str, int]) -> dict[str, Any] | None:
+    """What the endpoint's own prompt cache served of this run's prompt tokens, as it
+    reported it (provider prompt caching: unrelated to rageval's cache of replies); None when
+    no reply reported it."""
+    if "cached_prompt_tokens" not in usage:
+        return None
+    prompt, cached = usage.get("prompt_tokens", 0), usage["cached_prompt_tokens"]
+    return {"cached_prompt_tokens": cached, "prompt_tokens": prompt,
+            "share": round(cached / prompt, 4) if prompt else 0.0}
+
+
 def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[str, str]],
                   render_version: str) -> dict[str, Any]:
     """A manifest section of judge work: model, endpoint, response formats, the prompts
@@ -106,6 +118,9 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         "usage": dict(stats.usage),
         "cached_usage": dict(stats.cached_usage),
     }
+    prompt_cache = prompt_cache_share(stats.usage)
+    if prompt_cache is not None:
+        out["prompt_cache"] = prompt_cache
     if judge.budget is not None:
         out["caps"] = {"max_requests": judge.max_requests, "max_cost_usd": judge.max_cost,
                        "reached": judge.budget.reached, "not_sent": stats.capped}
@@ -122,6 +137,8 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         out["cost_usd"] = {
             "price_in_per_mtok": judge.price_in,
             "price_out_per_mtok": judge.price_out,
+            "price_cached_in_per_mtok": (judge.price_in if judge.price_cached_in is None
+                                         else judge.price_cached_in),
             "this_run": stats.spent_usd(judge),
             "replayed_from_cache": judge.cost_usd(stats.cached_usage),
         }

@@ -133,7 +133,9 @@ class JudgeConfig:
     replies per item, their mean the value; ``seed``: sent with each request (sample ``i``
     gets ``seed + i``). ``logprobs``: score by the expected value of the score token's top
     log-probabilities (G-Eval). ``price_in``/``price_out``: USD per million prompt/completion
-    tokens. ``against``: the records file of the other system, for ``judge:pairwise``.
+    tokens, ``price_cached_in`` per million prompt tokens the endpoint read from its prompt
+    cache (None: ``price_in``). ``against``: the records file of the other system, for
+    ``judge:pairwise``.
     ``extra``: request fields sent as they are (``{"repeat_penalty": 1.1}`` for llama.cpp),
     part of the cache key and the signature. ``any_served_model``: reuse cached replies even
     when the endpoint now serves another model under the name. ``max_requests``/``max_cost``:
@@ -267,6 +269,12 @@ class JudgeConfig:
         default=None, dest="judge_price_out", flags=("--judge-price-out",), type=float,
         metavar="USD", kind="float", check=_price("--judge-price-out"),
         help="price per million completion tokens, for the cost in the manifest")
+    price_cached_in: float | None = _opt(
+        default=None, dest="judge_price_cached_in", flags=("--judge-price-cached-in",),
+        type=float, metavar="USD", kind="float", check=_price("--judge-price-cached-in"),
+        help="price per million prompt tokens the endpoint reports read from its prompt cache "
+        "(usage.prompt_tokens_details.cached_tokens), for the cost in the manifest; default: "
+        "the --judge-price-in price")
     panel: tuple[Mapping[str, Any], ...] = _opt(
         default=(), hash=False, dest="judge_panel", flags=("--judge",), append=True,
         metavar="SPEC", kind="strings", doc="a judge panel's members (--judge specs)",
@@ -402,11 +410,18 @@ class JudgeConfig:
         return out
 
     def cost_usd(self, usage: Mapping[str, int]) -> float | None:
-        """USD for ``usage`` (prompt and completion tokens) at ``price_in``/``price_out`` per
-        million tokens (a price left out counts as 0); None when neither price is given."""
+        """USD for ``usage`` at ``price_in``/``price_out`` per million tokens (a price left out
+        counts as 0), the prompt tokens the endpoint read from its prompt cache
+        (``cached_prompt_tokens``) at ``price_cached_in`` (default: ``price_in``); None when
+        neither price is given. Reasoning tokens are part of ``completion_tokens`` and are
+        counted there, once."""
         if self.price_in is None and self.price_out is None:
             return None
-        cost = (usage.get("prompt_tokens", 0) * (self.price_in or 0.0)
+        price_in = self.price_in or 0.0
+        price_cached = price_in if self.price_cached_in is None else self.price_cached_in
+        prompt = usage.get("prompt_tokens", 0)
+        cached = min(usage.get("cached_prompt_tokens", 0), prompt)
+        cost = ((prompt - cached) * price_in + cached * price_cached
                 + usage.get("completion_tokens", 0) * (self.price_out or 0.0)) / 1e6
         return round(cost, 6)
 

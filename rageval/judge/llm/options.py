@@ -47,6 +47,11 @@ class JudgeProgress:
     hits: int = 0  # requests answered from the cache (never sent)
     cached_tokens: int = 0  # total tokens of those cached replies (replayed, not spent)
     cost_usd: float | None = None  # USD spent on the replies received; None: no prices given
+    # Of the replies received: prompt tokens the endpoint read from its own prompt cache
+    # (provider prompt caching, not rageval's cache) and reasoning tokens (part of the
+    # completion tokens), as far as the endpoint reports them.
+    cached_prompt_tokens: int = 0
+    reasoning_tokens: int = 0
     account: int = 0  # tells accounts apart (its value means nothing else)
     note: str = ""  # how a pending batch stands (--judge-batch): status, counts, time
 

@@ -37,6 +37,10 @@ class RunStats:
     requests: int = 0
     failed: int = 0
     stored: int = 0
+    # Tokens of the replies received this run, and of those replayed from rageval's cache; each
+    # adds the endpoint's cached_prompt_tokens (prompt tokens read from the provider's prompt
+    # cache: a prompt-caching discount, unrelated to rageval's cache) and reasoning_tokens
+    # (inside completion_tokens) where it reports them.
     usage: dict[str, int] = field(default_factory=_zero_usage)
     cached_usage: dict[str, int] = field(default_factory=_zero_usage)
     prompts: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -120,4 +124,6 @@ class RunStats:
         judge.progress(JudgeProgress(
             self.requests, total, failed, self.usage.get("total_tokens", 0), hits=self.hits,
             cached_tokens=self.cached_usage.get("total_tokens", 0),
-            cost_usd=self.spent_usd(judge), account=self.account, note=note))
+            cost_usd=self.spent_usd(judge), account=self.account, note=note,
+            cached_prompt_tokens=self.usage.get("cached_prompt_tokens", 0),
+            reasoning_tokens=self.usage.get("reasoning_tokens", 0)))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.prompting.layout import fixed_first
 from rageval.judge.prompting.prompt_files import (
     PromptFile,
     builtin_prompts,
@@ -26,7 +27,7 @@ from rageval.judge.prompting.prompt_files import (
     template_of,
 )
 from rageval.judge.prompting.reply_json import conflict, reply_objects
-from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
+from rageval.judge.prompting.slots import slot_block, slot_nonce
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -80,10 +81,12 @@ Reply with one JSON object and nothing else, with the reasoning first and the ve
 {{"reasoning": "<your step-by-step reasoning>", "verdict": "A" or "B" or "tie"}}\
 """
 
-_USER_TAIL = """\
-Think step by step and write your reasoning before deciding. Reply with one JSON object \
-only: {"reasoning": "...", "verdict": "A" | "B" | "tie"}, where "A" means answer A is \
-better, "B" means answer B is better and "tie" means neither is better.\
+# The reply instructions come before the record (prefix caches). The signature's render
+# version (rageval.judge.rubric.render.RENDER_VERSION, 3) names this wording too.
+_REPLY = """\
+Read the material below, then think step by step and write your reasoning before deciding. \
+Reply with one JSON object only: {"reasoning": "...", "verdict": "A" | "B" | "tie"}, \
+where "A" means answer A is better, "B" means answer B is better and "tie" means neither is better.\
 """
 
 
@@ -94,7 +97,8 @@ def render_pair(prompt: PairwisePrompt, record: Record, first: str, second: str,
     slot; the output depends only on the prompt file and the texts (a stable cache key).
     ``show_contexts=False`` leaves the contexts out (the two answers were written from
     different contexts: showing one system's would judge the other against passages it never
-    saw)."""
+    saw). The prompt's instructions and the reply instructions come before anything of the
+    record (:mod:`rageval.judge.prompting.layout`)."""
     if record.query is None:
         raise InputError(f"record {record.id!r} has no query, needed by judge:pairwise",
                          field="query")
@@ -109,10 +113,9 @@ def render_pair(prompt: PairwisePrompt, record: Record, first: str, second: str,
         return slot_block(name, values, nonce) if values else _NONE_GIVEN
 
     blocks = {name: block(name, values) for name, values in texts.items()}
-    body = PLACEHOLDER.sub(lambda m: blocks[m.group(1)], prompt.template)
     system = _SYSTEM.format(description=prompt.description)
     return [{"role": "system", "content": system},
-            {"role": "user", "content": body + "\n\n" + _USER_TAIL}]
+            {"role": "user", "content": fixed_first(prompt.template, blocks, _REPLY)}]
 
 
 def verdict_schema() -> ReplySchema:

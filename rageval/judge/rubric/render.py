@@ -1,9 +1,11 @@
 """Rubric prompts rendered to chat messages, and the reply schema a rubric asks for.
 
 :func:`render` wraps a :class:`~rageval.judge.rubric.rubrics.Rubric` in fixed wording (a system
-message with the criterion and its scale, the rubric's template with each input in its own slot,
-reply instructions). :data:`RENDER_VERSION` names that wording; it changes whenever the wording
-changes, and belongs in signatures next to the rubric hash.
+message with the criterion and its scale, the rubric's instructions, reply instructions, then the
+rubric's fields with each input in its own slot: the record last, for prefix caches, as
+:mod:`rageval.judge.prompting.layout` lays it out). :data:`RENDER_VERSION` names that
+wording; it changes whenever the wording changes, and belongs in signatures next to the rubric
+hash.
 
 Texts under judgement are untrusted: each goes into its own escaped, nonce-tagged slot
 (:mod:`rageval.judge.prompting.slots`), and the system message tells the judge that slot
@@ -19,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import InputError, UsageError
 from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.prompting.history import history_of
-from rageval.judge.prompting.slots import PLACEHOLDER, slot_block, slot_nonce
+from rageval.judge.prompting.layout import fixed_first
+from rageval.judge.prompting.slots import slot_block, slot_nonce
 from rageval.judge.rubric.rubrics import Rubric
 
 if TYPE_CHECKING:
@@ -28,15 +31,14 @@ if TYPE_CHECKING:
 __all__ = ["RENDER_VERSION", "render", "reply_schema", "response_format", "slot_texts"]
 
 #: Version of the fixed text :func:`render` wraps around a rubric (system message, slot
-#: format, reply instructions). Part of signatures, next to the rubric hash.
-# A turn of a conversation is shown after the turns before it (prompting.history): wording
-# that only a run of conversations renders, whose signatures say so (unit:conversation), so a
-# record on its own still renders, and signs, as version 2.
-RENDER_VERSION = "2"
+#: format, reply instructions, layout). Part of signatures, next to the rubric hash.
+# 3: the reply instructions come before the record, no longer after it.
+RENDER_VERSION = "3"
 
 # The system message depends on the rubric alone, and the user message starts with the
-# rubric's own instructions: requests for one rubric share a long prefix, which servers with a
-# prefix cache (llama.cpp, vLLM, OpenAI's prompt caching) evaluate once instead of per request.
+# rubric's own instructions and the reply instructions, the record last: requests for one
+# rubric share a long prefix, which servers with a prefix cache (llama.cpp, vLLM, OpenAI's
+# prompt caching) evaluate once instead of per request.
 _SYSTEM = """\
 You are a careful, impartial evaluator of a retrieval-augmented question answering system. \
 You grade one criterion: {criterion}: {description}
@@ -56,9 +58,10 @@ Reply with one JSON object and nothing else, with the reasoning first and the sc
 {{"reasoning": "<your step-by-step reasoning>", "score": <an integer from {low} to {high}>}}\
 """
 
-_USER_TAIL = """\
-Think step by step and write your reasoning before deciding on the score. Reply with one \
-JSON object only: {{"reasoning": "...", "score": <integer from {low} to {high}>}}\
+_REPLY = """\
+Read the material below, then think step by step and write your reasoning before deciding on \
+the score. Reply with one JSON object only: \
+{{"reasoning": "...", "score": <integer from {low} to {high}>}}\
 """
 
 
@@ -107,9 +110,9 @@ def render(
     own slot ``<name-NONCE ...>`` ... ``</name-NONCE>``, escaped with
     :func:`~rageval.judge.prompting.slots.escape`. A turn of a conversation is shown with the
     turns before it (at most ``history_chars`` characters of them): where the rubric places
-    ``{conversation}``, else above the rubric's text; a record on its own renders as it did
-    before conversations existed. The output depends only on the rubric file and the texts,
-    so it is a stable cache key.
+    ``{conversation}``, else ahead of the rubric's fields. The rubric's instructions and the
+    reply instructions come before anything of the record (:mod:`rageval.judge.prompting.layout`).
+    The output depends only on the rubric file and the texts, so it is a stable cache key.
 
     Raises :class:`~rageval.core.errors.InputError` when the record lacks an input the rubric
     needs (the caller names the file), :class:`~rageval.core.errors.UsageError` when
@@ -124,19 +127,20 @@ def render(
     nonce = slot_nonce(rubric.hash, seen)
     blocks = {name: slot_block(name, values, nonce) for name, values in texts.items()}
     shown = "" if history is None else history.block(nonce)
+    before = ""  # the turns, ahead of the rubric's fields where it does not place them
     if "conversation" in rubric.inputs:
         blocks["conversation"] = shown
-    body = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rubric.template)
-    if shown and "conversation" not in rubric.inputs:  # the rubric's text, after the turns
-        body = f"{shown}\n\n{body}"
-    system, tail = _fixed_text(rubric)
-    return [{"role": "system", "content": system}, {"role": "user", "content": body + tail}]
+    else:
+        before = shown
+    system, reply = _fixed_text(rubric)
+    body = fixed_first(rubric.template, blocks, reply, before)
+    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
 
 
 @functools.lru_cache(maxsize=256)
 def _fixed_text(rubric: Rubric) -> tuple[str, str]:
-    """The system message and the end of the user message, which depend on the rubric alone
-    (formatted once per rubric, not once per request)."""
+    """The system message and the reply instructions of the user message, which depend on the
+    rubric alone (formatted once per rubric, not once per request)."""
     anchors = "\n".join(f"{score} = {text}" for score, text in rubric.anchors)
     low, high = rubric.scale_min, rubric.scale_max
     example = "answer" if "answer" in rubric.inputs else rubric.inputs[-1]
@@ -149,7 +153,7 @@ def _fixed_text(rubric: Rubric) -> tuple[str, str]:
         low=low,
         high=high,
     )
-    return system, "\n\n" + _USER_TAIL.format(low=low, high=high)
+    return system, _REPLY.format(low=low, high=high)
 
 
 def reply_schema(rubric: Rubric) -> ReplySchema:

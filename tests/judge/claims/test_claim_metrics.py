@@ -221,7 +221,7 @@ def test_summary_means_and_signatures(online: dict[str, Any]) -> None:
         sig = summary[name].signature
         assert sig.startswith(f"metric:{parse(name).base}|")
         assert f"|judge:{MODEL}|" in sig and f"|endpoint:{online['base_url']}|" in sig
-        assert "|render:claims-1|" in sig and "|chunk:10|" in sig
+        assert "|render:claims-2|" in sig and "|chunk:10|" in sig
         assert "|from:judge|" in sig
         assert summary[name].ci95 is not None
     assert "|extract_claims:1:" in summary["claims:f1"].signature

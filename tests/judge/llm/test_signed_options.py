@@ -34,7 +34,7 @@ UNSIGNED_VALUES: dict[str, Any] = {
     "api_key_env": "OTHER_KEY", "concurrency": 2, "rpm": 30.0, "timeout": 5.0,
     "first_reply_timeout": 9.0, "max_retries": 1, "cache": "other.sqlite", "offline": True,
     "refresh": True, "price_in": 1.0, "price_out": 2.0, "max_requests": 10, "max_cost": 1.0,
-    "any_served_model": True,
+    "any_served_model": True, "price_cached_in": 0.5,
     # Batch judging fetches the same replies by another road (same cache keys).
     "batch": True, "batch_poll": 5.0, "batch_discount": 0.25, "batch_cancel": True,
     "batch_file": "batch.jsonl",

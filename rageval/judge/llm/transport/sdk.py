@@ -173,7 +173,7 @@ class ChatReply:
 def read_reply(reply: dict[str, Any]) -> ChatReply:
     """The :class:`ChatReply` of a reply's JSON object; ValueError when it is not one a chat
     endpoint sends."""
-    usage = _usage(reply.get("usage"))
+    usage = _usage(reply.get("usage"), reply.get("timings"))
     choices = reply.get("choices")
     if not isinstance(choices, list) or not choices:
         return ChatReply(None, "the endpoint returned no choices", usage=usage)
@@ -195,12 +195,41 @@ def read_reply(reply: dict[str, Any]) -> ChatReply:
                      choice.get("logprobs"), model if isinstance(model, str) else None, usage)
 
 
-def _usage(usage: object) -> dict[str, int]:
-    """The token counts of a reply's ``usage`` object (those it has)."""
+def _usage(usage: object, timings: object = None) -> dict[str, int]:
+    """The token counts of a reply's ``usage`` object (those it has), with the prompt tokens
+    the endpoint read from its prompt cache (``cached_prompt_tokens``) and the completion's
+    reasoning tokens (``reasoning_tokens``, already inside ``completion_tokens``) where it says.
+
+    OpenAI and vLLM report ``usage.prompt_tokens_details.cached_tokens`` and
+    ``usage.completion_tokens_details.reasoning_tokens``; llama.cpp's server reports its prompt
+    cache as ``timings.cache_n`` beside ``usage`` (read when ``prompt_tokens_details`` is
+    absent). A field that is missing, not a count or larger than what it is part of is left out.
+    """
     if not isinstance(usage, dict):
         return {}
-    return {k: v for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-            if isinstance(v := usage.get(k), int) and not isinstance(v, bool)}
+    out = {k: v for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+           if _count(v := usage.get(k))}
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    if cached is None and isinstance(timings, dict) and _count(timings.get("cache_n")):
+        cached = timings["cache_n"]
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+    for key, value, within in (("cached_prompt_tokens", cached, "prompt_tokens"),
+                               ("reasoning_tokens", reasoning, "completion_tokens")):
+        if value is not None and value <= out.get(within, value):
+            out[key] = value
+    return out
+
+
+def _count(value: object) -> bool:
+    """Whether a usage field is a token count (a non-negative integer, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _detail(usage: dict[str, Any], details: str, name: str) -> int | None:
+    """A count inside one of ``usage``'s detail objects, or None when it has none."""
+    inner = usage.get(details)
+    value = inner.get(name) if isinstance(inner, dict) else None
+    return value if _count(value) else None
 
 
 def plain_messages(messages: list[dict[str, Any]]) -> bool:
