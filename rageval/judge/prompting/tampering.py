@@ -125,15 +125,31 @@ _TRIGGER_WORDS = frozenset({
 })
 
 
+# Of each rule of AIMED_RULES, the words it needs one of as a whole word (None: a tag, a
+# marker or a system line, which the check above lets through): a text holding none of them
+# skips the rule's regex.
+_RULE_WORDS: tuple[frozenset[str] | None, ...] = (
+    frozenset({"ignore", "disregard", "forget", "override", "bypass"}),
+    frozenset({"give", "assign", "award", "output", "return", "print", "respond", "reply",
+               "rate", "grade", "score"}),
+    frozenset({"judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer"}),
+    frozenset({"score", "reasoning", "verdict", "verdicts", "grade", "rating"}),
+    None,
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
-    if ("<" not in text and "inst]" not in text.lower()
-            and _TRIGGER_WORDS.isdisjoint(_words(text))):
+    words = _words(text)
+    if "<" not in text and "inst]" not in text.lower() and _TRIGGER_WORDS.isdisjoint(words):
         return None
-    for what, pattern in AIMED_RULES:
+    plain = text.isascii()  # where the rules' case-blind matching is lower() letter for letter
+    for (what, pattern), needs in zip(AIMED_RULES, _RULE_WORDS, strict=True):
+        if plain and needs is not None and needs.isdisjoint(words):
+            continue  # the rule cannot match: skipping it leaves the first match the same
         match = pattern.search(text)
         if match is not None:
             return f"{what}: {_excerpt(text, match)!r}"
@@ -150,9 +166,15 @@ def reasoning_copied(reasoning: str | None,
     if len(words) < COPIED_RUN or not (_GRADED.intersection(words)
                                        and _VERDICT.intersection(words)):
         return None
-    grams = {words[i:i + COPIED_RUN]: i for i in range(len(words) - COPIED_RUN + 1)}
+    grams, counts = _runs(words)
     for name, values in texts.items():
         for text in values:
+            # Copied words are words of the text: a text holding fewer than half of the
+            # reasoning's cannot qualify, and most texts are ruled out so, far more cheaply
+            # than by looking for runs.
+            shared = _word_set(text).intersection(counts)
+            if 2 * sum(counts[word] for word in shared) < len(words):
+                continue
             covered = _covered(words, grams, _words(text))
             copied = {words[i] for i in covered}
             if 2 * len(covered) >= len(words) and copied & _GRADED and copied & _VERDICT:
@@ -177,6 +199,23 @@ def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
 def _words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lowercased (read once however many replies a text meets)."""
     return tuple(_WORD.findall(text.lower()))
+
+
+@functools.lru_cache(maxsize=256)
+def _runs(words: tuple[str, ...]) -> tuple[dict[tuple[str, ...], int], dict[str, int]]:
+    """Each run of :data:`COPIED_RUN` words of a reasoning by its start (the first), and how
+    often each word occurs in it (read once however many replies give the same reasoning)."""
+    grams = {words[i:i + COPIED_RUN]: i for i in range(len(words) - COPIED_RUN + 1)}
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return grams, counts
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_set(text: str) -> frozenset[str]:
+    """The distinct words of ``text``, lowercased."""
+    return frozenset(_words(text))
 
 
 def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],
