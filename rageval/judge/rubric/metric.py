@@ -348,7 +348,9 @@ class JudgeMetric(Metric):
                 details["range"] = [min(scores), max(scores)]
         if not scores:
             return _Item(math.nan, errors[0], details)
-        return _Item(float(np.mean(scores)), None, details)
+        # One sample's mean is its score (numpy's mean costs more than the rest of the item).
+        value = float(scores[0]) if len(scores) == 1 else float(np.mean(scores))
+        return _Item(value, None, details)
 
     def _per_context(self, record: Record, pairs: list[tuple[Unit, Reply]]
                      ) -> tuple[float, str | None, dict[str, Any]]:
