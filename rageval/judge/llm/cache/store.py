@@ -255,25 +255,25 @@ class JudgeCache:
         then by every key of those that no id found. ``backfill``: the replies found by key
         alone are given the id of their request (in one transaction; not when the file
         cannot be written)."""
-        fields = f"reply, usage, meta, {self._endpoint}"
-        rows = self._lookup(requests, fields, backfill)
+        rows = self._lookup(requests, True, backfill)
         return [None if row is None else _stored(row, self._endpoint) for row in rows]
 
     def find(self, requests: Sequence[Request], *, backfill: bool = False) -> list[str | None]:
         """For each request, the first of its keys that the cache holds (None: none of them),
         as :meth:`lookup` finds it, reading no reply."""
         return [None if row is None else row[0]
-                for row in self._lookup(requests, "", backfill)]
+                for row in self._lookup(requests, False, backfill)]
 
-    def _lookup(self, requests: Sequence[Request], fields: str,
+    def _lookup(self, requests: Sequence[Request], read: bool,
                 backfill: bool) -> list[tuple[Any, ...] | None]:
-        """:meth:`lookup`'s rows: (key, *fields) for each request found."""
+        """:meth:`lookup`'s rows for each request found: (key, reply, usage, meta, endpoint)
+        when ``read``, else (key,)."""
         out: list[tuple[Any, ...] | None] = [None] * len(requests)
         with self._lock:
             conn = self._reader()
             if conn is None or not requests:
                 return out
-            columns = f"key, {fields}" if fields else "key"
+            columns = f"key, reply, usage, meta, {self._endpoint}" if read else "key"
             by_id = self._by_id(conn, requests, columns) if self._ids else {}
             # A reply stored without an id (see the module) may sit under a key the run
             # prefers to the one its id found: those keys are looked up as well.
