@@ -143,7 +143,7 @@ def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
-    words = _words(text)
+    words = _word_set(text)
     if "<" not in text and "inst]" not in text.lower() and _TRIGGER_WORDS.isdisjoint(words):
         return None
     plain = text.isascii()  # where the rules' case-blind matching is lower() letter for letter
@@ -212,10 +212,11 @@ def _runs(words: tuple[str, ...]) -> tuple[dict[tuple[str, ...], int], dict[str,
     return grams, counts
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=2048)
 def _word_set(text: str) -> frozenset[str]:
-    """The distinct words of ``text``, lowercased."""
-    return frozenset(_words(text))
+    """The distinct words of ``text``, lowercased (what both rules read of most texts: read
+    once however many replies a text meets)."""
+    return frozenset(_WORD.findall(text.lower()))
 
 
 def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],
