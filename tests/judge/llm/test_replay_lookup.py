@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from judge_server import JudgeServer
 
 from rageval.api import evaluate
 from rageval.core.errors import InputError
 from rageval.core.records import Record, records_from_dicts
 from rageval.judge.llm.cache import store
+from rageval.judge.llm.cache.entries import cache_key, encode_format, keys_and_request_id
 from rageval.judge.llm.cache.store import JudgeCache
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import make_unit
@@ -230,3 +233,23 @@ def test_each_request_is_rendered_once(tmp_path: Path, server: JudgeServer,
     assert sorted(calls) == sorted([r.id for r in records()] * 2)
     assert [r.to_json()["scores"] for r in replay.records] == \
         [r.to_json()["scores"] for r in online.records]
+
+
+_TEXT = st.text()
+_MESSAGE = st.one_of(st.fixed_dictionaries({"role": _TEXT, "content": _TEXT}),
+                     st.fixed_dictionaries({"content": _TEXT, "role": _TEXT, "name": _TEXT}),
+                     st.dictionaries(st.text(max_size=5), _TEXT, max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_MESSAGE, max_size=4), st.sampled_from([0, 1, 2]))
+def test_keys_encode_the_messages_as_canonical_json(messages: list[dict[str, str]],
+                                                    sample: int) -> None:
+    """The keys are those of the canonical JSON of the request, however its messages are
+    encoded on the way."""
+    formats = {"json_object": encode_format({"type": "json_object"}), "text": "null"}
+    keys, request_id = keys_and_request_id("m", messages, {"temperature": 0.0}, formats, sample)
+    assert keys == {name: cache_key("m", messages, {"temperature": 0.0}, fmt, sample)
+                    for name, fmt in (("json_object", {"type": "json_object"}),
+                                      ("text", None))}
+    assert request_id == keys["text"]

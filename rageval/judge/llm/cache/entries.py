@@ -157,7 +157,7 @@ def encoded_cache_keys(
     try:
         # The canonical document's keys in sorted order: messages, model, params,
         # response_format, sample_index, v. Everything before response_format is shared.
-        head = (f'{{"messages":{canonical_json([dict(m) for m in messages])},'
+        head = (f'{{"messages":{_encoded_messages(messages)},'
                 f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
                 '"response_format":')
         shared = hashlib.sha256(head.encode("utf-8"))  # a lone surrogate fails here
@@ -170,6 +170,26 @@ def encoded_cache_keys(
         digest.update((fmt + tail).encode("utf-8"))
         keys[name] = digest.hexdigest()
     return keys
+
+
+def _encoded_messages(messages: Iterable[Mapping[str, Any]]) -> str:
+    """``canonical_json`` of the messages (as dicts), text for text: a chat message of a
+    role and a content is written here, its content encoded through a small memo (a rubric's
+    instructions, the same for every record, are most of each request's text)."""
+    parts = []
+    for message in messages:
+        if (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
+                and type(message.get("content")) is str):
+            parts.append(f'{{"content":{_encoded_text(message["content"])},'
+                         f'"role":{_encoded_text(message["role"])}}}')
+        else:
+            parts.append(canonical_json(dict(message)))
+    return f"[{','.join(parts)}]"
+
+
+@functools.lru_cache(maxsize=64)
+def _encoded_text(text: str) -> str:
+    return canonical_json(text)
 
 
 def keys_and_request_id(
