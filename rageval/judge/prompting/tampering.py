@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,16 +125,40 @@ _TRIGGER_WORDS = frozenset({
 })
 
 
-# Of each rule of AIMED_RULES, the words it needs one of as a whole word (None: a tag, a
-# marker or a system line, which the check above lets through): a text holding none of them
-# skips the rule's regex.
-_RULE_WORDS: tuple[frozenset[str] | None, ...] = (
-    frozenset({"ignore", "disregard", "forget", "override", "bypass"}),
-    frozenset({"give", "assign", "award", "output", "return", "print", "respond", "reply",
-               "rate", "grade", "score"}),
-    frozenset({"judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer"}),
-    frozenset({"score", "reasoning", "verdict", "verdicts", "grade", "rating"}),
-    None,
+# What each rule of AIMED_RULES needs of a text (read from its regex: the whole words, as
+# lowercased tokens, and the characters every match holds), checked on its distinct words and
+# its lowercased text: a text without them skips the rule's regex. Exact on ASCII text, where
+# the rules' case-blind matching is lower() letter for letter.
+def _set(*words: str) -> frozenset[str]:
+    return frozenset(words)
+
+
+_IGNORE = _set("ignore", "disregard", "forget", "override", "bypass")
+_IGNORED = _set("instruction", "instructions", "rubric", "rubrics", "rules", "guidelines",
+                "criteria", "criterion", "prompt", "prompts", "system")
+_GIVE = _set("give", "assign", "award", "output", "return", "print", "respond", "reply", "rate")
+_GIVE_TOP = _set("give", "assign", "award", "output", "return")
+_SCORE_WORDS = _set("score", "scores", "rating", "ratings", "grade", "grades", "mark", "marks",
+                    "point", "points", "pointss")
+_TOP = _set("highest", "maximum", "perfect", "top", "full")
+_RATE = _set("rate", "grade", "score")
+_RATED = _set("answer", "response", "reply", "context", "passage", "summary")
+_ROLES = _set("judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer")
+_VERDICT_KEYS = _set("score", "reasoning", "verdict", "verdicts", "grade", "rating")
+
+
+def _has(words: frozenset[str], wanted: frozenset[str]) -> bool:
+    return not words.isdisjoint(wanted)
+
+
+_RULE_NEEDS: tuple[Callable[[str, frozenset[str]], bool], ...] = (
+    lambda low, words: _has(words, _IGNORE) and _has(words, _IGNORED),
+    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS))
+                        or (_has(words, _GIVE_TOP) and _has(words, _TOP))
+                        or (_has(words, _RATE) and _has(words, _RATED))),
+    lambda low, words: _has(words, _ROLES),
+    lambda low, words: ":" in low and _has(words, _VERDICT_KEYS),
+    lambda low, words: "<" in low or "[" in low or "system" in low or "developer" in low,
 )
 
 
@@ -144,11 +168,12 @@ def _aimed(text: str) -> str | None:
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
     words = _word_set(text)
-    if "<" not in text and "inst]" not in text.lower() and _TRIGGER_WORDS.isdisjoint(words):
+    low = text.lower()
+    if "<" not in text and "inst]" not in low and _TRIGGER_WORDS.isdisjoint(words):
         return None
-    plain = text.isascii()  # where the rules' case-blind matching is lower() letter for letter
-    for (what, pattern), needs in zip(AIMED_RULES, _RULE_WORDS, strict=True):
-        if plain and needs is not None and needs.isdisjoint(words):
+    plain = text.isascii()
+    for (what, pattern), needs in zip(AIMED_RULES, _RULE_NEEDS, strict=True):
+        if plain and not needs(low, words):
             continue  # the rule cannot match: skipping it leaves the first match the same
         match = pattern.search(text)
         if match is not None:
