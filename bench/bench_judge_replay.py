@@ -20,20 +20,20 @@ Every run's summary is checked: each judge metric scored every record, and the m
 counts a cache hit for each request.
 
 Filling a cache through a judge at millions of requests would take days, so each size's cache
-is written directly, once per side, as ``judge-<n>-seed<seed>-<side>.sqlite`` in ``--data-dir``
-(git-ignored; ``<side>`` is ``this`` or ``base``), and reused while the side's requests have
-the same keys (the keys of the first record's requests, written beside the cache, are checked
-before each size is measured): for every record, each rubric metric's own requests (``units``:
-the messages it renders and their cache keys, under the options ``rageval score`` gives it) get
-a well-formed reply in the first wire format of the run's ladder (``json_schema``), with a
-grade derived from the request's key (so the scores vary from record to record), usage tokens
-of about a quarter of the prompt's characters, the metadata a judge run stores beside a reply,
-and the request's id where the side's cache stores one. The request summary stored beside each
-reply leaves out the messages and the response format (a replay reads only the endpoint from
-it): with them, 4,000,000 records' cache would take over 30 GB instead of 5. The filler runs in
-a child process (with ``--source``, from that checkout, so its keys are the measured rageval's)
-and leaves this process as light as ``bench_stream.py`` leaves its own.
-"""
+is written directly, once per side, as ``judge-<n>-seed<seed>.sqlite`` in ``--data-dir`` (git-
+ignored; ``judge-<n>-seed<seed>-base.sqlite`` for ``--base``), and reused while the side's
+requests have the same keys (the keys of the first record's requests, written beside the cache,
+are checked before each size is measured): for every record, each rubric metric's own requests
+(``units``: the messages it renders and their cache keys, under the options ``rageval score``
+gives it) get a well-formed reply in the first wire format of the run's ladder
+(``json_schema``), with a grade derived from the request's key (so the scores vary from record
+to record), usage tokens of about a quarter of the prompt's characters, the metadata a judge
+run stores beside a reply, and the request's id where the side's cache stores one. The request
+summary stored beside each reply leaves out the messages and the response format (a replay
+reads only the endpoint from it): with them, 4,000,000 records' cache would take over 30 GB
+instead of 5. The filler runs in a child process (with ``--source``, from that checkout, so its
+keys are the measured rageval's) and leaves this process as light as ``bench_stream.py`` leaves
+its own. """
 
 from __future__ import annotations
 
@@ -75,7 +75,8 @@ def cache_file(records: Path, count: int, args: argparse.Namespace, side: str) -
     """The cache of every judge request of ``records`` as the rageval of ``side`` (``this``:
     ``args.source``; ``base``: ``args.base_dir``) makes them, filled first if it is missing or
     its requests' keys are not this rageval's."""
-    path = args.data_dir / f"judge-{count}-seed{args.seed}-{side}.sqlite"
+    suffix = "-base" if side == "base" else ""
+    path = args.data_dir / f"judge-{count}-seed{args.seed}{suffix}.sqlite"
     source = args.source if side == "this" else args.base_dir
     common = [sys.executable, __file__, "--model", args.model, "--rubrics", *args.rubrics,
               *(["--source", source] if source else [])]
