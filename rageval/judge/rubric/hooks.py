@@ -127,10 +127,13 @@ def rendered_units(metric: JudgedMetric, records: Sequence[Record]) -> list[list
     """The requests of each of ``records`` that :func:`check_judge` rendered for ``metric``
     (indexed by position in ``records``), handed over once; None when it rendered none for
     these very records under this judge."""
-    kept = metric.judge.session.take_over((_RENDERED, str(metric)))
-    if (not isinstance(kept, _Rendered) or kept.judge != metric.judge
-            or len(kept.records) != len(records)
+    session = metric.judge.session
+    kept = session.take_over((_RENDERED, str(metric)))
+    if not isinstance(kept, _Rendered):
+        return None
+    if (kept.judge != metric.judge or len(kept.records) != len(records)
             or any(a is not b for a, b in zip(kept.records, records, strict=True))):
+        session.hand_over((_RENDERED, str(metric)), kept)  # left for the records it is of
         return None
     return kept.units
 
