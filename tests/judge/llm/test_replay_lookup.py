@@ -5,6 +5,7 @@ is rendered once per replay."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,3 +254,32 @@ def test_keys_encode_the_messages_as_canonical_json(messages: list[dict[str, str
                     for name, fmt in (("json_object", {"type": "json_object"}),
                                       ("text", None))}
     assert request_id == keys["text"]
+
+
+def _old_writer(path: str, worker: int, n: int) -> None:
+    """A process opening an earlier version's cache (which it gains the column in) and
+    writing replies with their ids, while others do the same."""
+    with JudgeCache(path) as cache:
+        for i in range(n):
+            keys, request_id = keys_and_request_id(
+                "m", [{"role": "user", "content": f"{worker}/{i}"}], {}, {"text": "null"})
+            cache.put_many([(keys["text"], {"model": "m"}, f"reply {worker}/{i}",
+                             {"total_tokens": 1}, None, request_id)])
+
+
+def test_processes_opening_an_old_cache_together_all_write(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(OLD_SCHEMA)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_old_writer, args=(str(path), w, 40)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    _old_writer(str(path), 3, 40)
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT COUNT(*), COUNT(request_id) FROM entries").fetchone() \
+            == (120, 120)
