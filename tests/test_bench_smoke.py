@@ -139,3 +139,21 @@ def test_judge_replay_benchmark_fills_a_cache_and_replays_it(tmp_path: Path) -> 
     assert rows[0]["rss_mib"] > 0 and rows[0]["wall_s"] > 0
     with JudgeCache(data / "judge-60-seed0.sqlite") as cache:
         assert len(cache) == 120
+
+
+def test_judge_replay_benchmark_measures_a_base_beside(tmp_path: Path) -> None:
+    """With --base, each side replays a cache filled by its own code, and the table shows
+    both sides' CPU per judgment and their ratio (here the base is this checkout too)."""
+    data, out = tmp_path / "data", tmp_path / "replay.json"
+    lines = run_bench("bench_judge_replay", "--records", "40", "--repeats", "1",
+                      "--data-dir", str(data), "--source", str(ROOT), "--base", str(ROOT),
+                      "--json", str(out))
+    text = "\n".join(lines)
+    assert "CPU us/judgment" in text and "ratio" in text
+    result = json.loads(out.read_text())
+    assert [(r["side"], r["judgments"]) for r in result["base_rows"] + result["rows"]] == \
+        [("base", 80), ("this", 80)]
+    assert all(r["cpu_us_per_judgment"] > 0 for r in result["rows"])
+    for name in ("judge-40-seed0.sqlite", "judge-40-seed0-base.sqlite"):
+        with JudgeCache(data / name) as cache:
+            assert len(cache) == 80

@@ -33,6 +33,16 @@ __all__ = ["DEFAULT_CACHE", "JUDGE_OPTIONS", "REASONING_EFFORTS", "TOP_LOGPROBS"
 
 DEFAULT_CACHE = os.path.join(".rageval", "cache.sqlite")
 TOP_LOGPROBS = 20  # the most the OpenAI API returns per token
+#: The longest wait for a run's first reply unless told otherwise (or twice the per-attempt
+#: timeout, when that is longer: a slow endpoint gets two full attempts).
+DEFAULT_FIRST_REPLY_S = 300.0
+
+
+def first_reply_limit(first_reply_s: float | None, timeout_s: float) -> float:
+    """The first-reply deadline in seconds: ``first_reply_s`` when given, else the default."""
+    if first_reply_s is not None:
+        return first_reply_s
+    return max(DEFAULT_FIRST_REPLY_S, 2 * timeout_s)
 
 
 def _int(name: str, low: int, high: int | None = None) -> Callable[[Any], None]:

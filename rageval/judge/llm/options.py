@@ -162,6 +162,12 @@ class SharedCache:
     def missing(self, keys: Iterable[str]) -> list[str]:
         return self._proxy.missing(list(keys))
 
+    def lookup(self, requests: list[Any], *, backfill: bool = False) -> list[Any]:
+        return self._proxy.lookup(requests, backfill=backfill)
+
+    def find(self, requests: list[Any], *, backfill: bool = False) -> list[Any]:
+        return self._proxy.find(requests, backfill=backfill)
+
     def put_many(self, *args: Any, **kwargs: Any) -> int:
         return self._proxy.put_many(*args, **kwargs)
 

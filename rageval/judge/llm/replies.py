@@ -1,11 +1,14 @@
 """Getting a reply for every judge request: from the cache, else from the judge.
 
 A :class:`Unit` is one request (a record, one of its contexts for per-context rubrics, a sample,
-an order for pairwise judging) with its cache key under each wire format the run may ask in.
-:func:`gather` looks every unit up in the cache under each of those keys (the first format of
-the ladder that has a reply wins, so a replay finds replies whatever format produced them) and
-asks the judge only for what is missing, storing each reply under the key of the format it was
-actually produced in as soon as it arrives (the replies that arrive together are committed in one
+an order for pairwise judging) with its cache key under each wire format the run may ask in,
+and its request id (the same whatever the format, see
+:mod:`~rageval.judge.llm.cache.entries`). :func:`gather` looks every unit up in the cache by
+its id, and under each of its keys where the id finds none (the first format of the ladder that
+has a reply wins, so a replay finds replies whatever format produced them:
+:meth:`~rageval.judge.llm.cache.store.JudgeCache.lookup`) and asks the judge only for what is
+missing, storing each reply under the key of the format it was actually produced in, with the
+request's id, as soon as it arrives (the replies that arrive together are committed in one
 transaction, and what arrived before a failure is committed before the failure is raised). What
 the judge did is counted in :class:`RunStats` for the manifest, and told to
 ``JudgeOptions.progress`` as it goes (:meth:`RunStats.tell`).
@@ -19,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.judge.llm.cache.entries import encoded_cache_keys
-from rageval.judge.llm.cache.store import Entry, JudgeCache, NewReply
+from rageval.judge.llm.cache.entries import keys_and_request_id
+from rageval.judge.llm.cache.store import JudgeCache, NewReply, Stored
 from rageval.judge.llm.costs.plan import DRY_RUN
 from rageval.judge.llm.options import JudgeOptions, SharedCache
 from rageval.judge.llm.run_stats import RunStats
@@ -44,7 +47,8 @@ class Unit:
     sample index, and for pairwise judging the order of the two answers.
 
     ``keys`` maps each wire format of the run's ladder, in order, to the request's cache key
-    in that format; :attr:`key`, the first, names the request within a run.
+    in that format; :attr:`key`, the first, names the request within a run. ``request_id``:
+    the request's id in the cache (None: looked up by its keys alone).
     """
 
     record: int
@@ -56,10 +60,15 @@ class Unit:
     # The reply schema of this request when it differs from the one ``gather`` is given (the
     # claim checks: their schema names each claim of the request).
     schema: ReplySchema | None = None
+    request_id: str | None = None
 
     @property
     def key(self) -> str:
         return next(iter(self.keys.values()))
+
+    def lookup(self) -> tuple[str | None, tuple[str, ...]]:
+        """The request as the cache looks it up (its id, its keys in the ladder's order)."""
+        return self.request_id, tuple(self.keys.values())
 
 
 def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
@@ -67,10 +76,10 @@ def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: in
               own_schema: bool = False) -> Unit:
     """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
     whatever schema ``gather`` is given)."""
-    keys = encoded_cache_keys(judge.model or "", messages, judge.params(sample),
-                              schema.encoded_wires(judge.ladder), sample)
+    keys, request_id = keys_and_request_id(judge.model or "", messages, judge.params(sample),
+                                           schema.encoded_wires(judge.ladder), sample)
     return Unit(record, context, sample, messages, keys, order,
-                schema if own_schema else None)
+                schema if own_schema else None, request_id)
 
 
 @dataclass
@@ -149,8 +158,8 @@ def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
     if cache is None:
         return list(units)
     with cache:
-        absent = set(cache.missing(key for unit in units for key in unit.keys.values()))
-    return [unit for unit in units if all(key in absent for key in unit.keys.values())]
+        found = cache.find([unit.lookup() for unit in units], backfill=not judge.dry_run)
+    return [unit for unit, key in zip(units, found, strict=True) if key is None]
 
 
 def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema: ReplySchema,
@@ -161,20 +170,19 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
     pending: dict[str, Unit] = {}
     cache = judge.open_cache()
     try:
-        found: dict[str, Entry] = {}
+        found: list[Stored | None] = [None] * len(units)
         if cache is not None and not judge.refresh:
-            found = cache.get_many(key for unit in units for key in unit.keys.values())
-        for unit in units:
+            found = cache.lookup([unit.lookup() for unit in units],
+                                 backfill=not judge.dry_run)
+        for unit, hit in zip(units, found, strict=True):
             if unit.key in replies or unit.key in pending:
                 continue
-            hit = next(((fmt, found[key]) for fmt, key in unit.keys.items() if key in found),
-                       None)
             if hit is not None:
                 stats.hits += 1
-                stats.add_usage(hit[1].usage, cached=True)
-                replies[unit.key] = _cached_reply(*hit)
+                stats.add_usage(hit.usage, cached=True)
+                replies[unit.key] = _cached_reply(unit, hit)
                 if judge.dry_run:
-                    stats.plan(_kind(meta(unit))).hit(hit[1].usage)
+                    stats.plan(_kind(meta(unit))).hit(hit.usage)
             elif judge.dry_run:
                 stats.misses += 1
                 stats.plan(_kind(meta(unit))).send(stats.prompt_tokens(judge, unit.messages))
@@ -218,17 +226,19 @@ def _kind(meta: dict[str, Any]) -> str:
     return str(meta.get("rubric") or meta.get("step") or "judge")
 
 
-def _cached_reply(fmt: str, entry: Entry) -> Reply:
+def _cached_reply(unit: Unit, stored: Stored) -> Reply:
+    """The reply of ``unit`` found in the cache, in the wire format of the key it was under."""
+    fmt = next(fmt for fmt, key in unit.keys.items() if key == stored.key)
+    meta = stored.meta
     # Replies stored before formats were negotiated sit under the json_schema key even when
     # the endpoint had refused it; their meta says so.
-    if entry.meta.get("format") is None and entry.meta.get("structured") is False:
+    if meta.get("format") is None and meta.get("structured") is False:
         fmt = "text"
-    served = entry.meta.get("served_model")
-    return Reply(entry.reply_text, entry.meta.get("logprobs"), cached=True, format=fmt,
-                 endpoint=entry.request.get("endpoint"),
-                 finish_reason=entry.meta.get("finish_reason"),
+    served = meta.get("served_model")
+    return Reply(stored.reply_text, meta.get("logprobs"), cached=True, format=fmt,
+                 endpoint=stored.endpoint, finish_reason=meta.get("finish_reason"),
                  served_model=served if isinstance(served, str) else None,
-                 defaults=defaulted(entry.meta.get("sent")))
+                 defaults=defaulted(meta.get("sent")))
 
 
 def _client(judge: JudgeOptions) -> JudgeClient:
@@ -278,7 +288,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
                 extra["sent"] = dict(result.sent)
             arrived.add((unit.keys[result.format],
                          client.request_summary(result.request, result.format), result.text,
-                         result.usage, extra))
+                         result.usage, extra, unit.request_id))
         stats.tell(judge, total, failed[0])
 
     try:

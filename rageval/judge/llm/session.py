@@ -34,8 +34,9 @@ class JudgeSession:
     :data:`NO_CACHE`). ``backends``: the run's chat backends, one per endpoint and model, each
     owning what the run learned of its endpoint
     (:class:`~rageval.judge.llm.transport.backend.Backends`). :meth:`opponent` keeps the other
-    system's answers of each file, read once; :meth:`for_workers` gives the session its
-    workers judge with.
+    system's answers of each file, read once; :meth:`hand_over` keeps what one step of the run
+    made for a later one (the requests a window's check rendered, for its scoring);
+    :meth:`for_workers` gives the session its workers judge with.
     """
 
     def __init__(self, budget: RequestBudget | None = None, *,
@@ -49,6 +50,7 @@ class JudgeSession:
         self.backends = Backends()
         self._lock = threading.Lock()
         self._opponents: dict[Hashable, Any] = {}
+        self._handed: dict[Hashable, Any] = {}
         # The sessions of this run's workers, by what they share (for_workers); kept so that
         # what they share outlives the call that made them.
         self._workers: dict[tuple[int, int], JudgeSession] = {}
@@ -89,6 +91,17 @@ class JudgeSession:
     def opponent(self, key: Hashable, build: Callable[[], T]) -> T:
         """The other system's records for ``key`` (a file's version), read on first use."""
         return self._once(self._opponents, key, build)
+
+    def hand_over(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` for the next :meth:`take_over` of ``key`` (replacing what was kept
+        for it)."""
+        with self._lock:
+            self._handed[key] = value
+
+    def take_over(self, key: Hashable) -> Any:
+        """What was handed over for ``key``, no longer kept (None: nothing)."""
+        with self._lock:
+            return self._handed.pop(key, None)
 
     def _once(self, store: dict[Hashable, Any], key: Hashable, build: Callable[[], T]) -> T:
         with self._lock:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,15 +125,56 @@ _TRIGGER_WORDS = frozenset({
 })
 
 
+# What each rule of AIMED_RULES needs of a text (read from its regex: the whole words, as
+# lowercased tokens, and the characters every match holds), checked on its distinct words and
+# its lowercased text: a text without them skips the rule's regex. Exact on ASCII text, where
+# the rules' case-blind matching is lower() letter for letter.
+def _set(*words: str) -> frozenset[str]:
+    return frozenset(words)
+
+
+_IGNORE = _set("ignore", "disregard", "forget", "override", "bypass")
+_IGNORED = _set("instruction", "instructions", "rubric", "rubrics", "rules", "guidelines",
+                "criteria", "criterion", "prompt", "prompts", "system")
+_GIVE = _set("give", "assign", "award", "output", "return", "print", "respond", "reply", "rate")
+_GIVE_TOP = _set("give", "assign", "award", "output", "return")
+_SCORE_WORDS = _set("score", "scores", "rating", "ratings", "grade", "grades", "mark", "marks",
+                    "point", "points", "pointss")
+_TOP = _set("highest", "maximum", "perfect", "top", "full")
+_RATE = _set("rate", "grade", "score")
+_RATED = _set("answer", "response", "reply", "context", "passage", "summary")
+_ROLES = _set("judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer")
+_VERDICT_KEYS = _set("score", "reasoning", "verdict", "verdicts", "grade", "rating")
+
+
+def _has(words: frozenset[str], wanted: frozenset[str]) -> bool:
+    return not words.isdisjoint(wanted)
+
+
+_RULE_NEEDS: tuple[Callable[[str, frozenset[str]], bool], ...] = (
+    lambda low, words: _has(words, _IGNORE) and _has(words, _IGNORED),
+    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS))
+                        or (_has(words, _GIVE_TOP) and _has(words, _TOP))
+                        or (_has(words, _RATE) and _has(words, _RATED))),
+    lambda low, words: _has(words, _ROLES),
+    lambda low, words: ":" in low and _has(words, _VERDICT_KEYS),
+    lambda low, words: "<" in low or "[" in low or "system" in low or "developer" in low,
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
-    if ("<" not in text and "inst]" not in text.lower()
-            and _TRIGGER_WORDS.isdisjoint(_words(text))):
+    words = _word_set(text)
+    low = text.lower()
+    if "<" not in text and "inst]" not in low and _TRIGGER_WORDS.isdisjoint(words):
         return None
-    for what, pattern in AIMED_RULES:
+    plain = text.isascii()
+    for (what, pattern), needs in zip(AIMED_RULES, _RULE_NEEDS, strict=True):
+        if plain and not needs(low, words):
+            continue  # the rule cannot match: skipping it leaves the first match the same
         match = pattern.search(text)
         if match is not None:
             return f"{what}: {_excerpt(text, match)!r}"
@@ -150,9 +191,15 @@ def reasoning_copied(reasoning: str | None,
     if len(words) < COPIED_RUN or not (_GRADED.intersection(words)
                                        and _VERDICT.intersection(words)):
         return None
-    grams = {words[i:i + COPIED_RUN]: i for i in range(len(words) - COPIED_RUN + 1)}
+    grams, counts = _runs(words)
     for name, values in texts.items():
         for text in values:
+            # Copied words are words of the text: a text holding fewer than half of the
+            # reasoning's cannot qualify, and most texts are ruled out so, far more cheaply
+            # than by looking for runs.
+            shared = _word_set(text).intersection(counts)
+            if 2 * sum(counts[word] for word in shared) < len(words):
+                continue
             covered = _covered(words, grams, _words(text))
             copied = {words[i] for i in covered}
             if 2 * len(covered) >= len(words) and copied & _GRADED and copied & _VERDICT:
@@ -177,6 +224,24 @@ def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
 def _words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lowercased (read once however many replies a text meets)."""
     return tuple(_WORD.findall(text.lower()))
+
+
+@functools.lru_cache(maxsize=256)
+def _runs(words: tuple[str, ...]) -> tuple[dict[tuple[str, ...], int], dict[str, int]]:
+    """Each run of :data:`COPIED_RUN` words of a reasoning by its start (the first), and how
+    often each word occurs in it (read once however many replies give the same reasoning)."""
+    grams = {words[i:i + COPIED_RUN]: i for i in range(len(words) - COPIED_RUN + 1)}
+    counts: dict[str, int] = {}
+    for word in words:
+        counts[word] = counts.get(word, 0) + 1
+    return grams, counts
+
+
+@functools.lru_cache(maxsize=2048)
+def _word_set(text: str) -> frozenset[str]:
+    """The distinct words of ``text``, lowercased (what both rules read of most texts: read
+    once however many replies a text meets)."""
+    return frozenset(_WORD.findall(text.lower()))
 
 
 def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],

@@ -10,7 +10,7 @@ that must ask the judge has the API key it needs. :func:`judge_manifest` is the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.core.metric import Metric, RunHooks, Slot
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from rageval.judge.llm.transport.formats import ReplySchema
     from rageval.judge.rubric.rubrics import Rubric
 
-__all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "check_judge", "judge_manifest"]
+__all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "check_judge", "judge_manifest",
+           "rendered_units"]
 
 
 class JudgedMetric(Protocol):
@@ -92,14 +93,49 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
         # up here would only delay the first request (scoring looks them up anyway).
         return
     wanted: dict[str, tuple[Unit, str, str]] = {}  # identity key -> (unit, record id, rubric)
+    rendered: list[_Rendered] = []
     for metric in judged:
         schema = metric.reply_schema()
-        for record in records:
-            for unit in metric.units(record):
+        units = [metric.units(record, i) for i, record in enumerate(records)]
+        rendered.append(_Rendered(metric.judge, records, units))
+        for record, record_units in zip(records, units, strict=True):
+            for unit in record_units:
                 if unit.schema is None:  # carried so that a miss can be explained
                     unit = replace(unit, schema=schema)
                 wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
     check_cached(judge, wanted)
+    # The scoring of these records asks for the same requests: rendering them is most of a
+    # replay's work, so they are not rendered again (rendered_units).
+    for metric, kept in zip(judged, rendered, strict=True):
+        metric.judge.session.hand_over((_RENDERED, str(metric)), kept)
+
+
+_RENDERED = "judge units rendered by the check"
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """A metric's requests of each of ``records`` (by position; the unit's record index is
+    that position), rendered under ``judge``."""
+
+    judge: JudgeOptions
+    records: Sequence[Record]
+    units: list[list[Unit]]
+
+
+def rendered_units(metric: JudgedMetric, records: Sequence[Record]) -> list[list[Unit]] | None:
+    """The requests of each of ``records`` that :func:`check_judge` rendered for ``metric``
+    (indexed by position in ``records``), handed over once; None when it rendered none for
+    these very records under this judge."""
+    session = metric.judge.session
+    kept = session.take_over((_RENDERED, str(metric)))
+    if not isinstance(kept, _Rendered):
+        return None
+    if (kept.judge != metric.judge or len(kept.records) != len(records)
+            or any(a is not b for a, b in zip(kept.records, records, strict=True))):
+        session.hand_over((_RENDERED, str(metric)), kept)  # left for the records it is of
+        return None
+    return kept.units
 
 
 def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any] | None:

@@ -43,7 +43,7 @@ from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.llm.transport.params import DEFAULTED, signed_defaults
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
-from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS
+from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS, rendered_units
 from rageval.judge.rubric.logprobs import expected_score
 from rageval.judge.rubric.parsing import parse_reply
 from rageval.judge.rubric.render import RENDER_VERSION, render, reply_schema, slot_texts
@@ -207,7 +207,8 @@ class JudgeMetric(Metric):
         for context in contexts:
             messages = render(self.rubric, record, context, judge.history_chars)
             for sample in range(judge.samples):
-                out.append(make_unit(judge, schema, index, context, sample, messages))
+                out.append(make_unit(judge, schema, index, context, sample, messages,
+                                     own_schema=True))
         return out
 
     def request(self, record: Record) -> tuple[list[dict[str, str]], dict[str, Any], str]:
@@ -281,7 +282,11 @@ class JudgeMetric(Metric):
         sent: list[Unit] = []
         owner: dict[str, JudgeMetric] = {}
         for metric in group:
-            by_record = {id(r): metric.units(r, i) for i, r in enumerate(scope)}
+            rendered = rendered_units(metric, scope)  # by the run's check, if it did
+            if rendered is None:
+                rendered = [metric.units(r, i) for i, r in enumerate(scope)]
+            by_record = {id(r): record_units for r, record_units in zip(scope, rendered,
+                                                                         strict=True)}
             units[metric.share_name] = by_record
             metric.run_stats(batch)  # its prompt in the manifest
             schema = metric.reply_schema()
@@ -345,7 +350,9 @@ class JudgeMetric(Metric):
                 details["range"] = [min(scores), max(scores)]
         if not scores:
             return _Item(math.nan, errors[0], details)
-        return _Item(float(np.mean(scores)), None, details)
+        # One sample's mean is its score (numpy's mean costs more than the rest of the item).
+        value = float(scores[0]) if len(scores) == 1 else float(np.mean(scores))
+        return _Item(value, None, details)
 
     def _per_context(self, record: Record, pairs: list[tuple[Unit, Reply]]
                      ) -> tuple[float, str | None, dict[str, Any]]:
@@ -394,8 +401,9 @@ class SharedReplies:
     def share(self, name: str, records: Sequence[Record]) -> BatchReplies:
         """The share of metric ``name`` for ``records`` (a batch of the scope)."""
         by_record = self.units[name]
-        return BatchReplies([replace(u, record=i) for i, record in enumerate(records)
-                             for u in by_record[id(record)]], self.replies)
+        return BatchReplies([u if u.record == i else replace(u, record=i)
+                             for i, record in enumerate(records) for u in by_record[id(record)]],
+                            self.replies)
 
 
 @dataclass(frozen=True)

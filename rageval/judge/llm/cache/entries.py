@@ -2,9 +2,12 @@
 
 Every judge reply is stored under :func:`cache_key`, the SHA-256 of a canonical JSON document of
 everything that can change the reply: the model, the messages, every sampling parameter, the
-response format and the sample index. An :class:`Entry` is one stored reply. API keys are never
-stored: they are not part of the key (a ``params`` field that looks like one is refused), and
-:func:`scrub_credentials` drops fields that look like credentials from what is written.
+response format and the sample index. A reply's *request id* (:func:`keys_and_request_id`,
+stored beside it) is the key of the same request with no response format: the same whatever
+wire format produced the reply, so that a replay finds a reply with one lookup however it was
+asked for. An :class:`Entry` is one stored reply. API keys are never stored: they are not part
+of the key (a ``params`` field that looks like one is refused), and :func:`scrub_credentials`
+drops fields that look like credentials from what is written.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from rageval.core.outputs.surrogates import (
 )
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
-           "encode_format", "encoded_cache_keys", "is_cache_key", "new_entry",
-           "scrub_credentials", "storable"]
+           "encode_format", "encoded_cache_keys", "is_cache_key", "keys_and_request_id",
+           "new_entry", "scrub_credentials", "storable"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -154,7 +157,7 @@ def encoded_cache_keys(
     try:
         # The canonical document's keys in sorted order: messages, model, params,
         # response_format, sample_index, v. Everything before response_format is shared.
-        head = (f'{{"messages":{canonical_json([dict(m) for m in messages])},'
+        head = (f'{{"messages":{_encoded_messages(messages)},'
                 f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
                 '"response_format":')
         shared = hashlib.sha256(head.encode("utf-8"))  # a lone surrogate fails here
@@ -169,9 +172,47 @@ def encoded_cache_keys(
     return keys
 
 
+def _encoded_messages(messages: Iterable[Mapping[str, Any]]) -> str:
+    """``canonical_json`` of the messages (as dicts), text for text: a chat message of a
+    role and a content is written here, its content encoded through a small memo (a rubric's
+    instructions, the same for every record, are most of each request's text)."""
+    parts = []
+    for message in messages:
+        if (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
+                and type(message.get("content")) is str):
+            parts.append(f'{{"content":{_encoded_text(message["content"])},'
+                         f'"role":{_encoded_text(message["role"])}}}')
+        else:
+            parts.append(canonical_json(dict(message)))
+    return f"[{','.join(parts)}]"
+
+
+@functools.lru_cache(maxsize=64)
+def _encoded_text(text: str) -> str:
+    return canonical_json(text)
+
+
+def keys_and_request_id(
+    model: str,
+    messages: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None,
+    encoded_formats: Mapping[str, str],
+    sample_index: int = 0,
+) -> tuple[dict[str, str], str]:
+    """:func:`encoded_cache_keys` and the request's id (its key with no response format),
+    hashed together."""
+    keys = encoded_cache_keys(model, messages, params, {**encoded_formats, "": _NO_FORMAT},
+                              sample_index)
+    return keys, keys.pop("")
+
+
+_NO_FORMAT = encode_format(None)
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One stored reply."""
+    """One stored reply; ``request_id``: its request's id (see the module), None for a reply
+    stored without one (by an earlier version, or imported from its export)."""
 
     key: str
     model: str | None
@@ -180,10 +221,12 @@ class Entry:
     usage: dict[str, int]
     meta: dict[str, Any] = field(default_factory=dict)
     created: float = 0.0
+    request_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written by :meth:`JudgeCache.export_jsonl`."""
-        return {
+        """The JSON object written by :meth:`JudgeCache.export_jsonl` (``request_id`` only
+        when the entry has one: an earlier version's import skips it)."""
+        out = {
             "key": self.key,
             "model": self.model,
             "request": self.request,
@@ -192,6 +235,9 @@ class Entry:
             "meta": self.meta,
             "created": self.created,
         }
+        if self.request_id is not None:
+            out["request_id"] = self.request_id
+        return out
 
 
 def _clean_usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
@@ -205,11 +251,14 @@ def _clean_usage(usage: Mapping[str, Any] | None) -> dict[str, int]:
 
 def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
               usage: Mapping[str, Any] | None = None,
-              meta: Mapping[str, Any] | None = None) -> Entry:
+              meta: Mapping[str, Any] | None = None, request_id: str | None = None) -> Entry:
     """The entry :meth:`JudgeCache.put` stores for one reply: validated, credentials dropped,
     stamped with the time."""
     if not is_cache_key(key):
         raise UsageError(f"cache key must be a 64-digit lowercase hex SHA-256, got {key!r}")
+    if request_id is not None and not is_cache_key(request_id):
+        raise UsageError("request id must be a 64-digit lowercase hex SHA-256, got "
+                         f"{request_id!r}")
     if not isinstance(reply_text, str):
         raise UsageError("reply_text must be a string (errors are never cached)")
     return storable(Entry(
@@ -220,6 +269,7 @@ def new_entry(key: str, request_summary: Mapping[str, Any], reply_text: str,
         usage=_clean_usage(usage),
         meta=scrub_credentials(dict(meta or {})),
         created=time.time(),
+        request_id=request_id,
     ))
 
 

@@ -86,6 +86,9 @@ def _parse_line(raw: str, src: str, lineno: int) -> Entry:
     for k, v in usage.items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise bad(f"'{k}' must be a non-negative integer", "usage")
+    request_id = obj.get("request_id")  # absent from an earlier version's export
+    if request_id is not None and not is_cache_key(request_id):
+        raise bad("must be a 64-digit lowercase hex SHA-256", "request_id")
     created = obj.get("created", 0.0)
     if isinstance(created, bool) or not isinstance(created, int | float):
         raise bad("must be a number", "created")
@@ -97,4 +100,5 @@ def _parse_line(raw: str, src: str, lineno: int) -> Entry:
         usage=dict(usage),
         meta=scrub_credentials(meta),
         created=float(created),
+        request_id=request_id,
     ))

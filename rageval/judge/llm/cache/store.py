@@ -14,6 +14,14 @@ Durability and sharing:
 * API keys are never stored: they are not part of the key, and fields that look like credentials
   are dropped from request summaries before they are written.
 
+Looking replies up: each reply is stored with its request's id (the key of the same request
+with no response format, see :mod:`rageval.judge.llm.cache.entries`), indexed, so that
+:meth:`JudgeCache.lookup` finds a request's reply with one probe whatever wire format produced
+it, and reads only what a replay uses of it. A cache written by an earlier version gains the
+column when it is opened; its replies, stored without an id, are found under each of their
+keys as before, and get their id the first time a run finds them so (``backfill``). An earlier
+version reading or writing the same file ignores the column.
+
 The key and entry model is in :mod:`rageval.judge.llm.cache.entries`, the JSONL export format in
 :mod:`rageval.judge.llm.cache.jsonl`; this module is the SQLite store.
 """
@@ -24,9 +32,9 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from rageval.core.errors import InputError
 from rageval.core.files import creatable
@@ -40,14 +48,33 @@ from rageval.judge.llm.cache.entries import (
 )
 from rageval.judge.llm.cache.jsonl import read_entries, write_entries
 
-__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "NewReply", "cache_key", "cache_keys",
-           "new_entry"]
+__all__ = ["CACHE_KEY_VERSION", "Entry", "JudgeCache", "NewReply", "Request", "Stored",
+           "cache_key", "cache_keys", "new_entry"]
 
 _MEMORY = ":memory:"
 
 #: One reply as :meth:`JudgeCache.put_many` takes it: (key, request summary, reply text, usage,
-#: meta), the arguments of :meth:`JudgeCache.put`.
-NewReply = tuple[str, Mapping[str, Any], str, Mapping[str, Any] | None, Mapping[str, Any] | None]
+#: meta), the arguments of :meth:`JudgeCache.put`, and optionally the request's id last.
+NewReply = (tuple[str, Mapping[str, Any], str, Mapping[str, Any] | None, Mapping[str, Any] | None]
+            | tuple[str, Mapping[str, Any], str, Mapping[str, Any] | None,
+                    Mapping[str, Any] | None, str | None])
+
+#: One request as :meth:`JudgeCache.lookup` takes it: its id (None: not known) and its keys, in
+#: the order of preference (the run's ladder of wire formats).
+Request = tuple[str | None, Sequence[str]]
+
+_CHUNK = 5000  # keys or ids per query of a lookup (SQLite takes 32,766 since 3.32)
+
+
+class Stored(NamedTuple):
+    """What a replay reads of a stored reply: the key it was found under, the reply, its
+    usage and meta, and the endpoint of the request summary (the rest of it is not read)."""
+
+    key: str
+    reply_text: str
+    usage: dict[str, int]
+    meta: dict[str, Any]
+    endpoint: str | None
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -60,9 +87,17 @@ CREATE TABLE IF NOT EXISTS entries (
     prompt_tokens     INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     total_tokens      INTEGER NOT NULL DEFAULT 0,
-    created           REAL NOT NULL
+    created           REAL NOT NULL,
+    request_id        TEXT
 )
 """
+# What a cache written by an earlier version gains when opened (see the module).
+_ADD_REQUEST_ID = "ALTER TABLE entries ADD COLUMN request_id TEXT"
+_REQUEST_ID_INDEX = ("CREATE INDEX IF NOT EXISTS entries_request_id ON entries (request_id, key) "
+                     "WHERE request_id IS NOT NULL")
+# The replies stored without an id (a lookup asks whether there are any).
+_LEGACY_INDEX = ("CREATE INDEX IF NOT EXISTS entries_legacy ON entries (request_id) "
+                 "WHERE request_id IS NULL")
 
 
 class JudgeCache:
@@ -79,6 +114,11 @@ class JudgeCache:
         self._in_memory = str(path) == _MEMORY
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        # Whether the file has the request id column (a read-only file written by an earlier
+        # version has not: its replies are looked up by key alone), and how a lookup reads a
+        # request summary's endpoint (set when the file is opened).
+        self._ids = False
+        self._endpoint = _ENDPOINT_SQL
         if self._in_memory or self.path.exists():
             self._conn = self._connect()
         elif (problem := creatable(self.path.parent)) is not None:
@@ -114,6 +154,8 @@ class JudgeCache:
             # and cap a 64-wide judge at a few hundred replies per second.
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
+            self._ids = _with_request_ids(conn)
+            self._endpoint = _endpoint_sql(conn)
             return conn
         except sqlite3.OperationalError as exc:
             _close(conn)
@@ -182,11 +224,8 @@ class JudgeCache:
             conn = self._reader()
             if conn is None:
                 return None
-            row = conn.execute(
-                "SELECT key, model, request, reply, usage, meta, created FROM entries "
-                "WHERE key = ?",
-                (key,),
-            ).fetchone()
+            row = conn.execute(f"SELECT {self._columns()} FROM entries WHERE key = ?",
+                               (key,)).fetchone()
         return None if row is None else _entry(row)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
@@ -199,11 +238,88 @@ class JudgeCache:
                 chunk = wanted[i : i + 500]
                 marks = ",".join("?" * len(chunk))
                 for row in conn.execute(  # type: ignore[union-attr]
-                    "SELECT key, model, request, reply, usage, meta, created FROM entries "
-                    f"WHERE key IN ({marks})", chunk
+                    f"SELECT {self._columns()} FROM entries WHERE key IN ({marks})", chunk
                 ):
                     found[row[0]] = _entry(row)
         return found
+
+    def _columns(self) -> str:
+        """The columns :func:`_entry` reads, in its order."""
+        return ("key, model, request, reply, usage, meta, created, "
+                + ("request_id" if self._ids else "NULL"))
+
+    def lookup(self, requests: Sequence[Request], *,
+               backfill: bool = False) -> list[Stored | None]:
+        """For each request (by position), its reply under the first of its keys that the
+        cache holds (None: under none of them), read in a few queries: by the requests' ids,
+        then by every key of those that no id found. ``backfill``: the replies found by key
+        alone are given the id of their request (in one transaction; not when the file
+        cannot be written)."""
+        rows = self._lookup(requests, True, backfill)
+        return [None if row is None else _stored(row, self._endpoint) for row in rows]
+
+    def find(self, requests: Sequence[Request], *, backfill: bool = False) -> list[str | None]:
+        """For each request, the first of its keys that the cache holds (None: none of them),
+        as :meth:`lookup` finds it, reading no reply."""
+        return [None if row is None else row[0]
+                for row in self._lookup(requests, False, backfill)]
+
+    def _lookup(self, requests: Sequence[Request], read: bool,
+                backfill: bool) -> list[tuple[Any, ...] | None]:
+        """:meth:`lookup`'s rows for each request found: (key, reply, usage, meta, endpoint)
+        when ``read``, else (key,)."""
+        out: list[tuple[Any, ...] | None] = [None] * len(requests)
+        with self._lock:
+            conn = self._reader()
+            if conn is None or not requests:
+                return out
+            columns = f"key, reply, usage, meta, {self._endpoint}" if read else "key"
+            by_id = self._by_id(conn, requests, columns) if self._ids else {}
+            # A reply stored without an id (see the module) may sit under a key the run
+            # prefers to the one its id found: those keys are looked up as well.
+            legacy = self._ids and bool(by_id) and _has_legacy(conn)
+            later: list[int] = []
+            for i, (rid, keys) in enumerate(requests):
+                rows = by_id.get(rid) if rid is not None else None
+                if rows:
+                    at = next((n for n, key in enumerate(keys) if key in rows), None)
+                    if at is not None:
+                        out[i] = rows[keys[at]]
+                        if not (legacy and at > 0):
+                            continue
+                later.append(i)
+            if later:
+                self._by_key(conn, requests, later, columns, out, backfill and self._ids)
+        return out
+
+    def _by_id(self, conn: sqlite3.Connection, requests: Sequence[Request],
+               columns: str) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The rows stored with the requests' ids: id -> key -> (key, *fields)."""
+        ids = list(dict.fromkeys(rid for rid, _ in requests if rid is not None))
+        by_id: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for row in _select(conn, f"request_id, {columns}", "request_id", ids):
+            by_id.setdefault(row[0], {})[row[1]] = row[1:]
+        return by_id
+
+    def _by_key(self, conn: sqlite3.Connection, requests: Sequence[Request], which: list[int],
+                columns: str, out: list[tuple[Any, ...] | None], backfill: bool) -> None:
+        """The requests at ``which`` looked up under each of their keys (the first found
+        wins, as the first of a request's keys wins over its id's row); ``backfill``: the
+        rows found without an id get their request's."""
+        wanted = list(dict.fromkeys(key for i in which for key in requests[i][1]))
+        by_key = {row[0]: row for row in _select(conn, columns, "key", wanted)}
+        named: list[tuple[str, str]] = []
+        for i in which:
+            rid, keys = requests[i]
+            hit = next((by_key[key] for key in keys if key in by_key), None)
+            if hit is None:
+                continue
+            if out[i] is None or out[i][0] != hit[0]:  # type: ignore[index]
+                out[i] = hit
+                if rid is not None:
+                    named.append((rid, hit[0]))
+        if backfill and named:
+            _backfill(conn, named)
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys (first-seen order, without repeats) that the cache does not hold."""
@@ -333,20 +449,23 @@ class JudgeCache:
                 e.usage.get("completion_tokens", 0),
                 e.usage.get("total_tokens", 0),
                 e.created,
+                e.request_id,
             )
             for e in entries
         ]
         verb = "REPLACE" if replace else "IGNORE"
         with self._lock:
             conn = self._writer()
+            ids = self._ids  # known once the file is open
             before = conn.total_changes
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(
                     f"INSERT OR {verb} INTO entries (key, model, request, reply, usage, meta, "
-                    "prompt_tokens, completion_tokens, total_tokens, created) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
+                    "prompt_tokens, completion_tokens, total_tokens, created"
+                    + (", request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" if ids else
+                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                    rows if ids else [row[:-1] for row in rows],
                 )
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -379,6 +498,92 @@ def _close(conn: sqlite3.Connection | None) -> None:
 
 
 def _entry(row: tuple[Any, ...]) -> Entry:
-    """An entry from a row of (key, model, request, reply, usage, meta, created)."""
+    """An entry from a row of (key, model, request, reply, usage, meta, created,
+    request_id)."""
     return Entry(key=row[0], model=row[1], request=json.loads(row[2]), reply_text=row[3],
-                 usage=json.loads(row[4]), meta=json.loads(row[5]), created=row[6])
+                 usage=json.loads(row[4]), meta=json.loads(row[5]), created=row[6],
+                 request_id=row[7])
+
+
+# A request summary's endpoint read by SQLite (where it has JSON functions; else the summary
+# is read whole, see _endpoint_sql): decoding every summary in Python took a tenth of a replay.
+_ENDPOINT_SQL = "json_extract(request, '$.endpoint')"
+
+
+def _endpoint_sql(conn: sqlite3.Connection) -> str:
+    """What a lookup selects for the endpoint: :data:`_ENDPOINT_SQL`, or the whole summary
+    where SQLite has no JSON functions."""
+    try:
+        conn.execute("SELECT json_extract('{}', '$.endpoint')").fetchone()
+    except sqlite3.OperationalError:
+        return "request"
+    return _ENDPOINT_SQL
+
+
+def _stored(row: tuple[Any, ...], endpoint_sql: str) -> Stored:
+    """A :class:`Stored` of a lookup's row (key, reply, usage, meta, endpoint)."""
+    endpoint = row[4]
+    if endpoint_sql != _ENDPOINT_SQL:  # the whole summary
+        endpoint = json.loads(endpoint).get("endpoint")
+    return Stored(row[0], row[1], json.loads(row[2]), json.loads(row[3]),
+                  endpoint if endpoint is None or isinstance(endpoint, str) else str(endpoint))
+
+
+def _select(conn: sqlite3.Connection, columns: str, column: str,
+            values: list[str]) -> Iterator[tuple[Any, ...]]:
+    """The rows whose ``column`` is one of ``values``, a few thousand values a query."""
+    for i in range(0, len(values), _CHUNK):
+        chunk = values[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        yield from conn.execute(f"SELECT {columns} FROM entries WHERE {column} IN ({marks})",
+                                chunk).fetchall()
+
+
+def _with_request_ids(conn: sqlite3.Connection) -> bool:
+    """Whether the cache has the request id column and its index, added where missing (a
+    cache written by an earlier version); False when the file cannot be changed (read-only):
+    lookups then go by key alone."""
+    try:
+        if not _has_request_ids(conn):
+            conn.execute("BEGIN IMMEDIATE")  # another process may be adding them too
+            try:
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+                if "request_id" not in columns:
+                    conn.execute(_ADD_REQUEST_ID)
+                conn.execute(_REQUEST_ID_INDEX)
+                conn.execute(_LEGACY_INDEX)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+def _has_request_ids(conn: sqlite3.Connection) -> bool:
+    names = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'entries'")}
+    return {"entries_request_id", "entries_legacy"} <= names
+
+
+def _has_legacy(conn: sqlite3.Connection) -> bool:
+    """Whether some reply is stored without a request id (read from its own index)."""
+    return conn.execute(
+        "SELECT 1 FROM entries WHERE request_id IS NULL LIMIT 1").fetchone() is not None
+
+
+def _backfill(conn: sqlite3.Connection, named: list[tuple[str, str]]) -> None:
+    """Give the replies stored without an id (by key) their request's id, in one
+    transaction; nothing when the file cannot be written."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany("UPDATE entries SET request_id = ? "
+                             "WHERE key = ? AND request_id IS NULL", named)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError:
+        pass

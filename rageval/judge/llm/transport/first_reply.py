@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import openai
 
+# The deadline is the configuration's (a manifest reads it without importing the SDK).
+from rageval.judge.llm.config import DEFAULT_FIRST_REPLY_S, first_reply_limit
 from rageval.judge.llm.transport.pool import Fatal
 from rageval.judge.llm.transport.requests import JudgeError, JudgeResult
 from rageval.judge.llm.transport.sdk import is_refused, is_transient
@@ -39,10 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
            "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
 
-#: The longest wait for a run's first reply unless told otherwise (or twice the per-attempt
-#: timeout, when that is longer: a slow endpoint gets two full attempts).
-DEFAULT_FIRST_REPLY_S = 300.0
-
 # The SDK's own backoff between attempts (openai._constants): from half a second, doubling,
 # at most 8 s, with up to a quarter taken off at random; a Retry-After up to a minute is obeyed.
 _FIRST_DELAY_S = 0.5
@@ -50,13 +48,6 @@ _MOST_DELAY_S = 8.0
 _MOST_TOLD_S = 60.0
 
 T = TypeVar("T")
-
-
-def first_reply_limit(first_reply_s: float | None, timeout_s: float) -> float:
-    """The first-reply deadline in seconds: ``first_reply_s`` when given, else the default."""
-    if first_reply_s is not None:
-        return first_reply_s
-    return max(DEFAULT_FIRST_REPLY_S, 2 * timeout_s)
 
 
 class FirstReply:
