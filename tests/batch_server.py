@@ -260,6 +260,11 @@ class BatchServer:
         if wire_format(body) in self.refuse:
             return _failed(custom_id, 400, "response_format of type 'json_schema' is not "
                            "supported by this model")
+        refusal = self.judge.refused_param(body)  # a reasoning model's (JudgeServer.reasoning)
+        if refusal is not None:
+            return {"id": f"req_{custom_id[:8]}", "custom_id": custom_id, "error": None,
+                    "response": {"status_code": refusal[0], "request_id": "r",
+                                 "body": refusal[1]}}
         if fault == "error":
             return {"id": f"req_{custom_id[:8]}", "custom_id": custom_id, "response": None,
                     "error": {"code": "server_error", "message": "The request could not be "

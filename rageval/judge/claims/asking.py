@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.judge.claims.steps import StepPrompt, load_step, render_step
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Reply, Unit, gather, make_unit, provenance
+from rageval.judge.llm.replies import gather, provenance
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.llm.units import Reply, Unit, make_unit
 from rageval.judge.prompting.history import history_of
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from rageval.judge.claims.steps import RENDER_VERSION
 from rageval.judge.claims.supplied import supplied_claims, supplied_nuggets
 from rageval.judge.llm.checks import check_cached, judge_section
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Unit
 from rageval.judge.llm.run_stats import RunStats
+from rageval.judge.llm.units import Unit
 from rageval.judge.prompting.prompt_files import prompt_info
 
 if TYPE_CHECKING:

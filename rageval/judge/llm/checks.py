@@ -15,10 +15,11 @@ from rageval.judge.llm.config import first_reply_limit
 from rageval.judge.llm.costs.plan import batch_plan
 from rageval.judge.llm.misses import explain_misses
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Unit, uncached
+from rageval.judge.llm.replies import uncached
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.transport.endpoint import Endpoint, api_key_problem
 from rageval.judge.llm.transport.requests import JudgeError
+from rageval.judge.llm.units import Unit
 
 __all__ = ["OfflineCacheMiss", "check_cached", "judge_section", "prompt_cache_share",
            "would_stop"]

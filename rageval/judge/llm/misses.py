@@ -21,7 +21,7 @@ from rageval.judge.llm.transport.formats import LADDERS
 
 if TYPE_CHECKING:
     from rageval.judge.llm.options import JudgeOptions
-    from rageval.judge.llm.replies import Unit
+    from rageval.judge.llm.units import Unit
 
 __all__ = ["SCANNED", "explain_misses"]
 

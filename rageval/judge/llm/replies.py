@@ -19,10 +19,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rageval.judge.llm.cache.entries import keys_and_request_id
 from rageval.judge.llm.cache.store import JudgeCache, NewReply, Stored
 from rageval.judge.llm.costs.plan import DRY_RUN
 from rageval.judge.llm.options import JudgeOptions, SharedCache
@@ -31,77 +29,15 @@ from rageval.judge.llm.served import ServedCheck
 from rageval.judge.llm.transport.endpoint import api_key_problem
 from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.llm.transport.params import DEFAULT, DEFAULTED, defaulted
+from rageval.judge.llm.units import Reply, Unit, reply_meta
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.llm.transport.client import JudgeClient, JudgeResult
 
-__all__ = ["NOT_CACHED", "Reply", "Unit", "gather", "make_unit", "provenance", "uncached"]
+__all__ = ["NOT_CACHED", "gather", "provenance", "uncached"]
 
 NOT_CACHED = "not in the judge cache (offline)"
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One judge request: a record (and one of its contexts, for per-context rubrics), a
-    sample index, and for pairwise judging the order of the two answers.
-
-    ``keys`` maps each wire format of the run's ladder, in order, to the request's cache key
-    in that format; :attr:`key`, the first, names the request within a run. ``request_id``:
-    the request's id in the cache (None: looked up by its keys alone).
-    """
-
-    record: int
-    context: int | None
-    sample: int
-    messages: list[dict[str, str]]
-    keys: dict[str, str]
-    order: int = 0
-    # The reply schema of this request when it differs from the one ``gather`` is given (the
-    # claim checks: their schema names each claim of the request).
-    schema: ReplySchema | None = None
-    request_id: str | None = None
-
-    @property
-    def key(self) -> str:
-        return next(iter(self.keys.values()))
-
-    def lookup(self) -> tuple[str | None, tuple[str, ...]]:
-        """The request as the cache looks it up (its id, its keys in the ladder's order)."""
-        return self.request_id, tuple(self.keys.values())
-
-
-def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
-              sample: int, messages: list[dict[str, str]], order: int = 0,
-              own_schema: bool = False) -> Unit:
-    """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
-    whatever schema ``gather`` is given)."""
-    keys, request_id = keys_and_request_id(judge.model or "", messages, judge.params(sample),
-                                           schema.encoded_wires(judge.ladder), sample)
-    return Unit(record, context, sample, messages, keys, order,
-                schema if own_schema else None, request_id)
-
-
-@dataclass
-class Reply:
-    """What came back for one unit: a reply text (and log-probabilities), or an error; the
-    wire format and endpoint that produced the reply."""
-
-    text: str | None = None
-    logprobs: list[list[Any]] | None = None
-    cached: bool = False
-    error: str | None = None
-    format: str | None = None
-    endpoint: str | None = None
-    finish_reason: str | None = None
-    served_model: str | None = None  # the model the endpoint said answered
-    # Parameters the endpoint refused, left at the model's default (its ``sent`` meta).
-    defaults: tuple[str, ...] = ()
-
-    def unusable(self, why: str) -> str:
-        """The reason a reply without a usable verdict leaves its item unscored."""
-        cut = " (the reply was cut at the token limit)" if self.finish_reason == "length" else ""
-        return f"judge reply not usable: {why}{cut}"
 
 
 class Sourced(Protocol):
@@ -202,9 +138,9 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             from rageval.judge.llm.batch.run import ask_by_batch
 
             replies.update(capped := _capped(judge, list(pending.values()), stats))
-            batched = ask_by_batch(judge, cache, [u for k, u in pending.items() if k not in capped],
-                                   records, schema, stats, meta, served)
-            replies.update((key, Reply(**vars(reply))) for key, reply in batched.items())
+            replies.update(ask_by_batch(judge, cache,
+                                        [u for k, u in pending.items() if k not in capped],
+                                        records, schema, stats, meta, served))
         elif pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta, served))
@@ -277,15 +213,9 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
         else:
             stats.replied.add(judge_id)
             served.check(result.model)  # before this reply joins cached ones of another
-            extra = {**meta(unit), "record": records[unit.record].id,
-                     "format": result.format, "finish_reason": result.finish_reason,
-                     "served_model": result.model}
-            if unit.context is not None:
-                extra["context"] = records[unit.record].contexts[unit.context].id
-            if result.logprobs is not None:
-                extra["logprobs"] = result.logprobs
-            if result.sent:
-                extra["sent"] = dict(result.sent)
+            extra = reply_meta(unit, records, meta(unit), fmt=result.format,
+                               finish_reason=result.finish_reason, served_model=result.model,
+                               logprobs=result.logprobs, sent=result.sent)
             arrived.add((unit.keys[result.format],
                          client.request_summary(result.request, result.format), result.text,
                          result.usage, extra, unit.request_id))

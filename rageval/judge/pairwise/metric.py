@@ -37,9 +37,10 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
 from rageval.core.signature import Field
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Reply, Unit, make_unit, provenance
+from rageval.judge.llm.replies import provenance
 from rageval.judge.llm.session import JudgeSession
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.llm.units import Reply, Unit, make_unit
 from rageval.judge.pairwise.prompt import (
     PAIRWISE,
     PairwisePrompt,

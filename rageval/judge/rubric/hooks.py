@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rageval.core.metric import Metric, RunHooks, Slot
 from rageval.judge.llm.checks import check_cached, judge_section
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import Unit
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.transport.endpoint import api_key_problem
+from rageval.judge.llm.units import Unit
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.rubric.render import RENDER_VERSION
 

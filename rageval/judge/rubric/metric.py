@@ -30,17 +30,11 @@ import numpy as np
 from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
 from rageval.core.signature import Field, Signature
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import (
-    Reply,
-    Unit,
-    gather,
-    make_unit,
-    provenance,
-    provenance_only,
-)
+from rageval.judge.llm.replies import gather, provenance, provenance_only
 from rageval.judge.llm.run_stats import RunStats
 from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.llm.transport.params import DEFAULTED, signed_defaults
+from rageval.judge.llm.units import Reply, Unit, make_unit
 from rageval.judge.prompting.prompt_files import prompt_info
 from rageval.judge.prompting.tampering import Flag, add_flags, aimed_at_judge, reasoning_copied
 from rageval.judge.rubric.hooks import GROUP, JUDGE_HOOKS, JUDGE_STATS, rendered_units

@@ -23,8 +23,8 @@ from rageval.judge.llm.cache import store
 from rageval.judge.llm.cache.entries import cache_key, encode_format, keys_and_request_id
 from rageval.judge.llm.cache.store import JudgeCache
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import make_unit
 from rageval.judge.llm.transport.formats import ReplySchema
+from rageval.judge.llm.units import make_unit
 from rageval.judge.rubric import metric as rubric_metric
 
 METRICS = ["judge:faithfulness", "judge:correctness"]

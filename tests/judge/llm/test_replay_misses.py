@@ -22,7 +22,7 @@ from rageval.core.records import Record, records_from_dicts
 from rageval.judge.llm.checks import OfflineCacheMiss
 from rageval.judge.llm.misses import differences, nearest
 from rageval.judge.llm.options import JudgeOptions
-from rageval.judge.llm.replies import make_unit
+from rageval.judge.llm.units import make_unit
 
 METRIC = "judge:faithfulness"
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from rageval.judge.llm.transport.formats import ReplySchema
-
-__all__ = ["ENDPOINT", "MAX_BYTES", "MAX_REQUESTS", "BatchUnit", "LineOutcome", "body_of",
+__all__ = ["ENDPOINT", "MAX_BYTES", "MAX_REQUESTS", "LineOutcome", "body_of",
            "read_outcomes", "request_line", "split"]
 
 #: The chat endpoint every batch line is addressed to.
@@ -21,20 +19,6 @@ ENDPOINT = "/v1/chat/completions"
 #: when a batch is split, so that a test may lower them.
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
-
-
-class BatchUnit(Protocol):
-    """What a batch reads of a judge request (a :class:`~rageval.judge.llm.replies.Unit`)."""
-
-    record: int
-    context: int | None
-    sample: int
-    messages: list[dict[str, str]]
-    keys: dict[str, str]
-    schema: ReplySchema | None
-
-    @property
-    def key(self) -> str: ...
 
 
 def body_of(model: str, messages: Sequence[dict[str, Any]], params: dict[str, Any],
@@ -118,7 +102,9 @@ def _outcome(line: dict[str, Any]) -> LineOutcome:
                            and str(code) not in why else why)
     if status == 200 and isinstance(body, dict):
         return LineOutcome(custom_id, 200, body)
-    return LineOutcome(custom_id, status, None, _error_words(body, status))
+    # The error body is kept: a parameter refusal is read from its code and param.
+    return LineOutcome(custom_id, status, body if isinstance(body, dict) else None,
+                       _error_words(body, status))
 
 
 def _error_words(body: Any, status: int | None) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import MOST_SAMPLES, InputError, UsageError
-from rageval.judge.llm.batch.lines import BatchUnit, body_of, read_outcomes, request_line
+from rageval.judge.llm.batch.lines import body_of, read_outcomes, request_line
 from rageval.judge.llm.cache.entries import cache_key
 from rageval.judge.llm.transport.formats import ReplySchema
 from rageval.judge.llm.transport.sdk import read_reply
@@ -21,11 +21,12 @@ from rageval.judge.llm.transport.sdk import read_reply
 if TYPE_CHECKING:
     from rageval.judge.llm.cache.store import JudgeCache, NewReply
     from rageval.judge.llm.options import JudgeOptions
+    from rageval.judge.llm.units import Unit
 
 __all__ = ["import_batch_output", "is_batch_output", "write_batch_file"]
 
 
-def write_batch_file(judge: JudgeOptions, pending: Sequence[BatchUnit],
+def write_batch_file(judge: JudgeOptions, pending: Sequence[Unit],
                      schema: ReplySchema) -> str:
     """Add the lines of ``pending`` that ``judge.batch_file`` lacks to it, in the first wire
     format of the run's ladder; why their records are left unscored."""
@@ -97,7 +98,9 @@ def import_batch_output(cache: JudgeCache, output: str | os.PathLike[str],
         meta = {"via": "batch", "format": _format(body.get("response_format")),
                 "finish_reason": reply.finish_reason, "served_model": reply.model,
                 "batch_file": Path(output).name}
-        replies.append((custom_id, summary, reply.text, reply.usage, meta))
+        request_id = cache_key(summary["model"], summary["messages"], summary["params"], None,
+                               summary["sample_index"])  # its key with no response format
+        replies.append((custom_id, summary, reply.text, reply.usage, meta, request_id))
     added = cache.put_many(replies) if replies else 0
     return {"read": len(outcomes), "added": added, "failed": failed}
 

@@ -11,7 +11,9 @@ requests of a run with ``--judge-batch``. A :class:`BatchRound`:
    mode's ladder not refused: a batch cannot negotiate per request. When every line of a batch
    that failed was refused for its response format (and none was answered), that format is
    refused for the run, as an online refusal would be, and those lines go again in the next
-   format of the ladder;
+   format of the ladder. The parameters go as the endpoint is known to take them; lines
+   refused for one (a reasoning model's ``max_tokens``) are adapted and sent again, as online
+   requests are (:mod:`~rageval.judge.llm.transport.params`);
 3. splits the lines at the provider's limits (:mod:`.lines`), uploads each part, creates its
    batch and records it before polling it (the progress shows its status, counts and time);
 4. stores every good line (meta ``"via": "batch"`` and the batch id); a failed line leaves
@@ -24,22 +26,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rageval.judge.llm.batch.lines import (
-    BatchUnit,
-    LineOutcome,
-    body_of,
-    read_outcomes,
-    request_line,
-    split,
-)
+from rageval.judge.llm.batch.lines import LineOutcome, body_of, read_outcomes, request_line, split
 from rageval.judge.llm.batch.provider import BatchProvider, BatchStatus
 from rageval.judge.llm.batch.state import BatchState, Recorded, state_path
 from rageval.judge.llm.transport.client import JudgeClient, JudgeRequest
 from rageval.judge.llm.transport.formats import ReplySchema, is_refusal
+from rageval.judge.llm.transport.params import Adaptation, defaulted, refused_param
 from rageval.judge.llm.transport.sdk import compact_logprobs, read_reply
+from rageval.judge.llm.units import Reply, Unit, reply_meta
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
@@ -48,28 +44,13 @@ if TYPE_CHECKING:
     from rageval.judge.llm.run_stats import RunStats
     from rageval.judge.llm.served import ServedCheck
 
-__all__ = ["BatchReply", "BatchRound", "ask_by_batch", "cancel_recorded"]
+__all__ = ["BatchRound", "ask_by_batch", "cancel_recorded"]
 
 
-@dataclass
-class BatchReply:
-    """What came back for one request (the fields of a
-    :class:`~rageval.judge.llm.replies.Reply`)."""
-
-    text: str | None = None
-    logprobs: list[list[Any]] | None = None
-    cached: bool = False
-    error: str | None = None
-    format: str | None = None
-    endpoint: str | None = None
-    finish_reason: str | None = None
-    served_model: str | None = None
-
-
-def ask_by_batch(judge: JudgeOptions, cache: Any, pending: list[BatchUnit],
+def ask_by_batch(judge: JudgeOptions, cache: Any, pending: list[Unit],
                  records: list[Record], schema: ReplySchema, stats: RunStats,
                  meta: Callable[[Any], dict[str, Any]], served: ServedCheck
-                 ) -> dict[str, BatchReply]:
+                 ) -> dict[str, Reply]:
     """A reply (or an error) for every pending request, by its key, asked by batch (or, with
     ``batch_file``, written to that file for an offline runner and left unscored)."""
     if not pending:
@@ -78,7 +59,7 @@ def ask_by_batch(judge: JudgeOptions, cache: Any, pending: list[BatchUnit],
         from rageval.judge.llm.batch.offline import write_batch_file
 
         why = write_batch_file(judge, pending, schema)
-        return {unit.key: BatchReply(error=why) for unit in pending}
+        return {unit.key: Reply(error=why) for unit in pending}
     return BatchRound(judge, cache, records, schema, stats, meta, served).ask(pending)
 
 
@@ -95,10 +76,10 @@ class BatchRound:
         self.state = BatchState(state_path(judge.cache_path))
         self.endpoint = self.client.public_endpoint
         self.model = self.client.model
-        self.out: dict[str, BatchReply] = {}
+        self.out: dict[str, Reply] = {}
         self.total = 0
 
-    def ask(self, pending: list[BatchUnit]) -> dict[str, BatchReply]:
+    def ask(self, pending: list[Unit]) -> dict[str, Reply]:
         self.total = self.stats.requests + len(pending)
         waiting = {unit.key: unit for unit in pending}
         try:
@@ -113,7 +94,7 @@ class BatchRound:
                         self._fail(unit, f"the endpoint refuses the response format ({refused})",
                                    counted=False)
                     break
-                again: dict[str, BatchUnit] = {}
+                again: dict[str, Unit] = {}
                 for recorded, units in self._submit(list(waiting.values()), fmt):
                     again.update(self._finish(recorded, units))
                 waiting = again
@@ -123,8 +104,8 @@ class BatchRound:
 
     # -- which batches -----------------------------------------------------------------
 
-    def _attachable(self, waiting: dict[str, BatchUnit]
-                    ) -> list[tuple[Recorded, dict[str, BatchUnit]]]:
+    def _attachable(self, waiting: dict[str, Unit]
+                    ) -> list[tuple[Recorded, dict[str, Unit]]]:
         """The recorded batches of this endpoint and model whose lines cover pending requests,
         each with them (taken out of ``waiting``); recorded batches whose replies are all
         cached are forgotten."""
@@ -152,21 +133,26 @@ class BatchRound:
         refused = self.client.backend.formats.refused
         return next((fmt for fmt in self.client.ladder if fmt not in refused), None)
 
-    def _request(self, unit: BatchUnit) -> JudgeRequest:
+    def _request(self, unit: Unit) -> JudgeRequest:
         seed = None if self.judge.seed is None else self.judge.seed + unit.sample
         return JudgeRequest(unit.messages, unit.schema or self.schema, unit.sample, seed=seed)
 
-    def _submit(self, units: list[BatchUnit], fmt: str
-                ) -> list[tuple[Recorded, dict[str, BatchUnit]]]:
-        """Upload and create the batches of ``units`` in ``fmt``, each recorded at once."""
+    def _submit(self, units: list[Unit], fmt: str
+                ) -> list[tuple[Recorded, dict[str, Unit]]]:
+        """Upload and create the batches of ``units`` in ``fmt``, each recorded at once. The
+        parameters go as the endpoint is known to take them (a reasoning model's:
+        :mod:`~rageval.judge.llm.transport.params`), the same for every line."""
+        adaptation = self.client.backend.params.adaptation
         lines = []
-        by_id: dict[str, BatchUnit] = {}
+        by_id: dict[str, Unit] = {}
+        sent: dict[str, Any] = {}
         for unit in units:
             request = self._request(unit)
             wire = request.schema.wire(fmt) if request.schema is not None else None
             custom_id = unit.keys[fmt]
             by_id[custom_id] = unit
-            body = body_of(self.model, unit.messages, self.client.params(request), wire)
+            params, sent = adaptation.apply(self.client.params(request))
+            body = body_of(self.model, unit.messages, params, wire)
             lines.append((custom_id, request_line(custom_id, body)))
         out = []
         for part in split(lines):
@@ -174,7 +160,7 @@ class BatchRound:
             file_id = self.provider.upload("rageval-batch.jsonl", data)
             batch_id = self.provider.create(file_id)
             recorded = Recorded(batch_id, file_id, self.endpoint, self.model, fmt,
-                                [custom_id for custom_id, _ in part])
+                                [custom_id for custom_id, _ in part], sent=sent)
             self.state.add(recorded)
             out.append((recorded, {by_id[c].key: by_id[c] for c, _ in part}))
         return out
@@ -194,9 +180,10 @@ class BatchRound:
                 return status
             time.sleep(self.judge.batch_poll)
 
-    def _finish(self, recorded: Recorded, units: dict[str, BatchUnit]) -> dict[str, BatchUnit]:
+    def _finish(self, recorded: Recorded, units: dict[str, Unit]) -> dict[str, Unit]:
         """Wait for the batch, store its good lines, fail the others; the requests to send
-        again (refused for their format, or left by an expired batch that answered some)."""
+        again (refused for their format or for a parameter the endpoint takes adapted, or
+        left by an expired batch that answered some)."""
         status = self._wait(recorded)
         if recorded.id not in self.stats.batches:
             self.stats.batches.append(recorded.id)
@@ -205,9 +192,10 @@ class BatchRound:
         outcomes = read_outcomes(texts)
         fmt = recorded.format
         arrived: list[NewReply] = []
-        refused: dict[str, BatchUnit] = {}
+        refused: dict[str, Unit] = {}
         refusals: list[str] = []
-        left: dict[str, BatchUnit] = {}
+        by_param: dict[str, dict[str, Unit]] = {}
+        left: dict[str, Unit] = {}
         for unit in units.values():
             outcome = outcomes.get(unit.keys[fmt])
             if outcome is None:
@@ -216,20 +204,41 @@ class BatchRound:
                 self._store(unit, outcome, recorded, arrived)
             elif fmt != "text" and is_refusal(outcome.status or 0, outcome.error or ""):
                 refused[unit.key] = unit
-                refusals.append(f"HTTP {outcome.status}: {self.provider.redact(outcome.error)}")
+                refusals.append(self._reason(outcome))
+            elif (param := refused_param(outcome.status or 0, outcome.body,
+                                         outcome.error or "")) is not None:
+                by_param.setdefault(param, {})[unit.key] = unit
             else:
                 self._fail(unit, self._reason(outcome))
         answered = any(outcomes.get(u.keys[fmt]) is not None and outcomes[u.keys[fmt]].ok
                        for u in units.values())
         again = self._refused(fmt, refused, refusals, answered)
+        again.update(self._adapted(recorded, by_param, outcomes))
         again.update(self._unanswered(status, left, bool(outcomes)))
         if arrived:
             self.stats.stored += self.cache.put_many(arrived, replace=self.judge.refresh)
         self.state.forget({recorded.id})
         return again
 
-    def _refused(self, fmt: str, refused: dict[str, BatchUnit], refusals: list[str],
-                 answered: bool) -> dict[str, BatchUnit]:
+    def _adapted(self, recorded: Recorded, by_param: dict[str, dict[str, Unit]],
+                 outcomes: dict[str, LineOutcome]) -> dict[str, Unit]:
+        """Lines refused for a request parameter: adapted as an online request's are (sent
+        again in the next batch), or unscored with what to change when it cannot be."""
+        negotiation = self.client.backend.params
+        again: dict[str, Unit] = {}
+        for param, units in by_param.items():
+            first = outcomes[next(iter(units.values())).keys[recorded.format]]
+            why = self._reason(first)
+            problem = negotiation.adapt(param, why, Adaptation.of_sent(recorded.sent))
+            if problem is None:
+                again.update(units)
+                continue
+            for unit in units.values():
+                self._fail(unit, f"{why}: {problem}")
+        return again
+
+    def _refused(self, fmt: str, refused: dict[str, Unit], refusals: list[str],
+                 answered: bool) -> dict[str, Unit]:
         """Lines refused for their format: the format is refused for the run and they go
         again in the next one, unless the endpoint answered others in it (then they fail)."""
         if answered:
@@ -241,8 +250,8 @@ class BatchRound:
             self.client.backend.formats.settle(fmt, accepted=False, why=refusals[0])
         return refused
 
-    def _unanswered(self, status: BatchStatus, left: dict[str, BatchUnit],
-                    some_answered: bool) -> dict[str, BatchUnit]:
+    def _unanswered(self, status: BatchStatus, left: dict[str, Unit],
+                    some_answered: bool) -> dict[str, Unit]:
         """Requests the batch has no line for: sent again when it expired after answering
         some, else unscored with why."""
         if status.status == "expired" and some_answered:
@@ -263,13 +272,13 @@ class BatchRound:
         why = self.provider.redact(outcome.error or "no reason given")
         return f"HTTP {outcome.status}: {why}" if outcome.status is not None else why
 
-    def _fail(self, unit: BatchUnit, why: str, *, counted: bool = True) -> None:
+    def _fail(self, unit: Unit, why: str, *, counted: bool = True) -> None:
         if counted:
             self.stats.requests += 1
         self.stats.failed += 1
-        self.out[unit.key] = BatchReply(error=f"judge request failed: {why}")
+        self.out[unit.key] = Reply(error=f"judge request failed: {why}")
 
-    def _store(self, unit: BatchUnit, outcome: LineOutcome, recorded: Recorded,
+    def _store(self, unit: Unit, outcome: LineOutcome, recorded: Recorded,
                arrived: list[NewReply]) -> None:
         """Keep one good line: counted, checked, and its reply on its way into the cache."""
         judge, stats, fmt = self.judge, self.stats, recorded.format
@@ -290,20 +299,16 @@ class BatchRound:
         stats.batched += 1
         stats.replied.add(f"{judge.model}@{judge.endpoint}")
         self.served.check(reply.model)
-        extra: dict[str, Any] = {
-            **self.meta(unit), "record": self.records[unit.record].id, "format": fmt,
-            "finish_reason": reply.finish_reason, "served_model": reply.model, "via": "batch",
-            "batch": recorded.id}
-        if unit.context is not None:
-            extra["context"] = self.records[unit.record].contexts[unit.context].id
-        if logprobs is not None:
-            extra["logprobs"] = logprobs
+        extra = reply_meta(unit, self.records, self.meta(unit), fmt=fmt,
+                           finish_reason=reply.finish_reason, served_model=reply.model,
+                           logprobs=logprobs, sent=recorded.sent)
+        extra.update(via="batch", batch=recorded.id)
         summary = self.client.request_summary(self._request(unit), fmt)
-        arrived.append((unit.keys[fmt], summary, reply.text or "", reply.usage, extra))
-        self.out[unit.key] = BatchReply(reply.text, logprobs, format=fmt,
-                                        endpoint=self.endpoint,
-                                        finish_reason=reply.finish_reason,
-                                        served_model=reply.model)
+        arrived.append((unit.keys[fmt], summary, reply.text or "", reply.usage, extra,
+                        unit.request_id))
+        self.out[unit.key] = Reply(reply.text, logprobs, format=fmt, endpoint=self.endpoint,
+                                   finish_reason=reply.finish_reason, served_model=reply.model,
+                                   defaults=defaulted(recorded.sent))
 
 
 def cancel_recorded(judge: JudgeOptions) -> list[tuple[str, str]]:

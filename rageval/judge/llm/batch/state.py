@@ -1,9 +1,9 @@
 """The record of a run's pending batches, kept beside the cache (``<cache>.batches.json``):
 each batch's id, its input file, the endpoint and model it asks, the wire format its lines
-were sent in and their custom_ids. Written (atomically: a temporary file renamed over it)
-after a batch is created and before it is polled, so that a run killed while its batch is
-pending finds it when run again instead of paying for it twice; a batch is forgotten once its
-replies are stored, or cancelled."""
+were sent in, their custom_ids and the parameters they sent adapted. Written (atomically: a
+temporary file renamed over it) after a batch is created and before it is polled, so that a
+run killed while its batch is pending finds it when run again instead of paying for it twice;
+a batch is forgotten once its replies are stored, or cancelled."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rageval.core.errors import InputError
 
@@ -36,6 +37,9 @@ class Recorded:
     model: str
     format: str
     custom_ids: list[str]
+    # What its lines sent other than configured (a reply's "sent" meta: a reasoning model's
+    # max_completion_tokens, a temperature left at the model's default).
+    sent: dict[str, Any] = field(default_factory=dict)
     created: float = field(default_factory=time.time)
 
     def of(self, endpoint: str, model: str) -> bool:

@@ -149,6 +149,12 @@ class Adaptation:
     renamed: tuple[tuple[str, str], ...] = ()
     defaulted: tuple[str, ...] = ()
 
+    @classmethod
+    def of_sent(cls, sent: Mapping[str, Any]) -> Adaptation:
+        """The adaptation a reply's ``sent`` meta (what :meth:`apply` returned) stands for."""
+        return cls(tuple((old, new) for old, new in RENAMED.items() if new in sent),
+                   tuple(name for name in DEFAULTED if sent.get(name) == DEFAULT))
+
     def apply(self, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """The parameters as sent, and what was sent differently (a reply's ``sent`` meta:
         ``{"max_completion_tokens": 256, "temperature": "default"}``; empty when nothing)."""

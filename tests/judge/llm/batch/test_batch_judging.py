@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from batch_server import BatchServer
 from judge_server import TEST_KEY, TEST_KEY_ENV, JudgeServer, keyed_options
+from judge_server import fact_records as facts
 
 from rageval.api import evaluate
 from rageval.judge.llm.batch.state import state_path
@@ -23,11 +24,8 @@ METRICS = ["judge:faithfulness", "judge:correctness"]
 PRICES = {"price_in": 2.0, "price_out": 8.0}
 
 
-def fact_records(path: Path, n: int) -> Path:
-    path.write_text("".join(json.dumps({
-        "id": f"q{i}", "query": f"What is fact {i}?", "contexts": [f"Fact {i} is blue."],
-        "answer": f"Fact {i}: blue.", "reference": "Blue."}) + "\n" for i in range(n)))
-    return path
+def fact_records(tmp_path: Path, n: int) -> Path:
+    return facts(tmp_path / "r.jsonl", n, reference=True)
 
 
 def batch_judge(server: BatchServer, cache: Path, **kw: object) -> JudgeOptions:
@@ -46,10 +44,10 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_batch_run_scores_as_an_online_run_at_half_the_cost_and_replays_offline(
         tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 12)
+    records = fact_records(tmp_path, 12)
     with BatchServer() as server:
         server.slow_polls = 2
-        server.line_faults = {"Fact 3:": "400", "Fact 7:": "error"}
+        server.line_faults = {"Fact 3 is blue.": "400", "Fact 7 is blue.": "error"}
         batch = evaluate(records, METRICS, bootstrap=1,
                          judge=batch_judge(server, tmp_path / "b.sqlite"))
         assert server.chats == 0 and server.created == 1 and server.uploads == 1
@@ -92,9 +90,9 @@ def test_a_batch_run_scores_as_an_online_run_at_half_the_cost_and_replays_offlin
 
 
 def test_a_rerun_asks_by_batch_only_for_what_the_cache_lacks(tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 6)
+    records = fact_records(tmp_path, 6)
     with BatchServer() as server:
-        server.line_faults = {"Fact 2:": "500"}
+        server.line_faults = {"Fact 2 is blue.": "500"}
         first = evaluate(records, METRICS, bootstrap=1,
                          judge=batch_judge(server, tmp_path / "c.sqlite"))
         assert len(scores(first)) == 10
@@ -108,7 +106,7 @@ def test_a_rerun_asks_by_batch_only_for_what_the_cache_lacks(tmp_path: Path) -> 
 
 def test_lines_refused_for_their_response_format_go_again_in_the_next_format(
         tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 4)
+    records = fact_records(tmp_path, 4)
     with BatchServer() as server:
         server.refuse = {"json_schema"}
         results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
@@ -123,7 +121,7 @@ def test_lines_refused_for_their_response_format_go_again_in_the_next_format(
 
 def test_an_expired_batch_keeps_its_answered_lines_and_sends_the_rest_again(
         tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 5)
+    records = fact_records(tmp_path, 5)
     with BatchServer() as server:
         server.expire_after.append(3)
         results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
@@ -133,7 +131,7 @@ def test_an_expired_batch_keeps_its_answered_lines_and_sends_the_rest_again(
 
 
 def test_an_upload_the_server_fails_once_is_retried(tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 3)
+    records = fact_records(tmp_path, 3)
     with BatchServer() as server:
         server.upload_faults.append(500)
         results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
@@ -147,7 +145,7 @@ def test_a_batch_over_the_limits_is_split(tmp_path: Path,
     from rageval.judge.llm.batch import lines
 
     monkeypatch.setattr(lines, "MAX_REQUESTS", 4)
-    records = fact_records(tmp_path / "r.jsonl", 10)
+    records = fact_records(tmp_path, 10)
     with BatchServer() as server:
         results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
                            judge=batch_judge(server, tmp_path / "c.sqlite"))
@@ -157,7 +155,7 @@ def test_a_batch_over_the_limits_is_split(tmp_path: Path,
 
 
 def test_batch_lines_are_the_online_requests(tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 2)
+    records = fact_records(tmp_path, 2)
     with BatchServer() as server:
         evaluate(records, ["judge:faithfulness"], bootstrap=1,
                  judge=batch_judge(server, tmp_path / "c.sqlite", seed=3, max_tokens=50))
@@ -195,7 +193,7 @@ def test_a_dry_run_shows_the_batch_plan_at_batch_prices(
     from rageval.judge.llm.batch import lines
 
     monkeypatch.setattr(lines, "MAX_REQUESTS", 5)
-    records = fact_records(tmp_path / "r.jsonl", 6)
+    records = fact_records(tmp_path, 6)
     with BatchServer() as server:
         kw = {"max_tokens": 50, "dry_run": True}
         online = evaluate(records, METRICS, bootstrap=1, judge=keyed_options(
@@ -226,7 +224,7 @@ def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Pa
 
     from rageval.cli import main
 
-    records = fact_records(tmp_path / "r.jsonl", 4)
+    records = fact_records(tmp_path, 4)
     batch_file = tmp_path / "batch.jsonl"
     with BatchServer() as server:
         written = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
@@ -239,7 +237,7 @@ def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Pa
             server, tmp_path / "c.sqlite", batch_file=str(batch_file)))
         lines = [json.loads(line) for line in batch_file.read_text().splitlines()]
         assert len(lines) == 8
-        server.line_faults = {"Fact 1:": "400"}
+        server.line_faults = {"Fact 1 is blue.": "400"}
         output = tmp_path / "out.jsonl"
         output.write_text("".join(json.dumps(server._line(line)) + "\n" for line in lines))
         out = io.StringIO()
@@ -258,7 +256,7 @@ def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Pa
 
 
 def test_claim_level_steps_go_by_batch_and_score_as_online(tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 3)
+    records = fact_records(tmp_path, 3)
     with BatchServer() as server:
         batch = evaluate(records, ["claims:faithfulness"], bootstrap=1,
                          judge=batch_judge(server, tmp_path / "b.sqlite"))
@@ -271,7 +269,7 @@ def test_claim_level_steps_go_by_batch_and_score_as_online(tmp_path: Path) -> No
 
 
 def test_a_failed_batch_leaves_its_records_unscored_with_its_errors(tmp_path: Path) -> None:
-    records = fact_records(tmp_path / "r.jsonl", 2)
+    records = fact_records(tmp_path, 2)
     with BatchServer() as server:
         server.fail_batches = 1
         results = evaluate(records, ["judge:faithfulness"], bootstrap=1,
@@ -285,6 +283,33 @@ def test_an_unreadable_record_of_batches_is_named(tmp_path: Path) -> None:
 
     cache = tmp_path / "c.sqlite"
     state_path(str(cache)).write_text("{not json")
-    records = fact_records(tmp_path / "r.jsonl", 1)
+    records = fact_records(tmp_path, 1)
     with BatchServer() as server, pytest.raises(InputError, match=r"c\.sqlite\.batches\.json"):
         evaluate(records, ["judge:faithfulness"], bootstrap=1, judge=batch_judge(server, cache))
+
+
+def test_a_reasoning_model_by_batch_gets_its_parameters_adapted_and_scores_as_online(
+        tmp_path: Path) -> None:
+    records = fact_records(tmp_path, 4)
+    settings = {"max_tokens": 256, "temperature": 0.0}
+    with BatchServer() as server:
+        server.judge.reasoning = True  # refuses max_tokens, then a temperature other than 1
+        batch = evaluate(records, METRICS, bootstrap=1,
+                         judge=batch_judge(server, tmp_path / "b.sqlite", **settings))
+        # One batch refused for each parameter, each adapted once; the third one answered.
+        assert (server.chats, server.created) == (0, 3)
+        replay = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "b.sqlite", batch=False, offline=True, **settings))
+        assert (server.chats, server.created) == (0, 3)
+    with JudgeServer(reasoning=True) as online_server:
+        online = evaluate(records, METRICS, bootstrap=1, judge=keyed_options(
+            online_server, tmp_path / "o.sqlite", **settings))
+    assert len(scores(batch)) == 2 * 4
+    assert scores(batch) == scores(online) == scores(replay)
+    for run in (batch, replay):
+        for metric in METRICS:
+            assert "|temperature:default|" in run.summary[metric].signature
+    with JudgeCache(tmp_path / "b.sqlite") as cache:
+        sent = {json.dumps(e.meta["sent"], sort_keys=True) for e in cache.entries()}
+    assert sent == {json.dumps({"max_completion_tokens": 256, "temperature": "default"},
+                               sort_keys=True)}

@@ -122,8 +122,9 @@ def test_asking_which_model_is_served_adapts_too(server: JudgeServer) -> None:
 
 def test_replies_partly_at_the_default_temperature_sign_both() -> None:
     from rageval.core.signature import Field
-    from rageval.judge.llm.replies import Reply, provenance
+    from rageval.judge.llm.replies import provenance
     from rageval.judge.llm.transport.params import signed_defaults
+    from rageval.judge.llm.units import Reply
 
     default, configured = Reply("{}", defaults=("temperature",)), Reply("{}")
     assert provenance([default, default])["temperature"] == "default"
