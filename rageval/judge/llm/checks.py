@@ -101,6 +101,8 @@ def judge_section(judge: JudgeOptions, stats: RunStats, prompts: dict[str, dict[
         "offline": judge.offline,
         "response_format": {"mode": judge.response_format, "used": dict(stats.formats),
                             "refused": dict(stats.refused)},
+        # What a reasoning model refused and was sent adapted (transport.params).
+        "refused_parameters": dict(stats.refused_params),
         "timeout_s": judge.timeout,
         "first_reply_timeout_s": first_reply_limit(judge.first_reply_timeout, judge.timeout),
         "max_retries": judge.max_retries,

@@ -229,6 +229,7 @@ def _ask(judge: JudgeOptions, cache: JudgeCache | SharedCache, pending: list[Uni
                                        replied_before=replied_before)
     finally:
         stats.refused.update(client.refused_formats)
+        stats.refused_params.update(client.refused_params)
         arrived.commit()  # whatever arrived before a failure is kept
         if judge.budget is not None:
             judge.budget.settled()

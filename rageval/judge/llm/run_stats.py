@@ -48,6 +48,8 @@ class RunStats:
     endpoints: Counter[str] = field(default_factory=Counter)  # replies used, by endpoint
     served: Counter[str] = field(default_factory=Counter)  # replies used, by served model
     refused: dict[str, str] = field(default_factory=dict)  # wire format -> endpoint's words
+    # Request parameters the endpoint refused and that were sent adapted -> its words.
+    refused_params: dict[str, str] = field(default_factory=dict)
     # A dry run's requests by kind (a rubric, a claim-level step), and how tokens are counted.
     planned: dict[str, Planned] = field(default_factory=dict)
     capped: int = 0  # requests the run's caps kept from being sent
@@ -94,6 +96,8 @@ class RunStats:
         self.served.update(other.served)
         for key, words in other.refused.items():
             self.refused.setdefault(key, words)
+        for key, words in other.refused_params.items():
+            self.refused_params.setdefault(key, words)
         for kind, planned in other.planned.items():
             self.planned.setdefault(kind, Planned()).merge(planned)
         self.replied |= other.replied

@@ -100,6 +100,7 @@ class BatchRound:
                 waiting = again
         finally:
             self.stats.refused.update(self.client.refused_formats)
+            self.stats.refused_params.update(self.client.refused_params)
         return self.out
 
     # -- which batches -----------------------------------------------------------------

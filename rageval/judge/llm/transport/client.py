@@ -432,10 +432,10 @@ def _cut_before_reply(body: dict[str, Any], text: str | None, params: dict[str, 
     reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
     name = "max_completion_tokens" if "max_completion_tokens" in sent else "max_tokens"
     limit = params.get("max_tokens")
-    where = f"its token limit ({name}={limit})" if limit is not None else "its token limit"
+    where = f" ({name}={limit})" if limit is not None else ""
     spent = (f", {reasoning} of them reasoning tokens" if isinstance(reasoning, int)
              and reasoning > 0 else "")
-    return (f"empty reply: the model reached {where} before writing one{spent}; a reasoning "
+    return (f"{first_reply.CUT_AT_LIMIT}{where} before writing one{spent}; a reasoning "
             "model spends its reasoning tokens within that limit: raise --judge-max-tokens or "
             "leave it out")
 

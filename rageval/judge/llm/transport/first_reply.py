@@ -38,8 +38,9 @@ from rageval.judge.llm.transport.sdk import is_refused, is_transient
 if TYPE_CHECKING:
     from rageval.judge.llm.transport.pool import FirstFailures, RunStopped
 
-__all__ = ["DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike", "first_reply_limit", "no_reply",
-           "raise_unanswered", "refused", "refused_before_reply", "send_before_first_reply"]
+__all__ = ["CUT_AT_LIMIT", "DEFAULT_FIRST_REPLY_S", "FirstReply", "failed_alike",
+           "first_reply_limit", "no_reply", "raise_unanswered", "refused", "refused_before_reply",
+           "send_before_first_reply"]
 
 # The SDK's own backoff between attempts (openai._constants): from half a second, doubling,
 # at most 8 s, with up to a quarter taken off at random; a Retry-After up to a minute is obeyed.
@@ -136,6 +137,10 @@ def raise_unanswered(where: str, results: Sequence[JudgeResult | None],
     raise JudgeError(why or no_reply(where, sent), results=list(results)) from None
 
 
+#: How the failure of a reply cut at its token limit before any text begins (JudgeClient).
+CUT_AT_LIMIT = "empty reply: the model reached its token limit"
+
+
 def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
     """Why a judge that answered none of the requests ``failed`` (all sent) is taken for dead."""
     errors = list(dict.fromkeys(r.error or "no reply" for r in failed))
@@ -145,6 +150,8 @@ def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
         asked = f"any of the {len(failed)} requests sent, all failing alike"
     else:
         asked = f"any of the {len(failed)} requests sent, failing {len(errors)} ways, the first"
+    if _cut_at_limit(errors[0]):  # it answers: its replies are what is wrong
+        return f"{where} wrote no usable reply to {asked}, and the run stopped: {errors[0]}"
     return (f"{where} is taken for dead, and the run stopped: no reply to {asked} "
             f"(--judge-timeout and --judge-max-retries set the patience per request): "
             f"{errors[0]}")
@@ -153,9 +160,17 @@ def no_reply(where: str, failed: Sequence[JudgeResult]) -> str:
 def failed_alike(where: str, failures: FirstFailures) -> str:
     """Why a run stopped early, its first requests failing alike, when a request in flight
     was answered all the same (else :func:`no_reply` says it)."""
+    patience = ("" if _cut_at_limit(failures.error) else
+                " (--judge-timeout and --judge-max-retries set the patience per request)")
     return (f"{where}: the first {failures.size} requests all failed the same way, so no more "
-            f"were sent: {failures.error} (--judge-timeout and --judge-max-retries set the "
-            "patience per request)")
+            f"were sent: {failures.error}{patience}")
+
+
+def _cut_at_limit(error: str) -> bool:
+    """Whether a failure is a reply cut at its token limit before any text (a reasoning
+    model's, see JudgeClient): it says itself what to change, and the patience per request
+    has nothing to do with it."""
+    return error.startswith(CUT_AT_LIMIT)
 
 
 def _passed(first: FirstReply) -> bool:

@@ -98,6 +98,7 @@ def test_a_reply_left_empty_by_reasoning_says_why(server: JudgeServer) -> None:
     with pytest.raises(JudgeError) as stopped:  # every reply alike: no use going on
         JudgeClient(_config(server, max_tokens=200)).complete_many(_requests(2))
     assert "raise --judge-max-tokens or leave it out" in str(stopped.value)
+    assert "--judge-timeout" not in str(stopped.value)  # the patience is not what to change
     for result in stopped.value.results:
         assert result is not None and not result.ok
         assert "max_completion_tokens=200" in (result.error or "")

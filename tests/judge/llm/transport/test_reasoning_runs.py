@@ -62,6 +62,11 @@ def test_a_reasoning_model_scores_every_record_and_replays_offline(server: Judge
     assert len(metas) == 2 * N
     assert all(m["sent"] == {"max_completion_tokens": 512, "temperature": "default"}
                for m in metas)
+    summary = json.loads((tmp_path / "online" / "summary.json").read_text(encoding="utf-8"))
+    manifest = summary["manifest"]
+    refused = manifest["judge"]["refused_parameters"]
+    assert set(refused) == {"max_tokens", "temperature"}
+    assert "max_completion_tokens" in refused["max_tokens"]
 
     assert _score(tmp_path, "replay", "--offline", "--judge-max-tokens", "512") == 0
     assert server.requests == 2 * N + 2  # none
