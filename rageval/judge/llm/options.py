@@ -108,6 +108,12 @@ class JudgeOptions(JudgeConfig):
         if self.budget is not None:
             raise UsageError("--judge-max-requests and --judge-max-cost cap one process's "
                              "requests: they do not apply with --engine ray")
+        if self.batch:
+            # Each worker would send batches of its own and record them in one file beside the
+            # cache, with no lock between processes: a record lost is a batch paid twice.
+            raise UsageError("--judge-batch sends a run's requests as batches from one "
+                             "process: it does not apply with --engine ray (a batch is "
+                             "not faster for being sent from many)")
         local = replace(self, progress=None, cache=os.path.abspath(self.cache_path),
                         prompts_dir=(None if self.prompts_dir is None
                                      else os.path.abspath(self.prompts_dir)),

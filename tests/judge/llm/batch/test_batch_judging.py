@@ -181,6 +181,8 @@ def test_batch_options_are_checked(tmp_path: Path) -> None:
         JudgeOptions(model="m", batch=True, batch_discount=1.5).check()
     with pytest.raises(UsageError, match="give both"):
         JudgeOptions(model="m", batch_file=str(tmp_path / "b.jsonl")).check()
+    with pytest.raises(UsageError, match="does not apply with --engine ray"):
+        JudgeOptions(model="m", batch=True).for_workers(2)
     assert replace(JudgeOptions(model="m"), batch=True).batch_cost(
         {"prompt_tokens": 10**6}) is None
 
