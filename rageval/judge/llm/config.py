@@ -479,6 +479,11 @@ class JudgeConfig:
         cost = self.cost_usd(usage)
         return None if cost is None else round(cost * self.batch_discount, 6)
 
+    def sent_cost(self, usage: Mapping[str, int]) -> float | None:
+        """USD for ``usage`` of a request this run sends: by batch with ``batch``, else at the
+        full prices (what the caps and a dry run count)."""
+        return self.batch_cost(usage) if self.batch else self.cost_usd(usage)
+
     def _check_cache_path(self) -> None:
         path = self.cache_path
         if path.endswith(".jsonl") and not self.offline:

@@ -7,7 +7,7 @@ stops asking where its cap is, and a rerun with a higher cap asks only for what 
 lacks). A request's cost is estimated as it is admitted: its prompt tokens (counted as
 :mod:`~rageval.judge.llm.costs.tokens` counts them) and a completion of ``--judge-max-tokens``
 tokens, or of the mean completion of the replies received so far (none before the first
-reply), at the run's prices. A round of requests is admitted before it is sent, on the
+reply), at the run's prices (a batch's with ``--judge-batch``). A round of requests is admitted before it is sent, on the
 estimates; what its replies report replaces them for the rounds after it.
 """
 
@@ -26,7 +26,7 @@ class Priced(Protocol):
 
     max_tokens: int | None
 
-    def cost_usd(self, usage: Mapping[str, int]) -> float | None: ...
+    def sent_cost(self, usage: Mapping[str, int]) -> float | None: ...
 
 
 @dataclass
@@ -55,7 +55,7 @@ class RequestBudget:
     def received(self, judge: Priced, usage: dict[str, int]) -> None:
         """A reply's usage: what it cost replaces the estimates of the requests in flight."""
         with self._lock:
-            self.spent += judge.cost_usd(usage) or 0.0
+            self.spent += judge.sent_cost(usage) or 0.0
             if "completion_tokens" in usage:
                 self._completions[0] += int(usage["completion_tokens"])
                 self._completions[1] += 1
@@ -75,7 +75,7 @@ class RequestBudget:
             tokens, replies = self._completions
             completion = (judge.max_tokens if judge.max_tokens is not None
                           else round(tokens / replies) if replies else 0)
-            cost = judge.cost_usd({"prompt_tokens": prompt_tokens,
+            cost = judge.sent_cost({"prompt_tokens": prompt_tokens,
                                    "completion_tokens": completion}) or 0.0
             if self.spent + self._estimated + cost > self.max_cost:
                 self.reached = f"--judge-max-cost {self.max_cost:g}"

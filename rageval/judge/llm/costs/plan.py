@@ -61,7 +61,7 @@ class Planned:
         return {"requests": self.to_send, "cache_hits": self.hits,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                 "completion_estimate": how,
-                "cost_usd": judge.batch_cost(usage) if judge.batch else judge.cost_usd(usage)}
+                "cost_usd": judge.sent_cost(usage)}
 
 
 # What a batch line holds besides its messages' text (its custom_id, url, parameters,

@@ -315,3 +315,16 @@ def test_a_reasoning_model_by_batch_gets_its_parameters_adapted_and_scores_as_on
         sent = {json.dumps(e.meta["sent"], sort_keys=True) for e in cache.entries()}
     assert sent == {json.dumps({"max_completion_tokens": 256, "temperature": "default"},
                                sort_keys=True)}
+
+
+def test_the_cost_cap_counts_batch_requests_at_the_batch_price() -> None:
+    from rageval.judge.llm.costs.budget import RequestBudget
+
+    def admitted(judge: JudgeOptions) -> int:
+        budget = RequestBudget(max_cost=1.0)
+        return sum(budget.admit(judge, 10**6) is None for _ in range(5))
+
+    online = JudgeOptions(model="m", price_in=1.0, price_out=1.0, max_tokens=0, max_cost=1.0)
+    assert admitted(online) == 1  # $1 a request
+    assert admitted(replace(online, batch=True)) == 2  # $0.50 a request
+    assert admitted(replace(online, batch=True, batch_discount=0.25)) == 4
