@@ -2,7 +2,8 @@
 tests, answering each batch line as :class:`judge_server.JudgeServer`'s chat server would.
 
 Routes: ``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}/content``,
-``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``, and
+``POST /v1/batches``, ``GET /v1/batches`` (one page, newest first), ``GET /v1/batches/{id}``,
+``POST /v1/batches/{id}/cancel``, and
 ``POST /v1/chat/completions``, answered and counted (:attr:`BatchServer.chats`), so that a
 test asserts that a batch run sent none.
 
@@ -16,7 +17,8 @@ on demand:
   reply fault of the chat server (``"prose"``, ...);
 * :attr:`BatchServer.refuse`: wire formats whose lines get a 400 naming ``response_format``;
 * :attr:`BatchServer.expire_after`: the next batches (one value each) expire having answered
-  that many lines;
+  that many lines, the others in the error file with code ``batch_expired`` (as OpenAI writes
+  them; a cancelled batch's with ``batch_cancelled``);
 * :attr:`BatchServer.upload_faults`: statuses the next uploads get (``500``: the SDK retries);
 * :attr:`BatchServer.fail_batches`: how many of the next batches fail as a whole (their input
   file refused).
@@ -78,6 +80,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(200, None, data)
             elif (found := _BATCH.match(path)) and not found.group(2):
                 self._send(*provider.look(found.group(1)))
+            elif path == "/v1/batches":
+                self._send(*provider.listed())
             else:
                 self._send(404, {"error": {"message": f"no route {path}"}})
 
@@ -218,8 +222,18 @@ class BatchServer:
                 return 404, {"error": {"message": "no such batch"}}
             self.cancelled.append(batch_id)
             if batch["status"] in ("validating", "in_progress"):
+                self._not_run(batch_id, self.lines_of[batch_id], "batch_cancelled",
+                              "This request was not executed because the batch was cancelled.")
                 batch["status"] = "cancelled"
         return 200, self._shown(batch_id)
+
+    def listed(self) -> tuple[int, Any]:
+        """The account's batches, newest first (one page)."""
+        with self.lock:
+            data = [self._shown(b) for b in reversed(self.batches)]
+        return 200, {"object": "list", "data": data, "has_more": False,
+                     "first_id": data[0]["id"] if data else None,
+                     "last_id": data[-1]["id"] if data else None}
 
     def release(self) -> None:
         """Let held batches finish at their next look."""
@@ -236,19 +250,32 @@ class BatchServer:
         batch = self.batches[batch_id]
         expire = batch["_expire"]
         output, errors = [], []
-        for n, line in enumerate(self.lines_of[batch_id]):
-            if expire is not None and n >= expire:
-                break
+        lines = self.lines_of[batch_id]
+        for line in lines[:expire]:
             result = self._line(line)
             (errors if result.get("error") or result["response"]["status_code"] != 200
              else output).append(json.dumps(result))
+        # As OpenAI does, the lines an expired batch never ran go to its error file.
+        errors += [json.dumps(_not_run(line["custom_id"], "batch_expired", "This request could "
+                                       "not be executed before the completion window expired."))
+                   for line in (lines[expire:] if expire is not None else [])]
+        self._files(batch, output, errors)
+        batch["status"] = "expired" if expire is not None else "completed"
+        batch["request_counts"].update(completed=len(output), failed=len(errors))
+
+    def _not_run(self, batch_id: str, lines: list[dict[str, Any]], code: str,
+                 message: str) -> None:
+        """Write the lines a batch never ran to its error file (lock held)."""
+        self._files(self.batches[batch_id], [], [json.dumps(_not_run(line["custom_id"], code,
+                                                                     message))
+                                                 for line in lines])
+
+    def _files(self, batch: dict[str, Any], output: list[str], errors: list[str]) -> None:
         for name, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 file_id = f"file-{next(self._ids)}"
                 self.files[file_id] = ("\n".join(lines) + "\n").encode("utf-8")
                 batch[name] = file_id
-        batch["status"] = "expired" if expire is not None else "completed"
-        batch["request_counts"].update(completed=len(output), failed=len(errors))
 
     def _line(self, line: dict[str, Any]) -> dict[str, Any]:
         body = line["body"]
@@ -281,3 +308,8 @@ def _failed(custom_id: str, status: int, message: str) -> dict[str, Any]:
             "response": {"status_code": status, "request_id": "r",
                          "body": {"error": {"message": message,
                                             "type": "invalid_request_error"}}}}
+
+
+def _not_run(custom_id: str, code: str, message: str) -> dict[str, Any]:
+    return {"id": f"req_{custom_id[:8]}", "custom_id": custom_id, "response": None,
+            "error": {"code": code, "message": message}}

@@ -468,6 +468,9 @@ class JudgeConfig:
     def _check_batch(self) -> None:
         if self.batch and self.offline:
             raise UsageError("--judge-batch sends requests and cannot be used with --offline")
+        if self.batch_cancel and (self.offline or self.dry_run):
+            raise UsageError("--judge-batch-cancel asks the provider to cancel batches: it "
+                             "cannot be used with --offline or --dry-run")
         if self.batch_file is not None and not self.batch:
             raise UsageError("--judge-batch-file writes the batch of --judge-batch: give both")
         if self.batch and self.cache_path.endswith(".jsonl"):

@@ -138,9 +138,13 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             from rageval.judge.llm.batch.run import ask_by_batch
 
             replies.update(capped := _capped(judge, list(pending.values()), stats))
-            replies.update(ask_by_batch(judge, cache,
-                                        [u for k, u in pending.items() if k not in capped],
-                                        records, schema, stats, meta, served))
+            try:
+                replies.update(ask_by_batch(judge, cache,
+                                            [u for k, u in pending.items() if k not in capped],
+                                            records, schema, stats, meta, served))
+            finally:
+                if judge.budget is not None:
+                    judge.budget.settled()  # the replies' usage replaces the estimates
         elif pending and cache is not None:
             replies.update(_ask(judge, cache, list(pending.values()), records, schema, stats,
                                 meta, served))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ENDPOINT", "MAX_BYTES", "MAX_REQUESTS", "LineOutcome", "body_of",
@@ -19,6 +19,8 @@ ENDPOINT = "/v1/chat/completions"
 #: when a batch is split, so that a test may lower them.
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
+# The error codes of lines a batch never ran (it expired, or was cancelled, first).
+_NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
 
 
 def body_of(model: str, messages: Sequence[dict[str, Any]], params: dict[str, Any],
@@ -64,7 +66,9 @@ class LineOutcome:
     status: int | None = None
     body: dict[str, Any] | None = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # The provider never ran it: its batch expired or was cancelled first (OpenAI writes such
+    # a line to the error file with code batch_expired or batch_cancelled).
+    unfinished: bool = False
 
     @property
     def ok(self) -> bool:
@@ -99,7 +103,7 @@ def _outcome(line: dict[str, Any]) -> LineOutcome:
         code = error.get("code")
         why = str(error.get("message") or code)
         return LineOutcome(custom_id, status, None, f"{code}: {why}" if code and status is None
-                           and str(code) not in why else why)
+                           and str(code) not in why else why, unfinished=code in _NOT_RUN)
     if status == 200 and isinstance(body, dict):
         return LineOutcome(custom_id, 200, body)
     # The error body is kept: a parameter refusal is read from its code and param.

@@ -77,7 +77,7 @@ def import_batch_output(cache: JudgeCache, output: str | os.PathLike[str],
     checked before anything is stored. ``{"read", "added", "failed"}``: lines read, replies
     newly stored, lines that carry no reply."""
     requests = {line["custom_id"]: (n, line["body"]) for n, line in _read_lines(batch_input)}
-    text = Path(output).read_text(encoding="utf-8")
+    text = _read_text(output)
     outcomes = read_outcomes([text])
     replies: list[NewReply] = []
     failed = 0
@@ -89,7 +89,10 @@ def import_batch_output(cache: JudgeCache, output: str | os.PathLike[str],
             raise InputError(f"custom_id {custom_id!r} is not a request of {batch_input}",
                              path=str(output), line=lineno, field="custom_id")
         outcome = outcomes[custom_id]
-        reply = read_reply(outcome.body) if outcome.ok and outcome.body else None
+        try:
+            reply = read_reply(outcome.body) if outcome.ok and outcome.body else None
+        except ValueError:  # not a chat reply: a line without a reply, as a failed one
+            reply = None
         if reply is None or reply.text is None:
             failed += 1
             continue
@@ -113,13 +116,20 @@ def _custom_id(raw: str) -> str | None:
     return line.get("custom_id") if isinstance(line, dict) else None
 
 
+def _read_text(path: str | os.PathLike[str]) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         path=str(path)) from None
+
+
 def _read_lines(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
     """The request lines of a batch file, each checked (its custom_id and body)."""
     out = []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    text = _read_text(path)
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue

@@ -19,11 +19,18 @@ from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.requests import JudgeError
 from rageval.judge.llm.transport.sdk import error_text
 
-__all__ = ["FINISHED", "BatchProvider", "BatchStatus"]
+__all__ = ["FINISHED", "BatchGone", "BatchProvider", "BatchStatus"]
 
 #: The statuses after which a batch changes no more.
 FINISHED = frozenset({"completed", "failed", "expired", "cancelled"})
 T = TypeVar("T")
+#: How many of the account's batches, newest first, are searched for one made of a given input
+#: file (a run killed between uploading its file and recording the batch it created).
+FIND_AMONG = 1000
+
+
+class BatchGone(JudgeError):
+    """The provider knows no such batch (404): another key's, or one deleted since."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,18 @@ class BatchProvider:
                            counts.failed if counts else 0, counts.total if counts else 0,
                            batch.output_file_id, batch.error_file_id, self.redact(errors))
 
+    def find(self, input_file_id: str) -> str | None:
+        """The id of the batch made of ``input_file_id`` among the account's
+        :data:`FIND_AMONG` newest (None: there is none)."""
+        def search() -> str | None:
+            for n, batch in enumerate(self._sdk.batches.list(limit=100)):
+                if batch.input_file_id == input_file_id:
+                    return batch.id
+                if n + 1 >= FIND_AMONG:
+                    break
+            return None
+        return self._call("looking for the batch of an uploaded file", search)
+
     def content(self, file_id: str) -> str:
         """A file's text (a batch's output or error file)."""
         return self._call(f"downloading file {file_id}",
@@ -93,8 +112,9 @@ class BatchProvider:
         try:
             return call()
         except openai.APIStatusError as exc:
-            raise JudgeError(f"{self._where()}: {what} failed: HTTP {exc.status_code}, "
-                             f"{self.redact(error_text(exc))}") from None
+            error = BatchGone if exc.status_code == 404 else JudgeError
+            raise error(f"{self._where()}: {what} failed: HTTP {exc.status_code}, "
+                        f"{self.redact(error_text(exc))}") from None
         except (openai.OpenAIError, ValueError) as exc:
             raise JudgeError(f"{self._where()}: {what} failed: "
                              f"{self.redact(type(exc).__name__ + ': ' + str(exc))}") from None

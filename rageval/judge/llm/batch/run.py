@@ -2,38 +2,47 @@
 reply stored in the cache under the key an online reply of the same request gets.
 
 :func:`ask_by_batch` is what :func:`~rageval.judge.llm.replies.gather` calls with the pending
-requests of a run with ``--judge-batch``. A :class:`BatchRound`:
+requests of a run with ``--judge-batch``: one round per call, so a run sends one round of
+batches per window of records, per claim-level step and per panel member, each waited for
+before the next. A :class:`BatchRound`:
 
 1. attaches to the batches recorded beside the cache (:mod:`.state`) for this endpoint and
-   model whose lines cover pending requests (a run killed while its batch was pending), and
-   forgets recorded batches whose replies are all cached;
+   model whose lines cover pending requests (a run killed while its batch was pending; one
+   killed between uploading a batch's file and recording the batch finds the batch by its
+   file, or creates it from that file), and forgets recorded batches whose replies are all
+   cached or that the provider no longer knows (their requests are sent again);
 2. sends the rest in the wire format the endpoint is known to accept, else the first of the
    mode's ladder not refused: a batch cannot negotiate per request. When every line of a batch
    that failed was refused for its response format (and none was answered), that format is
    refused for the run, as an online refusal would be, and those lines go again in the next
    format of the ladder. The parameters go as the endpoint is known to take them; lines
    refused for one (a reasoning model's ``max_tokens``) are adapted and sent again, as online
-   requests are (:mod:`~rageval.judge.llm.transport.params`);
-3. splits the lines at the provider's limits (:mod:`.lines`), uploads each part, creates its
-   batch and records it before polling it (the progress shows its status, counts and time);
+   requests are (:mod:`~rageval.judge.llm.transport.params`), and one that cannot be adapted
+   stops the run;
+3. splits the lines at the provider's limits (:mod:`.lines`), uploads each part, records it,
+   creates its batch and records the batch's id before polling it (the progress shows its
+   status, counts and time);
 4. stores every good line (meta ``"via": "batch"`` and the batch id); a failed line leaves
-   its request unscored with the provider's reason, as a failed online request does; an
-   expired batch's answered lines are kept and the rest sent again in a new batch (as long as
-   the expired batch answered some: else they are left unscored, for a rerun to ask again).
+   its request unscored with the provider's reason, as a failed online request does (a reply
+   cut at its token limit before any text too); the lines an expired batch never ran are sent
+   again in a new batch as long as it answered some (else they are left unscored, for a rerun
+   to ask again), and so are those of a batch cancelled before this run attached to it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rageval.judge.llm.batch.lines import LineOutcome, body_of, read_outcomes, request_line, split
-from rageval.judge.llm.batch.provider import BatchProvider, BatchStatus
+from rageval.judge.llm.batch.provider import BatchGone, BatchProvider, BatchStatus
 from rageval.judge.llm.batch.state import BatchState, Recorded, state_path
-from rageval.judge.llm.transport.client import JudgeClient, JudgeRequest
+from rageval.judge.llm.transport.client import JudgeClient, JudgeRequest, cut_before_reply
 from rageval.judge.llm.transport.formats import ReplySchema, is_refusal
 from rageval.judge.llm.transport.params import Adaptation, defaulted, refused_param
+from rageval.judge.llm.transport.requests import JudgeError
 from rageval.judge.llm.transport.sdk import compact_logprobs, read_reply
 from rageval.judge.llm.units import Reply, Unit, reply_meta
 
@@ -83,8 +92,10 @@ class BatchRound:
         self.total = self.stats.requests + len(pending)
         waiting = {unit.key: unit for unit in pending}
         try:
+            self._stop_if_fatal()
             for recorded, covered in self._attachable(waiting):
-                waiting.update(self._finish(recorded, covered))
+                waiting.update(self._finish(recorded, covered, attached=True))
+                self._stop_if_fatal()
             while waiting:
                 fmt = self._format()
                 if fmt is None:
@@ -96,12 +107,21 @@ class BatchRound:
                     break
                 again: dict[str, Unit] = {}
                 for recorded, units in self._submit(list(waiting.values()), fmt):
-                    again.update(self._finish(recorded, units))
+                    again.update(self._finish(recorded, units, attached=False))
+                self._stop_if_fatal()
                 waiting = again
         finally:
             self.stats.refused.update(self.client.refused_formats)
             self.stats.refused_params.update(self.client.refused_params)
         return self.out
+
+    def _stop_if_fatal(self) -> None:
+        """Stop the run once the endpoint refused a parameter that cannot be adapted, as an
+        online run stops: every later batch would be refused alike."""
+        fatal = self.client.backend.params.fatal
+        if fatal is not None:
+            raise JudgeError(f"judge endpoint {self.client.endpoint.shown} (model "
+                             f"{self.model!r}) {self.provider.redact(fatal)}")
 
     # -- which batches -----------------------------------------------------------------
 
@@ -118,15 +138,28 @@ class BatchRound:
             ids = set(recorded.custom_ids)
             covered = {key: unit for key, unit in waiting.items()
                        if unit.keys.get(recorded.format) in ids}
-            if covered:
-                for key in covered:
-                    del waiting[key]
-                out.append((recorded, covered))
-            elif not self.cache.missing(recorded.custom_ids):
-                stale.add(recorded.id)
+            if not covered:
+                if not self.cache.missing(recorded.custom_ids):
+                    stale.add(recorded.input_file_id)
+                continue
+            if not recorded.id:  # killed between uploading its file and recording its batch
+                recorded = self._created(recorded)
+            for key in covered:
+                del waiting[key]
+            out.append((recorded, covered))
         if stale:
             self.state.forget(stale)
         return out
+
+    def _created(self, recorded: Recorded) -> Recorded:
+        """The batch made of a recorded input file: found among the provider's, else created
+        from the file now (no second upload); its id recorded."""
+        batch_id = self.provider.find(recorded.input_file_id)
+        if batch_id is None:
+            batch_id = self.provider.create(recorded.input_file_id)
+        recorded = replace(recorded, id=batch_id)
+        self.state.update(recorded)
+        return recorded
 
     def _format(self) -> str | None:
         """The wire format to send in: the first of the ladder the endpoint has not refused
@@ -140,9 +173,10 @@ class BatchRound:
 
     def _submit(self, units: list[Unit], fmt: str
                 ) -> list[tuple[Recorded, dict[str, Unit]]]:
-        """Upload and create the batches of ``units`` in ``fmt``, each recorded at once. The
-        parameters go as the endpoint is known to take them (a reasoning model's:
-        :mod:`~rageval.judge.llm.transport.params`), the same for every line."""
+        """Upload and create the batches of ``units`` in ``fmt``: each recorded once its file
+        is uploaded, and again with its id once it is created. The parameters go as the
+        endpoint is known to take them (:mod:`~rageval.judge.llm.transport.params`), the same
+        for every line."""
         adaptation = self.client.backend.params.adaptation
         lines = []
         by_id: dict[str, Unit] = {}
@@ -159,10 +193,11 @@ class BatchRound:
         for part in split(lines):
             data = b"".join(line for _, line in part)
             file_id = self.provider.upload("rageval-batch.jsonl", data)
-            batch_id = self.provider.create(file_id)
-            recorded = Recorded(batch_id, file_id, self.endpoint, self.model, fmt,
-                                [custom_id for custom_id, _ in part], sent=sent)
+            recorded = Recorded(file_id, "", self.endpoint, self.model, fmt,
+                                tuple(custom_id for custom_id, _ in part), sent)
             self.state.add(recorded)
+            recorded = replace(recorded, id=self.provider.create(file_id))
+            self.state.update(recorded)
             out.append((recorded, {by_id[c].key: by_id[c] for c, _ in part}))
         return out
 
@@ -181,25 +216,46 @@ class BatchRound:
                 return status
             time.sleep(self.judge.batch_poll)
 
-    def _finish(self, recorded: Recorded, units: dict[str, Unit]) -> dict[str, Unit]:
+    def _finish(self, recorded: Recorded, units: dict[str, Unit], *, attached: bool
+                ) -> dict[str, Unit]:
         """Wait for the batch, store its good lines, fail the others; the requests to send
-        again (refused for their format or for a parameter the endpoint takes adapted, or
-        left by an expired batch that answered some)."""
-        status = self._wait(recorded)
+        again (see :meth:`_sort`). ``attached``: a batch of an earlier run."""
+        try:
+            status = self._wait(recorded)
+        except BatchGone:
+            if not attached:
+                raise
+            self.state.forget({recorded.input_file_id})  # its requests are sent again
+            return units
         if recorded.id not in self.stats.batches:
             self.stats.batches.append(recorded.id)
         texts = [self.provider.content(f) for f in (status.output_file_id,
                                                     status.error_file_id) if f]
         outcomes = read_outcomes(texts)
-        fmt = recorded.format
         arrived: list[NewReply] = []
+        again = self._sort(recorded, units, outcomes, status, arrived, attached)
+        if arrived:
+            self.stats.stored += self.cache.put_many(arrived, replace=self.judge.refresh)
+        claimed = {unit.keys[recorded.format] for unit in units.values()}
+        # Lines answered (and paid for) that this round did not ask for wait for a later run.
+        self.state.keep_only(recorded, [c for c in recorded.custom_ids if c not in claimed
+                                        and c in outcomes and outcomes[c].ok])
+        return again
+
+    def _sort(self, recorded: Recorded, units: dict[str, Unit],
+              outcomes: dict[str, LineOutcome], status: BatchStatus, arrived: list[NewReply],
+              attached: bool) -> dict[str, Unit]:
+        """Each request's line: stored, failed, or to send again (refused for its format or
+        for a parameter taken adapted, or never run by a batch that expired after answering
+        some or was cancelled before this run)."""
+        fmt = recorded.format
         refused: dict[str, Unit] = {}
         refusals: list[str] = []
         by_param: dict[str, dict[str, Unit]] = {}
         left: dict[str, Unit] = {}
         for unit in units.values():
             outcome = outcomes.get(unit.keys[fmt])
-            if outcome is None:
+            if outcome is None or outcome.unfinished:
                 left[unit.key] = unit
             elif outcome.ok:
                 self._store(unit, outcome, recorded, arrived)
@@ -211,14 +267,10 @@ class BatchRound:
                 by_param.setdefault(param, {})[unit.key] = unit
             else:
                 self._fail(unit, self._reason(outcome))
-        answered = any(outcomes.get(u.keys[fmt]) is not None and outcomes[u.keys[fmt]].ok
-                       for u in units.values())
+        answered = any(outcome.ok for outcome in outcomes.values())
         again = self._refused(fmt, refused, refusals, answered)
         again.update(self._adapted(recorded, by_param, outcomes))
-        again.update(self._unanswered(status, left, bool(outcomes)))
-        if arrived:
-            self.stats.stored += self.cache.put_many(arrived, replace=self.judge.refresh)
-        self.state.forget({recorded.id})
+        again.update(self._unanswered(status, left, answered, attached))
         return again
 
     def _adapted(self, recorded: Recorded, by_param: dict[str, dict[str, Unit]],
@@ -251,11 +303,13 @@ class BatchRound:
             self.client.backend.formats.settle(fmt, accepted=False, why=refusals[0])
         return refused
 
-    def _unanswered(self, status: BatchStatus, left: dict[str, Unit],
-                    some_answered: bool) -> dict[str, Unit]:
-        """Requests the batch has no line for: sent again when it expired after answering
-        some, else unscored with why."""
-        if status.status == "expired" and some_answered:
+    def _unanswered(self, status: BatchStatus, left: dict[str, Unit], answered: bool,
+                    attached: bool) -> dict[str, Unit]:
+        """Requests the batch never ran: sent again when it expired after answering some, or
+        was cancelled before this run attached to it (a rerun after ``--judge-batch-cancel``
+        wants its records scored); else unscored with why."""
+        if (status.status == "expired" and answered) or (status.status == "cancelled"
+                                                          and attached):
             return left
         if status.status == "failed":
             why = f"batch {status.id} failed: {status.errors or 'no reason given'}"
@@ -293,8 +347,13 @@ class BatchRound:
         if judge.budget is not None:
             judge.budget.received(judge, reply.usage)
         logprobs = compact_logprobs(reply.logprobs) if judge.logprobs else None
-        if reply.failure is not None or (judge.logprobs and logprobs is None):
-            self._fail(unit, reply.failure or "the reply holds no log-probabilities")
+        cut = cut_before_reply(outcome.body or {}, reply.text,
+                               self.client.params(self._request(unit)), recorded.sent)
+        failure = cut or reply.failure or (
+            "the reply holds no log-probabilities" if judge.logprobs and logprobs is None
+            else None)
+        if failure is not None:
+            self._fail(unit, failure)  # not cached: a rerun asks again
             return
         stats.requests += 1
         stats.batched += 1
@@ -313,14 +372,25 @@ class BatchRound:
 
 
 def cancel_recorded(judge: JudgeOptions) -> list[tuple[str, str]]:
-    """Cancel the batches recorded beside the cache for ``judge``'s endpoint and model and
-    forget them; each batch's id and its status after (those of other judges left alone)."""
+    """Cancel the batches recorded beside the cache for ``judge``'s endpoint and model; each
+    batch's id and its status after (those of other judges left alone). They stay recorded:
+    the next run attaches to them, stores the lines they answered (paid for) and sends the
+    rest again. A batch the provider does not know, or one never created, is forgotten."""
     state = BatchState(state_path(judge.cache_path))
     endpoint = JudgeClient(judge, judge.session).public_endpoint
     provider = BatchProvider(judge)
     done: list[tuple[str, str]] = []
     for recorded in state.load():
-        if recorded.of(endpoint, judge.model or ""):
-            done.append((recorded.id, provider.cancel(recorded.id)))
-            state.forget({recorded.id})
+        if not recorded.of(endpoint, judge.model or ""):
+            continue
+        batch_id = recorded.id or provider.find(recorded.input_file_id)
+        if batch_id is None:
+            state.forget({recorded.input_file_id})
+            done.append((f"of file {recorded.input_file_id}", "never created: forgotten"))
+            continue
+        try:
+            done.append((batch_id, provider.cancel(batch_id)))
+        except BatchGone:
+            state.forget({recorded.input_file_id})
+            done.append((batch_id, "unknown to the provider: forgotten"))
     return done

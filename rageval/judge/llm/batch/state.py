@@ -1,21 +1,35 @@
 """The record of a run's pending batches, kept beside the cache (``<cache>.batches.json``):
-each batch's id, its input file, the endpoint and model it asks, the wire format its lines
-were sent in, their custom_ids and the parameters they sent adapted. Written (atomically: a
-temporary file renamed over it) after a batch is created and before it is polled, so that a
-run killed while its batch is pending finds it when run again instead of paying for it twice;
-a batch is forgotten once its replies are stored, or cancelled."""
+each batch's input file, its id once created, the endpoint and model it asks, the wire format
+its lines were sent in, their custom_ids and the parameters they sent adapted.
+
+A batch is recorded as soon as its input file is uploaded, before the batch is created, and
+its id is added once it is: a run killed between the two finds the batch when run again by its
+input file (the provider lists each batch's) instead of paying for it twice. A batch is
+forgotten once every line it answered is stored; one that answered lines a run did not ask for
+(a rerun with fewer metrics) keeps those lines' custom_ids for a later run. Each change is a
+read, a change and an atomic write (a temporary file renamed over the record), under a lock on
+``<cache>.batches.json.lock`` where the system has ``fcntl``, so that two runs sharing a cache
+do not lose each other's batches.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError
+
+try:  # POSIX: two runs on one cache take turns; elsewhere each change is still atomic
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["STATE_SUFFIX", "BatchState", "Recorded", "state_path"]
 
@@ -27,16 +41,16 @@ def state_path(cache_path: str) -> Path:
     return Path(cache_path + STATE_SUFFIX)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recorded:
-    """One batch a run created and has not finished with."""
+    """One batch a run uploaded and has not finished with (``id`` empty until it is created)."""
 
-    id: str
     input_file_id: str
+    id: str
     endpoint: str  # public: no credentials
     model: str
     format: str
-    custom_ids: list[str]
+    custom_ids: tuple[str, ...]
     # What its lines sent other than configured (a reply's "sent" meta: a reasoning model's
     # max_completion_tokens, a temperature left at the model's default).
     sent: dict[str, Any] = field(default_factory=dict)
@@ -44,6 +58,24 @@ class Recorded:
 
     def of(self, endpoint: str, model: str) -> bool:
         return self.endpoint == endpoint and self.model == model
+
+    @classmethod
+    def read(cls, row: object) -> Recorded:
+        """A recorded batch from its JSON object; ValueError when it is not one."""
+        if not isinstance(row, dict):
+            raise ValueError("a recorded batch is not a JSON object")
+        for name in ("input_file_id", "id", "endpoint", "model", "format"):
+            if not isinstance(row.get(name), str):
+                raise ValueError(f"a recorded batch's {name} is not text")
+        ids, sent = row.get("custom_ids"), row.get("sent", {})
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ValueError("a recorded batch's custom_ids are not a list of texts")
+        if not isinstance(sent, dict):
+            raise ValueError("a recorded batch's sent parameters are not a JSON object")
+        created = row.get("created", 0.0)
+        return cls(row["input_file_id"], row["id"], row["endpoint"], row["model"],
+                   row["format"], tuple(ids), sent,
+                   float(created) if isinstance(created, int | float) else 0.0)
 
 
 class BatchState:
@@ -58,24 +90,65 @@ class BatchState:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return []
-        except OSError as exc:
-            raise InputError(f"cannot read the record of pending batches: {exc.strerror}",
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the record of pending batches: {exc}",
                              path=str(self.path)) from None
         try:
             rows = json.loads(text)["batches"]
-            return [Recorded(**row) for row in rows]
+            if not isinstance(rows, list):
+                raise ValueError("its batches are not a list")
+            return [Recorded.read(row) for row in rows]
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"not a record of pending batches ({type(exc).__name__}: {exc}); "
                              "cancel its batches by hand and remove it",
                              path=str(self.path)) from None
 
-    def save(self, batches: list[Recorded]) -> None:
+    def add(self, batch: Recorded) -> None:
+        self._change(lambda batches: [*batches, batch])
+
+    def update(self, batch: Recorded) -> None:
+        """Replace the record of the batch with ``batch``'s input file by ``batch``."""
+        self._change(lambda batches: [batch if b.input_file_id == batch.input_file_id else b
+                                      for b in batches])
+
+    def keep_only(self, batch: Recorded, custom_ids: list[str]) -> None:
+        """Keep ``batch`` for ``custom_ids`` alone (forgotten when there are none)."""
+        if custom_ids:
+            self.update(replace(batch, custom_ids=tuple(custom_ids)))
+        else:
+            self.forget({batch.input_file_id})
+
+    def forget(self, input_file_ids: set[str]) -> None:
+        self._change(lambda batches: [b for b in batches
+                                      if b.input_file_id not in input_file_ids])
+
+    def _change(self, change: Callable[[list[Recorded]], list[Recorded]]) -> None:
+        with self._locked():
+            batches = self.load()
+            changed = change(batches)
+            if changed != batches:
+                self._save(changed)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        if fcntl is None:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(self.path) + ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _save(self, batches: list[Recorded]) -> None:
         """Write ``batches`` (the file goes when none is left)."""
         if not batches:
             self.path.unlink(missing_ok=True)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({"batches": [asdict(b) for b in batches]}, indent=1)
+        rows = [{**asdict(b), "custom_ids": list(b.custom_ids)} for b in batches]
+        text = json.dumps({"batches": rows}, indent=1)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -86,12 +159,3 @@ class BatchState:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-
-    def add(self, batch: Recorded) -> None:
-        self.save([*self.load(), batch])
-
-    def forget(self, batch_ids: set[str]) -> None:
-        batches = self.load()
-        kept = [b for b in batches if b.id not in batch_ids]
-        if len(kept) != len(batches):
-            self.save(kept)

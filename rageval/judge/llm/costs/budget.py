@@ -7,8 +7,9 @@ stops asking where its cap is, and a rerun with a higher cap asks only for what 
 lacks). A request's cost is estimated as it is admitted: its prompt tokens (counted as
 :mod:`~rageval.judge.llm.costs.tokens` counts them) and a completion of ``--judge-max-tokens``
 tokens, or of the mean completion of the replies received so far (none before the first
-reply), at the run's prices (a batch's with ``--judge-batch``). A round of requests is admitted before it is sent, on the
-estimates; what its replies report replaces them for the rounds after it.
+reply), at the run's prices (a batch's with ``--judge-batch``). A round of requests is
+admitted before it is sent, on the estimates; what its replies report replaces them for the
+rounds after it.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ from rageval.judge.llm.transport.sdk import (
     read_reply,
 )
 
-__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "total_usage"]
+__all__ = ["JudgeClient", "JudgeError", "JudgeRequest", "JudgeResult", "cut_before_reply",
+           "total_usage"]
 
 
 class JudgeClient:
@@ -378,7 +379,7 @@ class JudgeClient:
         with self._usage_lock:
             for k, v in reply.usage.items():
                 self._usage[k] = self._usage.get(k, 0) + v
-        cut = _cut_before_reply(body, reply.text, self.params(request), sent)
+        cut = cut_before_reply(body, reply.text, self.params(request), sent)
         if cut is not None:
             return self._failed(index, request, cut, started, fmt, usage=reply.usage)
         if reply.failure is not None:
@@ -416,7 +417,7 @@ class JudgeClient:
         return text
 
 
-def _cut_before_reply(body: dict[str, Any], text: str | None, params: dict[str, Any],
+def cut_before_reply(body: dict[str, Any], text: str | None, params: dict[str, Any],
                       sent: dict[str, Any]) -> str | None:
     """Why a reply is empty when the model stopped at its token limit before writing anything
     (None: it did not). Reasoning models spend their reasoning tokens within the limit, so a

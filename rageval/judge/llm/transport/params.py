@@ -87,6 +87,8 @@ def refused_param(status: int, body: object, message: str) -> str | None:
     words = error.get("message") if isinstance(error.get("message"), str) else message
     named = _named(words)
     if isinstance(param, str) and param:
+        if "[" in param:  # "messages[0].role": the messages, not a request parameter
+            return None
         param = param.rsplit(".", 1)[-1]  # "body.reasoning_effort" in some validators
         if code in _CODES or named == param:
             return param
@@ -134,8 +136,8 @@ def unadaptable(param: str) -> str:
         return ("this model gives no log-probabilities: it cannot score with --judge-logprobs "
                 "(drop the flag to use the replies' scores)")
     if param == "reasoning_effort":
-        return ("this model takes no reasoning effort: leave --judge-reasoning-effort out "
-                "(reasoning_effort under [judge])")
+        return ("this model does not take this reasoning effort: choose another "
+                "--judge-reasoning-effort, or leave it out (reasoning_effort under [judge])")
     if param in RENAMED.values():
         return "it takes neither max_tokens nor max_completion_tokens: leave --judge-max-tokens out"
     return f"it does not take {param!r}: leave it out of --judge-extra"

@@ -255,6 +255,19 @@ def test_a_batch_file_for_an_offline_runner_and_its_output_imported(tmp_path: Pa
     # Without --batch-input the output is recognised and refused with what to give.
     assert main(["cache", "import", str(output), "--cache", str(tmp_path / "c.sqlite")],
                 stdout=io.StringIO()) == 2
+    # An output line that is no chat reply counts as a line without one; an output that
+    # cannot be read is named (exit 2), never a traceback.
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({"custom_id": lines[0]["custom_id"], "response": {
+        "status_code": 200, "body": {"choices": ["x"]}}}) + "\n")
+    out = io.StringIO()
+    assert main(["cache", "import", str(odd), "--batch-input", str(batch_file),
+                 "--cache", str(tmp_path / "c.sqlite")], stdout=out) == 0
+    assert "1 lines without a reply" in out.getvalue()
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"custom_id": "\xe9", "response": {}}\n')
+    for bad in ("latin1.jsonl", "missing.jsonl"):
+        assert main(["cache", "import", str(tmp_path / bad), "--batch-input", str(batch_file),
+                     "--cache", str(tmp_path / "c.sqlite")], stdout=io.StringIO()) == 2
 
 
 def test_claim_level_steps_go_by_batch_and_score_as_online(tmp_path: Path) -> None:
@@ -328,3 +341,94 @@ def test_the_cost_cap_counts_batch_requests_at_the_batch_price() -> None:
     assert admitted(online) == 1  # $1 a request
     assert admitted(replace(online, batch=True)) == 2  # $0.50 a request
     assert admitted(replace(online, batch=True, batch_discount=0.25)) == 4
+
+
+def test_a_batch_round_settles_the_cost_estimates_of_the_caps(tmp_path: Path) -> None:
+    from rageval.judge.llm.session import JudgeSession
+
+    records = fact_records(tmp_path, 3)
+    with BatchServer() as server:
+        judge = batch_judge(server, tmp_path / "b.sqlite", max_cost=100.0,
+                            session=JudgeSession())
+        evaluate(records, METRICS, bootstrap=1, judge=judge)
+    budget = judge.budget
+    assert budget is not None and budget.sent == 6 and budget.spent > 0
+    assert budget._estimated == 0  # what the replies cost replaced what was estimated
+
+
+def test_a_reply_cut_at_its_token_limit_by_batch_fails_and_is_not_cached(
+        tmp_path: Path) -> None:
+    records = fact_records(tmp_path, 2)
+    with BatchServer() as server:
+        server.judge.reasoning = True
+        server.judge.reasoning_tokens = 300  # more than the limit: nothing is left to reply
+        results = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(
+            server, tmp_path / "b.sqlite", max_tokens=200, temperature=1.0))
+    reasons = {e for r in results.records for e in r.errors.values()}
+    assert len(reasons) == 1
+    assert "reached its token limit (max_completion_tokens=200)" in reasons.pop()
+    assert not scores(results)
+    assert not (tmp_path / "b.sqlite").exists() or not len(JudgeCache(tmp_path / "b.sqlite"))
+
+
+def test_a_refusal_that_cannot_be_adapted_stops_a_batch_run(tmp_path: Path) -> None:
+    from judge_server import openai_refusal
+
+    from rageval.judge.llm.transport.requests import JudgeError
+
+    records = fact_records(tmp_path, 4)
+    with BatchServer() as server:
+        server.judge.param_refusals = {"reasoning_effort": (400, openai_refusal(
+            "reasoning_effort"))}
+        with pytest.raises(JudgeError, match="reasoning_effort"):
+            evaluate(records, METRICS, bootstrap=1, window=2, judge=batch_judge(
+                server, tmp_path / "b.sqlite", reasoning_effort="low"))
+        assert server.created == 1  # not one refused batch per window
+
+
+def test_a_recorded_batch_the_provider_does_not_know_is_forgotten_and_sent_again(
+        tmp_path: Path) -> None:
+    from rageval.judge.llm.batch.state import BatchState, Recorded
+    from rageval.judge.llm.transport.endpoint import Endpoint
+
+    records, cache = fact_records(tmp_path, 2), tmp_path / "b.sqlite"
+    lines = tmp_path / "lines.jsonl"
+    with BatchServer() as server:
+        # The run's custom_ids, as a batch file for an offline runner holds them.
+        evaluate(records, METRICS, bootstrap=1,
+                 judge=batch_judge(server, cache, batch_file=str(lines)))
+        ids = tuple(json.loads(line)["custom_id"] for line in lines.read_text().splitlines())
+        state = BatchState(state_path(str(cache)))
+        state.add(Recorded("file-gone", "batch_gone", Endpoint.of(server.base_url).public,
+                           "judge-model", "json_schema", ids))
+        results = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(server, cache))
+        assert server.created == 1  # the batch sent anew
+    assert len(scores(results)) == 4
+    assert not state_path(str(cache)).exists()
+
+
+@pytest.mark.parametrize("killed_in", ["create", "record"])
+def test_a_run_killed_around_creating_its_batch_pays_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, killed_in: str) -> None:
+    """Killed after the upload, before the batch is created ("create") or before its id is
+    recorded ("record"): the rerun finds the batch by its file, or creates it from the file."""
+    from rageval.judge.llm.batch.provider import BatchProvider
+    from rageval.judge.llm.batch.state import BatchState
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    records, cache = fact_records(tmp_path, 2), tmp_path / "b.sqlite"
+    with BatchServer() as server, monkeypatch.context() as patch:
+        if killed_in == "create":
+            patch.setattr(BatchProvider, "create", killed)
+        else:  # the batch is created; the kill comes as its id is recorded
+            patch.setattr(BatchState, "update", killed)
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(records, METRICS, bootstrap=1, judge=batch_judge(server, cache))
+        patch.undo()
+        assert server.uploads == 1 and server.created == (killed_in == "record")
+        assert [r.id for r in BatchState(state_path(str(cache))).load()] == [""]
+        results = evaluate(records, METRICS, bootstrap=1, judge=batch_judge(server, cache))
+        assert (server.uploads, server.created, server.chats) == (1, 1, 0)
+    assert len(scores(results)) == 4

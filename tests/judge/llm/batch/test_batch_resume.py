@@ -1,7 +1,7 @@
 """A batch paid for is a batch kept: a ``rageval score --judge-batch`` killed while its batch
 is pending, run again, attaches to the batch recorded beside the cache (no second upload, no
-second batch); ``--judge-batch-cancel`` cancels the recorded batches and forgets them, and
-leaves those of another judge alone."""
+second batch); ``--judge-batch-cancel`` cancels the recorded batches and leaves those of
+another judge alone, and the next run stores what they answered and sends the rest again."""
 
 from __future__ import annotations
 
@@ -84,18 +84,59 @@ def test_a_run_killed_while_its_batch_is_pending_attaches_to_it_when_run_again(
 
 
 @pytest.mark.slow
-def test_cancel_cancels_the_recorded_batches_and_forgets_them(tmp_path: Path) -> None:
+def test_cancel_cancels_the_recorded_batches_and_the_next_run_sends_the_rest_again(
+        tmp_path: Path) -> None:
     records, cache = _records(tmp_path / "r.jsonl", 3), tmp_path / "c.sqlite"
     with BatchServer() as server:
         _killed_while_pending(records, server, cache)
         state = BatchState(state_path(str(cache)))
-        other = Recorded("batch_other", "file-x", "http://elsewhere/v1", "judge-model",
-                         "json_schema", ["0" * 64])
+        other = Recorded("file-x", "batch_other", "http://elsewhere/v1", "judge-model",
+                         "json_schema", ("0" * 64,))
         state.add(other)
         out = io.StringIO()
         assert main(_argv(records, server, cache, "--judge-batch-cancel"), stdout=out) == 0
         mine = [b for b in server.batches if b != "batch_other"]
         assert server.cancelled == mine
         assert f"batch {mine[0]}: cancelled" in out.getvalue()
-        assert [r.id for r in state.load()] == ["batch_other"]  # another endpoint's: kept
+        assert {r.id for r in state.load()} == {mine[0], "batch_other"}  # kept for a rerun
         assert server.created == 1 and not cache.exists()
+        # Run again: the cancelled batch answered nothing; its requests go in a new batch.
+        server.release()
+        assert main(_argv(records, server, cache, "--out", str(tmp_path / "run")),
+                    stdout=io.StringIO()) == 0
+        assert (server.created, server.chats) == (2, 0)
+    lines = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+    assert all(len(json.loads(line)["scores"]) == 2 for line in lines) and len(lines) == 3
+    assert [r.id for r in state.load()] == ["batch_other"]  # another endpoint's: left alone
+
+
+def test_cancel_is_refused_with_a_dry_run_or_offline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records, cache = _records(tmp_path / "r.jsonl", 1), tmp_path / "c.sqlite"
+    with BatchServer() as server:
+        for more in (["--dry-run"], ["--offline"]):
+            assert main(_argv(records, server, cache, "--judge-batch-cancel", *more),
+                        stdout=io.StringIO()) == 2
+            assert "cannot be used with --offline" in capsys.readouterr().err
+        assert server.cancelled == [] and server.uploads == 0
+
+
+@pytest.mark.slow
+def test_a_rerun_asking_for_fewer_requests_keeps_the_rest_of_the_batch_for_later(
+        tmp_path: Path) -> None:
+    records, cache = _records(tmp_path / "r.jsonl", 3), tmp_path / "c.sqlite"
+    with BatchServer() as server:
+        _killed_while_pending(records, server, cache)  # both rubrics' requests in one batch
+        server.release()
+        one = _argv(records, server, cache)
+        at = one.index("judge:correctness")
+        del one[at - 1:at + 1]  # faithfulness alone
+        assert main(one, stdout=io.StringIO()) == 0
+        recorded = BatchState(state_path(str(cache))).load()
+        assert len(recorded) == 1 and len(recorded[0].custom_ids) == 3  # correctness's, paid
+        assert main(_argv(records, server, cache, "--out", str(tmp_path / "run")),
+                    stdout=io.StringIO()) == 0
+        assert (server.uploads, server.created, server.chats) == (1, 1, 0)
+    lines = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+    assert all(len(json.loads(line)["scores"]) == 2 for line in lines)
+    assert not state_path(str(cache)).exists()

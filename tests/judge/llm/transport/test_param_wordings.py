@@ -67,19 +67,26 @@ WORDINGS: dict[str, tuple[str, int, Any]] = {
 # name -> (the parameter refused, the status, the error body, what the error must say)
 UNADAPTABLE: dict[str, tuple[str, int, Any, str]] = {
     "openai-reasoning_effort": ("reasoning_effort", 400, openai_refusal("reasoning_effort"),
-                                "leave --judge-reasoning-effort out"),
+                                "choose another --judge-reasoning-effort, or leave it out"),
     "azure-unrecognized-argument": (
         "reasoning_effort", 400, {"error": {
             "message": "Unrecognized request argument supplied: reasoning_effort",
             "type": "invalid_request_error", "param": None, "code": None}},
-        "leave --judge-reasoning-effort out"),
+        "choose another --judge-reasoning-effort, or leave it out"),
     "openai-unknown-parameter": (
         "reasoning_effort", 400, {"error": {
             "message": "Unknown parameter: 'reasoning_effort'.", "type":
             "invalid_request_error", "param": "reasoning_effort", "code": "unknown_parameter"}},
-        "leave --judge-reasoning-effort out"),
+        "choose another --judge-reasoning-effort, or leave it out"),
     "litellm-parameters": ("reasoning_effort", 400, _litellm(_LITELLM_PARAMS),
-                           "leave --judge-reasoning-effort out"),
+                           "choose another --judge-reasoning-effort, or leave it out"),
+    "openai-reasoning_effort-value": (
+        "reasoning_effort", 400, {"error": {
+            "message": "Unsupported value: 'reasoning_effort' does not support 'minimal' with "
+                       "this model. Supported values are: 'low', 'medium', and 'high'.",
+            "type": "invalid_request_error", "param": "reasoning_effort",
+            "code": "unsupported_value"}},
+        "choose another --judge-reasoning-effort, or leave it out"),
     "openai-logprobs": ("logprobs", 400, openai_refusal("logprobs"),
                         "cannot score with --judge-logprobs"),
     "openai-extra-field": ("top_p", 400, openai_refusal("top_p", 0.5),
@@ -144,7 +151,10 @@ def test_a_refusal_that_cannot_be_adapted_stops_the_run_saying_why(server: Judge
                "param": "temperature", "code": "decimal_above_max_value"}},
     {"error": {"message": "Invalid value for 'messages'.", "type": "invalid_request_error",
                "param": "messages", "code": None}},
-], ids=["invalid-temperature", "invalid-messages"])
+    {"error": {"message": "Unsupported value: 'messages[0].role' does not support 'system' "
+               "with this model.", "type": "invalid_request_error",
+               "param": "messages[0].role", "code": "unsupported_value"}},
+], ids=["invalid-temperature", "invalid-messages", "unsupported-message-role"])
 def test_any_other_400_stays_a_permanent_error(server: JudgeServer, body: Any) -> None:
     assert refused_param(400, body, body["error"]["message"]) is None
     server.param_refusals = {"temperature": (400, body)}
