@@ -73,7 +73,8 @@ class _Bars:
                  f"{sum(p.tokens for p in latest):,} tokens"
                  + (f" ({replayed:,} replayed)" if replayed else "")]
         parts.extend(_provider_tokens(sum(p.cached_prompt_tokens for p in latest),
-                                      sum(p.reasoning_tokens for p in latest)))
+                                      sum(p.reasoning_tokens for p in latest),
+                                      sum(p.prompt_tokens for p in latest)))
         costs = [p.cost_usd for p in latest if p.cost_usd is not None]
         if costs:
             parts.append(f"${sum(costs):,.4f}")
@@ -154,8 +155,6 @@ def _judge_account(manifest: Mapping[str, Any]) -> str:
         parts.append(f"{sum(b['replies'] for b in batched):,} by batch at "
                      f"{batched[0]['discount']:.0%} of the prices")
     return ", ".join(parts)
-
-
 
 
 def _provider_tokens(cached: int, reasoning: int, prompt: int = 0) -> list[str]:

@@ -51,6 +51,7 @@ class JudgeProgress:
     # (provider prompt caching, not rageval's cache) and reasoning tokens (part of the
     # completion tokens), as far as the endpoint reports them.
     cached_prompt_tokens: int = 0
+    prompt_tokens: int = 0  # of the replies received, what the share above is of
     reasoning_tokens: int = 0
     account: int = 0  # tells accounts apart (its value means nothing else)
     note: str = ""  # how a pending batch stands (--judge-batch): status, counts, time

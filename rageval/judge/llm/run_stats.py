@@ -130,4 +130,5 @@ class RunStats:
             cached_tokens=self.cached_usage.get("total_tokens", 0),
             cost_usd=self.spent_usd(judge), account=self.account, note=note,
             cached_prompt_tokens=self.usage.get("cached_prompt_tokens", 0),
+            prompt_tokens=self.usage.get("prompt_tokens", 0),
             reasoning_tokens=self.usage.get("reasoning_tokens", 0)))

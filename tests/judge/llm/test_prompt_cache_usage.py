@@ -195,6 +195,7 @@ def test_final_line_and_judge_bar_show_the_prompt_cache_and_reasoning() -> None:
     bar = Bar()
     bars = _Bars(bar)  # type: ignore[arg-type]
     bars.judge(JudgeProgress(4, 4, 0, 4_400, cached_prompt_tokens=3_072, reasoning_tokens=128,
-                             account=1))
+                             prompt_tokens=4_000, account=1))
     assert bar.fields["extra"] == ("0 cache hits · 0 failed · 4,400 tokens · 3,072 tokens "
-                                   "from the prompt cache · 128 reasoning")
+                                   "from the prompt cache (77% of prompt tokens) · 128 "
+                                   "reasoning")
