@@ -162,13 +162,23 @@ _RULE_NEEDS: tuple[Callable[[str, frozenset[str]], bool], ...] = (
 )
 
 
+# Pieces of the trigger words, each word holding one: a text none of them is part of (most
+# texts) holds no trigger word, which a look for each piece tells far more cheaply than the
+# text's words (its tokens are only read when a piece is there).
+_TRIGGER_PIECES = ("ignore", "disregard", "forget", "override", "bypass", "score", "rating",
+                   "grade", "mark", "point", "rate", "judge", "evaluator", "assessor",
+                   "reviewer", "reasoning", "verdict", "system", "developer")
+
+
 @functools.lru_cache(maxsize=4096)
 def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
-    words = _word_set(text)
     low = text.lower()
+    if "<" not in text and "inst]" not in low and not _any_in(_TRIGGER_PIECES, low):
+        return None
+    words = _word_set(text)
     if "<" not in text and "inst]" not in low and _TRIGGER_WORDS.isdisjoint(words):
         return None
     plain = text.isascii()
@@ -192,8 +202,15 @@ def reasoning_copied(reasoning: str | None,
                                        and _VERDICT.intersection(words)):
         return None
     grams, counts = _runs(words)
+    graded, verdicts = _named(words)
     for name, values in texts.items():
         for text in values:
+            # The copied words must name a graded thing and a verdict of the reasoning's: a
+            # text of which neither is even a part cannot qualify (a look for a few words,
+            # far cheaper than reading the text's words).
+            low = text.lower()
+            if not (_any_in(graded, low) and _any_in(verdicts, low)):
+                continue
             # Copied words are words of the text: a text holding fewer than half of the
             # reasoning's cannot qualify, and most texts are ruled out so, far more cheaply
             # than by looking for runs.
@@ -235,6 +252,22 @@ def _runs(words: tuple[str, ...]) -> tuple[dict[tuple[str, ...], int], dict[str,
     for word in words:
         counts[word] = counts.get(word, 0) + 1
     return grams, counts
+
+
+@functools.lru_cache(maxsize=256)
+def _named(words: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words of a reasoning naming a graded thing, and those naming a verdict."""
+    return tuple(sorted(_GRADED.intersection(words))), tuple(sorted(_VERDICT.intersection(words)))
+
+
+def _any_in(pieces: tuple[str, ...], text: str) -> bool:
+    """Whether one of ``pieces`` is part of ``text``."""
+    # A loop, not any() over a generator: this runs for every judged text, and the
+    # generator costs more than the looks.
+    for piece in pieces:  # noqa: SIM110
+        if piece in text:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=2048)

@@ -15,7 +15,8 @@ _PIECES = sorted(
     | t._VERDICT_KEYS | t._TRIGGER_WORDS | t._GRADED | t._VERDICT
     | {"the", "this", "my", "a", "as", "of", "to", "you", "are", "an", "ai", "llm", "dear",
        "note", "message", "possible", "with", "5", "10", "five", "full marks", "Score", "JUDGE",
-       "System", "IGNORE", "scoreboard", "systemic"}
+       "System", "IGNORE", "scoreboard", "systemic", "accurate", "markets", "pointless",
+       "ungraded", "answered", "Incorrectly", "misjudged"}
     | {"<", ">", "</answer>", "<|im_start|>", "[INST]", "[/inst]", "<<SYS>>", "<slot-a1b2c3d4>",
        '"', "'", ":", "=", "\n", "\n# ", "-", ".", ",", "café", "naïve"}
     # and phrases each rule flags
@@ -54,6 +55,12 @@ def _copied(reasoning: str, texts: dict[str, list[str]]) -> str | None:
                 return f"{len(covered)} of {len(words)} words of the reasoning are copied " \
                        f"from the {name}"
     return None
+
+
+def test_every_trigger_word_holds_a_piece_looked_for() -> None:
+    """A text holding no trigger piece skips the rules: exact only while each trigger word
+    holds one."""
+    assert [w for w in t._TRIGGER_WORDS if not any(p in w for p in t._TRIGGER_PIECES)] == []
 
 
 @settings(max_examples=3000, deadline=None)
