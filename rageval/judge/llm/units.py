@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rageval.judge.llm.cache.entries import keys_and_request_id
+from rageval.judge.llm.cache.entries import keys_and_request_id_of
 from rageval.judge.llm.transport.formats import ReplySchema
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: in
               own_schema: bool = False) -> Unit:
     """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
     whatever schema ``gather`` is given)."""
-    keys, request_id = keys_and_request_id(judge.model or "", messages, judge.params(sample),
-                                           schema.encoded_wires(judge.ladder), sample)
+    parts = schema.key_parts(judge.model or "", judge.ladder, judge.params(sample), sample)
+    keys, request_id = keys_and_request_id_of(messages, parts)
     return Unit(record, context, sample, messages, keys, order,
                 schema if own_schema else None, request_id)
 
