@@ -8,7 +8,7 @@ or the provider's batch API (:mod:`rageval.judge.llm.batch`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval.judge.llm.cache.entries import keys_and_request_id_of
@@ -41,10 +41,19 @@ class Unit:
     # claim checks: their schema names each claim of the request).
     schema: ReplySchema | None = None
     request_id: str | None = None
+    # The first of ``keys``, kept (it names the request wherever the run reads its reply).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return next(iter(self.keys.values()))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", next(iter(self.keys.values())))
+
+    def at(self, record: int) -> Unit:
+        """This request as record ``record`` of another list of records (a batch of the
+        scope it was made for); faster than :func:`dataclasses.replace`."""
+        if record == self.record:
+            return self
+        return Unit(record, self.context, self.sample, self.messages, self.keys, self.order,
+                    self.schema, self.request_id)
 
     def lookup(self) -> tuple[str | None, tuple[str, ...]]:
         """The request as the cache looks it up (its id, its keys in the ladder's order)."""

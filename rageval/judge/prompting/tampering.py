@@ -170,7 +170,9 @@ _TRIGGER_PIECES = ("ignore", "disregard", "forget", "override", "bypass", "score
                    "reviewer", "reasoning", "verdict", "system", "developer")
 
 
-@functools.lru_cache(maxsize=4096)
+# Room for the texts of a few thousand records: the rubrics of a run score a batch of records
+# one after the other, and a text shown to several (the answer) is read by the first alone.
+@functools.lru_cache(maxsize=16384)
 def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an

@@ -395,8 +395,8 @@ class SharedReplies:
     def share(self, name: str, records: Sequence[Record]) -> BatchReplies:
         """The share of metric ``name`` for ``records`` (a batch of the scope)."""
         by_record = self.units[name]
-        return BatchReplies([u if u.record == i else replace(u, record=i)
-                             for i, record in enumerate(records) for u in by_record[id(record)]],
+        return BatchReplies([u.at(i) for i, record in enumerate(records)
+                             for u in by_record[id(record)]],
                             self.replies)
 
 
