@@ -242,7 +242,20 @@ def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
 @functools.lru_cache(maxsize=1024)
 def _words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lowercased (read once however many replies a text meets)."""
-    return tuple(_WORD.findall(text.lower()))
+    return tuple(_word_list(text))
+
+
+# An ASCII text's words are its runs of letters, digits and "_" (what \w matches there): every
+# other byte made a space, a split finds them several times faster than the regex.
+_ASCII_GAPS = bytes(c if (chr(c).isalnum() and c < 128) or c == ord("_") else ord(" ")
+                    for c in range(256))
+
+
+def _word_list(text: str) -> list[str]:
+    """``_WORD.findall(text.lower())``: the words of ``text``, lowercased, in order."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_GAPS).decode("ascii").lower().split()
+    return _WORD.findall(text.lower())
 
 
 @functools.lru_cache(maxsize=256)
@@ -276,7 +289,7 @@ def _any_in(pieces: tuple[str, ...], text: str) -> bool:
 def _word_set(text: str) -> frozenset[str]:
     """The distinct words of ``text``, lowercased (what both rules read of most texts: read
     once however many replies a text meets)."""
-    return frozenset(_WORD.findall(text.lower()))
+    return frozenset(_word_list(text))
 
 
 def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],

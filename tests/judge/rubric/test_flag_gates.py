@@ -78,3 +78,13 @@ def test_copied_reasoning_is_flagged_as_the_rule_flags_it(reasoning: str, texts:
     reasoning = " ".join([*source[start:start + length], reasoning])
     flag = t.reasoning_copied(reasoning, {"answer": texts})
     assert (None if flag is None else flag.why) == _copied(reasoning, {"answer": texts})
+
+
+_ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_ASCII | _TEXTS)
+def test_a_texts_words_are_the_regex_words(text: str) -> None:
+    """The split of an ASCII text finds the words the regex finds (others take the regex)."""
+    assert t._word_list(text) == t._WORD.findall(text.lower())
