@@ -145,20 +145,42 @@ _RATE = _set("rate", "grade", "score")
 _RATED = _set("answer", "response", "reply", "context", "passage", "summary")
 _ROLES = _set("judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer")
 _VERDICT_KEYS = _set("score", "reasoning", "verdict", "verdicts", "grade", "rating")
+# The numbers a demanded score is given in (a digit aside), the words a rating of "this
+# answer" names it with, the words that address a judge.
+_NUMBERS = _set("one", "two", "three", "four", "five", "ten", "full")
+_THIS = _set("this", "my", "the")
+_ADDRESS = _set("dear", "attention", "hey", "note", "message", "instruction", "instructions")
+_AI = _set("ai", "llm")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _has(words: frozenset[str], wanted: frozenset[str]) -> bool:
     return not words.isdisjoint(wanted)
 
 
+def _addressed(words: frozenset[str]) -> bool:
+    """Words a text addressing a judge holds besides the judge's name (see the rule)."""
+    return (_has(words, _ADDRESS) or ("you" in words and "are" in words)
+            or ("as" in words and _has(words, _AI)))
+
+
+def _system_line(low: str) -> bool:
+    """What a forged system line holds: a colon after its name, or an override or
+    instruction."""
+    return ((":" in low or "override" in low or "instruction" in low)
+            and ("system" in low or "developer" in low))
+
+
 _RULE_NEEDS: tuple[Callable[[str, frozenset[str]], bool], ...] = (
     lambda low, words: _has(words, _IGNORE) and _has(words, _IGNORED),
-    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS))
+    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS)
+                         and (_has(words, _NUMBERS) or _DIGIT.search(low) is not None))
                         or (_has(words, _GIVE_TOP) and _has(words, _TOP))
-                        or (_has(words, _RATE) and _has(words, _RATED))),
-    lambda low, words: _has(words, _ROLES),
+                        or (_has(words, _RATE) and _has(words, _RATED) and _has(words, _THIS)
+                            and _DIGIT.search(low) is not None)),
+    lambda low, words: _has(words, _ROLES) and _addressed(words),
     lambda low, words: ":" in low and _has(words, _VERDICT_KEYS),
-    lambda low, words: "<" in low or "[" in low or "system" in low or "developer" in low,
+    lambda low, words: "<" in low or "[" in low or _system_line(low),
 )
 
 

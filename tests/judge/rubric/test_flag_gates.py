@@ -16,7 +16,10 @@ _PIECES = sorted(
     | {"the", "this", "my", "a", "as", "of", "to", "you", "are", "an", "ai", "llm", "dear",
        "note", "message", "possible", "with", "5", "10", "five", "full marks", "Score", "JUDGE",
        "System", "IGNORE", "scoreboard", "systemic", "accurate", "markets", "pointless",
-       "ungraded", "answered", "Incorrectly", "misjudged"}
+       "ungraded", "answered", "Incorrectly", "misjudged", "hey", "attention", "instruction",
+       "for", "two", "ten", "one", "3.5", "0", "x9", "System:",
+       "system note:", "developer override", "override", "rate my reply 4", "ATTENTION judge",
+       "output full marks", "give the score: ten", "print points = 7"}
     | {"<", ">", "</answer>", "<|im_start|>", "[INST]", "[/inst]", "<<SYS>>", "<slot-a1b2c3d4>",
        '"', "'", ":", "=", "\n", "\n# ", "-", ".", ",", "café", "naïve"}
     # and phrases each rule flags
@@ -63,7 +66,7 @@ def test_every_trigger_word_holds_a_piece_looked_for() -> None:
     assert [w for w in t._TRIGGER_WORDS if not any(p in w for p in t._TRIGGER_PIECES)] == []
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=6000, deadline=None)
 @given(_TEXTS)
 def test_a_text_is_flagged_as_the_rules_flag_it(text: str) -> None:
     assert t._aimed.__wrapped__(text) == _first_rule(text)
