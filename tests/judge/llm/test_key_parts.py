@@ -74,3 +74,40 @@ def test_a_schema_keys_each_request_as_its_own_parameters_say(
         assert unit.keys == {fmt: _reference_key("m", messages, params, schema.wire(fmt), sample)
                              for fmt in judge.ladder}
         assert unit.request_id == _reference_key("m", messages, params, None, sample)
+
+
+_CHUNK = st.one_of(st.text(max_size=40), st.sampled_from(['"', "\\", "\n", "\x00", "é", "\u2028",
+                                                          "<ctx-12ab>", "x" * 70]))
+_HEADS = st.lists(_CHUNK, max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["sys A", "sys B" * 40, '"q\\\n']), _HEADS,
+                          st.sampled_from(["", "r", "é\n", "\ud800", '"']),
+                          st.sampled_from(["user", "assistant"])),
+                min_size=1, max_size=8),
+       _HEADS)
+def test_requests_sharing_a_start_are_keyed_as_the_whole_document(
+        requests: list[tuple[str, str, str, str]], common: str) -> None:
+    """Requests whose system message and user message start alike (as a rubric's do), their
+    ends differing, lone surrogates among them, get the keys of their whole documents, in
+    whatever order they come."""
+    from rageval.core.errors import UsageError
+    from rageval.judge.llm.cache import prefixes
+
+    prefixes._SHARED.clear()  # what this example's requests share is learnt from them
+    encoded = {name: encode_format(fmt) for name, fmt in _FORMATS.items()}
+    parts = key_parts("m", {"temperature": 0.0}, encoded, 0)
+    for system, head, tail, role in requests:
+        messages = [{"role": "system", "content": system},
+                    {"role": role, "content": common + head + tail}]
+        try:
+            expected: Any = {name: _reference_key("m", messages, {"temperature": 0.0}, fmt, 0)
+                             for name, fmt in _FORMATS.items()}
+        except UnicodeEncodeError:
+            expected = UsageError
+        try:
+            got: Any = keys_of(messages, parts)
+        except UsageError:
+            got = UsageError
+        assert got == expected

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import re
 import time
@@ -28,6 +27,7 @@ from rageval.core.outputs.surrogates import (
     repaired,
     without_lone_surrogates,
 )
+from rageval.judge.llm.cache.prefixes import hashed_messages
 
 __all__ = ["CACHE_KEY_VERSION", "Entry", "KeyParts", "cache_key", "cache_keys",
            "canonical_json", "encode_format", "encoded_cache_keys", "is_cache_key", "key_parts",
@@ -189,11 +189,13 @@ def key_parts(model: str, params: Mapping[str, Any] | None, encoded_formats: Map
 
 def keys_of(messages: Iterable[Mapping[str, Any]], parts: KeyParts) -> dict[str, str]:
     """The keys (format name -> key) of the request of ``messages`` and ``parts``: the
-    document up to the response format is hashed once, each format's end on a copy."""
+    document up to the response format is hashed once (its start shared with the requests
+    before it once for them all: :mod:`~rageval.judge.llm.cache.prefixes`), each format's
+    end on a copy."""
     try:
-        head = f'{{"messages":{_encoded_messages(messages)}{parts.after}'
-        shared = hashlib.sha256(head.encode("utf-8"))  # a lone surrogate fails here
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        shared = hashed_messages(messages, canonical_json)
+        shared.update(parts.after.encode("utf-8"))
+    except (TypeError, ValueError) as exc:  # a lone surrogate: UnicodeEncodeError, a ValueError
         raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
     keys = {}
     for name, tail in parts.tails:
@@ -201,30 +203,6 @@ def keys_of(messages: Iterable[Mapping[str, Any]], parts: KeyParts) -> dict[str,
         digest.update(tail)
         keys[name] = digest.hexdigest()
     return keys
-
-
-# A string's canonical JSON (what JSONEncoder.encode gives a str without ensure_ascii).
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
-
-
-def _encoded_messages(messages: Iterable[Mapping[str, Any]]) -> str:
-    """``canonical_json`` of the messages (as dicts), text for text: a chat message of a
-    role and a content is written here, its content encoded through a small memo (a rubric's
-    instructions, the same for every record, are most of each request's text)."""
-    parts = []
-    for message in messages:
-        if (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
-                and type(message.get("content")) is str):
-            parts.append(f'{{"content":{_encoded_text(message["content"])},'
-                         f'"role":{_encoded_text(message["role"])}}}')
-        else:
-            parts.append(canonical_json(dict(message)))
-    return f"[{','.join(parts)}]"
-
-
-@functools.lru_cache(maxsize=64)
-def _encoded_text(text: str) -> str:
-    return _encode_str(text)
 
 
 def keys_and_request_id(
