@@ -108,3 +108,4 @@ def test_an_offline_judge_replay_imports_no_client_and_no_network_stack(tmp_path
     assert sorted(m for m in ("openai", "httpx", "urllib.request", "http.client", "ssl",
                               "rageval.judge.llm.transport.client",
                               "rageval.judge.pairwise.metric") if m in loaded) == []
+
