@@ -52,6 +52,8 @@ def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
     """The endpoint(s) and wire format(s) behind the replies (for details and signatures),
     and each parameter the model's default stood for: ``"temperature": "default"``, or
     ``["configured", "default"]`` when only some replies had it so."""
+    if len(replies) == 1:  # most items: one reply (what the loops below give it)
+        return _provenance_of_one(replies[0])
     out: dict[str, Any] = {}
     for name, values in (("endpoint", [r.endpoint for r in replies]),
                          ("response_format", [r.format for r in replies])):
@@ -65,22 +67,51 @@ def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
     return out
 
 
+def _provenance_of_one(reply: Sourced) -> dict[str, Any]:
+    """:func:`provenance` of a single reply."""
+    out: dict[str, Any] = {}
+    if reply.endpoint:
+        out["endpoint"] = reply.endpoint
+    if reply.format:
+        out["response_format"] = reply.format
+    if reply.defaults:
+        for name in DEFAULTED:
+            if name in reply.defaults:
+                out[name] = DEFAULT
+    return out
+
+
 def provenance_only(details: Sequence[dict[str, Any] | None] | None,
                     keys: tuple[str, ...]) -> list[dict[str, Any] | None] | None:
     """Of each record's details only ``keys`` (what a signature reads), one shared dict per
     distinct content: a long run keeps a pointer per record, not a dict."""
     if details is None:
         return None
-    shared: dict[str, dict[str, Any]] = {}
+    shared: dict[Any, dict[str, Any]] = {}
     out: list[dict[str, Any] | None] = []
     for detail in details:
         kept = {k: detail[k] for k in keys if k in detail} if detail else {}
         if not kept:
             out.append(None)
             continue
-        text = json.dumps(kept, sort_keys=True, default=str)
-        out.append(shared.setdefault(text, kept))
+        out.append(shared.setdefault(_content_key(kept), kept))
     return out
+
+
+def _content_key(kept: dict[str, Any]) -> Any:
+    """What tells contents apart in :func:`provenance_only`: the items themselves where every
+    value is a string or a list of strings (what a signature reads: endpoints, formats,
+    flags), else the canonical JSON (``1`` and ``True`` are different contents, equal in
+    Python)."""
+    items = []
+    for name, value in kept.items():
+        if type(value) is str:
+            items.append((name, value))
+        elif type(value) is list and all(type(v) is str for v in value):
+            items.append((name, tuple(value)))
+        else:
+            return json.dumps(kept, sort_keys=True, default=str)
+    return tuple(sorted(items))
 
 
 def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
