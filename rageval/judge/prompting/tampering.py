@@ -220,13 +220,14 @@ def reasoning_copied(reasoning: str | None,
     """A flag when ``reasoning`` is mostly copied from one judged text and the copied words
     name a graded thing and a verdict (see the module's rules), or None."""
     words = _words(reasoning or "")
+    if len(words) < COPIED_RUN:
+        return None
     # The copied words must name a graded thing and a verdict: a reasoning naming neither
     # cannot qualify, whatever the texts hold.
-    if len(words) < COPIED_RUN or not (_GRADED.intersection(words)
-                                       and _VERDICT.intersection(words)):
+    graded, verdicts = _named(words)
+    if not (graded and verdicts):
         return None
     grams, counts = _runs(words)
-    graded, verdicts = _named(words)
     for name, values in texts.items():
         for text in values:
             # The copied words must name a graded thing and a verdict of the reasoning's: a
