@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.judge.llm.cache.store import JudgeCache, NewReply, Stored
@@ -114,9 +114,12 @@ def _content_key(kept: dict[str, Any]) -> Any:
     return tuple(sorted(items))
 
 
-def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
+def uncached(judge: JudgeOptions, units: list[Unit],
+             found: dict[str, Stored] | None = None) -> list[Unit]:
     """The units whose reply the cache lacks in every format (all of them with ``refresh``).
-    Reads the cache only where it exists: nothing is created."""
+    Reads the cache only where it exists: nothing is created. ``found``: where the replies
+    found are put, by :attr:`Unit.key` (read in the same pass, for :func:`gather` to use
+    rather than read them again)."""
     if judge.refresh or not units:
         return list(units)
     if not os.path.exists(judge.cache_path):
@@ -124,23 +127,32 @@ def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
     cache = judge.open_cache()
     if cache is None:
         return list(units)
+    requests = [unit.lookup() for unit in units]
     with cache:
-        found = cache.find([unit.lookup() for unit in units], backfill=not judge.dry_run)
-    return [unit for unit, key in zip(units, found, strict=True) if key is None]
+        if found is None:
+            keys = cache.find(requests, backfill=not judge.dry_run)
+            return [unit for unit, key in zip(units, keys, strict=True) if key is None]
+        replies = cache.lookup(requests, backfill=not judge.dry_run)
+    for unit, reply in zip(units, replies, strict=True):
+        if reply is not None:
+            found[unit.key] = reply
+    return [unit for unit, reply in zip(units, replies, strict=True) if reply is None]
 
 
 def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema: ReplySchema,
-           stats: RunStats, meta: Callable[[Unit], dict[str, Any]]) -> dict[str, Reply]:
+           stats: RunStats, meta: Callable[[Unit], dict[str, Any]],
+           read: Mapping[str, Stored] | None = None) -> dict[str, Reply]:
     """A reply (or an error) for every unit, by :attr:`Unit.key`: from the cache, else from
-    the judge (``meta(unit)`` is stored beside each new reply)."""
+    the judge (``meta(unit)`` is stored beside each new reply). ``read``: replies already
+    read from the cache for this run, by key (:func:`uncached`'s ``found``): the cache is
+    read only for the others."""
     replies: dict[str, Reply] = {}
     pending: dict[str, Unit] = {}
     cache = judge.open_cache()
     try:
         found: list[Stored | None] = [None] * len(units)
         if cache is not None and not judge.refresh:
-            found = cache.lookup([unit.lookup() for unit in units],
-                                 backfill=not judge.dry_run)
+            found = _looked_up(judge, cache, units, read or {})
         for unit, hit in zip(units, found, strict=True):
             if unit.key in replies or unit.key in pending:
                 continue
@@ -186,6 +198,19 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             stats.endpoints[reply.endpoint or "?"] += 1
             stats.served[reply.served_model or "?"] += 1
     return replies
+
+
+def _looked_up(judge: JudgeOptions, cache: JudgeCache | SharedCache, units: list[Unit],
+               read: Mapping[str, Stored]) -> list[Stored | None]:
+    """Each unit's reply in the cache: from ``read`` where it is there, the others looked up
+    (in one pass)."""
+    found = [read.get(unit.key) for unit in units]
+    rest = [i for i, stored in enumerate(found) if stored is None]
+    if rest:
+        looked = cache.lookup([units[i].lookup() for i in rest], backfill=not judge.dry_run)
+        for i, stored in zip(rest, looked, strict=True):
+            found[i] = stored
+    return found
 
 
 def _kind(meta: dict[str, Any]) -> str:

@@ -46,6 +46,7 @@ from rageval.judge.rubric.stability import noise_samples, sample_stats, stabilit
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
+    from rageval.judge.llm.cache.store import Stored
 
 __all__ = ["BatchReplies", "JudgeMetric", "SharedReplies", "judge_fields"]
 
@@ -275,10 +276,14 @@ class JudgeMetric(Metric):
         units: dict[str, dict[int, list[Unit]]] = {}
         sent: list[Unit] = []
         owner: dict[str, JudgeMetric] = {}
+        read: dict[str, Stored] = {}  # replies the run's check read from the cache
         for metric in group:
-            rendered = rendered_units(metric, scope)  # by the run's check, if it did
-            if rendered is None:
+            handed = rendered_units(metric, scope)  # by the run's check, if it did
+            if handed is None:
                 rendered = [metric.units(r, i) for i, r in enumerate(scope)]
+            else:
+                rendered = handed.units
+                read.update(handed.found)
             by_record = {id(r): record_units for r, record_units in zip(scope, rendered,
                                                                          strict=True)}
             units[metric.share_name] = by_record
@@ -289,7 +294,8 @@ class JudgeMetric(Metric):
                     owner.setdefault(unit.key, metric)
                     sent.append(unit if unit.schema is not None else replace(unit, schema=schema))
         replies = gather(self.judge, sent, list(scope), self.reply_schema(),
-                         self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit))
+                         self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit),
+                         read)
         return SharedReplies(units, replies)
 
     def reply_meta(self, unit: Unit) -> dict[str, Any]:
