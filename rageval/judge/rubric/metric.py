@@ -97,14 +97,12 @@ class JudgeMetric(Metric):
         self.level = self.rubric.level
         # One schema for every request: it remembers its encodings for the cache keys.
         self._schema = reply_schema(self.rubric)
+        # The rubric's inputs a record must have (a turn's conversation is shown when there
+        # is one), read for every record.
+        self._required = tuple(name for name in self.rubric.inputs
+                               if name != "conversation" or self.rubric.level == "conversation")
         super().__init__(cutoff=cutoff, options=opts, name=f"judge:{target}",
-                         needs=(_INPUT_FIELD[name] for name in self._required()), **params)
-
-    def _required(self) -> list[str]:
-        """The rubric's inputs a record must have (a turn's conversation is shown when there
-        is one)."""
-        return [name for name in self.rubric.inputs
-                if name != "conversation" or self.rubric.level == "conversation"]
+                         needs=(_INPUT_FIELD[name] for name in self._required), **params)
 
     @property
     def judge(self) -> JudgeOptions:
@@ -182,7 +180,7 @@ class JudgeMetric(Metric):
 
     def missing_input(self, record: Record) -> str | None:
         """Why ``record`` cannot be shown to the judge under this rubric, or None."""
-        for name in self._required():
+        for name in self._required:
             field_name = _INPUT_FIELD[name]
             if name == "conversation" and (record.conversation is None or record.turn != 0):
                 return "not a conversation (a conversation-level rubric grades whole ones)"
