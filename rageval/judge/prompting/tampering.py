@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,7 +216,7 @@ def _aimed(text: str) -> str | None:
 
 
 def reasoning_copied(reasoning: str | None,
-                     texts: Mapping[str, Iterable[str]]) -> Flag | None:
+                     texts: Mapping[str, Sequence[str]]) -> Flag | None:
     """A flag when ``reasoning`` is mostly copied from one judged text and the copied words
     name a graded thing and a verdict (see the module's rules), or None."""
     words = _words(reasoning or "")
@@ -226,6 +226,11 @@ def reasoning_copied(reasoning: str | None,
     # cannot qualify, whatever the texts hold.
     graded, verdicts = _named(words)
     if not (graded and verdicts):
+        return None
+    # Nor can texts none of which holds such words even as parts, all looked at at once (a
+    # piece found in the joined texts lies in one of them: none holds the separator).
+    joined = "\x00".join([text for values in texts.values() for text in values]).lower()
+    if not (_any_in(graded, joined) and _any_in(verdicts, joined)):
         return None
     grams, counts = _runs(words)
     for name, values in texts.items():
