@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.llm.options import JudgeOptions
 
-__all__ = ["Reply", "Unit", "make_unit", "reply_meta"]
+__all__ = ["Reply", "Unit", "make_unit", "new_unit", "reply_meta"]
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,25 @@ class Unit:
         scope it was made for); faster than :func:`dataclasses.replace`."""
         if record == self.record:
             return self
-        return Unit(record, self.context, self.sample, self.messages, self.keys, self.order,
-                    self.schema, self.request_id)
+        return new_unit(record, self.context, self.sample, self.messages, self.keys,
+                        self.order, self.schema, self.request_id)
 
     def lookup(self) -> tuple[str | None, tuple[str, ...]]:
         """The request as the cache looks it up (its id, its keys in the ladder's order)."""
         return self.request_id, tuple(self.keys.values())
+
+
+def new_unit(record: int, context: int | None, sample: int, messages: list[dict[str, str]],
+             keys: dict[str, str], order: int = 0, schema: ReplySchema | None = None,
+             request_id: str | None = None) -> Unit:
+    """``Unit(record, context, ...)``, its fields set at once: a frozen dataclass's
+    ``__init__`` sets each through ``object.__setattr__``, most of the cost of a unit, and a
+    replay makes one or two per request."""
+    unit = object.__new__(Unit)
+    unit.__dict__.update(record=record, context=context, sample=sample, messages=messages,
+                         keys=keys, order=order, schema=schema, request_id=request_id,
+                         key=next(iter(keys.values())))
+    return unit
 
 
 def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
@@ -67,8 +80,8 @@ def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: in
     whatever schema ``gather`` is given)."""
     parts = schema.key_parts(judge.model or "", judge.ladder, judge.params(sample), sample)
     keys, request_id = keys_and_request_id_of(messages, parts)
-    return Unit(record, context, sample, messages, keys, order,
-                schema if own_schema else None, request_id)
+    return new_unit(record, context, sample, messages, keys, order,
+                    schema if own_schema else None, request_id)
 
 
 @dataclass
