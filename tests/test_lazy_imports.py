@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,41 @@ def test_each_builtin_name_is_registered_by_its_home_alone(home: str, tmp_path: 
 def test_unknown_names_still_get_hints_from_every_family() -> None:
     with pytest.raises(Exception, match=r"did you mean .rouge1."):
         registry.create("rogue1")
+
+
+def _filled_cache(path: Path, rubric: str) -> None:
+    """A judge cache holding a reply to every request of ``rubric`` on the demo records."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.records import iter_windows
+    from rageval.judge.llm.cache.store import JudgeCache
+    from rageval.judge.llm.options import JudgeOptions
+
+    judge = JudgeOptions(model="m", cache=str(path), offline=True)
+    metric: Any = registry.create(f"judge:{rubric}", ScoreOptions(judge=judge))
+    reply = json.dumps({"reasoning": "It follows the contexts.", "score": 4})
+    with JudgeCache(path) as cache:
+        for i, record in enumerate(next(iter_windows(str(DEMO), 10_000))):
+            cache.put_many([(unit.keys["json_schema"], {"model": "m"}, reply,
+                             {"total_tokens": 1}, {"record": record.id}, unit.request_id)
+                            for unit in metric.units(record, i)])
+
+
+def test_an_offline_judge_replay_imports_no_client_and_no_network_stack(tmp_path: Path) -> None:
+    """A replay reads the cache: no HTTP client, no SDK, no tokenizer requests, no pairwise
+    judge it was not asked for."""
+    cache = tmp_path / "judge.sqlite"
+    _filled_cache(cache, "faithfulness")
+    code = (
+        "from rageval.cli import main\n"
+        f"code = main(['score', {str(DEMO)!r}, '-m', 'judge:faithfulness', '--judge-model', 'm',"
+        f" '--cache', {str(cache)!r}, '--offline', '--out', {str(tmp_path / 'out')!r},"
+        " '--no-progress'])\n"
+        "assert code == 0, code\n"
+    )
+    loaded = _modules_after(code, tmp_path)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["manifest"]["judge"]["cache"]["hits"] > 0
+    assert sorted(m for m in ("openai", "httpx", "urllib.request", "http.client", "ssl",
+                              "rageval.judge.llm.transport.client",
+                              "rageval.judge.pairwise.metric") if m in loaded) == []
+

@@ -14,9 +14,11 @@ usage); ``main`` returns the code so tests run it in-process.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -252,7 +254,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         if extra:
             raise UsageError(_unrecognized(args.command, extra))
         masker = run_masker(args)
-        return _dispatch(args, masked(out, masker))
+        with fewer_collections():
+            return _dispatch(args, masked(out, masker))
     except RagevalError as err:
         # An error may quote what a server or a file said: masked, and made safe for a
         # terminal and a CI log line by line.
@@ -261,6 +264,26 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     except BrokenPipeError:
         # `rageval fuse ... | head` closes the pipe early; that is not an error.
         return 0
+
+
+# The cyclic garbage collector's first threshold while a command runs (Python's default is
+# 700 allocations). A run allocates millions of objects that live until it ends (records,
+# requests, replies), and the collector would examine each of them again and again: in a
+# judge replay of 8,000 records x 2 rubrics it took 8% of the CPU time. Garbage in cycles waits
+# a little longer for its collection (a few MiB at most); nothing a command computes changes.
+_FIRST_GENERATION = 50_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The collector's first threshold raised to :data:`_FIRST_GENERATION` while the block
+    runs, then put back (``main`` may run inside another program: a test, a notebook)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], _FIRST_GENERATION), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 # Options of `rageval score` that belong to the scoring of a run, not to reading it back.

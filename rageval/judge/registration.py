@@ -19,7 +19,7 @@ CLAIM_KINDS: tuple[str, ...] = ("claims", "nuggets", "citations")
 
 def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
     """The metric a ``judge:<target>`` name denotes."""
-    from rageval.judge.pairwise.metric import PAIRWISE, PairwiseMetric
+    from rageval.judge.pairwise.prompt import PAIRWISE
     from rageval.judge.rubric.metric import JudgeMetric
 
     target = name.base.split(":", 1)[1]
@@ -30,6 +30,8 @@ def judge_metric(name: MetricName, options: ScoreOptions) -> Metric:
         if panel:
             raise UsageError("judge:pairwise is judged by one judge: a panel (--judge SPEC) "
                              "grades rubrics")
+        from rageval.judge.pairwise.metric import PairwiseMetric
+
         return PairwiseMetric(options=options, **dict(name.params))
     if panel:
         from rageval.judge.panel.metric import PanelMetric

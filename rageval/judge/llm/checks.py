@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from rageval.core.errors import RagevalError
+from rageval.judge.llm.cache.store import Stored
 from rageval.judge.llm.config import first_reply_limit
 from rageval.judge.llm.costs.plan import batch_plan
 from rageval.judge.llm.misses import explain_misses
@@ -33,12 +34,14 @@ class OfflineCacheMiss(RagevalError):
     exit_code = 2
 
 
-def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]]) -> None:
+def check_cached(judge: JudgeOptions, wanted: dict[str, tuple[Unit, str, str]],
+                 found: dict[str, Stored] | None = None) -> None:
     """The replies a run wants (by key: the unit, its record id and what asks for it) are
     cached, or the run may ask for them: an offline run lacking any raises
     :class:`OfflineCacheMiss` listing how many and the first few; a run that has to ask needs
-    its API key (else :class:`~rageval.judge.llm.transport.client.JudgeError`)."""
-    lacking = uncached(judge, [unit for unit, _, _ in wanted.values()])
+    its API key (else :class:`~rageval.judge.llm.transport.client.JudgeError`). ``found``:
+    where the replies found are put (see :func:`~rageval.judge.llm.replies.uncached`)."""
+    lacking = uncached(judge, [unit for unit, _, _ in wanted.values()], found)
     if not lacking:
         return
     if not judge.offline:

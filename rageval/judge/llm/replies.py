@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rageval.judge.llm.cache.store import JudgeCache, NewReply, Stored
@@ -52,6 +52,8 @@ def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
     """The endpoint(s) and wire format(s) behind the replies (for details and signatures),
     and each parameter the model's default stood for: ``"temperature": "default"``, or
     ``["configured", "default"]`` when only some replies had it so."""
+    if len(replies) == 1:  # most items: one reply (what the loops below give it)
+        return _provenance_of_one(replies[0])
     out: dict[str, Any] = {}
     for name, values in (("endpoint", [r.endpoint for r in replies]),
                          ("response_format", [r.format for r in replies])):
@@ -65,27 +67,59 @@ def provenance(replies: Sequence[Sourced]) -> dict[str, Any]:
     return out
 
 
+def _provenance_of_one(reply: Sourced) -> dict[str, Any]:
+    """:func:`provenance` of a single reply."""
+    out: dict[str, Any] = {}
+    if reply.endpoint:
+        out["endpoint"] = reply.endpoint
+    if reply.format:
+        out["response_format"] = reply.format
+    if reply.defaults:
+        for name in DEFAULTED:
+            if name in reply.defaults:
+                out[name] = DEFAULT
+    return out
+
+
 def provenance_only(details: Sequence[dict[str, Any] | None] | None,
                     keys: tuple[str, ...]) -> list[dict[str, Any] | None] | None:
     """Of each record's details only ``keys`` (what a signature reads), one shared dict per
     distinct content: a long run keeps a pointer per record, not a dict."""
     if details is None:
         return None
-    shared: dict[str, dict[str, Any]] = {}
+    shared: dict[Any, dict[str, Any]] = {}
     out: list[dict[str, Any] | None] = []
     for detail in details:
         kept = {k: detail[k] for k in keys if k in detail} if detail else {}
         if not kept:
             out.append(None)
             continue
-        text = json.dumps(kept, sort_keys=True, default=str)
-        out.append(shared.setdefault(text, kept))
+        out.append(shared.setdefault(_content_key(kept), kept))
     return out
 
 
-def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
+def _content_key(kept: dict[str, Any]) -> Any:
+    """What tells contents apart in :func:`provenance_only`: the items themselves where every
+    value is a string or a list of strings (what a signature reads: endpoints, formats,
+    flags), else the canonical JSON (``1`` and ``True`` are different contents, equal in
+    Python)."""
+    items = []
+    for name, value in kept.items():
+        if type(value) is str:
+            items.append((name, value))
+        elif type(value) is list and all(type(v) is str for v in value):
+            items.append((name, tuple(value)))
+        else:
+            return json.dumps(kept, sort_keys=True, default=str)
+    return tuple(sorted(items))
+
+
+def uncached(judge: JudgeOptions, units: list[Unit],
+             found: dict[str, Stored] | None = None) -> list[Unit]:
     """The units whose reply the cache lacks in every format (all of them with ``refresh``).
-    Reads the cache only where it exists: nothing is created."""
+    Reads the cache only where it exists: nothing is created. ``found``: where the replies
+    found are put, by :attr:`Unit.key` (read in the same pass, for :func:`gather` to use
+    rather than read them again)."""
     if judge.refresh or not units:
         return list(units)
     if not os.path.exists(judge.cache_path):
@@ -93,23 +127,32 @@ def uncached(judge: JudgeOptions, units: list[Unit]) -> list[Unit]:
     cache = judge.open_cache()
     if cache is None:
         return list(units)
+    requests = [unit.lookup() for unit in units]
     with cache:
-        found = cache.find([unit.lookup() for unit in units], backfill=not judge.dry_run)
-    return [unit for unit, key in zip(units, found, strict=True) if key is None]
+        if found is None:
+            keys = cache.find(requests, backfill=not judge.dry_run)
+            return [unit for unit, key in zip(units, keys, strict=True) if key is None]
+        replies = cache.lookup(requests, backfill=not judge.dry_run)
+    for unit, reply in zip(units, replies, strict=True):
+        if reply is not None:
+            found[unit.key] = reply
+    return [unit for unit, reply in zip(units, replies, strict=True) if reply is None]
 
 
 def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema: ReplySchema,
-           stats: RunStats, meta: Callable[[Unit], dict[str, Any]]) -> dict[str, Reply]:
+           stats: RunStats, meta: Callable[[Unit], dict[str, Any]],
+           read: Mapping[str, Stored] | None = None) -> dict[str, Reply]:
     """A reply (or an error) for every unit, by :attr:`Unit.key`: from the cache, else from
-    the judge (``meta(unit)`` is stored beside each new reply)."""
+    the judge (``meta(unit)`` is stored beside each new reply). ``read``: replies already
+    read from the cache for this run, by key (:func:`uncached`'s ``found``): the cache is
+    read only for the others."""
     replies: dict[str, Reply] = {}
     pending: dict[str, Unit] = {}
     cache = judge.open_cache()
     try:
         found: list[Stored | None] = [None] * len(units)
         if cache is not None and not judge.refresh:
-            found = cache.lookup([unit.lookup() for unit in units],
-                                 backfill=not judge.dry_run)
+            found = _looked_up(judge, cache, units, read or {})
         for unit, hit in zip(units, found, strict=True):
             if unit.key in replies or unit.key in pending:
                 continue
@@ -159,6 +202,19 @@ def gather(judge: JudgeOptions, units: list[Unit], records: list[Record], schema
             stats.endpoints[reply.endpoint or "?"] += 1
             stats.served[reply.served_model or "?"] += 1
     return replies
+
+
+def _looked_up(judge: JudgeOptions, cache: JudgeCache | SharedCache, units: list[Unit],
+               read: Mapping[str, Stored]) -> list[Stored | None]:
+    """Each unit's reply in the cache: from ``read`` where it is there, the others looked up
+    (in one pass)."""
+    found = [read.get(unit.key) for unit in units]
+    rest = [i for i, stored in enumerate(found) if stored is None]
+    if rest:
+        looked = cache.lookup([units[i].lookup() for i in rest], backfill=not judge.dry_run)
+        for i, stored in zip(rest, looked, strict=True):
+            found[i] = stored
+    return found
 
 
 def _kind(meta: dict[str, Any]) -> str:

@@ -8,17 +8,17 @@ or the provider's batch API (:mod:`rageval.judge.llm.batch`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rageval.judge.llm.cache.entries import keys_and_request_id
+from rageval.judge.llm.cache.entries import keys_and_request_id_of
 from rageval.judge.llm.transport.formats import ReplySchema
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.llm.options import JudgeOptions
 
-__all__ = ["Reply", "Unit", "make_unit", "reply_meta"]
+__all__ = ["Reply", "Unit", "make_unit", "new_unit", "reply_meta"]
 
 
 @dataclass(frozen=True)
@@ -41,14 +41,36 @@ class Unit:
     # claim checks: their schema names each claim of the request).
     schema: ReplySchema | None = None
     request_id: str | None = None
+    # The first of ``keys``, kept (it names the request wherever the run reads its reply).
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return next(iter(self.keys.values()))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", next(iter(self.keys.values())))
+
+    def at(self, record: int) -> Unit:
+        """This request as record ``record`` of another list of records (a batch of the
+        scope it was made for); faster than :func:`dataclasses.replace`."""
+        if record == self.record:
+            return self
+        return new_unit(record, self.context, self.sample, self.messages, self.keys,
+                        self.order, self.schema, self.request_id)
 
     def lookup(self) -> tuple[str | None, tuple[str, ...]]:
         """The request as the cache looks it up (its id, its keys in the ladder's order)."""
         return self.request_id, tuple(self.keys.values())
+
+
+def new_unit(record: int, context: int | None, sample: int, messages: list[dict[str, str]],
+             keys: dict[str, str], order: int = 0, schema: ReplySchema | None = None,
+             request_id: str | None = None) -> Unit:
+    """``Unit(record, context, ...)``, its fields set at once: a frozen dataclass's
+    ``__init__`` sets each through ``object.__setattr__``, most of the cost of a unit, and a
+    replay makes one or two per request."""
+    unit = object.__new__(Unit)
+    unit.__dict__.update(record=record, context=context, sample=sample, messages=messages,
+                         keys=keys, order=order, schema=schema, request_id=request_id,
+                         key=next(iter(keys.values())))
+    return unit
 
 
 def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: int | None,
@@ -56,10 +78,10 @@ def make_unit(judge: JudgeOptions, schema: ReplySchema, record: int, context: in
               own_schema: bool = False) -> Unit:
     """A unit and its cache keys; ``own_schema`` keeps ``schema`` on the unit (sent with it
     whatever schema ``gather`` is given)."""
-    keys, request_id = keys_and_request_id(judge.model or "", messages, judge.params(sample),
-                                           schema.encoded_wires(judge.ladder), sample)
-    return Unit(record, context, sample, messages, keys, order,
-                schema if own_schema else None, request_id)
+    parts = schema.key_parts(judge.model or "", judge.ladder, judge.params(sample), sample)
+    keys, request_id = keys_and_request_id_of(messages, parts)
+    return new_unit(record, context, sample, messages, keys, order,
+                    schema if own_schema else None, request_id)
 
 
 @dataclass

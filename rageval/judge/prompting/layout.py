@@ -14,6 +14,7 @@ except the labels the template puts between the record's fields.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from rageval.judge.prompting.slots import PLACEHOLDER
@@ -38,6 +39,14 @@ def fixed_first(template: str, blocks: Mapping[str, str], reply: str, before: st
     ``before`` (record text shown ahead of the template's fields, if any) and the template's
     part with the record's fields, each ``{name}`` replaced by ``blocks[name]``; paragraphs
     joined by a blank line."""
-    head, rest = split_template(template)
-    fields = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rest)
+    head, pieces = _template_parts(template)
+    fields = "".join([blocks[piece] if i % 2 else piece for i, piece in enumerate(pieces)])
     return "\n\n".join(part for part in (head, reply, before, fields) if part)
+
+
+@functools.lru_cache(maxsize=256)
+def _template_parts(template: str) -> tuple[str, tuple[str, ...]]:
+    """``template``'s instructions, and its part with the record's fields cut at each
+    placeholder: text, name, text, ... (cut once per template, not once per request)."""
+    head, rest = split_template(template)
+    return head, tuple(PLACEHOLDER.split(rest))

@@ -44,13 +44,16 @@ def unescape(text: str) -> str:
 def slot_nonce(prompt_hash: str, texts: dict[str, list[str]]) -> str:
     """A nonce derived from the prompt file's hash and every slot's text (length-prefixed,
     unambiguous): deterministic, and not predictable by the texts it is derived from."""
-    digest = hashlib.sha256(prompt_hash.encode())
+    # The pieces are joined and hashed at once: the digest of their concatenation is the
+    # digest of feeding them one by one, for a fraction of the calls.
+    pieces = [prompt_hash.encode()]
     for name, values in texts.items():
+        name_part = name.encode()
+        name_length = len(name_part).to_bytes(8, "big")
         for value in values:
-            for part in (name.encode(), value.encode("utf-8", "surrogatepass")):
-                digest.update(len(part).to_bytes(8, "big"))
-                digest.update(part)
-    return digest.hexdigest()[:_NONCE_HEX]
+            part = value.encode("utf-8", "surrogatepass")
+            pieces += (name_length, name_part, len(part).to_bytes(8, "big"), part)
+    return hashlib.sha256(b"".join(pieces)).hexdigest()[:_NONCE_HEX]
 
 
 def slot(tag: str, nonce: str, text: str, attributes: str = "") -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,30 +145,64 @@ _RATE = _set("rate", "grade", "score")
 _RATED = _set("answer", "response", "reply", "context", "passage", "summary")
 _ROLES = _set("judge", "evaluator", "grader", "assessor", "rater", "reviewer", "scorer")
 _VERDICT_KEYS = _set("score", "reasoning", "verdict", "verdicts", "grade", "rating")
+# The numbers a demanded score is given in (a digit aside), the words a rating of "this
+# answer" names it with, the words that address a judge.
+_NUMBERS = _set("one", "two", "three", "four", "five", "ten", "full")
+_THIS = _set("this", "my", "the")
+_ADDRESS = _set("dear", "attention", "hey", "note", "message", "instruction", "instructions")
+_AI = _set("ai", "llm")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _has(words: frozenset[str], wanted: frozenset[str]) -> bool:
     return not words.isdisjoint(wanted)
 
 
+def _addressed(words: frozenset[str]) -> bool:
+    """Words a text addressing a judge holds besides the judge's name (see the rule)."""
+    return (_has(words, _ADDRESS) or ("you" in words and "are" in words)
+            or ("as" in words and _has(words, _AI)))
+
+
+def _system_line(low: str) -> bool:
+    """What a forged system line holds: a colon after its name, or an override or
+    instruction."""
+    return ((":" in low or "override" in low or "instruction" in low)
+            and ("system" in low or "developer" in low))
+
+
 _RULE_NEEDS: tuple[Callable[[str, frozenset[str]], bool], ...] = (
     lambda low, words: _has(words, _IGNORE) and _has(words, _IGNORED),
-    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS))
+    lambda low, words: ((_has(words, _GIVE) and _has(words, _SCORE_WORDS)
+                         and (_has(words, _NUMBERS) or _DIGIT.search(low) is not None))
                         or (_has(words, _GIVE_TOP) and _has(words, _TOP))
-                        or (_has(words, _RATE) and _has(words, _RATED))),
-    lambda low, words: _has(words, _ROLES),
+                        or (_has(words, _RATE) and _has(words, _RATED) and _has(words, _THIS)
+                            and _DIGIT.search(low) is not None)),
+    lambda low, words: _has(words, _ROLES) and _addressed(words),
     lambda low, words: ":" in low and _has(words, _VERDICT_KEYS),
-    lambda low, words: "<" in low or "[" in low or "system" in low or "developer" in low,
+    lambda low, words: "<" in low or "[" in low or _system_line(low),
 )
 
 
-@functools.lru_cache(maxsize=4096)
+# Pieces of the trigger words, each word holding one: a text none of them is part of (most
+# texts) holds no trigger word, which a look for each piece tells far more cheaply than the
+# text's words (its tokens are only read when a piece is there).
+_TRIGGER_PIECES = ("ignore", "disregard", "forget", "override", "bypass", "score", "rating",
+                   "grade", "mark", "point", "rate", "judge", "evaluator", "assessor",
+                   "reviewer", "reasoning", "verdict", "system", "developer")
+
+
+# Room for the texts of a few thousand records: the rubrics of a run score a batch of records
+# one after the other, and a text shown to several (the answer) is read by the first alone.
+@functools.lru_cache(maxsize=16384)
 def _aimed(text: str) -> str | None:
     """The first rule ``text`` matches and its excerpt, in words; None when none does. A
     text is read once however many rubrics show it (a context retrieved for many queries, an
     answer judged by several rubrics)."""
-    words = _word_set(text)
     low = text.lower()
+    if "<" not in text and "inst]" not in low and not _any_in(_TRIGGER_PIECES, low):
+        return None
+    words = _word_set(text)
     if "<" not in text and "inst]" not in low and _TRIGGER_WORDS.isdisjoint(words):
         return None
     plain = text.isascii()
@@ -182,18 +216,31 @@ def _aimed(text: str) -> str | None:
 
 
 def reasoning_copied(reasoning: str | None,
-                     texts: Mapping[str, Iterable[str]]) -> Flag | None:
+                     texts: Mapping[str, Sequence[str]]) -> Flag | None:
     """A flag when ``reasoning`` is mostly copied from one judged text and the copied words
     name a graded thing and a verdict (see the module's rules), or None."""
     words = _words(reasoning or "")
+    if len(words) < COPIED_RUN:
+        return None
     # The copied words must name a graded thing and a verdict: a reasoning naming neither
     # cannot qualify, whatever the texts hold.
-    if len(words) < COPIED_RUN or not (_GRADED.intersection(words)
-                                       and _VERDICT.intersection(words)):
+    graded, verdicts = _named(words)
+    if not (graded and verdicts):
+        return None
+    # Nor can texts none of which holds such words even as parts, all looked at at once (a
+    # piece found in the joined texts lies in one of them: none holds the separator).
+    joined = "\x00".join([text for values in texts.values() for text in values]).lower()
+    if not (_any_in(graded, joined) and _any_in(verdicts, joined)):
         return None
     grams, counts = _runs(words)
     for name, values in texts.items():
         for text in values:
+            # The copied words must name a graded thing and a verdict of the reasoning's: a
+            # text of which neither is even a part cannot qualify (a look for a few words,
+            # far cheaper than reading the text's words).
+            low = text.lower()
+            if not (_any_in(graded, low) and _any_in(verdicts, low)):
+                continue
             # Copied words are words of the text: a text holding fewer than half of the
             # reasoning's cannot qualify, and most texts are ruled out so, far more cheaply
             # than by looking for runs.
@@ -223,7 +270,20 @@ def add_flags(details: dict[str, Any], flags: Iterable[Flag | None]) -> None:
 @functools.lru_cache(maxsize=1024)
 def _words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lowercased (read once however many replies a text meets)."""
-    return tuple(_WORD.findall(text.lower()))
+    return tuple(_word_list(text))
+
+
+# An ASCII text's words are its runs of letters, digits and "_" (what \w matches there): every
+# other byte made a space, a split finds them several times faster than the regex.
+_ASCII_GAPS = bytes(c if (chr(c).isalnum() and c < 128) or c == ord("_") else ord(" ")
+                    for c in range(256))
+
+
+def _word_list(text: str) -> list[str]:
+    """``_WORD.findall(text.lower())``: the words of ``text``, lowercased, in order."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_GAPS).decode("ascii").lower().split()
+    return _WORD.findall(text.lower())
 
 
 @functools.lru_cache(maxsize=256)
@@ -237,11 +297,27 @@ def _runs(words: tuple[str, ...]) -> tuple[dict[tuple[str, ...], int], dict[str,
     return grams, counts
 
 
+@functools.lru_cache(maxsize=256)
+def _named(words: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words of a reasoning naming a graded thing, and those naming a verdict."""
+    return tuple(sorted(_GRADED.intersection(words))), tuple(sorted(_VERDICT.intersection(words)))
+
+
+def _any_in(pieces: tuple[str, ...], text: str) -> bool:
+    """Whether one of ``pieces`` is part of ``text``."""
+    # A loop, not any() over a generator: this runs for every judged text, and the
+    # generator costs more than the looks.
+    for piece in pieces:  # noqa: SIM110
+        if piece in text:
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=2048)
 def _word_set(text: str) -> frozenset[str]:
     """The distinct words of ``text``, lowercased (what both rules read of most texts: read
     once however many replies a text meets)."""
-    return frozenset(_WORD.findall(text.lower()))
+    return frozenset(_word_list(text))
 
 
 def _covered(words: tuple[str, ...], grams: dict[tuple[str, ...], int],

@@ -9,11 +9,12 @@ that must ask the judge has the API key it needs. :func:`judge_manifest` is the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rageval.core.metric import Metric, RunHooks, Slot
+from rageval.judge.llm.cache.store import Stored
 from rageval.judge.llm.checks import check_cached, judge_section
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.run_stats import RunStats
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from rageval.judge.llm.transport.formats import ReplySchema
     from rageval.judge.rubric.rubrics import Rubric
 
-__all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "check_judge", "judge_manifest",
+__all__ = ["GROUP", "JUDGE_HOOKS", "JudgeHooks", "Rendered", "check_judge", "judge_manifest",
            "rendered_units"]
 
 
@@ -103,11 +104,13 @@ def check_judge(records: Sequence[Record], judged: Sequence[JudgedMetric]) -> No
                 if unit.schema is None:  # carried so that a miss can be explained
                     unit = replace(unit, schema=schema)
                 wanted.setdefault(unit.key, (unit, record.id, metric.rubric.id))
-    check_cached(judge, wanted)
+    found: dict[str, Stored] = {}
+    check_cached(judge, wanted, found)
     # The scoring of these records asks for the same requests: rendering them is most of a
-    # replay's work, so they are not rendered again (rendered_units).
+    # replay's work, so they are not rendered again, nor their replies read again
+    # (rendered_units).
     for metric, kept in zip(judged, rendered, strict=True):
-        metric.judge.session.hand_over((_RENDERED, str(metric)), kept)
+        metric.judge.session.hand_over((_RENDERED, str(metric)), replace(kept, found=found))
 
 
 _RENDERED = "judge units rendered by the check"
@@ -116,17 +119,27 @@ _RENDERED = "judge units rendered by the check"
 @dataclass(frozen=True)
 class _Rendered:
     """A metric's requests of each of ``records`` (by position; the unit's record index is
-    that position), rendered under ``judge``."""
+    that position), rendered under ``judge``, and the replies the check found in the cache
+    for the run's requests (by key)."""
 
     judge: JudgeOptions
     records: Sequence[Record]
     units: list[list[Unit]]
+    found: Mapping[str, Stored] = field(default_factory=dict)
 
 
-def rendered_units(metric: JudgedMetric, records: Sequence[Record]) -> list[list[Unit]] | None:
+class Rendered(NamedTuple):
+    """What :func:`rendered_units` hands over: each record's requests, and the replies the
+    check read for them (by key; those it did not find are looked up when scored)."""
+
+    units: list[list[Unit]]
+    found: Mapping[str, Stored]
+
+
+def rendered_units(metric: JudgedMetric, records: Sequence[Record]) -> Rendered | None:
     """The requests of each of ``records`` that :func:`check_judge` rendered for ``metric``
-    (indexed by position in ``records``), handed over once; None when it rendered none for
-    these very records under this judge."""
+    (indexed by position in ``records``) and the replies it read, handed over once; None when
+    it rendered none for these very records under this judge."""
     session = metric.judge.session
     kept = session.take_over((_RENDERED, str(metric)))
     if not isinstance(kept, _Rendered):
@@ -135,7 +148,7 @@ def rendered_units(metric: JudgedMetric, records: Sequence[Record]) -> list[list
             or any(a is not b for a, b in zip(kept.records, records, strict=True))):
         session.hand_over((_RENDERED, str(metric)), kept)  # left for the records it is of
         return None
-    return kept.units
+    return Rendered(kept.units, kept.found)
 
 
 def judge_manifest(run: Batch, judged: Sequence[JudgedMetric]) -> dict[str, Any] | None:

@@ -46,6 +46,7 @@ from rageval.judge.rubric.stability import noise_samples, sample_stats, stabilit
 
 if TYPE_CHECKING:
     from rageval.core.records import Record
+    from rageval.judge.llm.cache.store import Stored
 
 __all__ = ["BatchReplies", "JudgeMetric", "SharedReplies", "judge_fields"]
 
@@ -96,14 +97,12 @@ class JudgeMetric(Metric):
         self.level = self.rubric.level
         # One schema for every request: it remembers its encodings for the cache keys.
         self._schema = reply_schema(self.rubric)
+        # The rubric's inputs a record must have (a turn's conversation is shown when there
+        # is one), read for every record.
+        self._required = tuple(name for name in self.rubric.inputs
+                               if name != "conversation" or self.rubric.level == "conversation")
         super().__init__(cutoff=cutoff, options=opts, name=f"judge:{target}",
-                         needs=(_INPUT_FIELD[name] for name in self._required()), **params)
-
-    def _required(self) -> list[str]:
-        """The rubric's inputs a record must have (a turn's conversation is shown when there
-        is one)."""
-        return [name for name in self.rubric.inputs
-                if name != "conversation" or self.rubric.level == "conversation"]
+                         needs=(_INPUT_FIELD[name] for name in self._required), **params)
 
     @property
     def judge(self) -> JudgeOptions:
@@ -181,7 +180,7 @@ class JudgeMetric(Metric):
 
     def missing_input(self, record: Record) -> str | None:
         """Why ``record`` cannot be shown to the judge under this rubric, or None."""
-        for name in self._required():
+        for name in self._required:
             field_name = _INPUT_FIELD[name]
             if name == "conversation" and (record.conversation is None or record.turn != 0):
                 return "not a conversation (a conversation-level rubric grades whole ones)"
@@ -275,10 +274,14 @@ class JudgeMetric(Metric):
         units: dict[str, dict[int, list[Unit]]] = {}
         sent: list[Unit] = []
         owner: dict[str, JudgeMetric] = {}
+        read: dict[str, Stored] = {}  # replies the run's check read from the cache
         for metric in group:
-            rendered = rendered_units(metric, scope)  # by the run's check, if it did
-            if rendered is None:
+            handed = rendered_units(metric, scope)  # by the run's check, if it did
+            if handed is None:
                 rendered = [metric.units(r, i) for i, r in enumerate(scope)]
+            else:
+                rendered = handed.units
+                read.update(handed.found)
             by_record = {id(r): record_units for r, record_units in zip(scope, rendered,
                                                                          strict=True)}
             units[metric.share_name] = by_record
@@ -289,7 +292,8 @@ class JudgeMetric(Metric):
                     owner.setdefault(unit.key, metric)
                     sent.append(unit if unit.schema is not None else replace(unit, schema=schema))
         replies = gather(self.judge, sent, list(scope), self.reply_schema(),
-                         self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit))
+                         self.run_stats(batch), lambda unit: owner[unit.key].reply_meta(unit),
+                         read)
         return SharedReplies(units, replies)
 
     def reply_meta(self, unit: Unit) -> dict[str, Any]:
@@ -395,8 +399,8 @@ class SharedReplies:
     def share(self, name: str, records: Sequence[Record]) -> BatchReplies:
         """The share of metric ``name`` for ``records`` (a batch of the scope)."""
         by_record = self.units[name]
-        return BatchReplies([u if u.record == i else replace(u, record=i)
-                             for i, record in enumerate(records) for u in by_record[id(record)]],
+        return BatchReplies([u.at(i) for i, record in enumerate(records)
+                             for u in by_record[id(record)]],
                             self.replies)
 
 

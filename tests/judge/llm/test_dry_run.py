@@ -142,14 +142,14 @@ def test_the_total_row_adds_up_every_column(tmp_path: Path, keyed_judge: JudgeSe
 def test_a_dry_run_without_the_api_key_says_the_real_run_would_stop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import urllib.error
-
-    from rageval.judge.llm.costs import tokens
+    import urllib.request
 
     def no_tokenizer(request: object, timeout: float) -> object:  # OpenAI's: 404, no network
         raise urllib.error.HTTPError("https://api.openai.com/tokenize", 404, "Not Found",
                                      None, None)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(tokens.urllib.request, "urlopen", no_tokenizer)
+    # The tokenizer's requests import urllib.request when they are made.
+    monkeypatch.setattr(urllib.request, "urlopen", no_tokenizer)
     monkeypatch.delenv("RAGEVAL_TEST_NO_SUCH_KEY", raising=False)
     records = _records(tmp_path / "r.jsonl", 3)
     code, text = _dry([str(records), "-m", "judge:faithfulness", "--judge-model", "gpt-4o-mini",

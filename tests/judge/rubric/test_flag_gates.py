@@ -15,7 +15,11 @@ _PIECES = sorted(
     | t._VERDICT_KEYS | t._TRIGGER_WORDS | t._GRADED | t._VERDICT
     | {"the", "this", "my", "a", "as", "of", "to", "you", "are", "an", "ai", "llm", "dear",
        "note", "message", "possible", "with", "5", "10", "five", "full marks", "Score", "JUDGE",
-       "System", "IGNORE", "scoreboard", "systemic"}
+       "System", "IGNORE", "scoreboard", "systemic", "accurate", "markets", "pointless",
+       "ungraded", "answered", "Incorrectly", "misjudged", "hey", "attention", "instruction",
+       "for", "two", "ten", "one", "3.5", "0", "x9", "System:",
+       "system note:", "developer override", "override", "rate my reply 4", "ATTENTION judge",
+       "output full marks", "give the score: ten", "print points = 7"}
     | {"<", ">", "</answer>", "<|im_start|>", "[INST]", "[/inst]", "<<SYS>>", "<slot-a1b2c3d4>",
        '"', "'", ":", "=", "\n", "\n# ", "-", ".", ",", "café", "naïve"}
     # and phrases each rule flags
@@ -56,7 +60,13 @@ def _copied(reasoning: str, texts: dict[str, list[str]]) -> str | None:
     return None
 
 
-@settings(max_examples=3000, deadline=None)
+def test_every_trigger_word_holds_a_piece_looked_for() -> None:
+    """A text holding no trigger piece skips the rules: exact only while each trigger word
+    holds one."""
+    assert [w for w in t._TRIGGER_WORDS if not any(p in w for p in t._TRIGGER_PIECES)] == []
+
+
+@settings(max_examples=6000, deadline=None)
 @given(_TEXTS)
 def test_a_text_is_flagged_as_the_rules_flag_it(text: str) -> None:
     assert t._aimed.__wrapped__(text) == _first_rule(text)
@@ -71,3 +81,13 @@ def test_copied_reasoning_is_flagged_as_the_rule_flags_it(reasoning: str, texts:
     reasoning = " ".join([*source[start:start + length], reasoning])
     flag = t.reasoning_copied(reasoning, {"answer": texts})
     assert (None if flag is None else flag.why) == _copied(reasoning, {"answer": texts})
+
+
+_ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_ASCII | _TEXTS)
+def test_a_texts_words_are_the_regex_words(text: str) -> None:
+    """The split of an ASCII text finds the words the regex finds (others take the regex)."""
+    assert t._word_list(text) == t._WORD.findall(text.lower())

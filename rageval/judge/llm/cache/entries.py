@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import re
 import time
@@ -28,10 +27,12 @@ from rageval.core.outputs.surrogates import (
     repaired,
     without_lone_surrogates,
 )
+from rageval.judge.llm.cache.prefixes import hashed_messages
 
-__all__ = ["CACHE_KEY_VERSION", "Entry", "cache_key", "cache_keys", "canonical_json",
-           "encode_format", "encoded_cache_keys", "is_cache_key", "keys_and_request_id",
-           "new_entry", "scrub_credentials", "storable"]
+__all__ = ["CACHE_KEY_VERSION", "Entry", "KeyParts", "cache_key", "cache_keys",
+           "canonical_json", "encode_format", "encoded_cache_keys", "is_cache_key", "key_parts",
+           "keys_and_request_id", "keys_and_request_id_of", "keys_of", "new_entry",
+           "request_key_parts", "scrub_credentials", "storable"]
 
 #: Part of every key: bump it when the canonical form changes, so old entries are never misread.
 CACHE_KEY_VERSION = "rageval-judge-cache/1"
@@ -148,6 +149,25 @@ def encoded_cache_keys(
     """:func:`cache_keys`, the response formats given already encoded by
     :func:`encode_format` (a run sends the same few formats with every request: encoding them
     once saves half the work of a key)."""
+    return keys_of(messages, key_parts(model, params, encoded_formats, sample_index))
+
+
+@dataclass(frozen=True)
+class KeyParts:
+    """What the canonical documents of the requests of one model, set of parameters, sample
+    index and response formats share besides their messages, encoded once (a run's requests
+    differ in their messages alone): ``after``, the document from the end of the messages to
+    the response format's value; ``tails``, each format's name and the rest of its document,
+    as UTF-8."""
+
+    after: str
+    tails: tuple[tuple[str, bytes], ...]
+
+
+def key_parts(model: str, params: Mapping[str, Any] | None, encoded_formats: Mapping[str, str],
+              sample_index: int = 0) -> KeyParts:
+    """The :class:`KeyParts` of :func:`encoded_cache_keys`'s requests (checked as it checks
+    them: a model, a sample index, no credentials, JSON-serialisable parameters)."""
     if not isinstance(model, str) or not model:
         raise UsageError("cache_key: model must be a non-empty string")
     if isinstance(sample_index, bool) or not isinstance(sample_index, int) or sample_index < 0:
@@ -156,40 +176,33 @@ def encoded_cache_keys(
     _check_no_secret(params, "cache_key params")
     try:
         # The canonical document's keys in sorted order: messages, model, params,
-        # response_format, sample_index, v. Everything before response_format is shared.
-        head = (f'{{"messages":{_encoded_messages(messages)},'
-                f'"model":{canonical_json(model)},"params":{canonical_json(params)},'
-                '"response_format":')
-        shared = hashlib.sha256(head.encode("utf-8"))  # a lone surrogate fails here
+        # response_format, sample_index, v.
+        after = (f',"model":{canonical_json(model)},"params":{canonical_json(params)},'
+                 '"response_format":')
+        after.encode("utf-8")  # a lone surrogate fails here
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
     tail = f',"sample_index":{sample_index},"v":{_VERSION_JSON}}}'
+    return KeyParts(after, tuple((name, (fmt + tail).encode("utf-8"))
+                                 for name, fmt in encoded_formats.items()))
+
+
+def keys_of(messages: Iterable[Mapping[str, Any]], parts: KeyParts) -> dict[str, str]:
+    """The keys (format name -> key) of the request of ``messages`` and ``parts``: the
+    document up to the response format is hashed once (its start shared with the requests
+    before it once for them all: :mod:`~rageval.judge.llm.cache.prefixes`), each format's
+    end on a copy."""
+    try:
+        shared = hashed_messages(messages, canonical_json)
+        shared.update(parts.after.encode("utf-8"))
+    except (TypeError, ValueError) as exc:  # a lone surrogate: UnicodeEncodeError, a ValueError
+        raise UsageError(f"cache_key: request is not JSON-serialisable: {exc}") from None
     keys = {}
-    for name, fmt in encoded_formats.items():
+    for name, tail in parts.tails:
         digest = shared.copy()
-        digest.update((fmt + tail).encode("utf-8"))
+        digest.update(tail)
         keys[name] = digest.hexdigest()
     return keys
-
-
-def _encoded_messages(messages: Iterable[Mapping[str, Any]]) -> str:
-    """``canonical_json`` of the messages (as dicts), text for text: a chat message of a
-    role and a content is written here, its content encoded through a small memo (a rubric's
-    instructions, the same for every record, are most of each request's text)."""
-    parts = []
-    for message in messages:
-        if (type(message) is dict and len(message) == 2 and type(message.get("role")) is str
-                and type(message.get("content")) is str):
-            parts.append(f'{{"content":{_encoded_text(message["content"])},'
-                         f'"role":{_encoded_text(message["role"])}}}')
-        else:
-            parts.append(canonical_json(dict(message)))
-    return f"[{','.join(parts)}]"
-
-
-@functools.lru_cache(maxsize=64)
-def _encoded_text(text: str) -> str:
-    return canonical_json(text)
 
 
 def keys_and_request_id(
@@ -201,8 +214,23 @@ def keys_and_request_id(
 ) -> tuple[dict[str, str], str]:
     """:func:`encoded_cache_keys` and the request's id (its key with no response format),
     hashed together."""
-    keys = encoded_cache_keys(model, messages, params, {**encoded_formats, "": _NO_FORMAT},
-                              sample_index)
+    return keys_and_request_id_of(messages, request_key_parts(model, params, encoded_formats,
+                                                              sample_index))
+
+
+def request_key_parts(model: str, params: Mapping[str, Any] | None,
+                      encoded_formats: Mapping[str, str], sample_index: int = 0) -> KeyParts:
+    """:func:`key_parts` with the request id's part (no response format) last: what
+    :func:`keys_and_request_id_of` reads."""
+    return key_parts(model, params, {**encoded_formats, "": _NO_FORMAT}, sample_index)
+
+
+def keys_and_request_id_of(messages: Iterable[Mapping[str, Any]],
+                           parts: KeyParts) -> tuple[dict[str, str], str]:
+    """:func:`keys_and_request_id` of ``messages``, the rest of the request given as the
+    :func:`request_key_parts` of its model, parameters, formats and sample index (the same
+    for every request of a run's rubric: made once)."""
+    keys = keys_of(messages, parts)
     return keys, keys.pop("")
 
 

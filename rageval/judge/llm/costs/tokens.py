@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import socket
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -93,6 +91,8 @@ class PromptTokens:
 
     def _post(self, path: str, body: dict[str, str], reply: str | None = None) -> Any:
         """The reply's ``reply`` field (default: the route's own) of a POST at the root."""
+        import urllib.request  # with http.client and ssl: only where a tokenizer is asked
+
         key = reply or (self._route[2] if self._route else "count")
         request = urllib.request.Request(self._root() + path, data=json.dumps(body).encode(),
                                          headers=self._headers, method="POST")
@@ -113,6 +113,8 @@ def _unreachable(error: BaseException) -> str | None:
     """Why nothing can answer at that address (a refused connection, an unknown host), or None
     when a server did answer or may yet (an HTTP error status, a reply that is not what was
     asked, a timeout: a slow tokenizer says nothing of the chat endpoint)."""
+    import urllib.error
+
     if isinstance(error, urllib.error.HTTPError | ValueError):
         return None
     reason = error.reason if isinstance(error, urllib.error.URLError) else error

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.core.errors import UsageError
-from rageval.judge.llm.cache.entries import encode_format
+from rageval.judge.llm.cache.entries import KeyParts, encode_format, request_key_parts
 
 __all__ = ["LADDERS", "MODES", "WIRE_FORMATS", "ReplySchema", "is_refusal"]
 
@@ -64,6 +64,10 @@ class ReplySchema:
     # after construction, so neither is its encoding).
     _encoded: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                      compare=False)
+    # Sample index -> the (model, ladder, parameters) a request was last keyed with and their
+    # key parts: every request of a run's rubric shares them (see key_parts).
+    _parts: dict[int, tuple[str, tuple[str, ...], dict[str, Any], KeyParts]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def wire(self, fmt: str) -> dict[str, Any] | None:
         """The ``response_format`` sent in wire format ``fmt`` (None: none is sent)."""
@@ -95,6 +99,37 @@ class ReplySchema:
                         from None
             out[fmt] = text
         return out
+
+    def key_parts(self, model: str, ladder: tuple[str, ...], params: dict[str, Any],
+                  sample: int) -> KeyParts:
+        """The :func:`~rageval.judge.llm.cache.entries.request_key_parts` of a request in
+        this schema's wire formats ``ladder`` (its keys and its id), made once for as long as
+        the model, ladder and parameters stay the same."""
+        kept = self._parts.get(sample)
+        if (kept is not None and kept[0] == model and kept[1] == ladder
+                and _same_scalars(kept[2], params)):
+            return kept[3]
+        parts = request_key_parts(model, params, self.encoded_wires(ladder), sample)
+        self._parts[sample] = (model, ladder, params, parts)
+        return parts
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _same_scalars(kept: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether ``params`` is ``kept`` value for value and type for type (``0`` and ``0.0``,
+    equal in Python, are not in a cache key), both holding scalars alone (others are never
+    taken as the same: a key is then made anew)."""
+    if len(kept) != len(params):
+        return False
+    for name, value in params.items():
+        if type(value) not in _SCALARS or name not in kept:
+            return False
+        old = kept[name]
+        if type(old) is not type(value) or old != value:
+            return False
+    return True
 
 
 # Bounds a grammar-enforcing server (llama.cpp) writes into its grammar, so that a small model
