@@ -284,3 +284,17 @@ def test_processes_opening_an_old_cache_together_all_write(tmp_path: Path) -> No
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT COUNT(*), COUNT(request_id) FROM entries").fetchone() \
             == (120, 120)
+
+
+def test_a_lookup_binds_no_more_values_than_the_sqlite_takes(tmp_path: Path) -> None:
+    """SQLite before 3.32 binds at most 999 values a statement: a lookup of more stays in
+    that limit (a cache connection made to refuse more, as such a SQLite does)."""
+    from rageval.judge.llm.cache.store import JudgeCache
+
+    keys = [f"{i:064x}" for i in range(1500)]
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        cache.put(keys[0], {"model": "m"}, "reply")
+        cache._writer().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        found = cache.lookup([(None, (key,)) for key in keys])
+    assert found[0] is not None and found[0].reply_text == "reply"
+    assert all(hit is None for hit in found[1:])

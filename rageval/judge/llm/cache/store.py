@@ -549,9 +549,11 @@ def stored_json(text: Any) -> Any:
 
 def _select(conn: sqlite3.Connection, columns: str, column: str,
             values: list[str]) -> Iterator[tuple[Any, ...]]:
-    """The rows whose ``column`` is one of ``values``, a few thousand values a query."""
-    for i in range(0, len(values), _CHUNK):
-        chunk = values[i : i + _CHUNK]
+    """The rows whose ``column`` is one of ``values``, a few thousand values a query (no more
+    than this SQLite binds: 999 before 3.32, which some systems' Pythons still link)."""
+    size = min(_CHUNK, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    for i in range(0, len(values), size):
+        chunk = values[i : i + size]
         marks = ",".join("?" * len(chunk))
         yield from conn.execute(f"SELECT {columns} FROM entries WHERE {column} IN ({marks})",
                                 chunk).fetchall()
