@@ -5,6 +5,7 @@ a regex substitution per request)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,7 +43,19 @@ _PIECE = st.one_of(st.sampled_from(["{query}", "{answer}", "{contexts}", "\n\n",
 def test_the_fields_are_filled_as_a_substitution_fills_them(template: str, reply: str,
                                                             before: str, text: str) -> None:
     blocks = {"query": f"<q>{text}</q>", "answer": "{query}", "contexts": text}
-    head, rest = split_template(template)
-    fields = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rest)
-    expected = "\n\n".join(part for part in (head, reply, before, fields) if part)
-    assert fixed_first(template, blocks, reply, before) == expected
+
+    def substituted() -> str:
+        head, rest = split_template(template)
+        fields = PLACEHOLDER.sub(lambda match: blocks[match.group(1)], rest)
+        return "\n\n".join(part for part in (head, reply, before, fields) if part)
+
+    # A placeholder without a block (drawn by chance: "{A}") is a KeyError either way.
+    assert _outcome(lambda: fixed_first(template, blocks, reply, before)) == \
+        _outcome(substituted)
+
+
+def _outcome(make: Callable[[], str]) -> tuple[str, str]:
+    try:
+        return "text", make()
+    except KeyError as error:
+        return "missing", str(error)

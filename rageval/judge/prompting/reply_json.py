@@ -59,7 +59,7 @@ def reply_objects(text: str | None, key: str) -> list[dict[str, Any]] | str:
     if text is None or not isinstance(text, str) or not text.strip():
         return "empty reply"
     try:
-        strict = _DECODER.decode(text)
+        strict = _whole(text)
     except (ValueError, RecursionError):
         strict = None
     if isinstance(strict, dict):
@@ -69,6 +69,19 @@ def reply_objects(text: str | None, key: str) -> list[dict[str, Any]] | str:
         return "no JSON object in the reply"
     keyed = [obj for obj in objects if key in obj]
     return keyed or objects[:1]
+
+
+_SCAN = _DECODER.scan_once
+
+
+def _whole(text: str) -> Any:
+    """``_DECODER.decode(text)``: the scanner alone where it reads the whole text (a reply
+    that is one JSON value, nothing around it: most replies), ``decode`` for the others."""
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return _DECODER.decode(text)
+    return value if end == len(text) else _DECODER.decode(text)
 
 
 def conflict(key: str, first: Any, later: Any) -> str:
