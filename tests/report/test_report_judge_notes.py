@@ -39,8 +39,8 @@ def _figured() -> Results:
 
 def test_the_report_shows_the_calibrated_mean_flips_and_panel() -> None:
     page = build_report([("calibrated", _calibrated()), ("figured", _figured())])
-    assert "judge:faithfulness calibrated by 20 human labels (PPI, 20 unlabelled): 2.6500" in page
-    assert "the judge alone: 4.3000; the labels alone: 3.5500" in page
+    assert "judge:faithfulness calibrated by 20 human labels (PPI, 20 unlabelled): 2.5000" in page
+    assert "the judge alone: 4.1250; the labels alone: 3.5500" in page
     assert ("judge:faithfulness: 5 samples per item; 75.0% of 8 items flip between samples "
             "(mean SD 1.1600); its CI holds the judge&#x27;s noise") in page
     assert ("judge:faithfulness: panel of 2 (median): Krippendorff&#x27;s alpha 0.4200 "
