@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rageval.core.outputs.text import terminal
 from rageval.core.results import count_of
 from rageval.core.results.counts import RunCounts
 from rageval.orchestrator import ProgressHook
@@ -43,8 +44,10 @@ class _Bars:
     def show(self, name: str, done: int, total: int | None, count: str, extra: str = "") -> None:
         if name not in self.tasks:
             self.tasks[name] = self.bar.add_task(name, total=None, count="", extra="")
+        # extra may quote an endpoint (a pending batch's id and status): made safe for the
+        # terminal, and drawn without rich's markup (see progress_bars).
         self.bar.update(self.tasks[name], completed=done, total=total, count=count,
-                        extra=extra)
+                        extra=terminal(extra))
 
     def loading(self, done: int, total: int | None) -> None:
         # Bytes, characters or rows, depending on the file format: a share says it for all.
@@ -95,8 +98,9 @@ def progress_bars(enabled: bool) -> Iterator[Hooks]:
     from rich.console import Console  # only for bars: a run without them never loads them
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[count]}"),
-               TextColumn("{task.fields[extra]}"), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.fields[count]}", markup=False),
+               TextColumn("{task.fields[extra]}", markup=False), TimeRemainingColumn())
     with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
         bars = _Bars(bar)
         yield Hooks(bars.scoring, bars.judge, bars.loading, bars.step)

@@ -199,3 +199,9 @@ def test_final_line_and_judge_bar_show_the_prompt_cache_and_reasoning() -> None:
     assert bar.fields["extra"] == ("0 cache hits · 0 failed · 4,400 tokens · 3,072 tokens "
                                    "from the prompt cache (77% of prompt tokens) · 128 "
                                    "reasoning")
+    # A pending batch's note quotes the provider (its batch id and status): shown safe.
+    bars.judge(JudgeProgress(0, 4, 0, 0, account=2,
+                             note="batch b\x1b]0;owned\x07: in_progress\n::error::x"))
+    shown = bar.fields["extra"]
+    assert "\x1b" not in shown and "\x07" not in shown and "\n" not in shown
+    assert "::error::" not in shown
