@@ -298,3 +298,20 @@ def test_a_lookup_binds_no_more_values_than_the_sqlite_takes(tmp_path: Path) -> 
         found = cache.lookup([(None, (key,)) for key in keys])
     assert found[0] is not None and found[0].reply_text == "reply"
     assert all(hit is None for hit in found[1:])
+
+
+def test_ids_are_not_backfilled_into_a_file_that_cannot_be_written(tmp_path: Path) -> None:
+    """The ids only spare a later replay its lookups by key: a cache opened read-only keeps
+    its replies as they are, and nothing is raised."""
+    from rageval.judge.llm.cache.store import JudgeCache, _backfill
+
+    key = "a" * 64
+    with JudgeCache(tmp_path / "c.sqlite") as cache:
+        cache.put(key, {"model": "m"}, "reply")  # stored without a request id
+    readonly = sqlite3.connect(f"file:{tmp_path / 'c.sqlite'}?mode=ro", uri=True,
+                               isolation_level=None)
+    try:
+        _backfill(readonly, [("b" * 64, key)])
+        assert readonly.execute("SELECT request_id FROM entries").fetchall() == [(None,)]
+    finally:
+        readonly.close()

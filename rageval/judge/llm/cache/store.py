@@ -28,6 +28,7 @@ The key and entry model is in :mod:`rageval.judge.llm.cache.entries`, the JSONL 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -596,7 +597,9 @@ def _has_legacy(conn: sqlite3.Connection) -> bool:
 def _backfill(conn: sqlite3.Connection, named: list[tuple[str, str]]) -> None:
     """Give the replies stored without an id (by key) their request's id, in one
     transaction; nothing when the file cannot be written."""
-    try:
+    # The ids only spare a later replay its lookups by key: a read-only file, or one another
+    # process holds past the busy timeout, is left as it is, and the next replay tries again.
+    with contextlib.suppress(sqlite3.OperationalError):
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany("UPDATE entries SET request_id = ? "
@@ -605,5 +608,3 @@ def _backfill(conn: sqlite3.Connection, named: list[tuple[str, str]]) -> None:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-    except sqlite3.OperationalError:
-        pass
