@@ -38,8 +38,8 @@ import numpy as np
 from rageval.core.calibration import MIN_LABELLED, Calibration
 from rageval.stats.exact import exact_mean
 
-__all__ = ["PPIEstimate", "calibrate", "calibrated_difference", "classical_mean", "ppi_mean",
-           "ppi_mean_moments"]
+__all__ = ["PPIEstimate", "calibrate", "calibrated_difference", "classical_mean",
+           "normal_interval", "ppi_mean", "ppi_mean_moments"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _estimate(y: np.ndarray, f: np.ndarray, lam: float, unlabelled_mean: float,
     n = len(y)
     estimate = float(lam * unlabelled_mean + exact_mean(y - lam * f))
     se = math.sqrt(lam**2 * unlabelled_variance / unlabelled + float((y - lam * f).std()) ** 2 / n)
-    return PPIEstimate(estimate, _normal_interval(estimate, se, level), lam, n, unlabelled)
+    return PPIEstimate(estimate, normal_interval(estimate, se, level), lam, n, unlabelled)
 
 
 def classical_mean(labels: Sequence[float] | np.ndarray, *,
@@ -97,7 +97,7 @@ def classical_mean(labels: Sequence[float] | np.ndarray, *,
     if len(y) < 2:
         raise ValueError(f"a mean's interval needs at least 2 values, got {len(y)}")
     mean = exact_mean(y)
-    return mean, _normal_interval(mean, float(y.std()) / math.sqrt(len(y)), level)
+    return mean, normal_interval(mean, float(y.std()) / math.sqrt(len(y)), level)
 
 
 def _arrays(labels: Sequence[float] | np.ndarray, judged: Sequence[float] | np.ndarray,
@@ -126,7 +126,7 @@ def _tuned_lam(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> float:
     return float(np.clip(covariance / ((1 + n / big_n) * variance), 0, 1))
 
 
-def _normal_interval(mean: float, se: float, level: float) -> tuple[float, float]:
+def normal_interval(mean: float, se: float, level: float) -> tuple[float, float]:
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     z = NormalDist().inv_cdf(1 - (1 - level) / 2)
