@@ -8,7 +8,17 @@ human label stays unbiased::
     se       = std(those n terms) / sqrt(n)                                  (ddof 0)
 
 with the normal interval ``estimate +- z * se``. ``lam = 1`` is the paper's estimator; the
-pool is every record the selection went through, labelled or passed over."""
+pool is every record the selection went through, labelled or passed over.
+
+The probabilities (:func:`selection_probabilities`) follow the paper's rule for a budget of
+``B`` labels in expectation over ``N`` records: proportional to the judge's uncertainty ``u``,
+mixed with the uniform rule so that no record's chance is tiny (a tiny chance, if drawn, is a
+huge weight)::
+
+    pi_i = min(1, (1 - mix) * B * u_i / sum(u) + mix * B / N)
+
+and the chance the cap at 1 takes from the surest records handed on to the others, so that
+the chances still add up to ``B``."""
 
 from __future__ import annotations
 
@@ -20,7 +30,10 @@ import numpy as np
 from rageval.stats.calibration import PPIEstimate, normal_interval
 from rageval.stats.exact import exact_mean
 
-__all__ = ["active_mean"]
+__all__ = ["DEFAULT_MIX", "active_mean", "selection_probabilities"]
+
+#: The uniform rule's share in the mixture.
+DEFAULT_MIX = 0.1
 
 
 def active_mean(judged: Sequence[float] | np.ndarray, labels: Sequence[float] | np.ndarray,
@@ -49,3 +62,33 @@ def active_mean(judged: Sequence[float] | np.ndarray, labels: Sequence[float] | 
     se = float(terms.std()) / math.sqrt(len(terms))
     return PPIEstimate(estimate, normal_interval(estimate, se, level), lam,
                        int(labelled.sum()), int((~labelled).sum()))
+
+
+def selection_probabilities(uncertainty: Sequence[float] | np.ndarray, budget: float, *,
+                            mix: float = DEFAULT_MIX) -> np.ndarray:
+    """Each record's chance of being labelled, for ``budget`` labels in expectation, from the
+    judge's ``uncertainty`` of each (non-negative; all zero: the uniform rule)."""
+    u = np.asarray(uncertainty, dtype=np.float64)
+    if u.ndim != 1 or len(u) == 0:
+        raise ValueError("uncertainty must be a non-empty 1-d array")
+    if not (np.isfinite(u).all() and (u >= 0).all()):
+        raise ValueError("uncertainty must be finite and non-negative")
+    if not budget > 0:
+        raise ValueError(f"the budget must be positive, got {budget}")
+    if not 0 <= mix <= 1:
+        raise ValueError(f"mix must be in [0, 1], got {mix}")
+    n = len(u)
+    if budget >= n:
+        return np.ones(n)
+    weight = u / u.sum() if u.sum() > 0 else np.full(n, 1 / n)
+    weight = (1 - mix) * weight + mix / n
+    pi = np.ones(n)
+    free = np.ones(n, dtype=bool)  # records whose chance is still below the cap
+    while True:  # at most n rounds: each caps one record or more, or ends
+        left = budget - (n - int(free.sum()))
+        pi[free] = left * weight[free] / weight[free].sum()
+        over = free & (pi >= 1)
+        if not over.any():
+            return pi
+        pi[over] = 1.0
+        free &= ~over
