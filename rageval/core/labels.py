@@ -9,6 +9,9 @@ random order, as a simple random sample) or ``active`` (each record drawn with t
 ``probability`` the line records, higher where the judge is less sure). An active walk passes
 over the records its draw did not select with a line of its own (``"label": null, "passed":
 true``): the estimator needs to know every record the walk went through, labelled or not.
+Nothing is ever rewritten: an annotator's undo is a line too (``"label": null, "undo": true``)
+that takes back that annotator's label of that record, so the file keeps the whole story and
+:func:`current_labels` says what stands.
 
 Lines are appended under an exclusive lock on the file (``fcntl.flock``, where the system has
 it), flushed and synced to disk one by one, so that a killed annotator loses no label and
@@ -34,7 +37,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: one writer at a time is the user's care
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SELECTIONS", "LabelLine", "LabelsFile", "read_labels"]
+__all__ = ["SELECTIONS", "LabelLine", "LabelsFile", "current_labels", "read_labels"]
 
 #: How a labelled record was chosen.
 SELECTIONS = ("uniform", "active")
@@ -42,9 +45,10 @@ SELECTIONS = ("uniform", "active")
 
 @dataclass(frozen=True)
 class LabelLine:
-    """One line of a labels file. ``label`` is None on an active walk's passed line;
-    ``probability`` is the chance the active draw gave the record (None under uniform
-    selection); ``line`` is its 1-based line number once read (0 before it is written)."""
+    """One line of a labels file. ``label`` is None on an active walk's passed line and on
+    an undo line; ``probability`` is the chance the active draw gave the record (None under
+    uniform selection); ``line`` is its 1-based line number once read (0 before it is
+    written)."""
 
     id: str
     metric: str
@@ -55,6 +59,7 @@ class LabelLine:
     selection: str = "uniform"
     probability: float | None = None
     passed: bool = False
+    undo: bool = False
     line: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -65,6 +70,8 @@ class LabelLine:
             out["probability"] = self.probability
         if self.passed:
             out["passed"] = True
+        if self.undo:
+            out["undo"] = True
         return out
 
     def encode(self) -> bytes:
@@ -112,22 +119,25 @@ def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
     if selection not in SELECTIONS:
         raise InputError(f"must be one of {', '.join(SELECTIONS)}, got {selection!r}",
                          path=source, line=number, field="selection")
-    passed = data.get("passed", False)
+    passed, undo = data.get("passed", False), data.get("undo", False)
     shown = data.get("shown_judge", False)
-    for name, flag in (("passed", passed), ("shown_judge", shown)):
+    for name, flag in (("passed", passed), ("undo", undo), ("shown_judge", shown)):
         if not isinstance(flag, bool):
             raise InputError("must be true or false", path=source, line=number, field=name)
-    label = _number(data.get("label"), source, number, "label", allow_none=passed)
-    if passed and label is not None:
-        raise InputError("a passed line carries no label", path=source, line=number,
-                         field="label")
+    if passed and undo:
+        raise InputError("a line is a passed line or an undo line, not both", path=source,
+                         line=number, field="undo")
+    label = _number(data.get("label"), source, number, "label", allow_none=passed or undo)
+    if (passed or undo) and label is not None:
+        raise InputError(f"{'a passed' if passed else 'an undo'} line carries no label",
+                         path=source, line=number, field="label")
     probability = _number(data.get("probability"), source, number, "probability",
                           allow_none=selection == "uniform")
     if probability is not None and not 0 < probability <= 1:
         raise InputError(f"must be in (0, 1], got {probability}", path=source, line=number,
                          field="probability")
     return LabelLine(text("id"), text("metric"), label, text("annotator"), text("time"),
-                     shown, selection, probability, passed, number)
+                     shown, selection, probability, passed, undo, number)
 
 
 def _number(value: Any, source: str, number: int, name: str, *,
@@ -139,6 +149,24 @@ def _number(value: Any, source: str, number: int, name: str, *,
         raise InputError(f"must be a finite number, got {json.dumps(value)}", path=source,
                          line=number, field=name)
     return float(value)
+
+
+def current_labels(lines: list[LabelLine]) -> tuple[list[LabelLine], list[LabelLine]]:
+    """What stands once every undo is applied: the label lines in effect (the last label of
+    each annotator, record and metric that no later undo took back), in file order, and the
+    passed lines (the first for each record and metric)."""
+    standing: dict[tuple[str, str, str], LabelLine] = {}
+    passed: dict[tuple[str, str], LabelLine] = {}
+    for line in lines:
+        key = (line.annotator, line.id, line.metric)
+        if line.passed:
+            passed.setdefault((line.id, line.metric), line)
+        elif line.undo:
+            standing.pop(key, None)
+        else:
+            standing.pop(key, None)  # a relabel after an undo moves to its own place
+            standing[key] = line
+    return sorted(standing.values(), key=lambda x: x.line), list(passed.values())
 
 
 class LabelsFile:
