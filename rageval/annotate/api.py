@@ -20,7 +20,7 @@ from typing import Any
 from rageval.annotate.queue import AnnotatorQueue, Refused
 from rageval.annotate.run import LabelledItem
 
-__all__ = ["MAX_BODY_BYTES", "Api", "Answer"]
+__all__ = ["MAX_BODY_BYTES", "Answer", "Api"]
 
 #: The largest request body read (a label is a few dozen bytes).
 MAX_BODY_BYTES = 64 * 1024

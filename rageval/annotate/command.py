@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import FrameType
 from typing import TextIO
 
@@ -63,10 +63,8 @@ def annotate_command(args: argparse.Namespace, out: TextIO) -> int:
     server = build_server(args)
     with server, _stopped_by_sigterm():
         print(f"open {server.url}", file=out, flush=True)
-        try:
+        with suppress(KeyboardInterrupt):
             server.serve_forever()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -64,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "rageval-annotate"
     sys_version = ""
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         if not self._authorised(query):
@@ -74,7 +74,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(*self.server.api.get(url.path, query))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         url = urlsplit(self.path)
         if not self._authorised(parse_qs(url.query)):
             return
@@ -111,5 +111,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the terminal shows the address line and errors only."""
