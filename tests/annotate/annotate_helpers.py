@@ -115,7 +115,8 @@ def annotate_args(run: Path, labels: Path, *extra: str) -> Any:
 def serving(run: Path, labels: Path, *extra: str) -> Iterator[Client]:
     """``rageval annotate`` with these options, served from a thread until the block ends."""
     server = build_server(annotate_args(run, labels, *extra))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll, so that the shutdown at the end of each test does not wait half a second.
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield Client(server)

@@ -130,7 +130,7 @@ def test_show_judge_sends_the_judge_and_says_so(demo_run: Path,  # noqa: F811
 def test_hostile_text_comes_back_as_json_text(run: Path, tmp_path: Path) -> None:
     with serving(run, tmp_path / "labels.jsonl") as client:
         status, headers, data = client.request("GET", "/api/record", query="id=b")
-        _, page_headers, page = client.request("GET", "/")
+        _, _, page = client.request("GET", "/")
     assert status == 200 and headers["Content-Type"].startswith("application/json")
     assert json.loads(data)["answer"] == HOSTILE
     assert b"<script>alert" not in page and b"onerror" not in page
