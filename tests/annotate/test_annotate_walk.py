@@ -194,3 +194,28 @@ def test_command_errors_exit_2_without_a_traceback(demo_run: Path,  # noqa: F811
     assert code == 2 and "missing.jsonl" in err
     for err in (capsys.readouterr().err,):
         assert "Traceback" not in err
+
+
+def test_the_records_file_moved_is_given_with_records(tmp_path: Path, capsys) -> None:
+    run = write_judged_run(tmp_path / "r", SCORES)
+    source = tmp_path / "r" / "records.source.jsonl"
+    moved = source.rename(tmp_path / "moved.jsonl")
+    labels = tmp_path / "labels.jsonl"
+    code, err = _annotate([str(run), "--metric", FAITH, "--labels", str(labels)], capsys)
+    assert code == 2 and "no longer exists" in err and "--records FILE" in err
+    with serving(run, labels, "--records", str(moved)) as client:
+        _, record = client.get("/api/next")
+    assert record["query"] == f"query of {record['id']}"
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--budget", "0"], "--budget: must be positive"),
+    (["--port", "70000"], "--port: must be in 0-65535"),
+    (["--annotator", " "], "--annotator: must not be empty"),
+    (["--select", "random"], "invalid choice"),
+])
+def test_bad_options_exit_2(tmp_path: Path, capsys, option: list[str], message: str) -> None:
+    run = write_judged_run(tmp_path / "r", SCORES)
+    code, err = _annotate([str(run), "--metric", FAITH, "--labels",
+                           str(tmp_path / "l.jsonl"), *option], capsys)
+    assert code == 2 and message in err and "Traceback" not in err
