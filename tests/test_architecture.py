@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
     "gate": {"core", "stats", "compare", "report"},
     # Scores back to the Phoenix spans records came from (read again from their traces).
     "phoenix": {"core", "inputs"},
+    # Human labels of a judged run: its records, the rubric it was judged by, the draw.
+    "annotate": {"core", "stats", "judge", "inputs"},
 }
 FAMILY_WORDS = re.compile(r"\b(judge|retrieval|generation|bleu|rouge|bertscore|kernels)\w*",
                           re.IGNORECASE)

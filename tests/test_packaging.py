@@ -37,12 +37,13 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
     assert modules - names == set()
 
 
-def test_the_wheel_holds_the_top_level_prompts_and_report_assets(wheel: Path) -> None:
+def test_the_wheel_holds_the_top_level_prompts_and_page_assets(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     prompts = {"rageval/" + p.relative_to(ROOT).as_posix()
                for p in (ROOT / "prompts").rglob("*.toml")}
     assert prompts and prompts - names == set()
     assert {"rageval/report/assets/report.css", "rageval/report/assets/report.js"} <= names
+    assert {f"rageval/annotate/assets/annotate.{ext}" for ext in ("html", "css", "js")} <= names
 
 
 def test_an_installed_wheel_finds_its_prompts(wheel: Path, tmp_path: Path) -> None:

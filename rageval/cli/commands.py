@@ -369,6 +369,13 @@ def _is_batch_output(path: str) -> bool:
     return is_batch_output(path)
 
 
+def run_annotate(args: argparse.Namespace, out: TextIO) -> int:
+    """``rageval annotate``: serve the labelling page until Ctrl-C (or SIGTERM)."""
+    from rageval.annotate.command import annotate_command
+
+    return annotate_command(args, out)
+
+
 def run_local_judge(args: argparse.Namespace, out: TextIO) -> int:
     """``rageval local-judge``: serve a GGUF model until Ctrl-C (or SIGTERM)."""
     import signal

@@ -5,6 +5,7 @@ Subcommands: ``score`` (records x metrics -> DIR/records.jsonl + DIR/summary.jso
 ``metrics`` (the catalogue), ``compare`` (paired statistics between scored runs), ``agree``
 (agreement between judges, or with human labels), ``report`` (a self-contained HTML report),
 ``trec-eval`` (a drop-in for trec_eval 10.0), ``fuse`` (reciprocal rank fusion of TREC runs),
+``annotate`` (human labels of a judged run, in a local web page),
 ``cache`` (stats, export and import of the judge reply cache), ``local-judge`` (a local judge
 model served by llama.cpp). Every
 user error is a :class:`RagevalError` printed as one line with its exit code (2 for bad input or
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_compare(sub)
     _add_agree(sub)
+    _add_annotate(sub)
     _add_report(sub)
     _add_export(sub)
     _add_fuse(sub)
@@ -113,6 +115,35 @@ def _add_agree(sub: argparse._SubParsersAction) -> None:
                    "error)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     p.set_defaults(handler=CommandHandler("rageval.compare.agree.agreement", "agree_command"))
+
+
+def _add_annotate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("annotate", help="label a judged run's records by hand in a local web "
+                       "page (127.0.0.1, with a token), the labels appended to a JSON Lines file")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with a rubric judge metric")
+    p.add_argument("--metric", required=True, metavar="METRIC",
+                   help="the judge metric to label (judge:NAME)")
+    p.add_argument("--labels", required=True, metavar="FILE",
+                   help="the labels file (JSON Lines), appended to; created if missing")
+    p.add_argument("--records", metavar="FILE",
+                   help="the records file the run scored (default: the one its manifest names)")
+    p.add_argument("--annotator", metavar="NAME",
+                   help="the name the labels are written under (default: the login name)")
+    p.add_argument("--select", choices=("uniform", "active"), default="uniform",
+                   help="uniform: every record in a seeded order; active: records drawn with "
+                   "a probability that grows with the judge's uncertainty (default uniform)")
+    p.add_argument("--budget", type=float, default=100, metavar="N",
+                   help="with --select active: the expected number of labels (default 100)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the seed of the walk's order and draw (default 0)")
+    p.add_argument("--show-judge", action="store_true",
+                   help="show the judge's score and reasoning (default: hidden; the labels "
+                   "file records that they were shown)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="listen address (default 127.0.0.1; another one is warned about)")
+    p.add_argument("--port", type=int, default=0,
+                   help="listen port (default 0: a free one)")
+    p.set_defaults(handler=CommandHandler("rageval.cli.commands", "run_annotate"))
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
