@@ -58,8 +58,9 @@ from rageval.stats.exact import exact_mean
 __all__ = ["DEFAULT_MIX", "active_mean", "active_terms", "selection_probabilities",
            "tuned_active_lam"]
 
-#: The uniform rule's share in the mixture: what bench/bench_active_labels.py supports (the
-#: narrowest intervals at every budget with coverage kept, docs/active-labels.md).
+#: The uniform rule's share in the mixture, as bench/bench_active_labels.py supports it: as narrow
+#: as the smaller shares where the uncertainty is right, and far narrower than they where a
+#: few records are confidently wrong (their small chance is a large weight); docs/active-labels.md.
 DEFAULT_MIX = 0.3
 
 Floats = Sequence[float] | np.ndarray
