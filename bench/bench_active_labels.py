@@ -2,8 +2,8 @@
 calibrated 95% interval of the mean human label is, and how often it holds the true mean.
 A seeded simulation.
 
-    python bench/bench_active_labels.py [--trials 1000] [--seed 0] [--pool 1000]
-                                        [--labels 20,40,...,200] [--mix 0.1] [--mixes 0.05,0.1]
+    python bench/bench_active_labels.py [--trials 1000] [--seed 0] [--pool 5000]
+                                        [--labels 20,40,...,200] [--mix 0.3] [--mixes 0.1,0.5]
 
 The population (200,000 records) has a human label on a 1-5 rubric scale and a judge asked
 five times per record (``--judge-samples 5``): its score is the samples' mean, its uncertainty
