@@ -13,8 +13,12 @@ from hypothesis import strategies as st
 from rageval.core.calibration import MIN_LABELLED
 from rageval.stats.active import DEFAULT_MIX, active_mean, selection_probabilities
 from rageval.stats.calibration import classical_mean
-from rageval.stats.label_plan import (active_half_width, label_moments, plan_labels,
-                                      uniform_half_width)
+from rageval.stats.label_plan import (
+    active_half_width,
+    label_moments,
+    plan_labels,
+    uniform_half_width,
+)
 
 Z95 = 1.959963984540054
 NAN = math.nan
@@ -170,7 +174,7 @@ def test_the_uniform_plan_agrees_with_ppi_py_power_analysis(seed: int, width: fl
 
 
 def test_the_uniform_plan_is_the_first_count_that_reaches_the_width() -> None:
-    y, f, u = _pool(4)
+    y, f, _u = _pool(4)
     labels = _labelled(y, 50, 4)
     for tuned in (False, True):
         plan = plan_labels(f, labels, 0.1, tuned=tuned)
@@ -230,6 +234,6 @@ def test_a_width_no_labelling_reaches_is_said() -> None:
 
 @pytest.mark.parametrize("width", [0.0, -1.0, math.nan])
 def test_the_plan_refuses_a_width_that_is_not_positive(width: float) -> None:
-    y, f, u = _pool(9, size=100)
+    y, f, _u = _pool(9, size=100)
     with pytest.raises(ValueError, match="width"):
         plan_labels(f, _labelled(y, 20, 9), width)
