@@ -157,3 +157,18 @@ def test_judge_replay_benchmark_measures_a_base_beside(tmp_path: Path) -> None:
     for name in ("judge-40-seed0.sqlite", "judge-40-seed0-base.sqlite"):
         with JudgeCache(data / name) as cache:
             assert len(cache) == 80
+
+
+def test_active_labels_benchmark_compares_both_selections() -> None:
+    """bench/bench_active_labels.py on a tiny configuration: a row per number of labels, both
+    selections' widths and coverages, and the summary line."""
+    lines = run_bench("bench_active_labels", "--trials", "20", "--pool", "300",
+                      "--labels", "20,60", "--mixes", "0.1")
+    rows = [line.split("|")[1:-1] for line in lines if line.startswith("| 20 ")
+            or line.startswith("| 60 ")]
+    assert [row[0].strip() for row in rows] == ["20", "60"]
+    for row in rows:
+        assert len(row) == 9 and float(row[1]) > 0 and float(row[2]) > 0
+        assert row[3].strip().endswith("x") and row[5].strip().endswith("%")
+    assert any(line.startswith("active / uniform width at most") for line in lines)
+    assert any(line.startswith("mix 0.10: width ratio") for line in lines)
