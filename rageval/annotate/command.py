@@ -60,6 +60,10 @@ def build_server(args: argparse.Namespace) -> AnnotateServer:
 
 
 def annotate_command(args: argparse.Namespace, out: TextIO) -> int:
+    if args.plan is not None:
+        from rageval.annotate.plan import plan_command
+
+        return plan_command(args, out)
     server = build_server(args)
     with server, _stopped_by_sigterm():
         print(f"open {server.url}", file=out, flush=True)

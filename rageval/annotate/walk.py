@@ -19,7 +19,7 @@ from rageval.annotate.run import LabellingRun
 from rageval.annotate.uncertainty import uncertainty
 from rageval.stats.active import selection_probabilities
 
-__all__ = ["DEFAULT_BUDGET", "SELECT", "Walk", "draw", "walk_key"]
+__all__ = ["DEFAULT_BUDGET", "SELECT", "Walk", "draw", "pool_uncertainty", "walk_key"]
 
 #: The ways of choosing what to label (``--select``).
 SELECT = ("uniform", "active")
@@ -36,6 +36,13 @@ def draw(seed: int, metric: str, record_id: str) -> float:
     """The record's uniform draw in [0, 1), the same wherever and whenever it is made."""
     digest = hashlib.sha256(f"{seed}:{metric}:{record_id}:draw".encode()).hexdigest()
     return int(digest, 16) / 2**256
+
+
+def pool_uncertainty(run: LabellingRun) -> list[float]:
+    """The judge's uncertainty of each record of the pool, in the run's order."""
+    scale = run.scale
+    return [uncertainty(item.score, item.details, scale.low, scale.high)
+            for item in run.items.values()]
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,7 @@ class Walk:
         order = tuple(sorted(ids, key=lambda i: walk_key(seed, run.metric, i)))
         if selection == "uniform":
             return cls(run.metric, selection, order, {}, frozenset(ids))
-        scale = run.scale
-        spread = [uncertainty(run.items[i].score, run.items[i].details, scale.low, scale.high)
-                  for i in ids]
-        pi = selection_probabilities(spread, budget)
+        pi = selection_probabilities(pool_uncertainty(run), budget)
         probability = {i: float(p) for i, p in zip(ids, pi, strict=True)}
         offered = frozenset(i for i in ids if draw(seed, run.metric, i) < probability[i])
         return cls(run.metric, selection, order, probability, offered)

@@ -139,6 +139,10 @@ def _add_annotate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--show-judge", action="store_true",
                    help="show the judge's score and reasoning (default: hidden; the labels "
                    "file records that they were shown)")
+    p.add_argument("--plan", type=float, metavar="WIDTH",
+                   help="serve nothing: say how many more labels, uniform and active, the "
+                   "labels so far suggest bring the calibrated mean's 95%% interval to a "
+                   "half-width of WIDTH")
     p.add_argument("--host", default="127.0.0.1",
                    help="listen address (default 127.0.0.1; another one is warned about)")
     p.add_argument("--port", type=int, default=0,

@@ -1,0 +1,82 @@
+"""``rageval annotate RUN_DIR --metric M --labels FILE --plan WIDTH``: how many more labels,
+uniform and active, the labels so far suggest are needed to bring the calibrated mean's 95%
+interval to a half-width of WIDTH (:func:`rageval.stats.label_plan.plan_labels`), printed
+instead of serving the page.
+
+The labels so far are the file's standing labels of the metric, every annotator's, averaged
+per record as the calibration averages them; labels an active walk chose count with the
+probability each line records."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from rageval.annotate.run import LabellingRun, load_labelling_run
+from rageval.annotate.walk import pool_uncertainty
+from rageval.core.errors import UsageError
+from rageval.core.labels import LabelLine, current_labels, read_labels
+from rageval.stats.label_plan import LabelPlan, plan_labels
+
+__all__ = ["plan_command"]
+
+
+def plan_command(args: argparse.Namespace, out: TextIO) -> int:
+    width = args.plan
+    if not (math.isfinite(width) and width > 0):
+        raise UsageError(f"--plan: the half-width must be positive, got {width}")
+    run = load_labelling_run(args.run_dir, args.metric, args.records)
+    standing = _standing(args.labels, run)
+    judged = np.array([item.score for item in run.items.values()])
+    labels = np.full(len(judged), np.nan)
+    chances: np.ndarray | None = None
+    selections = {line.selection for line in standing}
+    if len(selections) > 1:
+        raise UsageError(f"{args.labels}: the labels of {run.metric} mix uniform and active "
+                         "selection; plan each apart")
+    if selections == {"active"}:
+        chances = np.ones(len(judged))
+    by_id: dict[str, list[LabelLine]] = {}
+    for line in standing:
+        by_id.setdefault(line.id, []).append(line)
+    for index, record_id in enumerate(run.items):
+        lines = by_id.get(record_id)
+        if lines:
+            labels[index] = float(np.mean([line.label for line in lines]))
+            if chances is not None:
+                chances[index] = lines[0].probability or 1.0
+    plan = plan_labels(judged, labels, width, probabilities=chances,
+                       uncertainty=pool_uncertainty(run))
+    out.write(_describe(plan, run.metric, "active" if chances is not None else "uniform"))
+    return 0
+
+
+def _standing(path: str, run: LabellingRun) -> list[LabelLine]:
+    """The standing labels of the run's metric for records of its pool (a missing file: no
+    labels yet)."""
+    if not Path(path).exists():
+        return []
+    standing, _ = current_labels(read_labels(path))
+    return [line for line in standing if line.metric == run.metric and line.id in run.items]
+
+
+def _describe(plan: LabelPlan, metric: str, selection: str) -> str:
+    head = (f"{metric}: {plan.labelled} of {plan.pool} records labelled so far ({selection}); "
+            f"to bring the {plan.level:.0%} interval's half-width to {plan.width:g}:\n")
+    if plan.refused is not None:
+        return head + f"  no plan: {plan.refused}\n"
+    if plan.uniform_total is None:
+        uniform = f"  uniform: no number of labels reaches it ({plan.uniform_reason})\n"
+    else:
+        uniform = (f"  uniform: {plan.uniform_more} more labels ({plan.uniform_total} in all, "
+                   "--select uniform)\n")
+    if plan.active_total is None:
+        active = f"  active: no budget reaches it ({plan.active_reason})\n"
+    else:
+        active = (f"  active: {plan.active_more} more labels expected ({plan.active_total} in "
+                  f"all, --select active --budget {plan.active_total})\n")
+    return head + uniform + active
