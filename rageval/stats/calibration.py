@@ -38,8 +38,8 @@ import numpy as np
 from rageval.core.calibration import MIN_LABELLED, Calibration
 from rageval.stats.exact import exact_mean
 
-__all__ = ["PPIEstimate", "calibrate", "calibrate_active", "calibrated_difference", "classical_mean",
-           "normal_interval", "ppi_mean", "ppi_mean_moments"]
+__all__ = ["PPIEstimate", "calibrate", "calibrated_difference",
+           "classical_mean", "normal_interval", "ppi_mean", "ppi_mean_moments"]
 
 
 @dataclass(frozen=True)
@@ -133,16 +133,11 @@ def normal_interval(mean: float, se: float, level: float) -> tuple[float, float]
     return mean - z * se, mean + z * se
 
 
-def calibrate(values: np.ndarray, labels: np.ndarray,
-              chances: np.ndarray | None = None) -> Calibration:
+def calibrate(values: np.ndarray, labels: np.ndarray) -> Calibration:
     """The calibrated mean of a metric's ``values`` (NaN: unscored) from ``labels`` (NaN: no
     label), aligned record by record. Only records the metric scored count: a labelled record
-    the judge could not score says nothing about the judge. With ``chances`` (labels under
-    active selection: each record's probability of being labelled, NaN outside the pool the
-    selection went through), the active-inference mean over that pool
-    (:func:`calibrate_active`)."""
-    if chances is not None:
-        return calibrate_active(values, labels, chances)
+    the judge could not score says nothing about the judge (labels under active selection:
+    :func:`rageval.stats.active_calibration.calibrate_active`)."""
     scored = ~np.isnan(values)
     labelled = scored & ~np.isnan(labels)
     unlabelled = scored & np.isnan(labels)
@@ -160,28 +155,6 @@ def calibrate(values: np.ndarray, labels: np.ndarray,
     plain = ppi_mean(y, f, f_unlabelled, tuned=False)
     return Calibration(n, big_n, plain.mean, plain.ci, tuned.lam, tuned.mean, tuned.ci,
                        human_mean, human_ci)
-
-
-def calibrate_active(values: np.ndarray, labels: np.ndarray,
-                     chances: np.ndarray) -> Calibration:
-    """The active-inference mean (Zrnic and Candès) of the records of the pool (a probability
-    given) the metric scored, from their judge ``values`` and ``labels`` (NaN: passed over),
-    each label weighted by the inverse of its record's probability in ``chances``; what the
-    labels alone say is the same estimator with the judge left out (weight 0)."""
-    from rageval.stats.active import active_mean  # it builds on this module's estimates
-
-    pool = ~np.isnan(values) & ~np.isnan(chances)
-    f, y, pi = values[pool], labels[pool], chances[pool]
-    n = int((~np.isnan(y)).sum())
-    passed = len(f) - n
-    if n < MIN_LABELLED:
-        return Calibration(n, passed, method="active",
-                           refused=f"{n} scored records of the active selection carry a human "
-                                   f"label; calibration needs at least {MIN_LABELLED}")
-    estimate = active_mean(f, y, pi)
-    alone = active_mean(f, y, pi, lam=0.0)
-    return Calibration(n, passed, estimate.mean, estimate.ci, human_mean=alone.mean,
-                       human_ci95=alone.ci, method="active")
 
 
 def calibrated_difference(y: np.ndarray, unlabelled: int,

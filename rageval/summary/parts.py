@@ -17,6 +17,7 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
 from rageval.core.results import MetricSummary
+from rageval.stats.active_calibration import calibrate_active
 from rageval.stats.calibration import calibrate
 from rageval.stats.exact import exact_mean
 from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
@@ -312,8 +313,9 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
             value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
             dict(reasons), aggregate, signature.format(short=True),
             in_table=name in metric.table_names(), flagged=dict(flagged),
-            calibrated=(calibrate(values, labels, chances) if labels is not None and headline
-                        else None),
+            calibrated=(None if labels is None or not headline
+                        else calibrate(values, labels) if chances is None
+                        else calibrate_active(values, labels, chances)),
             figures=metric.summary_figures(result) if headline else {},
             ci_method=("judge-noise" if within is not None and headline
                        else "conversations" if over_conversations else "records"),

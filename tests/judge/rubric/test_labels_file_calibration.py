@@ -218,10 +218,10 @@ def test_a_field_and_a_file_together_and_labels_of_no_metric_are_usage_errors(
         tmp_path: Path, keyed_judge: JudgeServer) -> None:
     records = write_records(tmp_path / "r.jsonl")
     path = write_labels(tmp_path / "labels.jsonl", [line("q0", 3, metric="judge:tone")])
-    with pytest.raises(UsageError, match="--human human and --human-labels .* give one"):
+    with pytest.raises(UsageError, match=r"--human human and --human-labels .* give one"):
         evaluate(records, [METRIC], judge=judge(keyed_judge, tmp_path), human="human",
                  human_labels=path, bootstrap=50)
-    with pytest.raises(UsageError, match="no label of .* is for a metric the run scores"):
+    with pytest.raises(UsageError, match=r"no label of .* is for a metric the run scores"):
         evaluate(records, [METRIC], judge=judge(keyed_judge, tmp_path), human_labels=path,
                  bootstrap=50)
     assert keyed_judge.requests == 0
