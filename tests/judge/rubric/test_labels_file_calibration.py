@@ -23,6 +23,7 @@ from judge_server import TEST_KEY_ENV, JudgeServer, keyed_options
 
 from rageval.api import evaluate
 from rageval.cli import main
+from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError, UsageError
 from rageval.core.results import Results
 from rageval.judge.llm.options import JudgeOptions
@@ -173,6 +174,7 @@ def test_active_labels_give_the_paper_s_estimator(tmp_path: Path,
     assert item["agreement"]["records"] == 6
     saved = results.summary_json()["metrics"][METRIC]["calibrated"]
     assert saved["method"] == "active" and "ppi++" not in saved
+    assert Calibration.from_json(saved) == c  # read back from summary.json as written
 
 
 def test_a_metric_labelled_under_both_selections_is_an_error(tmp_path: Path,
@@ -295,3 +297,28 @@ def test_an_evaluation_file_names_the_labels_file(tmp_path: Path,
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     about = summary["manifest"]["human_labels"]
     assert about["file"] == str(tmp_path / "labels.jsonl") and about["unknown_ignored"] == 1
+
+
+def test_read_window_by_window_an_unknown_id_is_found_at_the_end(
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    path = write_labels(tmp_path / "labels.jsonl",
+                        [line(f"q{i}", ana(i)) for i in range(12)] + [line("gone", 2)])
+    with pytest.raises(InputError, match="'gone', which the run does not have") as caught:
+        evaluate(write_records(tmp_path / "r.jsonl"), [METRIC],
+                 judge=judge(keyed_judge, tmp_path), human_labels=path, bootstrap=50,
+                 window=7)
+    assert (caught.value.path, caught.value.line) == (str(path), 13)
+
+
+def test_fewer_than_ten_active_labels_is_a_refusal(tmp_path: Path,
+                                                  keyed_judge: JudgeServer) -> None:
+    lines = [line(f"q{i}", ana(i), selection="active", probability=0.5) for i in range(9)]
+    lines.append(line("q9", None, passed=True, selection="active", probability=0.5))
+    path = write_labels(tmp_path / "labels.jsonl", lines)
+    results = evaluate(write_records(tmp_path / "r.jsonl"), [METRIC],
+                       judge=judge(keyed_judge, tmp_path), human_labels=path, bootstrap=50)
+    c = results.summary[METRIC].calibrated
+    assert c is not None and c.mean is None and c.method == "active"
+    assert (c.labelled, c.unlabelled) == (9, 1)
+    assert results.summary_json()["metrics"][METRIC]["calibrated"] == {
+        "labelled": 9, "unlabelled": 1, "method": "active", "refused": c.refused}
