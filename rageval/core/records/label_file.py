@@ -39,7 +39,7 @@ class MetricLabels:
     selection: str = "uniform"
     labels: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> annotator -> y
     chances: dict[str, float] = field(default_factory=dict)  # active: id -> probability
-    first_line: dict[str, int] = field(default_factory=dict)  # id -> its first line
+    lines: dict[str, list[int]] = field(default_factory=dict)  # id -> its lines standing
 
     def mean(self, record_id: str) -> float:
         """The annotators' mean label of a record (NaN: none)."""
@@ -60,13 +60,12 @@ class LabelsFileColumns:
     def __init__(self, path: str, scales: Mapping[str, tuple[float, float]], *,
                  allow_unknown: bool = False) -> None:
         self.path = path
-        self.source = path
-        self.field = None  # not a field of the records
         self.scales = dict(scales)
         self.allow_unknown = allow_unknown
         self.found = 0  # records with any label
         self.ignored_metrics: dict[str, int] = {}  # metrics the run does not score: lines
-        self.unknown: list[LabelLine] = []  # set by check(): lines of ids the run lacks
+        # Set by check(): the (line, id) of each standing line of an id the run lacks.
+        self.unknown: list[tuple[int, str]] = []
         self._seen: set[str] = set()  # labelled record ids the run has
         self.metrics = self._join(read_labels(path))
 
@@ -97,7 +96,7 @@ class LabelsFileColumns:
                     f"calibrate from one selection's labels", path=self.path, line=line.line,
                     field="selection")
             item = out.setdefault(name, MetricLabels(name, line.selection))
-            item.first_line.setdefault(line.id, line.line)
+            item.lines.setdefault(line.id, []).append(line.line)
             if line.selection == "active" and line.probability is not None:
                 item.chances.setdefault(line.id, line.probability)
             if line.label is not None:
@@ -128,7 +127,7 @@ class LabelsFileColumns:
                 value = math.nan if item is None else item.mean(record.id)
                 labelled |= not math.isnan(value)
                 values.append(value)
-                if item is not None and record.id in item.first_line:
+                if item is not None and record.id in item.lines:
                     self._seen.add(record.id)
             self.found += labelled
         return out
@@ -143,16 +142,15 @@ class LabelsFileColumns:
         """Once every record was read: a label of a record id the run does not have is an
         error naming the file, the line and the id, unless ``allow_unknown`` (then counted in
         :attr:`unknown`)."""
-        self.unknown = sorted(
-            (_line(item, record_id) for item in self.metrics.values()
-             for record_id in item.first_line if record_id not in self._seen),
-            key=lambda line: line.line)
+        self.unknown = sorted((number, record_id) for item in self.metrics.values()
+                              for record_id, numbers in item.lines.items()
+                              if record_id not in self._seen for number in numbers)
         if self.unknown and not self.allow_unknown:
-            first = self.unknown[0]
+            number, record_id = self.unknown[0]
             more = f" (and {len(self.unknown) - 1} more)" if len(self.unknown) > 1 else ""
-            raise InputError(f"label for record {first.id!r}, which the run does not have"
+            raise InputError(f"label for record {record_id!r}, which the run does not have"
                              f"{more}; --allow-unknown-labels ignores such labels",
-                             path=self.path, line=first.line, field="id")
+                             path=self.path, line=number, field="id")
 
     def ratings(self, name: str) -> dict[str, dict[str, float]]:
         """A metric's labels by annotator, then record id, for the records the run has."""
@@ -182,7 +180,3 @@ class LabelsFileColumns:
             out["other_metrics"] = dict(sorted(self.ignored_metrics.items()))
         return out
 
-
-def _line(item: MetricLabels, record_id: str) -> LabelLine:
-    """A stand-in line for an id's first line in the file (for the error and the count)."""
-    return LabelLine(record_id, item.metric, None, "", "", line=item.first_line[record_id])

@@ -192,7 +192,7 @@ def test_a_metric_labelled_under_both_selections_is_an_error(tmp_path: Path,
 
 def test_a_label_of_an_unknown_record_is_an_error_naming_file_line_and_id(
         tmp_path: Path, keyed_judge: JudgeServer) -> None:
-    lines = [line(f"q{i}", ana(i)) for i in range(12)] + [line("q999", 3)]
+    lines = [line(f"q{i}", ana(i)) for i in range(12)] + [line("q999", 3), line("q999", 4, "bo")]
     path = write_labels(tmp_path / "labels.jsonl", lines)
     records = write_records(tmp_path / "r.jsonl")
     with pytest.raises(InputError) as caught:
@@ -200,11 +200,12 @@ def test_a_label_of_an_unknown_record_is_an_error_naming_file_line_and_id(
                  bootstrap=50)
     error = caught.value
     assert (error.path, error.line, error.field) == (str(path), 13, "id")
-    assert "'q999'" in str(error) and "--allow-unknown-labels" in str(error)
+    assert "'q999'" in str(error) and "(and 1 more)" in str(error)
+    assert "--allow-unknown-labels" in str(error)
     assert keyed_judge.requests == 0  # found before anything was asked
     results = evaluate(records, [METRIC], judge=judge(keyed_judge, tmp_path),
                        human_labels=path, allow_unknown_labels=True, bootstrap=50)
-    assert results.manifest["human_labels"]["unknown_ignored"] == 1
+    assert results.manifest["human_labels"]["unknown_ignored"] == 2  # each annotator's label
     assert results.summary[METRIC].calibrated.labelled == 12  # type: ignore[union-attr]
 
 
