@@ -53,6 +53,8 @@ def evaluate(
     engine: str = "local",
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    human_labels: str | os.PathLike[str] | None = None,
+    allow_unknown_labels: bool = False,
 ) -> Results:
     """Score ``records`` with ``metrics`` and aggregate.
 
@@ -82,6 +84,10 @@ def evaluate(
     the records holding human labels (a number, or an object mapping metrics to numbers, as
     ``rageval agree --human`` reads them): each judge metric's summary then gives its mean
     calibrated by them (``calibrated``: prediction-powered inference, see docs/calibration.md).
+    ``human_labels`` names a labels file (``rageval annotate``'s) that does so instead, its
+    labels joined by record id and metric and averaged across annotators (active inference
+    when they were actively selected); a label of a record the run does not have is an error
+    unless ``allow_unknown_labels``. ``human`` and ``human_labels`` together are an error.
     ``format`` and ``max_line_bytes``
     apply to every records file the run reads (see :func:`~rageval.core.records.load_records`).
 
@@ -128,7 +134,8 @@ def evaluate(
         provider = judgments_provider(judgments_from, options)
     inputs = RunInputs(records, qrels=qrels, provider=provider, human=human, format=format,
                        max_line_bytes=max_line_bytes, window=settings.window_size,
-                       progress=load_progress)
+                       progress=load_progress, human_labels=human_labels,
+                       allow_unknown_labels=allow_unknown_labels)
     with settings.scorer() as scorer:
         return run_metrics(inputs, metrics, options, settings, progress=progress,
                            started=started, engine=scorer)

@@ -27,6 +27,7 @@ from rageval.core.manifest import run_manifest
 from rageval.core.metric import Batch, Metric, ScoreOptions, by_hooks, settled
 from rageval.core.providers import JudgmentsProvider
 from rageval.core.records import Record
+from rageval.core.records.label_file import LabelsFileColumns
 from rageval.core.registry import create
 from rageval.core.results import MetricSummary, Results
 from rageval.core.results.conversations import TurnRules
@@ -36,6 +37,7 @@ from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
+from rageval.stats.agreement import annotator_agreement
 
 # (records done, records total): the total is None while a run streamed from a file is read.
 ProgressHook = Callable[[int, int | None], None]
@@ -151,6 +153,8 @@ class _Run:
         windows, self.single = _ahead(inputs.windows(), one)
         if inputs.human is not None:  # the metrics on a fixed scale (a rubric's) are calibrated
             self.turns.calibrate(inputs.human, inputs.source)
+        elif inputs.human_labels is not None:
+            self.turns.calibrate_from_file(inputs.human_labels, inputs.allow_unknown_labels)
         if passes:
             windows = list(windows) if self.single else windows
             self.passes = made(passes, windows if self.single else inputs.windows(again=True))
@@ -162,7 +166,8 @@ class _Run:
         the metrics' hooks, the fields they need), digested as read, its judgments filled by
         the provider, its human labels kept. Returns the window's batch and that of the
         conversations ending in it (None when none does)."""
-        _check_conversations(window, self.settings, inputs.human)
+        _check_conversations(window, self.settings,
+                             inputs.human is not None or inputs.human_labels is not None)
         ending = conversations_ending(window) if self.whole.metrics else []
         self.turns.read(window)
         self.whole.read(ending)  # what the whole-conversation metrics read of each
@@ -239,7 +244,9 @@ class _Run:
         if groups.conversations:
             extra["conversations"] = {"count": groups.conversations, "turns": groups.turns,
                                       **self.rules.to_json()}
-        if labels is not None:
+        if isinstance(labels, LabelsFileColumns):
+            extra["human_labels"] = labels_manifest(labels)
+        elif labels is not None:
             extra["human_labels"] = {"field": labels.field, "records": labels.found,
                                      "metrics": list(labels.scales)}
         settings = self.settings
@@ -251,6 +258,18 @@ class _Run:
     def signers(self, turns: list[Metric], wholes: list[Metric]) -> list[Metric]:
         """The settled metrics of turns and of whole conversations, in the order asked."""
         return sorted([*turns, *wholes], key=lambda m: self.order[str(m)])
+
+
+def labels_manifest(labels: LabelsFileColumns) -> dict[str, Any]:
+    """The manifest's record of a labels file: per metric, the labelled count, each
+    annotator's count, the selection, and the annotators' agreement where two or more
+    labelled common records."""
+    out = labels.describe()
+    for name, item in out["metrics"].items():
+        agreement = annotator_agreement(labels.ratings(name), labels.scales[name])
+        if agreement is not None:
+            item["agreement"] = agreement
+    return out
 
 
 def _ahead(windows: Iterator[list[Record]], one: bool,
@@ -277,7 +296,7 @@ def _chain(ahead: list[list[Record]], rest: Iterator[list[Record]]) -> Iterator[
 
 
 def _check_conversations(window: list[Record], settings: RunSettings,
-                         human: str | None) -> None:
+                         human: bool) -> None:
     """A run of conversations resamples conversations: the options that resample records
     (within records, or against human labels) are refused before its first is scored."""
     if not any(record.conversation is not None for record in window):
@@ -285,9 +304,9 @@ def _check_conversations(window: list[Record], settings: RunSettings,
     if settings.resample_samples:
         raise UsageError(f"--ci {settings.ci} resamples the samples within records; a run "
                          "of conversations resamples conversations: leave --ci out")
-    if human is not None:
+    if human:
         raise UsageError("human labels calibrate record by record; a run of conversations "
-                         "is summed up by conversation: leave --human out")
+                         "is summed up by conversation: leave --human and --human-labels out")
 
 
 def _turn_rules(metrics: list[Metric], wholes: list[Metric],

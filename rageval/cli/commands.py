@@ -140,6 +140,8 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
             judge=judge,
             judgments_from=args.judgments_from,
             human=args.human,
+            human_labels=args.human_labels,
+            allow_unknown_labels=args.allow_unknown_labels,
             format=args.format,
             max_line_bytes=args.max_line_bytes,
             out=args.out,

@@ -105,6 +105,9 @@ def _add_agree(sub: argparse._SubParsersAction) -> None:
                    help="a second run judged by another prompt or model")
     p.add_argument("--human", metavar="FIELD",
                    help="records field holding human labels (a number, or criterion -> number)")
+    p.add_argument("--human-labels", metavar="FILE",
+                   help="a labels file (as rageval annotate writes it) holding the human "
+                   "labels, each record's averaged across annotators (not with --human)")
     p.add_argument("--records", metavar="FILE",
                    help="records file holding the human labels (default: the file run A scored)")
     p.add_argument("--pair", action="append", metavar="METRIC_A=METRIC_B",

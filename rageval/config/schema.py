@@ -215,6 +215,17 @@ JUDGE_USES: tuple[Option, ...] = (
        help="the records' field of human labels (a number, or an object mapping judge metrics "
        "to numbers): each judge mean is also given calibrated by them (prediction-powered "
        "inference; at least 10 labelled records)"),
+    _o("human_labels", "--human-labels", metavar="FILE",
+       file=("scoring", "human_labels", "path", "a labels file of human labels"),
+       help="a labels file (JSON Lines, as rageval annotate writes it) whose labels, joined by "
+       "record id and metric and averaged across annotators, calibrate each judge mean (PPI, "
+       "or active inference for actively selected labels), with the annotators' agreement; "
+       "not with --human"),
+    _o("allow_unknown_labels", "--allow-unknown-labels", switch=True, default=False,
+       file=("scoring", "allow_unknown_labels", "bool",
+             "ignore labels of records the run does not have"),
+       help="count and ignore labels of --human-labels for record ids the run does not have "
+       "(an error by default)"),
 )
 
 #: The gate (exit status 3 when a check fails; docs/gate.md) and the outputs for CI.

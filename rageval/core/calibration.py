@@ -25,7 +25,10 @@ Interval = tuple[float, float]
 @dataclass(frozen=True)
 class Calibration:
     """``mean`` and ``ci95``: PPI; ``tuned_*``: PPI++ (``lam`` its tuned weight);
-    ``human_*``: the labelled records alone. ``refused`` says why there is no estimate."""
+    ``human_*``: the labelled records alone. ``refused`` says why there is no estimate.
+    ``method``: ``ppi`` (labels of a uniform sample), or ``active`` (labels under active
+    selection: the active-inference mean over the pool the selection went through, whose
+    ``unlabelled`` records are those it passed over; no PPI++ beside it)."""
 
     labelled: int
     unlabelled: int
@@ -37,15 +40,19 @@ class Calibration:
     human_mean: float | None = None
     human_ci95: Interval | None = None
     refused: str | None = None
+    method: str = "ppi"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"labelled": self.labelled, "unlabelled": self.unlabelled}
         if self.refused is not None:
             out["refused"] = self.refused
+        if self.method != "ppi":
+            out["method"] = self.method
         if self.mean is not None:
-            out.update({"method": "ppi", "mean": self.mean, "ci95": _pair(self.ci95),
-                        "ppi++": {"mean": self.tuned_mean, "ci95": _pair(self.tuned_ci95),
-                                  "lam": self.lam}})
+            out.update({"method": self.method, "mean": self.mean, "ci95": _pair(self.ci95)})
+        if self.tuned_mean is not None:
+            out["ppi++"] = {"mean": self.tuned_mean, "ci95": _pair(self.tuned_ci95),
+                            "lam": self.lam}
         if self.human_mean is not None:
             out["human"] = {"mean": self.human_mean, "ci95": _pair(self.human_ci95)}
         return out
@@ -56,7 +63,8 @@ class Calibration:
         return cls(int(data["labelled"]), int(data["unlabelled"]), data.get("mean"),
                    _interval(data.get("ci95")), tuned.get("lam"), tuned.get("mean"),
                    _interval(tuned.get("ci95")), human.get("mean"),
-                   _interval(human.get("ci95")), data.get("refused"))
+                   _interval(human.get("ci95")), data.get("refused"),
+                   data.get("method", "ppi"))
 
 
 def _pair(interval: Interval | None) -> list[float] | None:

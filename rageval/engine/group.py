@@ -22,6 +22,7 @@ from rageval.core.records import Record
 from rageval.core.records.digest import DataDigest
 from rageval.core.records.field_hints import NeededFields
 from rageval.core.records.human import LabelColumns
+from rageval.core.records.label_file import LabelsFileColumns
 from rageval.engine.local import Engine, merge_run_wide
 from rageval.engine.sink import Sink
 from rageval.summary import SummaryParts
@@ -46,7 +47,8 @@ class MetricGroup:
         self.fields = NeededFields({str(m): m.needs for m in metrics})
         # What was scored, for telling a baseline of other data (the manifest's "data").
         self.digest = DataDigest(field for m in metrics for field in m.needs)
-        self.labels: LabelColumns | None = None  # the human labels, when the run has them
+        # The human labels, when the run has them: a field of its records, or a labels file.
+        self.labels: LabelColumns | LabelsFileColumns | None = None
         self.count = 0
 
     def passes(self) -> dict[Hashable, RunPass]:
@@ -63,6 +65,14 @@ class MetricGroup:
         records' ``field`` (``source``: the records, as errors name them)."""
         self.labels = LabelColumns.of(field, [(str(m), m.score_range())
                                               for m in self.metrics], source)
+
+    def calibrate_from_file(self, path: str, allow_unknown: bool) -> None:
+        """Calibrate the metrics on a fixed scale by the labels of a labels file (``path``),
+        joined by record id and metric (``allow_unknown``: labels of ids the run lacks are
+        ignored, not refused)."""
+        self.labels = LabelsFileColumns.of(path, [(str(m), m.score_range())
+                                                  for m in self.metrics],
+                                           allow_unknown=allow_unknown)
 
     def read(self, records: Sequence[Record]) -> None:
         """Records as read, before anything fills them: digested (judgments given during the
@@ -105,12 +115,20 @@ class MetricGroup:
         record is in, and some must have one)."""
         if self.labels is None:
             return
+        chances = (self.labels.chances(records)
+                   if isinstance(self.labels, LabelsFileColumns) else {})
         for name, labels in self.labels.take(records).items():
-            self.parts.add_labels(name, labels)
+            self.parts.add_labels(name, labels, chances.get(name))
         if every:
             self._check_labels_found()
 
     def _check_labels_found(self) -> None:
+        if isinstance(self.labels, LabelsFileColumns):
+            self.labels.check()
+            if self.labels.found == 0:
+                raise UsageError(f"human labels: no label of {self.labels.path} is for a "
+                                 "record of the run; do the record ids match?")
+            return
         if self.labels is not None and self.labels.found == 0:
             raise UsageError(f"human labels: no record of {self.labels.source} has a field "
                              f"{self.labels.field!r}")

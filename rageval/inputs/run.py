@@ -35,8 +35,11 @@ class RunInputs:
     :attr:`judgments`, where every judgment joins the records and which says where they came
     from; ``provider`` grades the records still without any (``judgments_from``:
     :meth:`fill_judgments`, accounted for by :meth:`provided`). ``human`` names the records'
-    field of human labels that calibrate the judge means. :attr:`source` names the records in
-    the manifest, and :attr:`manifest` says how to read them again when they came from a spec.
+    field of human labels that calibrate the judge means; ``human_labels`` a labels file
+    (``rageval annotate``'s) that does so instead, joined by record id (``allow_unknown_labels``:
+    labels of ids the run lacks are counted and ignored rather than refused).
+    :attr:`source` names the records in the manifest, and :attr:`manifest` says how to read them
+    again when they came from a spec.
     """
 
     def __init__(self, records: RecordsIn, *,
@@ -44,15 +47,23 @@ class RunInputs:
                  provider: JudgmentsProvider | None = None, human: str | None = None,
                  format: str | None = None,
                  max_line_bytes: int | None = None, window: int = 10_000,
-                 progress: LoadProgress | None = None) -> None:
+                 progress: LoadProgress | None = None,
+                 human_labels: str | os.PathLike[str] | None = None,
+                 allow_unknown_labels: bool = False) -> None:
         if human is not None and (not isinstance(human, str) or not human.strip()):
             raise UsageError(f"human must name a field of the records, got {human!r}")
+        if human is not None and human_labels is not None:
+            raise UsageError(f"--human {human} and --human-labels {os.fspath(human_labels)} both "
+                             "give human labels: give one (a labels file holds labels of any "
+                             "number of annotators)")
         self.records: RecordSource = record_source(records, format=format,
                                                    max_line_bytes=max_line_bytes)
         self.window = window
         self.progress = progress
         self.provider = provider
         self.human = human
+        self.human_labels = None if human_labels is None else os.fspath(human_labels)
+        self.allow_unknown_labels = allow_unknown_labels
         self.source = self.records.name
         self.manifest = self.records.manifest()
         self.judgments = _join(qrels, self.source)

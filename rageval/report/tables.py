@@ -97,7 +97,8 @@ def unscored_lines(results: Results) -> list[str]:
 
 def calibration_lines(results: Results) -> list[str]:
     """One line per metric calibrated by human labels: the calibrated mean and CI beside the
-    raw mean and what the labels alone say, or why there is no calibrated mean."""
+    raw mean and what the labels alone say, or why there is no calibrated mean; then, for
+    labels read from a labels file, what they are (:func:`labels_lines`)."""
     lines = []
     for name, item in results.summary.items():
         c = item.calibrated
@@ -110,9 +111,41 @@ def calibration_lines(results: Results) -> list[str]:
             continue
         tuned = ("" if c.tuned_mean is None or c.tuned_ci95 is None else
                  f"; PPI++ {_fmt(c.tuned_mean)} {_interval(c.tuned_ci95)}")
-        lines.append(f"{name} calibrated by {count_of(c.labelled, 'human label')} (PPI, "
-                     f"{c.unlabelled} unlabelled): {_fmt(c.mean)} {_interval(c.ci95)}{tuned}; "
+        how = ("active inference, " + count_of(c.unlabelled, "record") + " passed over"
+               if c.method == "active" else f"PPI, {c.unlabelled} unlabelled")
+        lines.append(f"{name} calibrated by {count_of(c.labelled, 'human label')} ({how}): "
+                     f"{_fmt(c.mean)} {_interval(c.ci95)}{tuned}; "
                      f"the judge alone: {_fmt(item.value)}{alone}")
+    return lines + labels_lines(results)
+
+
+def labels_lines(results: Results) -> list[str]:
+    """One line per metric labelled in a labels file (``--human-labels``): the file, the
+    labelled records, each annotator's count, the selection and the annotators' agreement;
+    then the labels ignored."""
+    about = results.manifest.get("human_labels")
+    if not isinstance(about, dict) or "file" not in about:
+        return []
+    lines = []
+    for name, item in about.get("metrics", {}).items():
+        counts = ", ".join(f"{who} {n}" for who, n in item.get("annotators", {}).items())
+        agreement = item.get("agreement")
+        agree = ""
+        if agreement:
+            kappa = agreement.get("cohen_kappa_quadratic")
+            agree = (f"; agreement over {count_of(agreement['records'], 'common record')}: "
+                     f"Krippendorff's alpha (interval) {_fmt(agreement['krippendorff_alpha'])}"
+                     + ("" if "cohen_kappa_quadratic" not in agreement else
+                        f", Cohen's kappa (quadratic) {_fmt(kappa)}"))
+        lines.append(f"{name} labels from {about['file']}: "
+                     f"{count_of(item.get('labelled', 0), 'record')} labelled ({counts}), "
+                     f"{item.get('selection')} selection{agree}")
+    if about.get("unknown_ignored"):
+        lines.append(f"ignored {count_of(about['unknown_ignored'], 'label')} of record ids the "
+                     f"run does not have (--allow-unknown-labels)")
+    for metric, n in about.get("other_metrics", {}).items():
+        lines.append(f"ignored {count_of(n, 'label')} for {metric}, not a metric of the run "
+                     f"on a fixed scale")
     return lines
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "LEVELS",
     "Agreement",
     "agreement",
+    "annotator_agreement",
     "kendall_tau_b",
     "krippendorff_alpha",
     "quadratic_kappa",
@@ -323,6 +324,32 @@ def _count_inversions(codes: np.ndarray, size: int) -> int:
 # ---- several raters: Krippendorff's alpha --------------------------------------------------------
 
 LEVELS = ("nominal", "ordinal", "interval")
+
+
+def annotator_agreement(ratings: Mapping[str, Mapping[str, float]],
+                        scale: tuple[float, float]) -> dict[str, Any] | None:
+    """How far human annotators agree (``ratings``: annotator -> record id -> label) on the
+    records two or more of them labelled, or None with fewer than two such records:
+    Krippendorff's alpha at the interval level, and for exactly two annotators Cohen's kappa
+    with quadratic weights over the integer ``scale`` (as ``rageval agree`` computes it; None
+    on a scale that is not integer)."""
+    annotators = sorted(ratings)
+    ids = sorted({i for given in ratings.values() for i in given})
+    matrix = np.array([[ratings[who].get(i, np.nan) for i in ids] for who in annotators],
+                      dtype=np.float64).reshape(len(annotators), len(ids))
+    common = int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if len(ids) else 0
+    if len(annotators) < 2 or common < 2:
+        return None
+    out: dict[str, Any] = {"records": common, "level": "interval",
+                           "krippendorff_alpha": krippendorff_alpha(matrix, "interval")}
+    if len(annotators) == 2:
+        both = ~np.isnan(matrix).any(axis=0)
+        lo, hi = scale
+        integral = float(lo).is_integer() and float(hi).is_integer()
+        out["cohen_kappa_quadratic"] = (
+            quadratic_kappa(matrix[0, both], matrix[1, both], (int(lo), int(hi)))
+            if integral else None)
+    return out
 
 
 def krippendorff_alpha(ratings: np.ndarray, level: str = "interval") -> float | None:

@@ -38,8 +38,8 @@ import numpy as np
 from rageval.core.calibration import MIN_LABELLED, Calibration
 from rageval.stats.exact import exact_mean
 
-__all__ = ["PPIEstimate", "calibrate", "calibrated_difference", "classical_mean",
-           "normal_interval", "ppi_mean", "ppi_mean_moments"]
+__all__ = ["PPIEstimate", "calibrate", "calibrated_difference",
+           "classical_mean", "normal_interval", "ppi_mean", "ppi_mean_moments"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ def normal_interval(mean: float, se: float, level: float) -> tuple[float, float]
 def calibrate(values: np.ndarray, labels: np.ndarray) -> Calibration:
     """The calibrated mean of a metric's ``values`` (NaN: unscored) from ``labels`` (NaN: no
     label), aligned record by record. Only records the metric scored count: a labelled record
-    the judge could not score says nothing about the judge."""
+    the judge could not score says nothing about the judge (labels under active selection:
+    :func:`rageval.stats.active_calibration.calibrate_active`)."""
     scored = ~np.isnan(values)
     labelled = scored & ~np.isnan(labels)
     unlabelled = scored & np.isnan(labels)

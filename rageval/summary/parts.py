@@ -17,6 +17,7 @@ from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
 from rageval.core.results import MetricSummary
+from rageval.stats.active_calibration import calibrate_active
 from rageval.stats.calibration import calibrate
 from rageval.stats.exact import exact_mean
 from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
@@ -114,13 +115,16 @@ class SummaryParts:
         else:
             store.add(part)
 
-    def add_labels(self, name: str, labels: list[float]) -> None:
-        """Keep the human labels of the records scored next, in their order (NaN: none)."""
+    def add_labels(self, name: str, labels: list[float],
+                   chances: list[float] | None = None) -> None:
+        """Keep the human labels of the records scored next, in their order (NaN: none),
+        and, for labels under active selection, each record's probability of being labelled
+        (NaN: not in the pool the selection went through)."""
         store = self._stores[name]
         if not isinstance(store, MetricStore):
             raise UsageError(f"{name}: human labels need every value kept; the summary "
                              "keeps running sums")
-        store.add_labels(labels)
+        store.add_labels(labels, chances)
 
     def summarise(self, metrics: list[Metric], seed: int, bootstrap: int,
                   noise: bool = False) -> dict[str, MetricSummary]:
@@ -144,10 +148,10 @@ class SummaryParts:
                 out.update(store.summarise(self._reasons[scored], extra,
                                            conversations=bool(self.groups.conversations)))
                 continue
-            labels = store.labels()
+            labels, chances = store.labels(), store.chances()
             result = store.result()  # the store hands its arrays over
             out.update(summarise(signing, result, self._reasons[scored], seed, bootstrap, means,
-                                 labels, noise, groups, self.over_conversations))
+                                 labels, noise, groups, self.over_conversations, chances))
         names = list(means)
         cis = bootstrap_mean_cis([means[n] for n in names], resamples=bootstrap, seed=seed)
         for name, ci in zip(names, cis, strict=True):
@@ -174,6 +178,7 @@ class MetricStore:
         self._stats: GrowingColumn | None = None
         self._details: list[dict[str, Any] | None] | None = None
         self._labels: GrowingColumn | None = None
+        self._chances: GrowingColumn | None = None  # active selection's probabilities
         self.count = 0
 
     def can_go_online(self, metric: Metric) -> bool:
@@ -181,10 +186,19 @@ class MetricStore:
         every record of the metric, nor when human labels calibrate it."""
         return self._labels is None and not metric.summary_keeps_rows()
 
-    def add_labels(self, labels: list[float]) -> None:
+    def add_labels(self, labels: list[float], chances: list[float] | None = None) -> None:
         if self._labels is None:
             self._labels = GrowingColumn(np.float64)
         self._labels.append(np.asarray(labels, dtype=np.float64))
+        if chances is not None:
+            if self._chances is None:
+                self._chances = GrowingColumn(np.float64)
+            self._chances.append(np.asarray(chances, dtype=np.float64))
+
+    def chances(self) -> np.ndarray | None:
+        """The probabilities of active selection kept, aligned with the values (None: the
+        labels were not actively selected)."""
+        return None if self._chances is None else self._chances.array()
 
     def labels(self) -> np.ndarray | None:
         """The human labels kept, aligned with the values (None: the run has none)."""
@@ -249,10 +263,11 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
               bootstrap: int, means: dict[str, np.ndarray] | None = None,
               labels: np.ndarray | None = None, noise: bool = False,
               groups: np.ndarray | None = None, over_conversations: bool = False,
-              ) -> dict[str, MetricSummary]:
+              chances: np.ndarray | None = None) -> dict[str, MetricSummary]:
     """Each output's summary: the mean (or the metric's corpus figure for its headline), the
     seeded bootstrap CI, scored and unscored counts, and the signature; with human ``labels``
-    (aligned with the records), the headline's mean calibrated by them; with ``noise``, the
+    (aligned with the records), the headline's mean calibrated by them (by active inference
+    where ``chances`` give the probabilities of an active selection); with ``noise``, the
     headline's CI of a metric that has samples within its records
     (:meth:`~rageval.core.metric.Metric.noise_samples`) resamples them too.
 
@@ -298,7 +313,9 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
             value, int(scored.sum()), int((~scored).sum()), ci, signature.format(),
             dict(reasons), aggregate, signature.format(short=True),
             in_table=name in metric.table_names(), flagged=dict(flagged),
-            calibrated=calibrate(values, labels) if labels is not None and headline else None,
+            calibrated=(None if labels is None or not headline
+                        else calibrate(values, labels) if chances is None
+                        else calibrate_active(values, labels, chances)),
             figures=metric.summary_figures(result) if headline else {},
             ci_method=("judge-noise" if within is not None and headline
                        else "conversations" if over_conversations else "records"),

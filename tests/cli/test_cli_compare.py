@@ -137,6 +137,28 @@ def test_agree_with_human_labels(tmp_path: Path) -> None:
     assert any(r["metric_a"] == "judge:correctness" and r["n"] == 8 for r in rows)
 
 
+def test_agree_with_a_labels_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert main(["score", str(DEMO), "-m", "judge:correctness", *JUDGE, "--no-progress",
+                 "--out", str(run)], stdout=io.StringIO()) == 0
+    ids = [json.loads(line)["id"] for line in DEMO.read_text().splitlines()]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(
+        json.dumps({"id": rid, "metric": "correctness", "label": 1 + i % 5, "annotator": who,
+                    "time": "2026-11-29T08:00:00Z"}) + "\n"
+        for i, rid in enumerate(ids) for who in ("ana", "bo")), encoding="utf-8")
+    out = io.StringIO()
+    target = tmp_path / "h.json"
+    assert main(["agree", str(run), "--human-labels", str(labels), "--json", str(target)],
+                stdout=out) == 0
+    report = json.loads(target.read_text())
+    assert any(r["metric_a"] == "judge:correctness" and r["n"] == len(ids)
+               for r in report["rows"])
+    assert report["raters"][-1] == {"label": "human", "source": str(labels),
+                                    "labels_file": True}
+    assert "labels file" in " ".join(out.getvalue().split())
+
+
 def test_agree_needs_something_to_compare_with(runs, capsys) -> None:
     a, _, _ = runs
     assert main(["agree", str(a)]) == 2

@@ -495,3 +495,51 @@ def test_pairwise_outcomes_are_not_treated_as_grades(tmp_path: Path) -> None:
     run_b = write_run(tmp_path / "b", scores)
     report = agree_runs(run_a, run_b)
     assert [row.metric for row in report.rows] == ["judge:fluency"]
+
+
+def write_labels_file(path: Path, lines: list[tuple[str, str, float | None, str]],
+                      undo: tuple[str, str, str] | None = None) -> Path:
+    """A labels file as rageval annotate writes it: (id, metric, label, annotator) lines."""
+    rows = [{"id": rid, "metric": metric, "label": label, "annotator": who,
+             "time": "2026-11-29T08:00:00Z", "shown_judge": False, "selection": "uniform"}
+            for rid, metric, label, who in lines]
+    if undo is not None:
+        rid, metric, who = undo
+        rows.append({"id": rid, "metric": metric, "label": None, "annotator": who,
+                     "time": "2026-11-29T08:01:00Z", "undo": True})
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_one_run_against_a_labels_file_averaged_across_annotators(tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}, "q3": {FAITH: 2},
+                                       "q4": {FAITH: 1}})
+    labels = write_labels_file(tmp_path / "labels.jsonl", [
+        ("q1", FAITH, 5, "ana"), ("q1", "faithfulness", 3, "bo"),  # mean 4
+        ("q2", FAITH, 4, "ana"), ("q3", FAITH, 1, "ana"), ("q3", FAITH, 2, "bo"),
+        ("q4", FAITH, 5, "bo"), ("elsewhere", FAITH, 3, "ana")],
+        undo=("q4", FAITH, "bo"))  # q4's only label taken back
+    report = agree_runs(run_a, human_labels=labels)
+    (row,) = report.rows
+    assert (row.rater_a, row.rater_b) == ("A", "human")
+    assert row.stats.n == 3 and dict(row.left_out) == {"no human label": 1}
+    # q1: judge 5, human 4; q2: 4, 4; q3: 2, 1.5 (rounded half up to 2)
+    assert row.stats.exact == pytest.approx(2 / 3)
+    assert row.stats.mean_b == pytest.approx((4 + 4 + 1.5) / 3)
+    assert report.raters[-1].labels_file and "labels file" in report.raters[-1].describe()
+    assert report.to_json()["raters"][-1]["labels_file"] is True
+
+
+def test_a_labels_file_and_a_field_together_or_matching_nothing_are_errors(
+        tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}})
+    labels = write_labels_file(tmp_path / "labels.jsonl", [("x9", FAITH, 3, "ana")])
+    with pytest.raises(UsageError, match="both give human labels"):
+        agree_runs(run_a, human="human", human_labels=labels)
+    with pytest.raises(UsageError, match="none of the 2 compared records has a label there"):
+        agree_runs(run_a, human_labels=labels)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q1"}\n', encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        agree_runs(run_a, human_labels=bad)
+    assert (caught.value.path, caught.value.line) == (str(bad), 1)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rageval.stats.agreement import krippendorff_alpha
+from rageval.stats.agreement import annotator_agreement, krippendorff_alpha, quadratic_kappa
 
 krippendorff = pytest.importorskip("krippendorff")
 
@@ -52,3 +52,21 @@ def test_bad_input_is_refused() -> None:
         krippendorff_alpha(EXAMPLE, "ratio")
     with pytest.raises(ValueError, match="raters x items"):
         krippendorff_alpha(np.array([1.0, 2.0]))
+
+
+def test_annotator_agreement_needs_two_annotators_on_two_common_records() -> None:
+    assert annotator_agreement({"ana": {"q1": 3, "q2": 4}}, (1, 5)) is None
+    assert annotator_agreement({"ana": {"q1": 3, "q2": 4}, "bo": {"q1": 3, "q3": 5}},
+                               (1, 5)) is None  # one record in common
+    two = annotator_agreement({"ana": {"q1": 3, "q2": 4, "q3": 1},
+                               "bo": {"q1": 3, "q2": 5, "q4": 2}}, (1, 5))
+    assert two is not None and two["records"] == 2
+    assert two["cohen_kappa_quadratic"] == quadratic_kappa([3, 4], [3, 5], (1, 5))
+    assert two["krippendorff_alpha"] == krippendorff_alpha(
+        np.array([[3, 4, 1, np.nan], [3, 5, np.nan, 2]]), "interval")
+    three = annotator_agreement({"ana": {"q1": 3, "q2": 4}, "bo": {"q1": 3, "q2": 5},
+                                 "cy": {"q1": 2}}, (1, 5))
+    assert three is not None and "cohen_kappa_quadratic" not in three  # kappa is for two
+    halves = annotator_agreement({"ana": {"q1": 0.5, "q2": 1.0}, "bo": {"q1": 0.5, "q2": 0.0}},
+                                 (0, 1.5))
+    assert halves is not None and halves["cohen_kappa_quadratic"] is None  # not an integer scale

@@ -80,6 +80,7 @@ def agree_runs(
     metric_pairs: Sequence[tuple[str, str]] | None = None,
     intersect: bool = False,
     metric: str | None = None,
+    human_labels: str | os.PathLike[str] | None = None,
 ) -> AgreementReport:
     """Compare the judge metrics of run ``dir_a`` with run ``dir_b`` and/or human labels.
 
@@ -93,10 +94,17 @@ def agree_runs(
     compared; choose it with ``metric``) or an object mapping criterion names (with or without
     ``judge:``) to numbers. Each run is then compared with the humans, and two runs with each
     other as well. Missing labels are left out and counted; a non-numeric label is an
-    :class:`InputError` naming the record and the field.
+    :class:`InputError` naming the record and the field. ``human_labels`` names a labels file
+    (``rageval annotate``'s) to compare with instead of ``human``: each record's labels of a
+    metric averaged across its annotators, metrics named as a run scored them or by the names
+    the label keys accept (``faithfulness`` for ``judge:faithfulness``).
     """
-    if dir_b is None and human is None:
-        raise UsageError("agree needs a second run directory or --human FIELD to compare with")
+    if dir_b is None and human is None and human_labels is None:
+        raise UsageError("agree needs a second run directory or --human FIELD (or "
+                         "--human-labels FILE) to compare with")
+    if human is not None and human_labels is not None:
+        raise UsageError(f"--human {human} and --human-labels {os.fspath(human_labels)} both "
+                         "give human labels: give one")
     if metric_pairs and dir_b is None:
         raise UsageError("--pair pairs the metrics of two runs: give a second run directory")
     run_a = load_run(dir_a, "A")
@@ -110,6 +118,9 @@ def agree_runs(
         labels = HumanLabels.load(human, human_labels_path(run_a, run_b, records_path, notes),
                                   ids, pairs)
         raters.append(Rater(HUMAN, labels.path, field=human))
+    elif human_labels is not None:
+        labels = HumanLabels.from_file(os.fspath(human_labels), ids, pairs)
+        raters.append(Rater(HUMAN, labels.path, labels_file=True))
     rows: list[AgreementRow] = []
     for name_a, name_b in pairs:
         rows.extend(metric_rows(run_a, run_b, labels, name_a, name_b, ids, notes))
@@ -144,11 +155,13 @@ def run_agree(
     out: TextIO,
     *,
     metric: str | None = None,
+    human_labels: str | None = None,
 ) -> int:
     """``rageval agree``: compute, print to ``out``, write JSON (atomically) when asked."""
     parsed = [p if isinstance(p, tuple) else parse_pair(p) for p in pairs or ()]
     report = agree_runs(dir_a, dir_b, human=human, records_path=records_path,
-                        metric_pairs=parsed or None, intersect=intersect, metric=metric)
+                        metric_pairs=parsed or None, intersect=intersect, metric=metric,
+                        human_labels=human_labels)
     console = console_for(out)
     render_agreement(report, console)
     if json_path is not None:
@@ -160,4 +173,5 @@ def run_agree(
 def agree_command(args: argparse.Namespace, out: TextIO) -> int:
     """``rageval agree`` from its parsed arguments (the parser's handler)."""
     return run_agree(args.run_a, args.run_b, args.human, args.records, args.pair,
-                     args.intersect, args.json, out, metric=args.metric)
+                     args.intersect, args.json, out, metric=args.metric,
+                     human_labels=args.human_labels)

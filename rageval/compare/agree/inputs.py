@@ -46,8 +46,11 @@ class Rater:
     source: str  # the run directory, or the records file holding the labels
     judge_model: str | None = None
     field: str | None = None  # the record field holding human labels
+    labels_file: bool = False  # the human labels of a labels file (``source``)
 
     def describe(self) -> str:
+        if self.labels_file:
+            return f"labels file {self.source} (averaged across annotators)"
         if self.field is not None:
             return f"labels in field '{self.field}' of {self.source}"
         model = f" (judge {self.judge_model})" if self.judge_model else ""
@@ -55,7 +58,9 @@ class Rater:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"label": self.label, "source": self.source}
-        if self.field is not None:
+        if self.labels_file:
+            out["labels_file"] = True
+        elif self.field is not None:
             out["field"] = self.field
         else:
             out["judge_model"] = self.judge_model
@@ -222,6 +227,33 @@ class HumanLabels:
     field: str
     path: str
     labels: dict[str, float | dict[str, float | None] | None]
+    of_file: bool = False  # read from a labels file: keyed by its metric names
+
+    @classmethod
+    def from_file(cls, path: str, ids: Sequence[str],
+                  pairs: Sequence[tuple[str, str]]) -> HumanLabels:
+        """The labels of a labels file (``rageval annotate``'s), undos applied, joined to the
+        compared metrics (``pairs``) under any name the label keys accept, each record's
+        labels of a metric averaged across annotators; a usage error when none is of a
+        compared record."""
+        from rageval.core.labels import current_labels, read_labels
+        from rageval.core.records.label_file import join_metric
+
+        standing, _ = current_labels(read_labels(path))
+        names = list(dict.fromkeys(name for pair in pairs for name in pair))
+        given: dict[str, dict[str, list[float]]] = {}
+        for line in standing:
+            metric = join_metric(line.metric, names)
+            if line.label is not None and metric is not None:
+                given.setdefault(line.id, {}).setdefault(metric, []).append(line.label)
+        if not any(i in given for i in ids):
+            raise UsageError(f"--human-labels {path}: none of the {len(ids)} compared records "
+                             f"has a label there ({len(given)} labelled records); do the "
+                             "record ids match?")
+        labels: dict[str, float | dict[str, float | None] | None] = {
+            record_id: {metric: sum(values) / len(values) for metric, values in by.items()}
+            for record_id, by in given.items()}
+        return cls("labels", path, labels, of_file=True)
 
     @classmethod
     def load(cls, field_name: str, path: str, ids: Sequence[str],
@@ -261,5 +293,5 @@ class HumanLabels:
         for key in label_keys(names):
             label = value.get(key)
             if label is not None:
-                return label, f"{self.field}.{key}"
+                return label, key if self.of_file else f"{self.field}.{key}"
         return math.nan, self.field

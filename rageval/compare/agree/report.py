@@ -107,8 +107,10 @@ def metric_rows(run_a: JudgedRun, run_b: JudgedRun | None, labels: HumanLabels |
             # Records may use different keys for one criterion: name each, in order of use.
             metrics[HUMAN] = ", ".join(dict.fromkeys(fields))
         else:
-            notes.append(f"{_pair_name(name_a, name_b)}: no human label in field "
-                         f"'{labels.field}'; not compared with the humans")
+            where = (f"in {labels.path}" if labels.of_file
+                     else f"in field '{labels.field}'")
+            notes.append(f"{_pair_name(name_a, name_b)}: no human label {where}; not compared "
+                         "with the humans")
     scale = _pair_scale(run_a, run_b, name_a, name_b, columns, notes)
     if labels is not None and HUMAN in columns:
         _check_human_scale(columns[HUMAN], ids, wheres, scale, labels.path, name_a)

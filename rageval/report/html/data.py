@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from rageval.core.errors import UsageError
+from rageval.core.errors import InputError, UsageError
+from rageval.core.labels import current_labels, read_labels
 from rageval.core.records import Record
+from rageval.core.records.label_file import join_metric
 from rageval.core.results import RecordResult, Results
 from rageval.core.results.counts import unit_values
 from rageval.core.scale import Scale
@@ -39,6 +41,8 @@ class ReportRun:
     color: str
     records: Mapping[str, Record] | None  # the scored inputs by id, when they could be read
     by_id: Mapping[str, RecordResult]
+    # The human labels of a labels file (--human-labels): metric -> id -> annotator -> label.
+    labels: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
 
 
 def prepare_runs(
@@ -64,8 +68,29 @@ def prepare_runs(
             color=_RUN_COLORS[index % len(_RUN_COLORS)],
             records=None if records is None else {record.id: record for record in records},
             by_id={result.id: result for result in results.records},
+            labels=human_labels_of(results),
         ))
     return prepared
+
+
+def human_labels_of(results: Results) -> dict[str, dict[str, dict[str, float]]] | None:
+    """The labels of the labels file a run was calibrated by (named in its manifest), each
+    joined to the run's metric, undos applied; None for a run without one, or when the file
+    can no longer be read."""
+    about = results.manifest.get("human_labels")
+    if not isinstance(about, Mapping) or not isinstance(about.get("file"), str):
+        return None
+    try:
+        standing, _ = current_labels(read_labels(about["file"]))
+    except InputError:
+        return None
+    names = list(about.get("metrics") or ())
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for line in standing:
+        metric = join_metric(line.metric, names)
+        if metric is not None and line.label is not None:
+            out.setdefault(metric, {}).setdefault(line.id, {})[line.annotator] = line.label
+    return out
 
 
 def headline_names(results: Results) -> list[str]:

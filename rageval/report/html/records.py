@@ -39,6 +39,11 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
         key = f"{run.name}:{metric}" if several else metric
         head.append(th(label, key=key, kind="num", numeric=True,
                        title=run.results.summary[metric].signature))
+        if _labelled(run, metric):
+            head.append(th(f'human<span class="sub">{esc(metric)}</span>',
+                           key=f"{key}:human", kind="num", numeric=True,
+                           title="the human labels of the labels file: their mean, then "
+                                 "each annotator's"))
     if has_reasoning:
         head.append(th("judge reasoning", key="reasoning", kind="text"))
     if has_claims:
@@ -59,6 +64,8 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
             cells += [_text_cell(getter(record_id)) for _, _, getter in text_columns]
         for run, metric in score_columns:
             cells.append(_score_cell(run, record_id, metric, ranges[(run, metric)], wholes))
+            if _labelled(run, metric):
+                cells.append(_labels_cell(run, record_id, metric))
         if has_reasoning:
             cells.append(_reasoning_cell(runs, record_id))
         if has_claims:
@@ -209,6 +216,22 @@ def _score_cell(run: ReportRun, record_id: str, metric: str, bounds: tuple[float
     share = 0.0 if high <= low else min(max((value - low) / (high - low), 0.0), 1.0)
     extra = "score" if title is None else "score mean"
     return num_cell(value, extra_class=extra, style=f"--p:{share:.3f}", title=title)
+
+
+def _labelled(run: ReportRun, metric: str) -> bool:
+    return run.labels is not None and metric in run.labels
+
+
+def _labels_cell(run: ReportRun, record_id: str, metric: str) -> str:
+    """A record's human labels of a metric beside the judge's value: their mean, then each
+    annotator's label."""
+    given = (run.labels or {}).get(metric, {}).get(record_id)
+    if not given:
+        return '<td class="num null" data-v="" title="no human label">—</td>'
+    mean = sum(given.values()) / len(given)
+    each = ", ".join(f"{who} {fmt_number(label)}" for who, label in sorted(given.items()))
+    return (f'<td class="num human" data-v="{mean!r}" title="{esc(each)}">'
+            f'{esc(fmt_number(mean))}<span class="sub">{esc(each)}</span></td>')
 
 
 def _reasonings(run: ReportRun, result: RecordResult) -> list[tuple[str, str]]:

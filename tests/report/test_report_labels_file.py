@@ -1,0 +1,85 @@
+"""The report of a run calibrated by a labels file (--human-labels): the human labels beside
+the judge's values in the records table, escaped, and the calibrated mean with its interval
+and the annotators' figures where the summary's calibration is shown."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from rageval.api import evaluate
+from rageval.core.results import Results
+from rageval.judge.llm.options import JudgeOptions
+from rageval.report.html.page import build_report
+
+CALIBRATION = Path(__file__).resolve().parents[2] / "fixtures" / "calibration"
+METRIC = "judge:faithfulness"
+ODD = "<b>bo</b>"  # an annotator's name is text, never markup
+
+
+def _line(record_id: str, label: float | None, who: str, **extra: Any) -> str:
+    return json.dumps({"id": record_id, "metric": METRIC, "label": label, "annotator": who,
+                       "time": "2026-11-29T08:00:00Z", **extra}) + "\n"
+
+
+def _scored(labels: Path) -> Results:
+    judge = JudgeOptions(model="smollm2-135m-instruct", offline=True,
+                         cache=str(CALIBRATION / "judge_cache.jsonl"))
+    return evaluate(CALIBRATION / "records.jsonl", [METRIC], judge=judge,
+                    human_labels=labels, bootstrap=20)
+
+
+def test_the_records_table_shows_each_annotator_s_label_beside_the_judge(
+        tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(_line(f"c{i:02d}", 1 + i % 5, "ana") for i in range(1, 13))
+                      + "".join(_line(f"c{i:02d}", 1 + (i + 1) % 5, ODD) for i in range(1, 7)),
+                      encoding="utf-8")
+    results = _scored(labels)
+    page = build_report([("run", results)])
+    assert 'data-key="judge:faithfulness:human"' in page
+    assert ODD not in page and "&lt;b&gt;bo&lt;/b&gt;" in page
+    # c01: ana 2, bo 3: their mean, then each annotator's label.
+    row = next(r for r in page.split("<tr>") if '<td class="id">c01</td>' in r)
+    assert re.search(r'class="num human" data-v="2\.5" title="&lt;b&gt;bo&lt;/b&gt; 3, ana 2"',
+                     row)
+    untouched = next(r for r in page.split("<tr>") if '<td class="id">c20</td>' in r)
+    assert 'title="no human label"' in untouched
+    c = results.summary[METRIC].calibrated
+    assert c is not None and c.mean is not None and c.ci95 is not None
+    assert (f"{METRIC} calibrated by 12 human labels (PPI, 28 unlabelled): {c.mean:.4f} "
+            f"[{c.ci95[0]:.4f}, {c.ci95[1]:.4f}]") in page
+    assert (f"{METRIC} labels from {labels}: 12 records labelled (&lt;b&gt;bo&lt;/b&gt; 6, "
+            "ana 12), uniform selection; agreement over 6 common records") in page
+
+
+def test_actively_selected_labels_show_the_active_mean(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    text = ""
+    for i in range(1, 31):
+        pi = 0.3 + 0.02 * i
+        text += (_line(f"c{i:02d}", None, "ana", selection="active", probability=pi,
+                       passed=True) if i % 3 == 0 else
+                 _line(f"c{i:02d}", 1 + i % 5, "ana", selection="active", probability=pi))
+    labels.write_text(text, encoding="utf-8")
+    results = _scored(labels)
+    c = results.summary[METRIC].calibrated
+    assert c is not None and c.method == "active" and c.mean is not None
+    page = build_report([("run", results)])
+    assert (f"{METRIC} calibrated by 20 human labels (active inference, 10 records passed "
+            f"over): {c.mean:.4f}") in page
+    assert "active selection" in page
+
+
+def test_a_labels_file_gone_leaves_the_labels_out(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(_line(f"c{i:02d}", 3, "ana") for i in range(1, 13)),
+                      encoding="utf-8")
+    results = _scored(labels)
+    labels.unlink()
+    page = build_report([("run", results)])
+    assert 'class="num human"' not in page
+    assert f"{METRIC} calibrated by 12 human labels" in page
+
