@@ -91,6 +91,12 @@ def _text(driver: Any, element_id: str) -> str:
                                  element_id)
 
 
+def _displayed(driver: Any, element_id: str) -> bool:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.ID, element_id).is_displayed()
+
+
 def _press(driver: Any, key: str) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
 
@@ -146,14 +152,25 @@ def test_labelling_by_keyboard_in_chromium(driver: Any, annotator: Annotator,
     driver.refresh()
     assert _shown_record(driver) == last
     _press(driver, "2")
-    _shown_record(driver, after=last)
+    shown = _shown_record(driver, after=last)
     _wait(driver, lambda: _text(driver, "progress").startswith("labelled 5 · left 3"),
           "the progress after the relabel")
 
+    # The last three, then the done screen alone: no empty record beside it.
+    for _ in range(2):
+        _press(driver, "3")
+        shown = _shown_record(driver, after=shown)
+    _press(driver, "3")
+    _wait(driver, lambda: _displayed(driver, "done"), "the done screen")
+    assert not _displayed(driver, "main")
+    assert _text(driver, "progress").startswith("labelled 8 · left 0 of 8")
+
     lines = label_lines(tmp_path / "labels.jsonl")
-    assert [(line["id"], line["label"], line.get("undo", False)) for line in lines] == [
+    assert [(line["id"], line["label"], line.get("undo", False)) for line in lines[:7]] == [
         *((rid, value, False) for rid, value in labelled),
         (last, None, True), (last, 2, False)]
+    assert [line["label"] for line in lines[7:]] == [3, 3, 3]
+    assert {line["id"] for line in lines} == set(SCORES)
     assert all(line["annotator"] == "ana" and line["metric"] == FAITH
                and line["shown_judge"] is False for line in lines)
 
