@@ -145,7 +145,7 @@ def test_labelling_by_keyboard_in_chromium(driver: Any, annotator: Annotator,
     last = labelled[-1][0]
     _wait(driver, lambda: _text(driver, "message") == f"took back the label of {last}",
           "the undo")
-    assert _shown_record(driver) == last
+    _wait(driver, lambda: _text(driver, "record-id") == last, "the record taken back")
     assert _text(driver, "progress").startswith("labelled 4 · left 4 of 8")
 
     # A reload resumes at the record the undo gave back; label it anew.
