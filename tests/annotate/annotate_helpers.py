@@ -1,5 +1,5 @@
 """Helpers of the annotate tests: judged runs to label, and ``rageval annotate`` served from a
-thread of the test."""
+thread of the test or run as a process of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import contextlib
 import io
 import json
 import math
+import os
+import re
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -128,3 +132,38 @@ def serving(run: Path, labels: Path, *extra: str) -> Iterator[Client]:
 
 def label_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+ENTRY = "import sys; from rageval.cli import main; sys.exit(main())"
+
+
+class Annotator:
+    """A ``rageval annotate`` process and requests to it."""
+
+    def __init__(self, run: Path, labels: Path, name: str, *extra: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, "annotate", str(run), "--metric", FAITH, "--labels",
+             str(labels), "--annotator", name, *extra], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env)
+        assert self.process.stdout is not None
+        self.line = self.process.stdout.readline()
+        match = re.fullmatch(r"open (http://127\.0\.0\.1:\d+/)\?token=([\w-]+)\n", self.line)
+        assert match, (self.line, self.process.stderr.read() if self.process.stderr else "")
+        self.base, self.token = match[1], match[2]
+
+    def call(self, method: str, path: str, payload: Any = None) -> tuple[int, Any]:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(f"{self.base}{path.lstrip('/')}?token={self.token}",
+                                         data=data, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def stop(self, signum: int) -> tuple[int, str]:
+        """Send ``signum``; the exit status and what the process wrote to stderr."""
+        self.process.send_signal(signum)
+        _, err = self.process.communicate(timeout=10)
+        return self.process.returncode, err

@@ -4,56 +4,15 @@ writing one labels file at once lose nothing and never label a record twice each
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import signal
-import subprocess
-import sys
 import threading
-import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from annotate_helpers import FAITH, ROOT, label_lines, write_judged_run
+from annotate_helpers import FAITH, Annotator, label_lines, write_judged_run
 
 SCORES = {f"r{i:02d}": float(1 + i % 5) for i in range(24)}
-ENTRY = "import sys; from rageval.cli import main; sys.exit(main())"
-
-
-class Annotator:
-    """A ``rageval annotate`` process and requests to it."""
-
-    def __init__(self, run: Path, labels: Path, name: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", ENTRY, "annotate", str(run), "--metric", FAITH, "--labels",
-             str(labels), "--annotator", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=env)
-        assert self.process.stdout is not None
-        self.line = self.process.stdout.readline()
-        match = re.fullmatch(r"open (http://127\.0\.0\.1:\d+/)\?token=([\w-]+)\n", self.line)
-        assert match, (self.line, self.process.stderr.read() if self.process.stderr else "")
-        self.base, self.token = match[1], match[2]
-
-    def call(self, method: str, path: str, payload: Any = None) -> tuple[int, Any]:
-        data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(f"{self.base}{path.lstrip('/')}?token={self.token}",
-                                         data=data, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status, json.loads(answer.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
-
-    def stop(self, signum: int) -> tuple[int, str]:
-        """Send ``signum``; the exit status and what the process wrote to stderr."""
-        self.process.send_signal(signum)
-        _, err = self.process.communicate(timeout=10)
-        return self.process.returncode, err
 
 
 @pytest.fixture
