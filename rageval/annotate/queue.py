@@ -7,7 +7,14 @@ annotator has not labelled, and a label of a record this annotator already label
 under the file's lock. A skip moves a record to the end of the queue for as long as the queue
 lives. On an active walk, moving past a record the draw did not select appends one passed line
 for it (unless the file has one), so that the estimator knows every record the walk went
-through."""
+through; the passed lines up to the next record to label go in one write.
+
+On an active walk the file's first line of a record decides it for good: passed over, or
+selected with the probability that line records. A walk started later with another
+``--budget`` (as ``--plan`` may advise) draws only the records the file has not decided yet:
+each record's probability is fixed before its draw, as the sequential form of active inference
+asks. The seed and the pool must stay those of the file (each line records the seed and the
+record's position in the walk); another seed or another run's pool is refused."""
 
 from __future__ import annotations
 
@@ -23,9 +30,9 @@ from rageval.core.labels import LabelLine, LabelsFile, current_labels
 
 __all__ = ["AnnotatorQueue", "Refused", "utc_now"]
 
-# Two probabilities are the same when they differ by less than this (a float's round trip
-# through JSON is exact; this only forgives another platform's last bit).
-_SAME_PROBABILITY = 1e-9
+#: How many times the queue redraws its passed lines when another annotator's walk decided
+#: one of those records meanwhile.
+_PASS_TRIES = 8
 
 
 class Refused(Exception):
@@ -57,26 +64,36 @@ class AnnotatorQueue:
         """The next record to label (None when the walk is done), passing over, on an active
         walk, the records before it the draw did not select."""
         with self._lock:
-            lines = self._refresh()
-            mine = self._mine(lines)
-            passed = self._passed(lines)
-            for record_id in self.walk.order:
-                if record_id not in self.walk.offered:
-                    if record_id not in passed:
-                        self._pass(record_id)
-                    continue
-                if record_id not in mine and record_id not in self._skipped:
-                    return self.run.items[record_id]
-            for record_id in self._skipped:
-                if record_id not in mine:
-                    return self.run.items[record_id]
-            return None
+            for _ in range(_PASS_TRIES):
+                lines = self._refresh()
+                decided, mine = self._decided(lines), self._mine(lines)
+                to_pass: list[str] = []
+                found = None
+                for record_id in self.walk.order:
+                    if not self._selected(record_id, decided):
+                        if record_id not in decided:
+                            to_pass.append(record_id)
+                    elif record_id not in mine and record_id not in self._skipped:
+                        found = record_id
+                        break
+                if not to_pass or self._pass_all(to_pass):
+                    return self._item_or_skipped(found, mine)
+            raise Refused("other annotators keep deciding the same records: try again")
+
+    def _item_or_skipped(self, found: str | None, mine: set[str]) -> LabelledItem | None:
+        if found is not None:
+            return self.run.items[found]
+        for record_id in self._skipped:
+            if record_id not in mine:
+                return self.run.items[record_id]
+        return None
 
     def item(self, record_id: Any) -> tuple[LabelledItem, float | None]:
         """A record of the walk and this annotator's standing label of it (None: none)."""
         with self._lock:
-            self._check_offered(record_id, self.metric)
-            own = self._standing(self._refresh()).get(record_id)
+            lines = self._refresh()
+            self._check_offered(record_id, self.metric, lines)
+            own = self._standing(lines).get(record_id)
             return self.run.items[record_id], None if own is None else own.label
 
     def progress(self) -> dict[str, int]:
@@ -89,16 +106,17 @@ class AnnotatorQueue:
         """Write this annotator's label of a record; refused when it is off the scale, not a
         record of the walk, or already labelled by this annotator."""
         with self._lock:
-            self._check_offered(record_id, metric)
+            lines = self._refresh()
+            self._check_offered(record_id, metric, lines)
             if not self.run.scale.accepts(value):
                 raise Refused(f"label {value!r} is off the scale: one of "
                               f"{', '.join(map(str, self.run.scale.values))}")
-            line = self._line(record_id, float(value))
-            already = f"{self.annotator} already labelled record {record_id!r}"
-            written, _ = self.labels.append(
-                line, unless=lambda lines: already if record_id in self._mine(lines) else None)
+            line = self._line(record_id, float(value), self._decided(lines))
+            reason: list[str] = []
+            written, _ = self.labels.append(line, unless=lambda seen: self._cannot_label(
+                line, seen, reason))
             if written is None:
-                raise Refused(already)
+                raise Refused(reason[0])
             if record_id in self._skipped:
                 self._skipped.remove(record_id)
             return written, self._progress(self.labels.lines)
@@ -106,7 +124,7 @@ class AnnotatorQueue:
     def skip(self, record_id: Any, metric: Any) -> dict[str, int]:
         """Move a record to the end of this annotator's queue."""
         with self._lock:
-            self._check_offered(record_id, metric)
+            self._check_offered(record_id, metric, self._refresh())
             if record_id in self._skipped:
                 self._skipped.remove(record_id)
             self._skipped.append(record_id)
@@ -120,7 +138,7 @@ class AnnotatorQueue:
                 raise Refused(f"{self.annotator} has no label of {self.metric} to undo")
             line = LabelLine(target.id, self.metric, None, self.annotator, self._clock(),
                              self.shown_judge, self.walk.selection, target.probability,
-                             undo=True)
+                             undo=True, seed=target.seed, position=target.position)
             written, _ = self.labels.append(
                 line, unless=lambda lines: None if _same(self._last(lines), target)
                 else "the last label changed meanwhile: try again")
@@ -146,53 +164,95 @@ class AnnotatorQueue:
         own = list(self._standing(lines).values())
         return max(own, key=lambda line: line.line) if own else None
 
-    def _passed(self, lines: list[LabelLine]) -> set[str]:
-        return {line.id for line in lines if line.passed and line.metric == self.metric}
+    def _decided(self, lines: list[LabelLine]) -> dict[str, LabelLine]:
+        """On an active walk, the first line of each record the file decided (empty under
+        uniform selection: nothing is drawn)."""
+        out: dict[str, LabelLine] = {}
+        if self.walk.active:
+            for line in lines:
+                if line.metric == self.metric:
+                    out.setdefault(line.id, line)
+        return out
+
+    def _selected(self, record_id: str, decided: dict[str, LabelLine]) -> bool:
+        """Offered to label: every record under uniform selection; on an active walk, as
+        the file decided it, else as this walk's draw does."""
+        first = decided.get(record_id)
+        return record_id in self.walk.offered if first is None else not first.passed
 
     def _progress(self, lines: list[LabelLine]) -> dict[str, int]:
-        mine = self._mine(lines) & self.walk.offered
-        total = len(self.walk.offered)
+        decided = self._decided(lines)
+        offered = {i for i in self.walk.order if self._selected(i, decided)}
+        mine = self._mine(lines) & offered
+        total = len(offered)
         return {"labelled": len(mine), "left": total - len(mine), "total": total,
                 "skipped": len([i for i in self._skipped if i not in mine]),
                 "pool": len(self.walk.order)}
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _line(self, record_id: str, value: float | None, *, passed: bool = False) -> LabelLine:
+    def _line(self, record_id: str, value: float | None, decided: dict[str, LabelLine], *,
+              passed: bool = False) -> LabelLine:
+        walk, first = self.walk, decided.get(record_id)
+        chance = (None if not walk.active else first.probability if first is not None
+                  else walk.probability[record_id])
         return LabelLine(record_id, self.metric, value, self.annotator, self._clock(),
-                         False if passed else self.shown_judge, self.walk.selection,
-                         self.walk.chance(record_id), passed=passed)
+                         False if passed else self.shown_judge, walk.selection, chance,
+                         passed=passed, seed=walk.seed if walk.active else None,
+                         position=walk.position[record_id] if walk.active else None)
 
-    def _pass(self, record_id: str) -> None:
-        self.labels.append(self._line(record_id, None, passed=True),
-                           unless=lambda lines: "passed" if record_id in self._passed(lines)
-                           else None)
+    def _pass_all(self, record_ids: list[str]) -> bool:
+        """Pass over these records in one write, unless another walk decided one of them
+        meanwhile (False: read the file and try again)."""
+        lines = [self._line(record_id, None, {}, passed=True) for record_id in record_ids]
+        written, _ = self.labels.append_all(lines, unless=lambda seen: (
+            "decided" if self._decided(seen).keys() & set(record_ids) else None))
+        return written is not None
 
-    def _check_offered(self, record_id: Any, metric: Any) -> None:
+    def _cannot_label(self, line: LabelLine, seen: list[LabelLine],
+                      reason: list[str]) -> str | None:
+        """Why ``line`` may not be written, with every line of the file in view (None: it
+        may); the reason is also kept in ``reason`` for the refusal."""
+        first = self._decided(seen).get(line.id)
+        if line.id in self._mine(seen):
+            reason.append(f"{self.annotator} already labelled record {line.id!r}")
+        elif first is not None and first.passed:
+            reason.append(f"record {line.id!r} was passed over by the active walk")
+        elif first is not None and first.probability != line.probability:
+            reason.append(f"record {line.id!r} was just drawn by another walk: try again")
+        return reason[0] if reason else None
+
+    def _check_offered(self, record_id: Any, metric: Any, lines: list[LabelLine]) -> None:
         if metric != self.metric:
             raise Refused(f"unknown metric {metric!r}: this page labels {self.metric}")
         if not isinstance(record_id, str) or record_id not in self.run.items:
             raise Refused(f"unknown record {record_id!r}: not in the pool of {self.metric}")
-        if record_id not in self.walk.offered:
+        if not self._selected(record_id, self._decided(lines)):
             raise Refused(f"record {record_id!r} was not selected by the active walk")
 
     def _check_file(self) -> None:
-        """The labels already in the file for this metric were written by a walk like this
-        one: the same selection and, when active, the same probabilities."""
+        """The lines already in the file for this metric were written by a walk like this
+        one: the same selection and, when active, the same seed and pool (each record at the
+        position this walk gives it)."""
+        walk = self.walk
         for line in self.labels.lines:
-            if line.metric != self.metric or line.id not in self.run.items:
+            if line.metric != self.metric:
                 continue
             where = f"{self.labels.path}, line {line.line}"
-            if line.selection != self.walk.selection:
+            if line.selection != walk.selection:
                 raise UsageError(f"{where}: a {line.selection} line for {self.metric}, but "
-                                 f"this walk is --select {self.walk.selection}: use the same "
+                                 f"this walk is --select {walk.selection}: use the same "
                                  "selection, or another labels file")
-            expected = self.walk.chance(line.id)
-            if expected is not None and line.probability is not None \
-                    and abs(line.probability - expected) > _SAME_PROBABILITY:
-                raise UsageError(f"{where}: record {line.id!r} was drawn with probability "
-                                 f"{line.probability}, this walk gives it {expected}: use the "
-                                 "run, --budget and --seed the file was labelled with")
+            if not walk.active:
+                continue
+            if line.seed != walk.seed:
+                raise UsageError(f"{where}: the walk was started with --seed {line.seed}, "
+                                 f"this one with --seed {walk.seed}: use the file's seed")
+            if walk.position.get(line.id) != line.position:
+                raise UsageError(f"{where}: record {line.id!r} is at position "
+                                 f"{line.position} of the file's walk and "
+                                 f"{walk.position.get(line.id)} of this one: the file was "
+                                 "labelled on another run's records")
 
 
 def _same(a: LabelLine | None, b: LabelLine) -> bool:

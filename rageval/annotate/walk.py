@@ -48,13 +48,16 @@ def pool_uncertainty(run: LabellingRun) -> list[float]:
 @dataclass(frozen=True)
 class Walk:
     """The walk of one metric's pool: ``order`` (every record), the ``probability`` of each
-    under active selection (empty under uniform) and the records it ``offered``."""
+    under active selection (empty under uniform) and the records its draw ``offered`` (what
+    a labels file already decided of a record overrides the draw: see the queue)."""
 
     metric: str
     selection: str
     order: tuple[str, ...]
     probability: Mapping[str, float]
     offered: frozenset[str]
+    seed: int
+    position: Mapping[str, int]  # each record's place in the order, 0 first
 
     @classmethod
     def build(cls, run: LabellingRun, selection: str = "uniform", *,
@@ -63,17 +66,14 @@ class Walk:
             raise ValueError(f"selection must be one of {', '.join(SELECT)}, got {selection!r}")
         ids = list(run.items)
         order = tuple(sorted(ids, key=lambda i: walk_key(seed, run.metric, i)))
+        position = {record_id: k for k, record_id in enumerate(order)}
         if selection == "uniform":
-            return cls(run.metric, selection, order, {}, frozenset(ids))
+            return cls(run.metric, selection, order, {}, frozenset(ids), seed, position)
         pi = selection_probabilities(pool_uncertainty(run), budget)
         probability = {i: float(p) for i, p in zip(ids, pi, strict=True)}
         offered = frozenset(i for i in ids if draw(seed, run.metric, i) < probability[i])
-        return cls(run.metric, selection, order, probability, offered)
+        return cls(run.metric, selection, order, probability, offered, seed, position)
 
     @property
     def active(self) -> bool:
         return self.selection == "active"
-
-    def chance(self, record_id: str) -> float | None:
-        """The probability a label line of the record carries (None under uniform)."""
-        return self.probability.get(record_id) if self.active else None

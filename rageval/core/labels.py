@@ -8,16 +8,22 @@
 random order, as a simple random sample) or ``active`` (each record drawn with the
 ``probability`` the line records, higher where the judge is less sure). An active walk passes
 over the records its draw did not select with a line of its own (``"label": null, "passed":
-true``): the estimator needs to know every record the walk went through, labelled or not.
+true``): the estimator needs to know every record the walk went through, labelled or not. An
+active line also carries the walk's ``seed`` and the record's ``position`` in the walk's order
+(0 first), so that :func:`active_pool` can tell the stretch of the walk that is complete (every
+record up to there passed over or labelled) from what lies beyond a record still unlabelled.
 Nothing is ever rewritten: an annotator's undo is a line too (``"label": null, "undo": true``)
 that takes back that annotator's label of that record, so the file keeps the whole story and
 :func:`current_labels` says what stands.
 
 Lines are appended under an exclusive lock on the file (``fcntl.flock``, where the system has
-it), flushed and synced to disk one by one, so that a killed annotator loses no label and
-several annotators writing one file at once lose none either; :class:`LabelsFile` reads what
-others appended since it last looked before it writes, so that an annotator labels a record
-once whatever the other processes did in between."""
+it), flushed and synced to disk before they are acknowledged, so that a killed annotator loses
+no label and several annotators writing one file at once lose none either; :class:`LabelsFile`
+reads what others appended since it last looked before it writes, so that an annotator labels a
+record once whatever the other processes did in between. A last line without its newline that
+does not parse is a write cut short by a kill, never acknowledged: readers skip it and the next
+append cuts it away (one that parses, a file written by hand without a final newline, is
+kept)."""
 
 from __future__ import annotations
 
@@ -37,7 +43,8 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: one writer at a time is the user's care
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SELECTIONS", "LabelLine", "LabelsFile", "current_labels", "read_labels"]
+__all__ = ["SELECTIONS", "ActivePool", "LabelLine", "LabelsFile", "active_pool", "current_labels",
+           "read_labels"]
 
 #: How a labelled record was chosen.
 SELECTIONS = ("uniform", "active")
@@ -46,7 +53,8 @@ SELECTIONS = ("uniform", "active")
 @dataclass(frozen=True)
 class LabelLine:
     """One line of a labels file. ``label`` is None on an active walk's passed line and on
-    an undo line; ``probability`` is the chance the active draw gave the record (None under
+    an undo line; ``probability`` is the chance the active draw gave the record, ``seed`` the
+    active walk's seed and ``position`` the record's place in its order (all three None under
     uniform selection); ``line`` is its 1-based line number once read (0 before it is
     written)."""
 
@@ -60,14 +68,17 @@ class LabelLine:
     probability: float | None = None
     passed: bool = False
     undo: bool = False
+    seed: int | None = None
+    position: int | None = None
     line: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "metric": self.metric, "label": self.label,
                                "annotator": self.annotator, "time": self.time,
                                "shown_judge": self.shown_judge, "selection": self.selection}
-        if self.probability is not None:
-            out["probability"] = self.probability
+        for name in ("probability", "seed", "position"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         if self.passed:
             out["passed"] = True
         if self.undo:
@@ -95,10 +106,26 @@ def read_labels(path: str | os.PathLike[str]) -> list[LabelLine]:
 
 
 def _parse_lines(data: bytes, source: str, first_line: int) -> Iterator[LabelLine]:
-    for offset, raw in enumerate(data.splitlines()):
-        number = first_line + offset
+    whole, tail = _split_tail(data)
+    for offset, raw in enumerate(whole.splitlines()):
         if raw.strip():
-            yield _parse_line(raw, source, number)
+            yield _parse_line(raw, source, first_line + offset)
+    if tail is not None:
+        yield _parse_line(tail, source, first_line + whole.count(b"\n"))
+
+
+def _split_tail(data: bytes) -> tuple[bytes, bytes | None]:
+    """The whole lines of ``data``, and its last line when it lacks a newline but parses (a
+    fragment that does not parse, a write cut short, is dropped)."""
+    end = data.rfind(b"\n") + 1
+    rest = data[end:]
+    if not rest.strip():
+        return data, None
+    try:
+        _parse_line(rest, "", 0)
+    except InputError:
+        return data[:end], None
+    return data[:end], rest
 
 
 def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
@@ -136,8 +163,23 @@ def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
     if probability is not None and not 0 < probability <= 1:
         raise InputError(f"must be in (0, 1], got {probability}", path=source, line=number,
                          field="probability")
+    seed, position = (_integer(data.get(name), source, number, name,
+                               allow_none=selection == "uniform", least=least)
+                      for name, least in (("seed", None), ("position", 0)))
     return LabelLine(text("id"), text("metric"), label, text("annotator"), text("time"),
-                     shown, selection, probability, passed, undo, number)
+                     shown, selection, probability, passed, undo, seed, position, number)
+
+
+def _integer(value: Any, source: str, number: int, name: str, *, allow_none: bool,
+             least: int | None) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or (least is not None and value < least):
+        bound = "" if least is None else f" of at least {least}"
+        raise InputError(f"must be an integer{bound}, got {json.dumps(value)}", path=source,
+                         line=number, field=name)
+    return value
 
 
 def _number(value: Any, source: str, number: int, name: str, *,
@@ -169,17 +211,80 @@ def current_labels(lines: list[LabelLine]) -> tuple[list[LabelLine], list[LabelL
     return sorted(standing.values(), key=lambda x: x.line), list(passed.values())
 
 
+@dataclass(frozen=True)
+class ActivePool:
+    """The complete stretch of an active walk, read from one metric's lines: ``chances``, the
+    probability of each record of the pool (every record of the walk before ``cut``, the
+    first position with no outcome yet: a record neither passed over nor labelled);
+    ``blocking``, the record at ``cut`` where the file knows it (selected, its label skipped
+    or undone); ``waiting``, the standing labels beyond ``cut``, left out until the walk is
+    complete up to them."""
+
+    seed: int
+    chances: dict[str, float]
+    cut: int
+    blocking: str | None
+    waiting: int
+
+
+def active_pool(lines: list[LabelLine], path: str) -> ActivePool:
+    """The pool of one metric's active walk from its lines (undo lines included). Errors
+    name the file, the line and the field: two seeds, a record given two positions or two
+    probabilities, two records at one position, a record both passed over and labelled."""
+    seed = lines[0].seed
+    first: dict[str, LabelLine] = {}
+    at: dict[int, str] = {}
+    passed: dict[str, LabelLine] = {}
+    labelled: dict[str, LabelLine] = {}
+    for line in lines:
+        if line.seed != seed:
+            raise InputError(f"{line.metric} was walked with seed {seed} (line {lines[0].line})"
+                             f", this line says {line.seed}", path=path, line=line.line,
+                             field="seed")
+        known = first.setdefault(line.id, line)
+        for name in ("position", "probability"):
+            if getattr(line, name) != getattr(known, name):
+                raise InputError(f"record {line.id!r} has {name} {getattr(known, name)} on "
+                                 f"line {known.line}, {getattr(line, name)} here", path=path,
+                                 line=line.line, field=name)
+        other = at.setdefault(int(line.position or 0), line.id)
+        if other != line.id:
+            raise InputError(f"records {other!r} and {line.id!r} share position "
+                             f"{line.position} of the walk", path=path, line=line.line,
+                             field="position")
+        (passed if line.passed else labelled if not line.undo else {}).setdefault(line.id, line)
+    for record_id in passed.keys() & labelled.keys():
+        a, b = sorted((passed[record_id], labelled[record_id]), key=lambda x: x.line)
+        raise InputError(f"record {record_id!r} is both passed over by the walk and labelled "
+                         f"(lines {a.line} and {b.line})", path=path, line=b.line,
+                         field="passed" if b.passed else "label")
+    standing = {line.id for line in current_labels(lines)[0]}
+    done = {int(first[i].position or 0) for i in (set(passed) | standing)}
+    cut = next(k for k in range(len(done) + 1) if k not in done)
+    chances = {i: float(first[i].probability or 1.0) for i in set(passed) | standing
+               if int(first[i].position or 0) < cut}
+    waiting = sum(1 for line in current_labels(lines)[0]
+                  if int(first[line.id].position or 0) > cut)
+    return ActivePool(int(seed or 0), chances, cut, at.get(cut), waiting)
+
+
 class LabelsFile:
     """A labels file one process appends to while others may too. It keeps every line read
     so far and where it stopped reading, and reads the rest before each write, under the
-    lock, so that :meth:`append` sees what every other writer appended before it."""
+    lock, so that :meth:`append` sees what every other writer appended before it. A file
+    replaced or cut short under it is an error: its lines would no longer be the file's."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.lines: list[LabelLine] = []
         self._read_to = 0  # bytes of the file parsed so far
         self._line_count = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._identity: tuple[int, int] | None = None  # the file's device and inode
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(f"cannot make the labels file's folder: "
+                             f"{error.strerror or error}", path=str(self.path)) from None
         with self._locked() as handle:
             self._catch_up(handle)
 
@@ -194,35 +299,65 @@ class LabelsFile:
         lock with every line of the file, other writers' included — returns a reason not to.
         Returns the line as written (with its line number), or None when refused, and the
         lines other writers appended since the last look."""
+        written, fresh = self.append_all([line], unless=unless)
+        return (written[-1] if written else None), fresh
+
+    def append_all(self, lines: list[LabelLine], *,
+                   unless: Any = None) -> tuple[list[LabelLine] | None, list[LabelLine]]:
+        """:meth:`append` for several lines at once: one write, one sync."""
         with self._locked() as handle:
             fresh = self._catch_up(handle)
             if unless is not None and unless(self.lines):
                 return None, fresh
-            # Every write happens under the lock in one piece, so bytes past the last newline
-            # now are a line whose writer died mid-write: never acknowledged, cut away.
-            handle.truncate(self._read_to)
-            handle.seek(0, os.SEEK_END)
-            handle.write(line.encode())
+            self._end_the_last_line(handle)
+            handle.write(b"".join(line.encode() for line in lines))
             handle.flush()
             os.fsync(handle.fileno())
             written = self._catch_up(handle)
-        own = written[-1] if written else None
-        return own, fresh
+        return written[len(written) - len(lines):], fresh
+
+    def _end_the_last_line(self, handle: IO[bytes]) -> None:
+        """Every write happens under the lock in one piece, so bytes past the last newline
+        now are a line whose writer died mid-write, never acknowledged: cut away; or a whole
+        line written by hand without its newline: ended."""
+        handle.seek(self._read_to)
+        rest = handle.read()
+        if rest:
+            if _split_tail(rest)[1] is None:
+                handle.truncate(self._read_to)
+            else:
+                handle.write(b"\n")
 
     @contextmanager
     def _locked(self) -> Iterator[IO[bytes]]:
-        with open(self.path, "a+b") as handle:
+        try:
+            handle = open(self.path, "a+b")  # noqa: SIM115 - closed by the with below
+        except OSError as error:
+            raise InputError(f"cannot open the labels file: {error.strerror or error}",
+                             path=str(self.path)) from None
+        with handle:
             if fcntl is not None:
                 fcntl.flock(handle, fcntl.LOCK_EX)
             try:
+                self._check_same_file(handle)
                 yield handle
             finally:
                 if fcntl is not None:
                     fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def _check_same_file(self, handle: IO[bytes]) -> None:
+        status = os.fstat(handle.fileno())
+        identity = (status.st_dev, status.st_ino)
+        if self._identity is None:
+            self._identity = identity
+        elif identity != self._identity or status.st_size < self._read_to:
+            raise InputError("the labels file was replaced or cut short while in use; "
+                             "nothing was written: start again on the file as it is now",
+                             path=str(self.path))
+
     def _catch_up(self, handle: IO[bytes]) -> list[LabelLine]:
-        """Parse the whole lines past what was read (bytes after the last newline, a line cut
-        short by a killed writer, are left alone until :meth:`append` cuts them)."""
+        """Parse the whole lines past what was read (bytes after the last newline are left
+        for :meth:`_end_the_last_line`)."""
         handle.seek(self._read_to)
         data = handle.read()
         end = data.rfind(b"\n") + 1

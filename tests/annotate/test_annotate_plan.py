@@ -79,7 +79,7 @@ def test_labels_mixing_uniform_and_active_selection_are_refused(tmp_path: Path,
     written = LabelsFile(labels)
     written.append(LabelLine("q000", FAITH, 3, "ana", TIME))
     written.append(LabelLine("q001", FAITH, 3, "bo", TIME, selection="active",
-                             probability=0.5))
+                             probability=0.5, seed=0, position=4))
     code, _ = plan(run, labels, "0.1")
     assert code == 2
     assert "mix uniform and active selection" in capsys.readouterr().err

@@ -152,8 +152,38 @@ def test_a_file_labelled_another_way_is_refused(tmp_path: Path, capsys) -> None:
     labels.unlink()
     with serving(run, labels, "--select", "active", "--budget", "5") as client:
         walk_through(client)
-    assert main([*argv, "--select", "active", "--budget", "9"], stdout=io.StringIO()) == 2
-    assert "--budget and --seed" in capsys.readouterr().err
+    assert main([*argv, "--select", "active", "--seed", "1"], stdout=io.StringIO()) == 2
+    assert "started with --seed 0, this one with --seed 1" in capsys.readouterr().err
+    other = write_judged_run(tmp_path / "other", {f"x{k}": 3.0 for k in range(6)} | SCORES)
+    assert main(["annotate", str(other), "--metric", FAITH, "--labels", str(labels),
+                 "--select", "active"], stdout=io.StringIO()) == 2
+    assert "labelled on another run's records" in capsys.readouterr().err
+
+
+def test_a_later_walk_with_another_budget_keeps_what_the_file_decided(tmp_path: Path) -> None:
+    samples = {rid: {"samples": [s, s + (i % 3)]} for i, (rid, s) in enumerate(SCORES.items())}
+    run = write_judged_run(tmp_path / "r", SCORES, details=samples)
+    labels = tmp_path / "labels.jsonl"
+    ids = list(SCORES)
+    spread = [np.std(samples[i]["samples"], ddof=1) for i in ids]
+    small = dict(zip(ids, selection_probabilities(spread, 3), strict=True))
+    large = dict(zip(ids, selection_probabilities(spread, 9), strict=True))
+    with serving(run, labels, "--select", "active", "--budget", "3") as client:
+        _, first = client.get("/api/next")
+        assert client.label(first["id"], 4)[0] == 200  # one label, then stop
+    decided = {line["id"]: line for line in label_lines(labels)}
+    with serving(run, labels, "--select", "active", "--budget", "9") as client:
+        walk_through(client)
+    lines = label_lines(labels)
+    for line in lines:  # a record's first line decided it, with the chance of its walk
+        chance = small if line["id"] in decided else large
+        assert line["probability"] == pytest.approx(chance[line["id"]], rel=1e-12)
+        assert (line["seed"], line["position"]) == (0, order(ids).index(line["id"]))
+    for record_id in ids:
+        mine = [line for line in lines if line["id"] == record_id]
+        chance = small if record_id in decided else large
+        selected = draw(0, FAITH, record_id) < chance[record_id]
+        assert [bool(line.get("passed")) for line in mine] == [not selected]
 
 
 def test_uncertainty_is_the_samples_spread_then_the_panel_then_the_scale() -> None:

@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rageval.core.errors import InputError
-from rageval.core.labels import LabelLine, LabelsFile, current_labels, read_labels
+from rageval.core.labels import (
+    LabelLine,
+    LabelsFile,
+    active_pool,
+    current_labels,
+    read_labels,
+)
 
 TIME = "2026-11-29T08:00:00Z"
 
@@ -22,12 +28,15 @@ def line(record: str, label: float | None, annotator: str = "ana", **extra) -> L
 
 
 texts = st.text(min_size=1, max_size=20)
-lines = st.builds(
+uniform_lines = st.builds(
     LabelLine, id=texts, metric=texts,
     label=st.one_of(st.integers(1, 5).map(float), st.floats(-1e6, 1e6, allow_nan=False)),
-    annotator=texts, time=st.just(TIME), shown_judge=st.booleans(),
-    selection=st.sampled_from(["uniform", "active"]),
-    probability=st.floats(0.001, 1.0))
+    annotator=texts, time=st.just(TIME), shown_judge=st.booleans())
+active_lines = st.builds(
+    LabelLine, id=texts, metric=texts, label=st.integers(1, 5).map(float), annotator=texts,
+    time=st.just(TIME), selection=st.just("active"), probability=st.floats(0.001, 1.0),
+    seed=st.integers(-(2**40), 2**40), position=st.integers(0, 10**6))
+lines = st.one_of(uniform_lines, active_lines)
 
 
 @settings(max_examples=60, deadline=None)
@@ -38,9 +47,10 @@ def test_what_is_appended_reads_back_unchanged(tmp_path_factory, written: list[L
     for item in written:
         labels.append(item)
     back = read_labels(path)
-    assert [(b.id, b.metric, b.label, b.annotator, b.shown_judge, b.selection, b.probability)
-            for b in back] == [(w.id, w.metric, w.label, w.annotator, w.shown_judge,
-                                w.selection, w.probability) for w in written]
+    assert [(b.id, b.metric, b.label, b.annotator, b.shown_judge, b.selection, b.probability,
+             b.seed, b.position) for b in back] == [
+        (w.id, w.metric, w.label, w.annotator, w.shown_judge, w.selection, w.probability,
+         w.seed, w.position) for w in written]
     assert [b.line for b in back] == list(range(1, len(written) + 1))
 
 
@@ -62,9 +72,18 @@ def test_an_integer_label_is_written_as_the_key_pressed(tmp_path: Path):
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
      '"selection": "greedy"}', "selection", "uniform, active"),
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
-     '"selection": "active"}', "probability", "finite number"),
+     '"selection": "active", "seed": 0, "position": 1}', "probability", "finite number"),
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
-     '"selection": "active", "probability": 0}', "probability", "(0, 1]"),
+     '"selection": "active", "probability": 0, "seed": 0, "position": 1}', "probability",
+     "(0, 1]"),
+    ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
+     '"selection": "active", "probability": 0.5, "position": 1}', "seed", "an integer"),
+    ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
+     '"selection": "active", "probability": 0.5, "seed": 0, "position": -1}', "position",
+     "an integer of at least 0"),
+    ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
+     '"selection": "active", "probability": 0.5, "seed": 0.5, "position": 1}', "seed",
+     "an integer"),
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
      '"passed": true}', "label", "passed line carries no label"),
     ('{"id": "q1", "metric": "m", "label": null, "annotator": "a", "time": "t", '
@@ -95,8 +114,10 @@ def test_undo_takes_back_that_annotators_label_and_a_relabel_stands(tmp_path: Pa
     labels = LabelsFile(path)
     for item in (line("q1", 4), line("q1", 2, "bo"), line("q1", None, undo=True),
                  line("q2", 3), line("q1", 5),
-                 line("q3", None, selection="active", probability=0.25, passed=True),
-                 line("q3", None, "bo", selection="active", probability=0.25, passed=True)):
+                 line("q3", None, selection="active", probability=0.25, passed=True, seed=0,
+                      position=0),
+                 line("q3", None, "bo", selection="active", probability=0.25, passed=True,
+                      seed=0, position=0)):
         labels.append(item)
     standing, passed = current_labels(read_labels(path))
     assert [(x.id, x.annotator, x.label) for x in standing] == [
@@ -110,11 +131,88 @@ def test_a_line_cut_short_by_a_killed_writer_is_cut_before_the_next_append(tmp_p
     labels.append(line("q1", 4))
     with open(path, "ab") as handle:
         handle.write(b'{"id": "q2", "metric": "judge:faith')
+    assert [x.id for x in read_labels(path)] == ["q1"]  # never acknowledged: skipped
     other = LabelsFile(path)  # reads the whole line, leaves the torn one alone
     assert [x.id for x in other.lines] == ["q1"]
     written, fresh = other.append(line("q3", 2))
     assert written is not None and written.line == 2 and fresh == []
     assert [x.id for x in read_labels(path)] == ["q1", "q3"]
+
+
+def test_a_last_line_written_by_hand_without_its_newline_is_kept(tmp_path: Path):
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(line("q1", 4).encode() + line("q2", 3).encode().rstrip(b"\n"))
+    assert [x.id for x in read_labels(path)] == ["q1", "q2"]
+    labels = LabelsFile(path)
+    written, _ = labels.append(line("q3", 5))
+    assert written is not None and written.line == 3
+    assert [(x.id, x.line) for x in read_labels(path)] == [("q1", 1), ("q2", 2), ("q3", 3)]
+    assert [x.id for x in labels.lines] == ["q1", "q2", "q3"]
+
+
+@pytest.mark.parametrize("change", ["replace", "remove", "cut"])
+def test_a_file_replaced_or_cut_short_under_a_writer_is_an_error(tmp_path: Path, change: str):
+    path = tmp_path / "labels.jsonl"
+    labels = LabelsFile(path)
+    labels.append(line("q1", 4))
+    labels.append(line("q2", 3))
+    if change == "replace":
+        (tmp_path / "new.jsonl").write_bytes(path.read_bytes())
+        (tmp_path / "new.jsonl").replace(path)
+    elif change == "remove":
+        path.unlink()
+    else:
+        path.write_bytes(path.read_bytes()[:10])
+    with pytest.raises(InputError, match="replaced or cut short while in use"):
+        labels.append(line("q3", 5))
+    assert b"\x00" not in path.read_bytes() if path.exists() else True
+
+
+def test_several_lines_are_appended_in_one_write(tmp_path: Path):
+    path = tmp_path / "labels.jsonl"
+    labels = LabelsFile(path)
+    written, _ = labels.append_all([line("q1", 4), line("q2", 3)])
+    assert [(x.id, x.line) for x in written or []] == [("q1", 1), ("q2", 2)]
+    refused, _ = labels.append_all([line("q3", 4)], unless=lambda seen: "no")
+    assert refused is None and len(read_labels(path)) == 2
+
+
+def walked(record: str, position: int, label: float | None = None, annotator: str = "ana",
+           **extra) -> LabelLine:
+    return line(record, label, annotator, selection="active", seed=extra.pop("seed", 7),
+                position=position, probability=extra.pop("probability", 0.5), **extra)
+
+
+def test_the_active_pool_is_the_walk_up_to_its_first_record_without_an_outcome(tmp_path):
+    given = [walked("a", 0, passed=True), walked("b", 1, 4), walked("c", 2, passed=True),
+             walked("d", 3, 2), walked("d", 3, None, undo=True),  # undone: a gap at 3
+             walked("e", 4, passed=True), walked("f", 5, 5), walked("f", 5, 4, "bo")]
+    lines = [LabelLine(**{**x.__dict__, "line": i + 1}) for i, x in enumerate(given)]
+    pool = active_pool(lines, "labels.jsonl")
+    assert (pool.seed, pool.cut, pool.blocking, pool.waiting) == (7, 3, "d", 2)
+    assert pool.chances == {"a": 0.5, "b": 0.5, "c": 0.5}
+    relabelled = [*lines, LabelLine(**{**walked("d", 3, 3).__dict__, "line": 9})]
+    pool = active_pool(relabelled, "labels.jsonl")
+    assert (pool.cut, pool.blocking, pool.waiting) == (6, None, 0)
+    assert set(pool.chances) == {"a", "b", "c", "d", "e", "f"}
+    skipped = [x for x in lines if x.id != "b"]  # b skipped before any line of it
+    assert active_pool(skipped, "labels.jsonl").cut == 1
+
+
+@pytest.mark.parametrize(("second", "field"), [
+    (walked("a", 0, passed=True, seed=8), "seed"),
+    (walked("b", 3, 4), "position"),
+    (walked("b", 1, 4, "bo", probability=0.25), "probability"),
+    (walked("x", 1, 4), "position"),
+    (walked("a", 0, 4), "label"),
+])
+def test_an_active_walk_that_contradicts_itself_is_refused(second: LabelLine, field: str):
+    first = [walked("a", 0, passed=True), walked("b", 1, 4)]
+    lines = [LabelLine(**{**x.__dict__, "line": i + 1}) for i, x in enumerate([*first, second])]
+    with pytest.raises(InputError) as caught:
+        active_pool(lines, "labels.jsonl")
+    assert "labels.jsonl, line 3" in str(caught.value)
+    assert f"field '{field}'" in str(caught.value)
 
 
 def test_append_refuses_what_the_check_under_the_lock_refuses(tmp_path: Path):
