@@ -5,11 +5,17 @@ headers, a foreign Host is refused, and the options are declared once."""
 from __future__ import annotations
 
 import errno
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from annotate_helpers import FAITH, serving, write_judged_run
+from annotate_helpers import FAITH, ROOT, annotate_args, serving, write_judged_run
+
+from rageval.annotate.walk import DEFAULT_BUDGET, SELECT
+from rageval.cli import main
 
 SCORES = {"a": 2.0, "b": 4.0, "c": 5.0}
 
@@ -80,3 +86,42 @@ def test_a_bug_is_500_without_detail_and_its_traceback_on_stderr(run: Path, tmp_
     assert status == 500 and answer == {"error": "internal error: ZeroDivisionError"}
     err = capsys.readouterr().err
     assert "Traceback" in err and "secret detail" in err
+
+
+# -- bad options -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--select", "active", "--budget", "inf"], "--budget: must be positive and finite, got inf"),
+    (["--select", "active", "--budget", "nan"], "--budget: must be positive and finite, got nan"),
+    (["--budget", "-1"], "--budget: must be positive"),
+    (["--labels", "{tmp}"], "--labels {tmp}: Is a directory"),
+    (["--labels", "/proc/x/y"], "--labels /proc/x/y: No such file or directory (/proc/x)"),
+])
+def test_bad_options_exit_2(tmp_path: Path, capsys, option: list[str], message: str) -> None:
+    run = write_judged_run(tmp_path / "r", SCORES)
+    argv = ["annotate", str(run), "--metric", FAITH, "--labels", str(tmp_path / "l.jsonl"),
+            *(o.format(tmp=tmp_path) for o in option)]
+    code = main(argv, stdout=io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 2 and message.format(tmp=tmp_path) in err and "Traceback" not in err
+
+
+# -- options declared once ---------------------------------------------------------------------
+
+def test_the_walk_owns_the_choices_and_the_budget(tmp_path: Path) -> None:
+    args = annotate_args(tmp_path, tmp_path / "l.jsonl")
+    assert float(args.budget) == DEFAULT_BUDGET and args.select in SELECT
+    from rageval.cli.parser import build_parser
+
+    (annotate,) = [action.choices["annotate"] for action in build_parser()._actions
+                   if isinstance(action.choices, dict) and "annotate" in action.choices]
+    (select,) = [a for a in annotate._actions if "--select" in a.option_strings]
+    assert tuple(select.choices) == SELECT
+
+
+def test_building_the_parser_does_not_import_the_walk() -> None:
+    code = ("import sys; from rageval.cli.parser import build_parser; build_parser(); "
+            "print('rageval.annotate.walk' in sys.modules, 'numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
