@@ -5,15 +5,19 @@ headers, a foreign Host is refused, and the options are declared once."""
 from __future__ import annotations
 
 import errno
+import http.client
 import io
 import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from annotate_helpers import FAITH, ROOT, annotate_args, serving, write_judged_run
 
+from rageval.annotate import server as server_module
 from rageval.annotate.walk import DEFAULT_BUDGET, SELECT
 from rageval.cli import main
 
@@ -125,3 +129,107 @@ def test_building_the_parser_does_not_import_the_walk() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+# -- HTTP itself -------------------------------------------------------------------------------
+
+SECURITY = ("Content-Security-Policy", "X-Content-Type-Options", "Cache-Control",
+            "Referrer-Policy")
+
+
+def _call(client, method: str, path: str, *, token: bool = True,
+          host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    """A request by http.client (which sends any method and Host), with the token if told."""
+    address, port = client.server.server_address[:2]
+    connection = http.client.HTTPConnection(address, port, timeout=10)
+    try:
+        target = f"{path}?token={client.server.token}" if token else path
+        headers = {} if host is None else {"Host": host}
+        connection.request(method, target, body=b"{}" if method != "HEAD" else None,
+                           headers=headers)
+        answer = connection.getresponse()
+        return answer.status, dict(answer.getheaders()), answer.read()
+    finally:
+        connection.close()
+
+
+def _raw(client, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """What the server answers to these bytes, sent as they are."""
+    with socket.create_connection(client.server.server_address[:2], timeout=10) as sock:
+        sock.sendall(request)
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        return answer.status, dict(answer.getheaders()), answer.read()
+
+
+def _secured(headers: dict[str, str]) -> None:
+    assert all(name in headers for name in SECURITY), headers
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"])
+def test_other_methods_need_the_token_then_are_405(run: Path, tmp_path: Path,
+                                                   method: str) -> None:
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels) as client:
+        status, headers, data = _call(client, method, "/api/label", token=False)
+        assert status == 403
+        _secured(headers)
+        if method != "HEAD":
+            assert "token" in json.loads(data)["error"]
+        status, headers, data = _call(client, method, "/api/label")
+        assert status == 405 and headers["Allow"] == "GET, POST"
+        _secured(headers)
+        if method == "HEAD":
+            assert data == b""
+        else:
+            assert json.loads(data)["error"].startswith(f"method {method} is not allowed")
+        assert client.get("/api/next")[0] == 200  # still serving
+    assert labels.read_text() == ""
+
+
+@pytest.mark.parametrize(("request_bytes", "status"), [
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"GET / HTTP/9.9\r\n\r\n", 505),
+    (b"GET /" + b"x" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"BREW /api/next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
+])
+def test_errors_of_http_itself_are_json_with_the_headers(run: Path, tmp_path: Path,
+                                                          request_bytes: bytes,
+                                                          status: int) -> None:
+    with serving(run, tmp_path / "labels.jsonl") as client:
+        got, headers, data = _raw(client, request_bytes)
+    assert got == status
+    _secured(headers)
+    assert "error" in json.loads(data) and b"<" not in data
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1:1",
+                                  "localhost.evil.example:{port}", ""])
+def test_a_foreign_host_is_refused_on_loopback(run: Path, tmp_path: Path, host: str) -> None:
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels) as client:
+        port = client.server.server_address[1]
+        for method, path in (("GET", "/"), ("GET", "/api/next"), ("POST", "/api/undo")):
+            status, headers, data = _call(client, method, path, host=host.format(port=port))
+            assert status == 403 and "Host" in json.loads(data)["error"]
+            _secured(headers)
+        for name in ("127.0.0.1", "localhost", "LOCALHOST"):
+            assert _call(client, "GET", "/api/next", host=f"{name}:{port}")[0] == 200
+
+
+def test_any_host_is_taken_when_bound_elsewhere(run: Path, tmp_path: Path, capsys) -> None:
+    with serving(run, tmp_path / "labels.jsonl", "--host", "0.0.0.0") as client:
+        assert _call(client, "GET", "/api/next", host="annotate.example:8080")[0] == 200
+        assert _call(client, "GET", "/api/next", host="x", token=False)[0] == 403
+
+
+def test_an_idle_connection_is_closed(run: Path, tmp_path: Path, monkeypatch) -> None:
+    assert server_module.READ_TIMEOUT_S == server_module._Handler.timeout == 30
+    monkeypatch.setattr(server_module._Handler, "timeout", 0.2)
+    with (serving(run, tmp_path / "labels.jsonl") as client,
+          socket.create_connection(client.server.server_address[:2], timeout=10) as sock):
+        start = time.monotonic()
+        assert sock.recv(1024) == b""  # closed by the server, not by our own timeout
+        assert time.monotonic() - start < 5
