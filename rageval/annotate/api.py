@@ -8,17 +8,24 @@ and its body; each answer a status and a JSON object.
 * ``POST /api/skip`` ``{"id", "metric"}``: the record moves to the end of the queue;
 * ``POST /api/undo`` ``{}``: an undo line for this annotator's last label.
 
-A refused request is 400 with ``{"error": reason}``; an unknown path 404. The judge's score and
-reasoning are sent only when the server was started with ``--show-judge``."""
+A refused request is 400 with ``{"error": reason}``; an unknown path 404. A request the server
+cannot answer is 500 with ``{"error": ...}`` and one line on stderr: a labels file that no longer
+reads (a line written by hand: its file, line and field), or the disk refusing a write (its
+reason and path); any other failure is a bug, said as ``internal error: TYPE`` with its traceback
+on stderr only. The judge's score and reasoning are sent only when the server was started with
+``--show-judge``."""
 
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rageval.annotate.queue import AnnotatorQueue, Refused
 from rageval.annotate.run import LabelledItem
+from rageval.core.errors import RagevalError
 
 __all__ = ["MAX_BODY_BYTES", "Answer", "Api"]
 
@@ -42,7 +49,7 @@ class Api:
         handler = self._get.get(path)
         if handler is None:
             return 404, {"error": f"no such page: {path}"}
-        return _answer(lambda: handler(query))
+        return self._answer(lambda: handler(query))
 
     def post(self, path: str, body: bytes) -> Answer:
         handler = self._post.get(path)
@@ -54,7 +61,7 @@ class Api:
             return 400, {"error": "the body is not JSON"}
         if not isinstance(data, dict):
             return 400, {"error": "the body must be a JSON object"}
-        return _answer(lambda: handler(data))
+        return self._answer(lambda: handler(data))
 
     # -- the requests -----------------------------------------------------------------------
 
@@ -91,12 +98,25 @@ class Api:
             out["judge"] = {"score": item.score, "reasoning": item.reasoning()}
         return out
 
-
-def _answer(call: Callable[[], dict[str, Any]]) -> Answer:
-    try:
-        return 200, call()
-    except Refused as refusal:
-        return 400, {"error": str(refusal)}
+    def _answer(self, call: Callable[[], dict[str, Any]]) -> Answer:
+        """The call's answer; a failure is said to the client and, in one line, on stderr
+        (the server keeps serving: the next request may well succeed)."""
+        try:
+            return 200, call()
+        except Refused as refusal:
+            return 400, {"error": str(refusal)}
+        except RagevalError as error:
+            print(error.format(), file=sys.stderr)
+            return 500, {"error": str(error)}
+        except OSError as error:
+            where = error.filename or self.queue.labels.path
+            reason = f"{error.strerror or error}: {where}"
+            print(f"rageval: error: {reason}", file=sys.stderr)
+            return 500, {"error": reason}
+        except Exception as error:
+            # A bug: its traceback stays on the terminal, never in the page.
+            traceback.print_exc(file=sys.stderr)
+            return 500, {"error": f"internal error: {type(error).__name__}"}
 
 
 def _written(encoded: bytes) -> dict[str, Any]:

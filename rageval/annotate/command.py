@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import math
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ from rageval.annotate.api import Api
 from rageval.annotate.queue import AnnotatorQueue
 from rageval.annotate.run import load_labelling_run
 from rageval.annotate.server import AnnotateServer, is_loopback, make_server
-from rageval.annotate.walk import Walk
+from rageval.annotate.walk import DEFAULT_BUDGET, Walk
 from rageval.core.errors import UsageError
 from rageval.core.labels import LabelsFile
 
@@ -40,13 +41,14 @@ def build_server(args: argparse.Namespace) -> AnnotateServer:
     annotator = (args.annotator or default_annotator()).strip()
     if not annotator:
         raise UsageError("--annotator: must not be empty")
-    if args.budget is not None and not args.budget > 0:
-        raise UsageError(f"--budget: must be positive, got {args.budget}")
+    budget = DEFAULT_BUDGET if args.budget is None else float(args.budget)
+    if not (math.isfinite(budget) and budget > 0):
+        raise UsageError(f"--budget: must be positive and finite, got {args.budget}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port: must be in 0-65535, got {args.port}")
     run = load_labelling_run(args.run_dir, args.metric, args.records)
-    walk = Walk.build(run, args.select, budget=args.budget, seed=args.seed)
-    labels = LabelsFile(args.labels)
+    walk = Walk.build(run, args.select, budget=budget, seed=args.seed)
+    labels = _labels_file(args.labels)
     queue = AnnotatorQueue(run, walk, labels, annotator, shown_judge=args.show_judge)
     if not is_loopback(args.host):
         print(f"rageval: warning: --host {args.host}: the page and the labels are open to "
@@ -57,6 +59,16 @@ def build_server(args: argparse.Namespace) -> AnnotateServer:
     except OSError as error:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: "
                          f"{error.strerror or error}") from None
+
+
+def _labels_file(path: str) -> LabelsFile:
+    """The labels file at ``path``, or a usage error saying why it cannot be (a directory, a
+    folder that cannot be made)."""
+    try:
+        return LabelsFile(path)
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename and str(error.filename) != path else ""
+        raise UsageError(f"--labels {path}: {error.strerror or error}{where}") from None
 
 
 def annotate_command(args: argparse.Namespace, out: TextIO) -> int:

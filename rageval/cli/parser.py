@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from rageval.cli.secrets import masked, run_masker
 from rageval.core.errors import RagevalError, UsageError
@@ -132,11 +132,15 @@ def _add_annotate(sub: argparse._SubParsersAction) -> None:
                    help="the records file the run scored (default: the one its manifest names)")
     p.add_argument("--annotator", metavar="NAME",
                    help="the name the labels are written under (default: the login name)")
-    p.add_argument("--select", choices=("uniform", "active"), default="uniform",
-                   help="uniform: every record in a seeded order; active: records drawn with "
-                   "a probability that grows with the judge's uncertainty (default uniform)")
-    p.add_argument("--budget", type=float, default=100, metavar="N",
-                   help="with --select active: the expected number of labels (default 100)")
+    walk = "rageval.annotate.walk"  # its constants are read only when a value is checked
+    select = p.add_argument("--select", default="uniform", help="uniform: every record in a "
+                            "seeded order; active: records drawn with a probability that grows "
+                            "with the judge's uncertainty (default uniform)")
+    # Set after add_argument, whose check of the metavar would read (import) the choices.
+    select.choices = DeferredConstant(walk, "SELECT")
+    p.add_argument("--budget", type=float, default=DeferredConstant(walk, "DEFAULT_BUDGET"),
+                   metavar="N", help="with --select active: the expected number of labels "
+                   "(default %(default)s)")
     p.add_argument("--seed", type=int, default=0,
                    help="the seed of the walk's order and draw (default 0)")
     p.add_argument("--show-judge", action="store_true",
@@ -353,6 +357,35 @@ class CommandHandler:
     def __call__(self, args: argparse.Namespace, out: TextIO) -> int:
         entry: Handler = getattr(importlib.import_module(self.module), self.name)
         return entry(args, out)
+
+
+@dataclass(frozen=True)
+class DeferredConstant:
+    """A constant of the module that owns it, imported when argparse first reads it (checks a
+    choice, prints a default, or the command reads the value): options are declared once,
+    where they mean something, and ``rageval --help`` does not import what a command needs."""
+
+    module: str
+    name: str
+
+    @property
+    def value(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.value)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.value
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __str__(self) -> str:
+        return str(self.value)
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
