@@ -194,3 +194,25 @@ def test_report_of_one_run_has_no_comparison(runs, tmp_path: Path) -> None:
 def test_report_missing_run_dir_exit_2(tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html")]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_agree_with_a_labels_file_names_an_off_scale_line_and_counts_other_ids(
+        tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(["score", str(DEMO), "-m", "judge:correctness", *JUDGE, "--no-progress",
+                 "--out", str(run)], stdout=io.StringIO()) == 0
+    ids = [json.loads(line)["id"] for line in DEMO.read_text().splitlines()]
+    rows = [{"id": rid, "metric": "correctness", "label": 3, "annotator": "ana",
+             "time": "2026-11-29T08:00:00Z"} for rid in [*ids, "not-in-the-run"]]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = io.StringIO()
+    assert main(["agree", str(run), "--human-labels", str(labels)], stdout=out) == 0
+    assert "left out 1 label of 1 record the compared runs do not have" in " ".join(
+        out.getvalue().split())
+    rows[1]["label"] = 9
+    labels.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["agree", str(run), "--human-labels", str(labels)]) == 2
+    err = capsys.readouterr().err
+    assert f"{labels}, line 2" in err and "label" in err and "Traceback" not in err

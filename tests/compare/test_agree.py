@@ -543,3 +543,79 @@ def test_a_labels_file_and_a_field_together_or_matching_nothing_are_errors(
     with pytest.raises(InputError) as caught:
         agree_runs(run_a, human_labels=bad)
     assert (caught.value.path, caught.value.line) == (str(bad), 1)
+
+
+def write_label_rows(path: Path, rows: list[dict]) -> Path:
+    """A labels file of the given lines, each with its time filled in."""
+    path.write_text("".join(json.dumps({"time": "2026-11-29T08:00:00Z", **row}) + "\n"
+                            for row in rows), encoding="utf-8")
+    return path
+
+
+def test_a_labels_file_label_off_the_scale_names_its_line(tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}})
+    labels = write_labels_file(tmp_path / "labels.jsonl", [
+        ("q1", FAITH, 5, "ana"), ("q2", FAITH, 4, "ana"), ("q2", "faithfulness", 7, "bo")])
+    with pytest.raises(InputError) as caught:
+        agree_runs(run_a, human_labels=labels)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(labels), 3,
+                                                                           "label")
+    assert "outside its scale 1-5" in str(caught.value)
+
+
+def test_a_labels_file_off_scale_label_counts_even_when_the_mean_is_on_it(
+        tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}})
+    # 0 and 6 average to 3, on the 1-5 scale: each label is checked, not their mean.
+    labels = write_labels_file(tmp_path / "labels.jsonl", [
+        ("q1", FAITH, 0, "ana"), ("q1", FAITH, 6, "bo"), ("q2", FAITH, 4, "ana")])
+    with pytest.raises(InputError) as caught:
+        agree_runs(run_a, human_labels=labels)
+    assert (caught.value.line, caught.value.field) == (1, "label")
+
+
+def test_labels_of_records_the_run_lacks_are_counted_in_the_notes(tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}})
+    labels = write_labels_file(tmp_path / "labels.jsonl", [
+        ("q1", FAITH, 5, "ana"), ("q2", FAITH, 4, "ana"), ("x1", FAITH, 3, "ana"),
+        ("x1", FAITH, 2, "bo"), ("x2", FAITH, 1, "ana"), ("q1", "judge:other", 2, "ana")])
+    report = agree_runs(run_a, human_labels=labels)
+    assert report.rows[0].stats.n == 2
+    assert report.records["labels_of_other_records"] == 3
+    assert any("left out 3 labels of 2 records the compared runs do not have" in note
+               for note in report.notes)
+    assert any("left out 1 label for judge:other, not a compared metric" in note
+               for note in report.notes)
+    out = io.StringIO()
+    run_agree(str(run_a), None, None, None, None, False, None, out,
+              human_labels=str(labels))
+    assert "the compared runs do not have" in " ".join(out.getvalue().split())
+
+
+def test_two_names_of_one_metric_from_one_annotator_count_once(tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}})
+    labels = write_labels_file(tmp_path / "labels.jsonl", [
+        ("q1", FAITH, 1, "ana"), ("q1", "faithfulness", 5, "ana"),  # ana's later line wins
+        ("q1", FAITH, 2, "bo"), ("q2", FAITH, 4, "ana")])
+    report = agree_runs(run_a, human_labels=labels)
+    (row,) = report.rows
+    # q1: ana 5 (not 1 and 5), bo 2: mean 3.5; q2: 4.
+    assert row.stats.mean_b == pytest.approx((3.5 + 4) / 2)
+
+
+def test_actively_selected_labels_are_said_to_be_compared_unweighted(tmp_path: Path) -> None:
+    run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}, "q3": {FAITH: 2}})
+    labels = write_label_rows(tmp_path / "labels.jsonl", [
+        {"id": "q1", "metric": FAITH, "label": 5, "annotator": "ana", "selection": "active",
+         "probability": 0.5},
+        {"id": "q2", "metric": FAITH, "label": None, "annotator": "ana", "selection": "active",
+         "probability": 0.2, "passed": True},
+        {"id": "q3", "metric": FAITH, "label": 1, "annotator": "ana", "selection": "active",
+         "probability": 0.9}])
+    report = agree_runs(run_a, human_labels=labels)
+    (row,) = report.rows
+    assert row.stats.n == 2 and row.stats.mean_b == pytest.approx(3.0)  # unweighted
+    assert any(note.startswith(f"{FAITH}: its labels were chosen by active selection; agree "
+                               "compares the labelled records unweighted") for note in report.notes)
+    uniform = write_labels_file(tmp_path / "uniform.jsonl", [("q1", FAITH, 5, "ana")])
+    assert not any("active" in note for note in agree_runs(run_a, human_labels=uniform).notes)

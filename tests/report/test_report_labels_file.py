@@ -4,10 +4,13 @@ and the annotators' figures where the summary's calibration is shown."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rageval.api import evaluate
 from rageval.core.results import Results
@@ -73,7 +76,11 @@ def test_actively_selected_labels_show_the_active_mean(tmp_path: Path) -> None:
     assert "active selection" in page
 
 
-def test_a_labels_file_gone_leaves_the_labels_out(tmp_path: Path) -> None:
+def _labels_notes(page: str) -> list[str]:
+    return re.findall(r'<p class="note labels-note">(.*?)</p>', page)
+
+
+def test_a_labels_file_gone_leaves_the_labels_out_and_says_so(tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(_line(f"c{i:02d}", 3, "ana") for i in range(1, 13)),
                       encoding="utf-8")
@@ -82,4 +89,58 @@ def test_a_labels_file_gone_leaves_the_labels_out(tmp_path: Path) -> None:
     page = build_report([("run", results)])
     assert 'class="num human"' not in page
     assert f"{METRIC} calibrated by 12 human labels" in page
+    (note,) = _labels_notes(page)
+    assert note == (f"the labels file {labels} named by the run&#x27;s manifest was not "
+                    "found: the human labels are not shown")
 
+
+def test_a_relative_labels_path_read_from_another_folder_says_where_it_looked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "project" / "labels.jsonl").write_text(
+        "".join(_line(f"c{i:02d}", 3, "ana") for i in range(1, 13)), encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "project")
+    results = _scored(Path("labels.jsonl"))
+    assert 'class="num human"' in build_report([("run", results)])
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    page = build_report([("run", results)])
+    assert 'class="num human"' not in page
+    (note,) = _labels_notes(page)
+    assert note.startswith("the labels file labels.jsonl named by the run&#x27;s manifest "
+                           f"(a relative path, read from {tmp_path / 'elsewhere'}) was not found")
+
+
+def test_a_labels_file_that_no_longer_reads_says_why(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(_line(f"c{i:02d}", 3, "ana") for i in range(1, 13)),
+                      encoding="utf-8")
+    results = _scored(labels)
+    with labels.open("a", encoding="utf-8") as handle:
+        handle.write('{"id": "c13", "metric": "<i>x</i>", "annotator": "ana"}\n')
+    page = build_report([("run", results)])
+    assert 'class="num human"' not in page
+    (note,) = _labels_notes(page)
+    assert note.startswith(f"the labels file {labels} named by the run&#x27;s manifest no "
+                           "longer reads: ")
+    assert f"{labels}, line 13" in note and "label" in note
+    assert "<i>" not in page.split('id="records"')[1].split("</section>")[0]
+
+
+def test_a_labels_file_changed_since_the_run_is_said_to_have_changed(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(_line(f"c{i:02d}", 3, "ana") for i in range(1, 13)),
+                      encoding="utf-8")
+    results = _scored(labels)
+    about = results.manifest["human_labels"]
+    if "sha256" not in about:  # a run whose manifest records the file's digest
+        about["sha256"] = hashlib.sha256(labels.read_bytes()).hexdigest()
+    assert _labels_notes(build_report([("run", results)])) == []
+    with labels.open("a", encoding="utf-8") as handle:
+        handle.write(_line("c13", 5, "bo"))
+    page = build_report([("run", results)])
+    assert 'class="num human"' in page  # the file as it is now, said to differ
+    (note,) = _labels_notes(page)
+    assert note == (f"the labels file {labels} named by the run&#x27;s manifest changed since "
+                    "the run: the human labels shown are the file&#x27;s now, not those the "
+                    "calibrated figures were computed from")

@@ -95,9 +95,14 @@ def agree_runs(
     ``judge:``) to numbers. Each run is then compared with the humans, and two runs with each
     other as well. Missing labels are left out and counted; a non-numeric label is an
     :class:`InputError` naming the record and the field. ``human_labels`` names a labels file
-    (``rageval annotate``'s) to compare with instead of ``human``: each record's labels of a
-    metric averaged across its annotators, metrics named as a run scored them or by the names
-    the label keys accept (``faithfulness`` for ``judge:faithfulness``).
+    (``rageval annotate``'s) to compare with instead of ``human``, read as ``rageval score``
+    reads it: metrics named as a run scored them or by the names the label keys accept
+    (``faithfulness`` for ``judge:faithfulness``), one label per annotator, record and metric
+    (the later line when two names of one metric collide), averaged across annotators; a label
+    off the scale is an :class:`InputError` naming the file, the line and the field. Labels
+    of records the compared runs lack are left out, counted in the notes and in the records
+    counts (``labels_of_other_records``); labels chosen by active selection are compared
+    unweighted (agreement on the records labelled), and the notes say so.
     """
     if dir_b is None and human is None and human_labels is None:
         raise UsageError("agree needs a second run directory or --human FIELD (or "
@@ -121,6 +126,10 @@ def agree_runs(
     elif human_labels is not None:
         labels = HumanLabels.from_file(os.fspath(human_labels), ids, pairs)
         raters.append(Rater(HUMAN, labels.path, labels_file=True))
+        if labels.lines is not None:
+            notes.extend(labels.lines.notes())
+            if labels.lines.other_ids:
+                records["labels_of_other_records"] = sum(labels.lines.other_ids.values())
     rows: list[AgreementRow] = []
     for name_a, name_b in pairs:
         rows.extend(metric_rows(run_a, run_b, labels, name_a, name_b, ids, notes))

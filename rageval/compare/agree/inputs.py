@@ -3,7 +3,8 @@
 Scored runs are loaded with their judge grades by record id (:func:`load_run`) and paired by
 record id (:func:`pair_record_ids`); their judge metrics are paired by name or by ``--pair``
 (:func:`pair_metrics`, :func:`select_metric`). Human labels are read from a field of the
-records file the run scored (:func:`human_labels_path`, :class:`HumanLabels`).
+records file the run scored (:func:`human_labels_path`, :class:`HumanLabels`), or from a labels
+file (:mod:`~rageval.compare.agree.label_lines`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rageval.compare.agree.label_lines import FileLabels, read_file_labels
 from rageval.core.errors import InputError, UsageError
 from rageval.core.records.human import label_keys, parse_label
 from rageval.core.results import Results
@@ -228,32 +230,23 @@ class HumanLabels:
     path: str
     labels: dict[str, float | dict[str, float | None] | None]
     of_file: bool = False  # read from a labels file: keyed by its metric names
+    lines: FileLabels | None = None  # read from a labels file: each label with its line
 
     @classmethod
     def from_file(cls, path: str, ids: Sequence[str],
                   pairs: Sequence[tuple[str, str]]) -> HumanLabels:
-        """The labels of a labels file (``rageval annotate``'s), undos applied, joined to the
-        compared metrics (``pairs``) under any name the label keys accept, each record's
-        labels of a metric averaged across annotators; a usage error when none is of a
-        compared record."""
-        from rageval.core.labels import current_labels, read_labels
-        from rageval.core.records.label_file import join_metric
-
-        standing, _ = current_labels(read_labels(path))
+        """The labels of a labels file (``rageval annotate``'s) read as ``rageval score``
+        reads them (:func:`~rageval.compare.agree.label_lines.read_file_labels`), joined to
+        the compared metrics (``pairs``), each record's labels of a metric averaged across
+        annotators; a usage error when none is of a compared record."""
         names = list(dict.fromkeys(name for pair in pairs for name in pair))
-        given: dict[str, dict[str, list[float]]] = {}
-        for line in standing:
-            metric = join_metric(line.metric, names)
-            if line.label is not None and metric is not None:
-                given.setdefault(line.id, {}).setdefault(metric, []).append(line.label)
-        if not any(i in given for i in ids):
+        read = read_file_labels(path, names, ids)
+        if not any(i in read.given for i in ids):
             raise UsageError(f"--human-labels {path}: none of the {len(ids)} compared records "
-                             f"has a label there ({len(given)} labelled records); do the "
+                             f"has a label there ({len(read.given)} labelled records); do the "
                              "record ids match?")
-        labels: dict[str, float | dict[str, float | None] | None] = {
-            record_id: {metric: sum(values) / len(values) for metric, values in by.items()}
-            for record_id, by in given.items()}
-        return cls("labels", path, labels, of_file=True)
+        labels: dict[str, float | dict[str, float | None] | None] = dict(read.means())
+        return cls("labels", path, labels, of_file=True, lines=read)
 
     @classmethod
     def load(cls, field_name: str, path: str, ids: Sequence[str],

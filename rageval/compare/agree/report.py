@@ -3,7 +3,8 @@
 An :class:`AgreementReport` holds one :class:`AgreementRow` per pair of raters of each compared
 judge metric. :func:`metric_rows` builds a metric's rows (each run against the humans, then
 run A against run B) on the metric's grade scale: its rubric's, widened with a note when a judge
-value falls outside it; a human label off that scale is an error.
+value falls outside it; a human label off that scale is an error (a labels file's names its
+line).
 """
 
 from __future__ import annotations
@@ -112,7 +113,10 @@ def metric_rows(run_a: JudgedRun, run_b: JudgedRun | None, labels: HumanLabels |
             notes.append(f"{_pair_name(name_a, name_b)}: no human label {where}; not compared "
                          "with the humans")
     scale = _pair_scale(run_a, run_b, name_a, name_b, columns, notes)
-    if labels is not None and HUMAN in columns:
+    if labels is not None and labels.lines is not None:
+        for name in dict.fromkeys((name_a, name_b)):
+            labels.lines.check_scale(name, scale)
+    elif labels is not None and HUMAN in columns:
         _check_human_scale(columns[HUMAN], ids, wheres, scale, labels.path, name_a)
     order = [("A", HUMAN), ("B", HUMAN), ("A", "B")]
     rows = []

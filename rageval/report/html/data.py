@@ -10,10 +10,13 @@ on this.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +46,8 @@ class ReportRun:
     by_id: Mapping[str, RecordResult]
     # The human labels of a labels file (--human-labels): metric -> id -> annotator -> label.
     labels: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None
+    # Why the labels shown are not those the run was calibrated by (missing, changed, ...).
+    labels_note: str | None = None
 
 
 def prepare_runs(
@@ -62,35 +67,63 @@ def prepare_runs(
     prepared = []
     for index, (name, results) in enumerate(runs):
         records = records_by_run.get(name)
+        found = human_labels_of(results)
         prepared.append(ReportRun(
             name=name,
             results=results,
             color=_RUN_COLORS[index % len(_RUN_COLORS)],
             records=None if records is None else {record.id: record for record in records},
             by_id={result.id: result for result in results.records},
-            labels=human_labels_of(results),
+            labels=None if found is None else found.labels,
+            labels_note=None if found is None else found.note,
         ))
     return prepared
 
 
-def human_labels_of(results: Results) -> dict[str, dict[str, dict[str, float]]] | None:
+@dataclass(frozen=True)
+class RunLabels:
+    """The labels file a run was calibrated by, as the report finds it now: its labels
+    (metric -> id -> annotator -> label; None when it cannot be read) and, when they are not
+    what the run was calibrated by, why (``note``: missing, unreadable, changed)."""
+
+    labels: dict[str, dict[str, dict[str, float]]] | None
+    note: str | None = None
+
+
+def human_labels_of(results: Results) -> RunLabels | None:
     """The labels of the labels file a run was calibrated by (named in its manifest), each
-    joined to the run's metric, undos applied; None for a run without one, or when the file
-    can no longer be read."""
+    joined to the run's metric, undos applied; None for a run without one. A file that is
+    missing or no longer reads gives no labels and a note saying so; one whose sha256 differs
+    from the manifest's (where the manifest holds one) gives its labels and a note that they
+    changed since the run. A relative path is read from the current directory, as the
+    manifest gives it: the note says so rather than guess another folder."""
     about = results.manifest.get("human_labels")
     if not isinstance(about, Mapping) or not isinstance(about.get("file"), str):
         return None
+    path = about["file"]
+    named = f"the labels file {path} named by the run's manifest"
+    if not os.path.isabs(path):
+        named += f" (a relative path, read from {os.getcwd()})"
+    if not os.path.isfile(path):
+        return RunLabels(None, f"{named} was not found: the human labels are not shown")
     try:
-        standing, _ = current_labels(read_labels(about["file"]))
-    except InputError:
-        return None
+        data = Path(path).read_bytes()
+        standing, _ = current_labels(read_labels(path))
+    except (OSError, InputError) as error:
+        reason = error.strerror if isinstance(error, OSError) else str(error)
+        return RunLabels(None, f"{named} no longer reads: {reason}; the human labels are "
+                               "not shown")
     names = list(about.get("metrics") or ())
     out: dict[str, dict[str, dict[str, float]]] = {}
     for line in standing:
         metric = join_metric(line.metric, names)
         if metric is not None and line.label is not None:
             out.setdefault(metric, {}).setdefault(line.id, {})[line.annotator] = line.label
-    return out
+    digest = about.get("sha256")
+    if isinstance(digest, str) and hashlib.sha256(data).hexdigest() != digest:
+        return RunLabels(out, f"{named} changed since the run: the human labels shown are the "
+                              "file's now, not those the calibrated figures were computed from")
+    return RunLabels(out)
 
 
 def headline_names(results: Results) -> list[str]:

@@ -83,6 +83,7 @@ def records_section(runs: list[ReportRun], metrics: list[str]) -> str:
     elif missing:
         note = ('<p class="note">The records files could not be found, so queries and answers '
                 "are not shown: ids, scores and judge reasoning only.</p>")
+    note += _labels_notes(runs)
     toolbar = ('<div class="toolbar"><input type="search" id="records-filter" '
                'placeholder="Filter records (id, text, reasoning, …)" aria-label="filter records">'
                f'<span id="records-count" class="muted">{count_of(len(ids), "row")}</span>'
@@ -216,6 +217,14 @@ def _score_cell(run: ReportRun, record_id: str, metric: str, bounds: tuple[float
     share = 0.0 if high <= low else min(max((value - low) / (high - low), 0.0), 1.0)
     extra = "score" if title is None else "score mean"
     return num_cell(value, extra_class=extra, style=f"--p:{share:.3f}", title=title)
+
+
+def _labels_notes(runs: list[ReportRun]) -> str:
+    """Why a run's human labels are missing or differ from those it was calibrated by: said
+    on the page, so that a column does not vanish (or mislead) silently."""
+    several = len(runs) > 1
+    return "".join(f'<p class="note labels-note">{f"{run_label(run)}: " if several else ""}'
+                   f"{esc(run.labels_note)}</p>" for run in runs if run.labels_note)
 
 
 def _labelled(run: ReportRun, metric: str) -> bool:
