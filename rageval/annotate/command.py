@@ -48,7 +48,7 @@ def build_server(args: argparse.Namespace) -> AnnotateServer:
         raise UsageError(f"--port: must be in 0-65535, got {args.port}")
     run = load_labelling_run(args.run_dir, args.metric, args.records)
     walk = Walk.build(run, args.select, budget=budget, seed=args.seed)
-    labels = _labels_file(args.labels)
+    labels = LabelsFile(args.labels)  # errors (a directory, no folder) name the file
     queue = AnnotatorQueue(run, walk, labels, annotator, shown_judge=args.show_judge)
     if not is_loopback(args.host):
         print(f"rageval: warning: --host {args.host}: the page and the labels are open to "
@@ -59,16 +59,6 @@ def build_server(args: argparse.Namespace) -> AnnotateServer:
     except OSError as error:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: "
                          f"{error.strerror or error}") from None
-
-
-def _labels_file(path: str) -> LabelsFile:
-    """The labels file at ``path``, or a usage error saying why it cannot be (a directory, a
-    folder that cannot be made)."""
-    try:
-        return LabelsFile(path)
-    except OSError as error:
-        where = f" ({error.filename})" if error.filename and str(error.filename) != path else ""
-        raise UsageError(f"--labels {path}: {error.strerror or error}{where}") from None
 
 
 def annotate_command(args: argparse.Namespace, out: TextIO) -> int:

@@ -27,6 +27,7 @@ kept)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -44,7 +45,7 @@ except ImportError:  # pragma: no cover - not POSIX: one writer at a time is the
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["SELECTIONS", "ActivePool", "LabelLine", "LabelsFile", "active_pool", "current_labels",
-           "read_labels"]
+           "read_labels", "read_labels_and_digest"]
 
 #: How a labelled record was chosen.
 SELECTIONS = ("uniform", "active")
@@ -96,13 +97,19 @@ class LabelLine:
 def read_labels(path: str | os.PathLike[str]) -> list[LabelLine]:
     """Every line of a labels file, checked: an error names the file, the line and the
     field. A missing file is an error; an empty one has no labels."""
+    return read_labels_and_digest(path)[0]
+
+
+def read_labels_and_digest(path: str | os.PathLike[str]) -> tuple[list[LabelLine], str]:
+    """:func:`read_labels`, and the sha256 of the bytes read (what a run records, so that a
+    report can tell the file changed since)."""
     source = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as error:
         raise InputError(f"cannot read the labels file: {error.strerror or error}",
                          path=source) from None
-    return list(_parse_lines(data, source, first_line=1))
+    return list(_parse_lines(data, source, first_line=1)), hashlib.sha256(data).hexdigest()
 
 
 def _parse_lines(data: bytes, source: str, first_line: int) -> Iterator[LabelLine]:

@@ -140,6 +140,14 @@ def labels_lines(results: Results) -> list[str]:
         lines.append(f"{name} labels from {about['file']}: "
                      f"{count_of(item.get('labelled', 0), 'record')} labelled ({counts}), "
                      f"{item.get('selection')} selection{agree}")
+        waiting = item.get("waiting")
+        if waiting:
+            record = (f"record {waiting['record']!r}" if waiting.get("record")
+                      else "the record")
+            lines.append(f"{name}: the active walk is complete up to position "
+                         f"{waiting['position']}; {record} there, selected, has no label (a "
+                         f"skip or an undo), and the {count_of(waiting['labels'], 'label')} "
+                         "after it are left out of the calibration until it has one")
     if about.get("unknown_ignored"):
         lines.append(f"ignored {count_of(about['unknown_ignored'], 'label')} of record ids the "
                      f"run does not have (--allow-unknown-labels)")

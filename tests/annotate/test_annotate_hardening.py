@@ -98,8 +98,9 @@ def test_a_bug_is_500_without_detail_and_its_traceback_on_stderr(run: Path, tmp_
     (["--select", "active", "--budget", "inf"], "--budget: must be positive and finite, got inf"),
     (["--select", "active", "--budget", "nan"], "--budget: must be positive and finite, got nan"),
     (["--budget", "-1"], "--budget: must be positive"),
-    (["--labels", "{tmp}"], "--labels {tmp}: Is a directory"),
-    (["--labels", "/proc/x/y"], "--labels /proc/x/y: No such file or directory (/proc/x)"),
+    (["--labels", "{tmp}"], "{tmp}: cannot open the labels file: Is a directory"),
+    (["--labels", "/proc/x/y"],
+     "/proc/x/y: cannot make the labels file's folder: No such file or directory"),
 ])
 def test_bad_options_exit_2(tmp_path: Path, capsys, option: list[str], message: str) -> None:
     run = write_judged_run(tmp_path / "r", SCORES)

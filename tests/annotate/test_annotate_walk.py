@@ -22,6 +22,7 @@ from annotate_helpers import (
 from rageval.annotate.uncertainty import uncertainty
 from rageval.annotate.walk import draw
 from rageval.cli import main
+from rageval.core.records.label_file import LabelsFileColumns
 from rageval.stats.active import selection_probabilities
 
 SCORES = {f"r{i:02d}": float(1 + i % 5) for i in range(30)}
@@ -249,3 +250,28 @@ def test_bad_options_exit_2(tmp_path: Path, capsys, option: list[str], message: 
     code, err = _annotate([str(run), "--metric", FAITH, "--labels",
                            str(tmp_path / "l.jsonl"), *option], capsys)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_selected_record_skipped_for_good_ends_the_pool_the_calibration_reads(
+        tmp_path: Path) -> None:
+    samples = {rid: {"samples": [s, s + (i % 3)]} for i, (rid, s) in enumerate(SCORES.items())}
+    run = write_judged_run(tmp_path / "r", SCORES, details=samples)
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels, "--select", "active", "--budget", "8") as client:
+        _, first = client.get("/api/next")
+        assert client.label(first["id"], 3)[0] == 200
+        _, skipped = client.get("/api/next")
+        client.post("/api/skip", {"id": skipped["id"], "metric": FAITH})
+        while True:  # label the rest of the walk, never coming back to the skipped record
+            _, item = client.get("/api/next")
+            if item.get("done") or item["id"] == skipped["id"]:
+                break
+            assert client.label(item["id"], 4)[0] == 200
+    ids = order(list(SCORES))
+    columns = LabelsFileColumns(str(labels), {FAITH: (1, 5)})
+    pool = columns.metrics[FAITH].pool
+    assert pool is not None and pool.cut == ids.index(skipped["id"])
+    assert pool.blocking is None  # skipped before any line of it: the file never named it
+    assert set(pool.chances) == set(ids[:pool.cut])  # nothing after the skipped record
+    assert pool.waiting == sum(1 for line in label_lines(labels) if line["label"] is not None
+                               and ids.index(line["id"]) > pool.cut)

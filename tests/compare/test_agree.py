@@ -607,11 +607,11 @@ def test_actively_selected_labels_are_said_to_be_compared_unweighted(tmp_path: P
     run_a = write_run(tmp_path / "a", {"q1": {FAITH: 5}, "q2": {FAITH: 4}, "q3": {FAITH: 2}})
     labels = write_label_rows(tmp_path / "labels.jsonl", [
         {"id": "q1", "metric": FAITH, "label": 5, "annotator": "ana", "selection": "active",
-         "probability": 0.5},
+         "probability": 0.5, "seed": 0, "position": 0},
         {"id": "q2", "metric": FAITH, "label": None, "annotator": "ana", "selection": "active",
-         "probability": 0.2, "passed": True},
+         "probability": 0.2, "passed": True, "seed": 0, "position": 1},
         {"id": "q3", "metric": FAITH, "label": 1, "annotator": "ana", "selection": "active",
-         "probability": 0.9}])
+         "probability": 0.9, "seed": 0, "position": 2}])
     report = agree_runs(run_a, human_labels=labels)
     (row,) = report.rows
     assert row.stats.n == 2 and row.stats.mean_b == pytest.approx(3.0)  # unweighted

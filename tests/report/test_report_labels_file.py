@@ -63,9 +63,9 @@ def test_actively_selected_labels_show_the_active_mean(tmp_path: Path) -> None:
     text = ""
     for i in range(1, 31):
         pi = 0.3 + 0.02 * i
-        text += (_line(f"c{i:02d}", None, "ana", selection="active", probability=pi,
-                       passed=True) if i % 3 == 0 else
-                 _line(f"c{i:02d}", 1 + i % 5, "ana", selection="active", probability=pi))
+        walk = {"selection": "active", "probability": pi, "seed": 0, "position": i - 1}
+        text += (_line(f"c{i:02d}", None, "ana", passed=True, **walk) if i % 3 == 0 else
+                 _line(f"c{i:02d}", 1 + i % 5, "ana", **walk))
     labels.write_text(text, encoding="utf-8")
     results = _scored(labels)
     c = results.summary[METRIC].calibrated

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.labels import LabelLine, current_labels, read_labels
+from rageval.core.labels import (
+    ActivePool,
+    LabelLine,
+    active_pool,
+    current_labels,
+    read_labels_and_digest,
+)
 from rageval.core.records.human import label_keys
 from rageval.core.records.model import Record
 
@@ -40,6 +46,7 @@ class MetricLabels:
     labels: dict[str, dict[str, float]] = field(default_factory=dict)  # id -> annotator -> y
     chances: dict[str, float] = field(default_factory=dict)  # active: id -> probability
     lines: dict[str, list[int]] = field(default_factory=dict)  # id -> its lines standing
+    pool: ActivePool | None = None  # active: the walk's complete stretch
 
     def mean(self, record_id: str) -> float:
         """The annotators' mean label of a record (NaN: none)."""
@@ -67,7 +74,8 @@ class LabelsFileColumns:
         # Set by check(): the (line, id) of each standing line of an id the run lacks.
         self.unknown: list[tuple[int, str]] = []
         self._seen: set[str] = set()  # labelled record ids the run has
-        self.metrics = self._join(read_labels(path))
+        lines, self.sha256 = read_labels_and_digest(path)
+        self.metrics = self._join(lines)
 
     @classmethod
     def of(cls, path: str, metrics: Sequence[tuple[str, tuple[float, float] | None]], *,
@@ -80,6 +88,19 @@ class LabelsFileColumns:
         return cls(path, scales, allow_unknown=allow_unknown)
 
     def _join(self, lines: list[LabelLine]) -> dict[str, MetricLabels]:
+        out = self._join_standing(lines)
+        walked: dict[str, list[LabelLine]] = {}
+        for line in lines:
+            name = join_metric(line.metric, list(self.scales))
+            if name in out and out[name].selection == "active":
+                walked.setdefault(name, []).append(line)
+        for name, own in walked.items():  # the pool: the walk up to its first gap
+            item = out[name]
+            item.pool = active_pool(own, self.path)
+            item.chances = dict(item.pool.chances)
+        return out
+
+    def _join_standing(self, lines: list[LabelLine]) -> dict[str, MetricLabels]:
         standing, passed = current_labels(lines)
         out: dict[str, MetricLabels] = {}
         selections: dict[str, LabelLine] = {}  # metric -> its first standing line
@@ -97,8 +118,6 @@ class LabelsFileColumns:
                     field="selection")
             item = out.setdefault(name, MetricLabels(name, line.selection))
             item.lines.setdefault(line.id, []).append(line.line)
-            if line.selection == "active" and line.probability is not None:
-                item.chances.setdefault(line.id, line.probability)
             if line.label is not None:
                 self._check_scale(name, line)
                 item.labels.setdefault(line.id, {})[line.annotator] = line.label
@@ -170,13 +189,25 @@ class LabelsFileColumns:
                 "selection": item.selection,
                 "labelled": sum(1 for record_id in item.labels if record_id in self._seen),
                 "annotators": {who: len(given) for who, given in sorted(ratings.items())}}
-            if item.selection == "active":
-                metrics[name]["pool"] = sum(1 for record_id in item.chances
-                                            if record_id in self._seen)
-        out: dict[str, Any] = {"file": self.path, "records": self.found, "metrics": metrics}
+            if item.pool is not None:
+                metrics[name].update(_walk_state(item.pool, self._seen))
+        out: dict[str, Any] = {"file": self.path, "sha256": self.sha256, "records": self.found,
+                               "metrics": metrics}
         if self.unknown:
             out["unknown_ignored"] = len(self.unknown)
         if self.ignored_metrics:
             out["other_metrics"] = dict(sorted(self.ignored_metrics.items()))
         return out
 
+
+
+def _walk_state(pool: ActivePool, seen: set[str]) -> dict[str, Any]:
+    """The manifest's account of an active walk: the records of its pool the run has, and
+    where the walk is still open (the first record without an outcome, the labels beyond it
+    left out until it has one)."""
+    out: dict[str, Any] = {"pool": sum(1 for record_id in pool.chances if record_id in seen),
+                           "seed": pool.seed, "walked_to": pool.cut}
+    if pool.waiting:
+        out["waiting"] = {"labels": pool.waiting, "position": pool.cut,
+                          "record": pool.blocking}
+    return out

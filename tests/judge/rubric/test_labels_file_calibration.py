@@ -27,6 +27,7 @@ from rageval.core.calibration import Calibration
 from rageval.core.errors import InputError, UsageError
 from rageval.core.results import Results
 from rageval.judge.llm.options import JudgeOptions
+from rageval.report.tables import labels_lines
 
 METRIC = "judge:faithfulness"
 N = 60
@@ -43,6 +44,8 @@ def write_records(path: Path, n: int = N) -> Path:
 
 def line(record_id: str, label: float | None, annotator: str = "ana", *,
          metric: str = METRIC, **extra: Any) -> dict[str, Any]:
+    if extra.get("selection") == "active":  # the walk's seed, and the record's place in it
+        extra = {"seed": 0, "position": int(record_id.lstrip("q")), **extra}
     return {"id": record_id, "metric": metric, "label": label, "annotator": annotator,
             "time": "2026-11-29T08:00:00Z", "shown_judge": False, **extra}
 
@@ -175,6 +178,46 @@ def test_active_labels_give_the_paper_s_estimator(tmp_path: Path,
     saved = results.summary_json()["metrics"][METRIC]["calibrated"]
     assert saved["method"] == "active" and "ppi++" not in saved
     assert Calibration.from_json(saved) == c  # read back from summary.json as written
+
+
+def test_an_active_walk_is_calibrated_up_to_its_first_selected_record_without_a_label(
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    lines, chances, labels = active_lines()
+    # q31 (selected) labelled, then undone: the walk is complete up to position 31 only.
+    lines.append(line("q31", None, undo=True, selection="active", probability=chances["q31"]))
+    path = write_labels(tmp_path / "labels.jsonl", lines)
+    results = evaluate(write_records(tmp_path / "r.jsonl"), [METRIC],
+                       judge=judge(keyed_judge, tmp_path), human_labels=path, bootstrap=50)
+    c = results.summary[METRIC].calibrated
+    pool = {k: pi for k, pi in chances.items() if int(k[1:]) < 31}
+    scores = {r.id: r.scores[METRIC] for r in results.records}
+    terms = [scores[k] + ((labels[k] - scores[k]) / pi if k in labels else 0.0)
+             for k, pi in pool.items()]
+    assert c is not None and (c.labelled, c.unlabelled) == (
+        sum(k in labels for k in pool), sum(k not in labels for k in pool))
+    assert c.mean == pytest.approx(sum(terms) / len(terms), abs=1e-9)
+    item = results.manifest["human_labels"]["metrics"][METRIC]
+    waiting = sum(1 for i in range(32, 40) if i % 3)  # ana's labels past q31 (bo's stop at q9)
+    assert item["waiting"] == {"labels": waiting, "position": 31, "record": "q31"}
+    assert item["pool"] == 31 and item["walked_to"] == 31
+    text = "\n".join(labels_lines(results))
+    assert "complete up to position 31; record 'q31' there, selected, has no label" in text
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"seed": 5}, "seed"), ({"probability": 0.9}, "probability"), ({"position": 2}, "position")])
+def test_an_active_walk_that_contradicts_itself_is_an_error(tmp_path: Path,
+                                                           keyed_judge: JudgeServer,
+                                                           extra: dict, field: str) -> None:
+    lines, chances, _ = active_lines()
+    lines.append(line("q4", 2, "cy", selection="active",
+                      **{"probability": chances["q4"], **extra}))
+    path = write_labels(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(InputError) as caught:
+        evaluate(write_records(tmp_path / "r.jsonl"), [METRIC],
+                 judge=judge(keyed_judge, tmp_path), human_labels=path, bootstrap=50)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (
+        str(path), len(lines), field)
 
 
 def test_a_metric_labelled_under_both_selections_is_an_error(tmp_path: Path,
