@@ -20,6 +20,7 @@ from rageval.annotate.run import LabellingRun, load_labelling_run
 from rageval.annotate.walk import pool_uncertainty
 from rageval.core.errors import UsageError
 from rageval.core.labels import LabelLine, current_labels, read_labels
+from rageval.core.results import count_of
 from rageval.stats.label_plan import LabelPlan, plan_labels
 
 __all__ = ["plan_command"]
@@ -65,18 +66,25 @@ def _standing(path: str, run: LabellingRun) -> list[LabelLine]:
 
 
 def _describe(plan: LabelPlan, metric: str, selection: str) -> str:
+    """The plan in words. One labels file keeps one selection, so the other selection's
+    figure is a total for a new file, not more of this one."""
     head = (f"{metric}: {plan.labelled} of {plan.pool} records labelled so far ({selection}); "
             f"to bring the {plan.level:.0%} interval's half-width to {plan.width:g}:\n")
     if plan.refused is not None:
         return head + f"  no plan: {plan.refused}\n"
-    if plan.uniform_total is None:
-        uniform = f"  uniform: no number of labels reaches it ({plan.uniform_reason})\n"
-    else:
-        uniform = (f"  uniform: {plan.uniform_more} more labels ({plan.uniform_total} in all, "
-                   "--select uniform)\n")
-    if plan.active_total is None:
-        active = f"  active: no budget reaches it ({plan.active_reason})\n"
-    else:
-        active = (f"  active: {plan.active_more} more labels expected ({plan.active_total} in "
-                  f"all, --select active --budget {plan.active_total})\n")
-    return head + uniform + active
+    rows = [("uniform", plan.uniform_total, plan.uniform_more, plan.uniform_reason,
+             "--select uniform"),
+            ("active", plan.active_total, plan.active_more, plan.active_reason,
+             f"--select active --budget {plan.active_total}")]
+    lines = [head]
+    for name, total, more, reason, options in rows:
+        expected = " expected" if name == "active" else ""
+        if total is None:
+            lines.append(f"  {name}: no number of labels reaches it ({reason})\n")
+        elif name == selection:
+            lines.append(f"  {name}: {count_of(more or 0, 'more label')}{expected} ({total} "
+                         f"in all, {options})\n")
+        else:
+            lines.append(f"  {name}: {count_of(total, 'label')}{expected} in a new labels "
+                         f"file ({options})\n")
+    return "".join(lines)

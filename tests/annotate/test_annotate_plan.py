@@ -52,7 +52,8 @@ def test_the_plan_states_the_planners_figures_for_the_labels_so_far(tmp_path: Pa
     assert f"{FAITH}: 30 of 120 records labelled so far (uniform)" in text
     assert (f"uniform: {expected.uniform_more} more labels ({expected.uniform_total} in all"
             in text)
-    assert f"--budget {expected.active_total})" in text
+    assert (f"active: {expected.active_total} labels expected in a new labels file "
+            f"(--select active --budget {expected.active_total})") in text
 
 
 def test_too_few_labels_or_a_missing_file_give_no_plan_and_say_why(tmp_path: Path) -> None:
@@ -83,3 +84,38 @@ def test_labels_mixing_uniform_and_active_selection_are_refused(tmp_path: Path,
     code, _ = plan(run, labels, "0.1")
     assert code == 2
     assert "mix uniform and active selection" in capsys.readouterr().err
+
+
+def test_an_active_file_is_planned_with_the_probabilities_its_lines_record(
+        tmp_path: Path) -> None:
+    run, scores = judged_pool(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    written = LabelsFile(labels)
+    ids = list(scores)
+    chances = {rid: 0.2 + 0.6 * (i % 2) for i, rid in enumerate(ids)}
+    for i, rid in enumerate(ids[:40]):
+        walk = {"selection": "active", "probability": chances[rid], "seed": 0, "position": i}
+        if i % 4 == 3:
+            written.append(LabelLine(rid, FAITH, None, "ana", TIME, passed=True, **walk))
+        else:
+            written.append(LabelLine(rid, FAITH, scores[rid] - (i % 5 == 0), "ana", TIME,
+                                     **walk))
+    code, text = plan(run, labels, "0.33")
+    assert code == 0
+    judged = np.array(list(scores.values()))
+    human = np.full(len(judged), np.nan)
+    probabilities = np.ones(len(judged))
+    for i, rid in enumerate(ids[:40]):
+        if i % 4 != 3:
+            human[i] = scores[rid] - (i % 5 == 0)
+            probabilities[i] = chances[rid]
+    spread = [np.std([v, min(5.0, v + 1.0)], ddof=1) if i % 4 == 0 else 0.0
+              for i, v in enumerate(judged)]
+    expected = plan_labels(judged, human, 0.33, probabilities=probabilities,
+                           uncertainty=spread)
+    assert expected.active_more and expected.active_more > 1 and expected.uniform_total
+    assert f"{FAITH}: 30 of 120 records labelled so far (active)" in text
+    assert (f"active: {expected.active_more} more labels expected "
+            f"({expected.active_total} in all, --select active --budget "
+            f"{expected.active_total})") in text
+    assert f"uniform: {expected.uniform_total} labels in a new labels file" in text
