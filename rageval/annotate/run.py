@@ -155,11 +155,4 @@ def _records_source(results: Results, path: str,
     """The records file: ``records_path``, else the file the run scored (its manifest)."""
     if records_path is not None:
         return os.fspath(records_path)
-    source = results.records_info.source
-    if source is None or source == "<memory>":
-        raise UsageError(f"the run in {path} does not name a records file in its manifest (it "
-                         "scored records held in memory): give it with --records FILE")
-    if not Path(source).is_file():
-        raise UsageError(f"the run in {path} scored {source}, which no longer exists here: "
-                         "give the records file with --records FILE")
-    return source
+    return results.records_info.scored_file(f"the run in {path}")

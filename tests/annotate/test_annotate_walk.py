@@ -109,12 +109,18 @@ def test_undo_takes_back_the_last_label_and_allows_a_relabel(tmp_path: Path) -> 
         (a, None, True)]
 
 
-def test_the_active_walk_offers_the_draw_and_passes_the_rest(tmp_path: Path) -> None:
+def sampled_run(tmp_path: Path) -> tuple[Path, list[float]]:
+    """A run judged twice per record (samples that differ on two records of three), and the
+    spread of each record's samples: its uncertainty."""
     samples = {rid: {"samples": [s, s + (i % 3)]} for i, (rid, s) in enumerate(SCORES.items())}
-    run = write_judged_run(tmp_path / "r", SCORES, details=samples)
+    spread = [float(np.std(samples[rid]["samples"], ddof=1)) for rid in SCORES]
+    return write_judged_run(tmp_path / "r", SCORES, details=samples), spread
+
+
+def test_the_active_walk_offers_the_draw_and_passes_the_rest(tmp_path: Path) -> None:
+    run, spread = sampled_run(tmp_path)
     labels = tmp_path / "labels.jsonl"
     ids = list(SCORES)
-    spread = [np.std(samples[i]["samples"], ddof=1) for i in ids]
     pi = dict(zip(ids, selection_probabilities(spread, 8), strict=True))
     chosen = [i for i in order(ids) if draw(0, FAITH, i) < pi[i]]
     assert 0 < len(chosen) < len(ids)
@@ -162,11 +168,9 @@ def test_a_file_labelled_another_way_is_refused(tmp_path: Path, capsys) -> None:
 
 
 def test_a_later_walk_with_another_budget_keeps_what_the_file_decided(tmp_path: Path) -> None:
-    samples = {rid: {"samples": [s, s + (i % 3)]} for i, (rid, s) in enumerate(SCORES.items())}
-    run = write_judged_run(tmp_path / "r", SCORES, details=samples)
+    run, spread = sampled_run(tmp_path)
     labels = tmp_path / "labels.jsonl"
     ids = list(SCORES)
-    spread = [np.std(samples[i]["samples"], ddof=1) for i in ids]
     small = dict(zip(ids, selection_probabilities(spread, 3), strict=True))
     large = dict(zip(ids, selection_probabilities(spread, 9), strict=True))
     with serving(run, labels, "--select", "active", "--budget", "3") as client:
@@ -254,8 +258,7 @@ def test_bad_options_exit_2(tmp_path: Path, capsys, option: list[str], message: 
 
 def test_a_selected_record_skipped_for_good_ends_the_pool_the_calibration_reads(
         tmp_path: Path) -> None:
-    samples = {rid: {"samples": [s, s + (i % 3)]} for i, (rid, s) in enumerate(SCORES.items())}
-    run = write_judged_run(tmp_path / "r", SCORES, details=samples)
+    run, _ = sampled_run(tmp_path)
     labels = tmp_path / "labels.jsonl"
     with serving(run, labels, "--select", "active", "--budget", "8") as client:
         _, first = client.get("/api/next")

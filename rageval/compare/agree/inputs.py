@@ -13,7 +13,6 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rageval.compare.agree.label_lines import FileLabels, read_file_labels
@@ -205,13 +204,7 @@ def human_labels_path(run_a: JudgedRun, run_b: JudgedRun | None,
     scored (named in its manifest)."""
     if records_path is not None:
         return os.fspath(records_path)
-    source = _manifest_source(run_a)
-    if source is None or source == "<memory>":
-        raise UsageError(f"run A ({run_a.path}) does not name a records file in its manifest "
-                         "(it scored records held in memory): give it with --records FILE")
-    if not Path(source).is_file():
-        raise UsageError(f"run A ({run_a.path}) scored {source}, which no longer exists here: "
-                         "give the records file with --records FILE")
+    source = run_a.results.records_info.scored_file(f"run A ({run_a.path})")
     other = None if run_b is None else _manifest_source(run_b)
     if other is not None and other != source:
         notes.append(f"run B scored {other}; human labels were read from run A's {source}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.calibration import Calibration
-from rageval.core.errors import InputError
+from rageval.core.errors import InputError, UsageError
 from rageval.core.outputs.run_directory import RunDirectory, identity
 from rageval.core.outputs.surrogates import utf8_record_lines
 from rageval.core.results.conversations import TurnRules, conversation_rows, write_conversations
@@ -140,6 +140,18 @@ class RecordsInfo:
         return cls(source if isinstance(source, str) else None,
                    count if isinstance(count, int) and not isinstance(count, bool) else None,
                    inputs if isinstance(inputs, Mapping) else None)
+
+    def scored_file(self, run: str) -> str:
+        """The records file the run (described as ``run`` in errors) scored, where it still
+        is; a usage error asks for ``--records FILE`` where the manifest names none or the
+        file is gone."""
+        if self.source is None or self.source == "<memory>":
+            raise UsageError(f"{run} does not name a records file in its manifest (it scored "
+                             "records held in memory): give it with --records FILE")
+        if not Path(self.source).is_file():
+            raise UsageError(f"{run} scored {self.source}, which no longer exists here: give "
+                             "the records file with --records FILE")
+        return self.source
 
 
 @dataclass(frozen=True)
