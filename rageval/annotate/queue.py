@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,29 +65,40 @@ class AnnotatorQueue:
         """The next record to label (None when the walk is done), passing over, on an active
         walk, the records before it the draw did not select."""
         with self._lock:
-            for _ in range(_PASS_TRIES):
-                lines = self._refresh()
-                decided, mine = self._decided(lines), self._mine(lines)
-                to_pass: list[str] = []
-                found = None
-                for record_id in self.walk.order:
-                    if not self._selected(record_id, decided):
-                        if record_id not in decided:
-                            to_pass.append(record_id)
-                    elif record_id not in mine and record_id not in self._skipped:
-                        found = record_id
-                        break
-                if not to_pass or self._pass_all(to_pass):
-                    return self._item_or_skipped(found, mine)
-            raise Refused("other annotators keep deciding the same records: try again")
+            found, mine, decided = self._advance()
+            if found is not None:
+                return self.run.items[found]
+            for record_id in self._skipped:  # what another walk passed over meanwhile, not
+                if record_id not in mine and self._selected(record_id, decided):
+                    return self.run.items[record_id]
+            return None
 
-    def _item_or_skipped(self, found: str | None, mine: set[str]) -> LabelledItem | None:
-        if found is not None:
-            return self.run.items[found]
-        for record_id in self._skipped:
-            if record_id not in mine:
-                return self.run.items[record_id]
-        return None
+    def _advance(self) -> tuple[str | None, set[str], dict[str, LabelLine]]:
+        """Walk to this annotator's next record. On an active walk what the walk decides on
+        the way is written down in one write: a passed line for each record its draw did not
+        select, and a drawn line for the record it stops at, so that the draw of a record
+        shown is fixed before anyone labels it (tried again when another walk decided one of
+        them meanwhile). Returns the record (None: only skipped ones are left), this
+        annotator's labelled records and what the file decided."""
+        for _ in range(_PASS_TRIES):
+            lines = self._refresh()
+            problem = self._foreign(lines)  # another server started on the file meanwhile
+            if problem is not None:
+                raise Refused(problem)
+            decided, mine = self._decided(lines), self._mine(lines)
+            to_pass: list[str] = []
+            found = None
+            for record_id in self.walk.order:
+                if not self._selected(record_id, decided):
+                    if record_id not in decided:
+                        to_pass.append(record_id)
+                elif record_id not in mine and record_id not in self._skipped:
+                    found = record_id
+                    break
+            to_draw = [found] if self.walk.active and found and found not in decided else []
+            if not (to_pass or to_draw) or self._write_walk(to_pass, to_draw):
+                return found, mine, decided
+        raise Refused("other annotators keep deciding the same records: try again")
 
     def item(self, record_id: Any) -> tuple[LabelledItem, float | None]:
         """A record of the walk and this annotator's standing label of it (None: none)."""
@@ -119,6 +131,8 @@ class AnnotatorQueue:
                 raise Refused(reason[0])
             if record_id in self._skipped:
                 self._skipped.remove(record_id)
+            with suppress(Refused):  # the walk moves on (a script may never ask for more)
+                self._advance()
             return written, self._progress(self.labels.lines)
 
     def skip(self, record_id: Any, metric: Any) -> dict[str, int]:
@@ -186,27 +200,39 @@ class AnnotatorQueue:
         mine = self._mine(lines) & offered
         total = len(offered)
         return {"labelled": len(mine), "left": total - len(mine), "total": total,
-                "skipped": len([i for i in self._skipped if i not in mine]),
+                "skipped": len([i for i in self._skipped if i not in mine and i in offered]),
                 "pool": len(self.walk.order)}
 
     # -- writing ----------------------------------------------------------------------------
 
     def _line(self, record_id: str, value: float | None, decided: dict[str, LabelLine], *,
-              passed: bool = False) -> LabelLine:
+              passed: bool = False, drawn: bool = False) -> LabelLine:
         walk, first = self.walk, decided.get(record_id)
-        chance = (None if not walk.active else first.probability if first is not None
+        chance = (None if not walk.active else first.probability
+                  if first is not None and first.selection == "active"
                   else walk.probability[record_id])
         return LabelLine(record_id, self.metric, value, self.annotator, self._clock(),
                          False if passed else self.shown_judge, walk.selection, chance,
                          passed=passed, seed=walk.seed if walk.active else None,
-                         position=walk.position[record_id] if walk.active else None)
+                         position=walk.position[record_id] if walk.active else None,
+                         drawn=drawn)
 
-    def _pass_all(self, record_ids: list[str]) -> bool:
-        """Pass over these records in one write, unless another walk decided one of them
-        meanwhile (False: read the file and try again)."""
-        lines = [self._line(record_id, None, {}, passed=True) for record_id in record_ids]
-        written, _ = self.labels.append_all(lines, unless=lambda seen: (
-            "decided" if self._decided(seen).keys() & set(record_ids) else None))
+    def _write_walk(self, to_pass: list[str], to_draw: list[str]) -> bool:
+        """Pass over ``to_pass`` and draw ``to_draw`` in one write, unless another walk
+        decided one of them meanwhile (False: read the file and try again)."""
+        lines = [self._line(record_id, None, {}, passed=True) for record_id in to_pass]
+        lines += [self._line(record_id, None, {}, drawn=True) for record_id in to_draw]
+        ids = set(to_pass) | set(to_draw)
+        foreign: list[str] = []
+
+        def stale(seen: list[LabelLine]) -> str | None:
+            foreign.extend(filter(None, [self._foreign(seen)]))
+            return foreign[0] if foreign else (
+                "decided" if self._decided(seen).keys() & ids else None)
+
+        written, _ = self.labels.append_all(lines, unless=stale)
+        if foreign:
+            raise Refused(foreign[0])
         return written is not None
 
     def _cannot_label(self, line: LabelLine, seen: list[LabelLine],
@@ -214,7 +240,10 @@ class AnnotatorQueue:
         """Why ``line`` may not be written, with every line of the file in view (None: it
         may); the reason is also kept in ``reason`` for the refusal."""
         first = self._decided(seen).get(line.id)
-        if line.id in self._mine(seen):
+        foreign = self._foreign(seen)
+        if foreign is not None:
+            reason.append(foreign)
+        elif line.id in self._mine(seen):
             reason.append(f"{self.annotator} already labelled record {line.id!r}")
         elif first is not None and first.passed:
             reason.append(f"record {line.id!r} was passed over by the active walk")
@@ -232,27 +261,35 @@ class AnnotatorQueue:
 
     def _check_file(self) -> None:
         """The lines already in the file for this metric were written by a walk like this
-        one: the same selection and, when active, the same seed and pool (each record at the
-        position this walk gives it)."""
+        one (see :meth:`_foreign`)."""
+        problem = self._foreign(self.labels.lines)
+        if problem is not None:
+            raise UsageError(problem)
+
+    def _foreign(self, lines: list[LabelLine]) -> str | None:
+        """Why the file's lines for this metric come from a walk unlike this one, if they
+        do: another selection or, when active, another seed or pool (a record at a position
+        this walk does not give it). Checked at the start and, under the lock, before every
+        write: another server may have started on the same file meanwhile."""
         walk = self.walk
-        for line in self.labels.lines:
+        for line in lines:
             if line.metric != self.metric:
                 continue
             where = f"{self.labels.path}, line {line.line}"
             if line.selection != walk.selection:
-                raise UsageError(f"{where}: a {line.selection} line for {self.metric}, but "
-                                 f"this walk is --select {walk.selection}: use the same "
-                                 "selection, or another labels file")
+                return (f"{where}: a {line.selection} line for {self.metric}, but this walk is "
+                        f"--select {walk.selection}: use the same selection, or another "
+                        "labels file")
             if not walk.active:
                 continue
             if line.seed != walk.seed:
-                raise UsageError(f"{where}: the walk was started with --seed {line.seed}, "
-                                 f"this one with --seed {walk.seed}: use the file's seed")
+                return (f"{where}: the walk was started with --seed {line.seed}, this one "
+                        f"with --seed {walk.seed}: use the file's seed")
             if walk.position.get(line.id) != line.position:
-                raise UsageError(f"{where}: record {line.id!r} is at position "
-                                 f"{line.position} of the file's walk and "
-                                 f"{walk.position.get(line.id)} of this one: the file was "
-                                 "labelled on another run's records")
+                return (f"{where}: record {line.id!r} is at position {line.position} of the "
+                        f"file's walk and {walk.position.get(line.id)} of this one: the file "
+                        "was labelled on another run's records")
+        return None
 
 
 def _same(a: LabelLine | None, b: LabelLine) -> bool:

@@ -68,7 +68,8 @@ class AnnotateServer(ThreadingHTTPServer):
         bound, port = self.server_address[:2]
         if not is_loopback(str(bound)):
             return True
-        names = ("127.0.0.1", "localhost", "[::1]")
+        names = {"127.0.0.1", "localhost", "[::1]",
+                 f"[{bound}]" if ":" in str(bound) else str(bound)}  # 127.0.0.2 too
         allowed = {f"{name}:{port}" for name in names}
         if port == 80:
             allowed.update(names)
@@ -119,6 +120,13 @@ class _Handler(BaseHTTPRequestHandler):
                    {"Allow": ALLOWED})
 
     do_HEAD = do_OPTIONS = do_PUT = do_DELETE = do_PATCH = _not_allowed
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other method (TRACE, a made-up one) is answered as the ones above: the token
+        first, then 405."""
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
 
     def send_error(self, code: int, message: str | None = None,
                    explain: str | None = None) -> None:

@@ -12,6 +12,10 @@ true``): the estimator needs to know every record the walk went through, labelle
 active line also carries the walk's ``seed`` and the record's ``position`` in the walk's order
 (0 first), so that :func:`active_pool` can tell the stretch of the walk that is complete (every
 record up to there passed over or labelled) from what lies beyond a record still unlabelled.
+A record the draw selected is written down the moment the walk shows it (``"label": null,
+"drawn": true``, in the same write as the passed lines before it), so that its draw is fixed
+before anyone sees it: a later walk with another budget, or a walk of another annotator, never
+draws it again.
 Nothing is ever rewritten: an annotator's undo is a line too (``"label": null, "undo": true``)
 that takes back that annotator's label of that record, so the file keeps the whole story and
 :func:`current_labels` says what stands.
@@ -21,9 +25,9 @@ it), flushed and synced to disk before they are acknowledged, so that a killed a
 no label and several annotators writing one file at once lose none either; :class:`LabelsFile`
 reads what others appended since it last looked before it writes, so that an annotator labels a
 record once whatever the other processes did in between. A last line without its newline that
-does not parse is a write cut short by a kill, never acknowledged: readers skip it and the next
-append cuts it away (one that parses, a file written by hand without a final newline, is
-kept)."""
+is not JSON is a write cut short by a kill, never acknowledged: readers skip it and the next
+append cuts it away (one that is JSON, a file written by hand without a final newline, is read
+and checked like any other line)."""
 
 from __future__ import annotations
 
@@ -53,10 +57,10 @@ SELECTIONS = ("uniform", "active")
 
 @dataclass(frozen=True)
 class LabelLine:
-    """One line of a labels file. ``label`` is None on an active walk's passed line and on
-    an undo line; ``probability`` is the chance the active draw gave the record, ``seed`` the
-    active walk's seed and ``position`` the record's place in its order (all three None under
-    uniform selection); ``line`` is its 1-based line number once read (0 before it is
+    """One line of a labels file. ``label`` is None on an active walk's passed and drawn
+    lines and on an undo line; ``probability`` is the chance the active draw gave the record,
+    ``seed`` the active walk's seed and ``position`` the record's place in its order (all three
+    None under uniform selection); ``line`` is its 1-based line number once read (0 before it is
     written)."""
 
     id: str
@@ -71,6 +75,7 @@ class LabelLine:
     undo: bool = False
     seed: int | None = None
     position: int | None = None
+    drawn: bool = False
     line: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -84,6 +89,8 @@ class LabelLine:
             out["passed"] = True
         if self.undo:
             out["undo"] = True
+        if self.drawn:
+            out["drawn"] = True
         return out
 
     def encode(self) -> bytes:
@@ -122,15 +129,16 @@ def _parse_lines(data: bytes, source: str, first_line: int) -> Iterator[LabelLin
 
 
 def _split_tail(data: bytes) -> tuple[bytes, bytes | None]:
-    """The whole lines of ``data``, and its last line when it lacks a newline but parses (a
-    fragment that does not parse, a write cut short, is dropped)."""
+    """The whole lines of ``data``, and its last line when it lacks a newline but is JSON (a
+    fragment that is not, a write cut short, is dropped; one that is JSON is checked like any
+    line, its errors reported)."""
     end = data.rfind(b"\n") + 1
     rest = data[end:]
     if not rest.strip():
         return data, None
     try:
-        _parse_line(rest, "", 0)
-    except InputError:
+        json.loads(rest)
+    except (ValueError, RecursionError):
         return data[:end], None
     return data[:end], rest
 
@@ -138,7 +146,7 @@ def _split_tail(data: bytes) -> tuple[bytes, bytes | None]:
 def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past all reason
         raise InputError("not a JSON object", path=source, line=number) from None
     if not isinstance(data, dict):
         raise InputError("not a JSON object", path=source, line=number)
@@ -153,18 +161,21 @@ def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
     if selection not in SELECTIONS:
         raise InputError(f"must be one of {', '.join(SELECTIONS)}, got {selection!r}",
                          path=source, line=number, field="selection")
-    passed, undo = data.get("passed", False), data.get("undo", False)
+    kinds = {name: data.get(name, False) for name in ("passed", "undo", "drawn")}
     shown = data.get("shown_judge", False)
-    for name, flag in (("passed", passed), ("undo", undo), ("shown_judge", shown)):
+    for name, flag in (*kinds.items(), ("shown_judge", shown)):
         if not isinstance(flag, bool):
             raise InputError("must be true or false", path=source, line=number, field=name)
-    if passed and undo:
-        raise InputError("a line is a passed line or an undo line, not both", path=source,
-                         line=number, field="undo")
-    label = _number(data.get("label"), source, number, "label", allow_none=passed or undo)
-    if (passed or undo) and label is not None:
-        raise InputError(f"{'a passed' if passed else 'an undo'} line carries no label",
-                         path=source, line=number, field="label")
+    kind = [name for name, flag in kinds.items() if flag]
+    if len(kind) > 1:
+        raise InputError(f"a line is one of a passed, an undo or a drawn line, not "
+                         f"{' and '.join(kind)}", path=source, line=number, field=kind[-1])
+    if kinds["drawn"] and selection != "active":
+        raise InputError("only an active walk draws", path=source, line=number, field="drawn")
+    label = _number(data.get("label"), source, number, "label", allow_none=bool(kind))
+    if kind and label is not None:
+        raise InputError(f"a{'n' if kind[0] == 'undo' else ''} {kind[0]} line carries no "
+                         "label", path=source, line=number, field="label")
     probability = _number(data.get("probability"), source, number, "probability",
                           allow_none=selection == "uniform")
     if probability is not None and not 0 < probability <= 1:
@@ -174,7 +185,8 @@ def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
                                allow_none=selection == "uniform", least=least)
                       for name, least in (("seed", None), ("position", 0)))
     return LabelLine(text("id"), text("metric"), label, text("annotator"), text("time"),
-                     shown, selection, probability, passed, undo, seed, position, number)
+                     shown, selection, probability, kinds["passed"], kinds["undo"], seed,
+                     position, kinds["drawn"], number)
 
 
 def _integer(value: Any, source: str, number: int, name: str, *, allow_none: bool,
@@ -210,6 +222,8 @@ def current_labels(lines: list[LabelLine]) -> tuple[list[LabelLine], list[LabelL
         key = (line.annotator, line.id, line.metric)
         if line.passed:
             passed.setdefault((line.id, line.metric), line)
+        elif line.drawn:
+            continue  # a draw, not a label
         elif line.undo:
             standing.pop(key, None)
         else:
@@ -235,14 +249,15 @@ class ActivePool:
 
 
 def active_pool(lines: list[LabelLine], path: str) -> ActivePool:
-    """The pool of one metric's active walk from its lines (undo lines included). Errors
-    name the file, the line and the field: two seeds, a record given two positions or two
-    probabilities, two records at one position, a record both passed over and labelled."""
+    """The pool of one metric's active walk from its lines (undo and drawn lines included).
+    Errors name the file, the line and the field: two seeds, a record given two positions or
+    two probabilities, two records at one position, a record both passed over and selected
+    (drawn or labelled)."""
     seed = lines[0].seed
     first: dict[str, LabelLine] = {}
     at: dict[int, str] = {}
     passed: dict[str, LabelLine] = {}
-    labelled: dict[str, LabelLine] = {}
+    selected: dict[str, LabelLine] = {}  # drawn or labelled
     for line in lines:
         if line.seed != seed:
             raise InputError(f"{line.metric} was walked with seed {seed} (line {lines[0].line})"
@@ -259,12 +274,12 @@ def active_pool(lines: list[LabelLine], path: str) -> ActivePool:
             raise InputError(f"records {other!r} and {line.id!r} share position "
                              f"{line.position} of the walk", path=path, line=line.line,
                              field="position")
-        (passed if line.passed else labelled if not line.undo else {}).setdefault(line.id, line)
-    for record_id in passed.keys() & labelled.keys():
-        a, b = sorted((passed[record_id], labelled[record_id]), key=lambda x: x.line)
-        raise InputError(f"record {record_id!r} is both passed over by the walk and labelled "
+        (passed if line.passed else selected if not line.undo else {}).setdefault(line.id, line)
+    for record_id in passed.keys() & selected.keys():
+        a, b = sorted((passed[record_id], selected[record_id]), key=lambda x: x.line)
+        raise InputError(f"record {record_id!r} is both passed over by the walk and selected "
                          f"(lines {a.line} and {b.line})", path=path, line=b.line,
-                         field="passed" if b.passed else "label")
+                         field="passed" if b.passed else "drawn" if b.drawn else "label")
     standing = {line.id for line in current_labels(lines)[0]}
     done = {int(first[i].position or 0) for i in (set(passed) | standing)}
     cut = next(k for k in range(len(done) + 1) if k not in done)
@@ -287,6 +302,7 @@ class LabelsFile:
         self._read_to = 0  # bytes of the file parsed so far
         self._line_count = 0
         self._identity: tuple[int, int] | None = None  # the file's device and inode
+        self._last = b""  # the bytes of the last whole line read, to find it again
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -314,31 +330,40 @@ class LabelsFile:
         """:meth:`append` for several lines at once: one write, one sync."""
         with self._locked() as handle:
             fresh = self._catch_up(handle)
+            if self._end_the_last_line(handle):  # a line written by hand: seen before checks
+                fresh += self._catch_up(handle)
             if unless is not None and unless(self.lines):
                 return None, fresh
-            self._end_the_last_line(handle)
             handle.write(b"".join(line.encode() for line in lines))
             handle.flush()
             os.fsync(handle.fileno())
             written = self._catch_up(handle)
         return written[len(written) - len(lines):], fresh
 
-    def _end_the_last_line(self, handle: IO[bytes]) -> None:
+    def _end_the_last_line(self, handle: IO[bytes]) -> bool:
         """Every write happens under the lock in one piece, so bytes past the last newline
         now are a line whose writer died mid-write, never acknowledged: cut away; or a whole
-        line written by hand without its newline: ended."""
+        line written by hand without its newline: ended (True: there is a line to read)."""
         handle.seek(self._read_to)
         rest = handle.read()
-        if rest:
-            if _split_tail(rest)[1] is None:
-                handle.truncate(self._read_to)
-            else:
-                handle.write(b"\n")
+        if not rest:
+            return False
+        if _split_tail(rest)[1] is None:
+            handle.truncate(self._read_to)
+            return False
+        handle.write(b"\n")
+        return True
 
     @contextmanager
     def _locked(self) -> Iterator[IO[bytes]]:
+        # Created on the first open only: a file removed while in use is an error, not a
+        # new empty file.
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if self._identity is None else 0)
         try:
-            handle = open(self.path, "a+b")  # noqa: SIM115 - closed by the with below
+            handle = os.fdopen(os.open(self.path, flags, 0o644), "a+b")
+        except FileNotFoundError:
+            raise InputError("the labels file was removed while in use; nothing was written",
+                             path=str(self.path)) from None
         except OSError as error:
             raise InputError(f"cannot open the labels file: {error.strerror or error}",
                              path=str(self.path)) from None
@@ -353,12 +378,19 @@ class LabelsFile:
                     fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _check_same_file(self, handle: IO[bytes]) -> None:
+        """The file is the one read so far: the same inode, at least as long, and the last
+        line read still where it was (a file copied over in place keeps its inode)."""
         status = os.fstat(handle.fileno())
         identity = (status.st_dev, status.st_ino)
         if self._identity is None:
             self._identity = identity
-        elif identity != self._identity or status.st_size < self._read_to:
-            raise InputError("the labels file was replaced or cut short while in use; "
+            return
+        same = identity == self._identity and status.st_size >= self._read_to
+        if same and self._last:
+            handle.seek(self._read_to - len(self._last))
+            same = handle.read(len(self._last)) == self._last
+        if not same:
+            raise InputError("the labels file was replaced or rewritten while in use; "
                              "nothing was written: start again on the file as it is now",
                              path=str(self.path))
 
@@ -372,6 +404,7 @@ class LabelsFile:
             return []
         chunk = data[:end]
         new = list(_parse_lines(chunk, str(self.path), self._line_count + 1))
+        self._last = chunk[chunk.rfind(b"\n", 0, len(chunk) - 1) + 1:][-4096:]
         self._read_to += end
         self._line_count += chunk.count(b"\n")
         self.lines.extend(new)

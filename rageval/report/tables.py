@@ -142,12 +142,13 @@ def labels_lines(results: Results) -> list[str]:
                      f"{item.get('selection')} selection{agree}")
         waiting = item.get("waiting")
         if waiting:
-            record = (f"record {waiting['record']!r}" if waiting.get("record")
-                      else "the record")
+            there = (f"record {waiting['record']!r} there, selected, has no label (a skip or "
+                     "an undo)" if waiting.get("record") else
+                     "no line of the file is at that position")
             lines.append(f"{name}: the active walk is complete up to position "
-                         f"{waiting['position']}; {record} there, selected, has no label (a "
-                         f"skip or an undo), and the {count_of(waiting['labels'], 'label')} "
-                         "after it are left out of the calibration until it has one")
+                         f"{waiting['position']}; {there}, and the "
+                         f"{count_of(waiting['labels'], 'label')} after it are left out of the "
+                         "calibration until it has an outcome")
     if about.get("unknown_ignored"):
         lines.append(f"ignored {count_of(about['unknown_ignored'], 'label')} of record ids the "
                      f"run does not have (--allow-unknown-labels)")

@@ -169,7 +169,8 @@ def _secured(headers: dict[str, str]) -> None:
     assert headers["Content-Type"].startswith("application/json")
 
 
-@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "TRACE",
+                                    "BREW"])
 def test_other_methods_need_the_token_then_are_405(run: Path, tmp_path: Path,
                                                    method: str) -> None:
     labels = tmp_path / "labels.jsonl"
@@ -194,7 +195,7 @@ def test_other_methods_need_the_token_then_are_405(run: Path, tmp_path: Path,
     (b"GARBAGE\r\n\r\n", 400),
     (b"GET / HTTP/9.9\r\n\r\n", 505),
     (b"GET /" + b"x" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
-    (b"BREW /api/next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501),
+    (b"BREW /api/next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 403),  # no token: refused
 ])
 def test_errors_of_http_itself_are_json_with_the_headers(run: Path, tmp_path: Path,
                                                           request_bytes: bytes,
@@ -218,6 +219,15 @@ def test_a_foreign_host_is_refused_on_loopback(run: Path, tmp_path: Path, host: 
             _secured(headers)
         for name in ("127.0.0.1", "localhost", "LOCALHOST"):
             assert _call(client, "GET", "/api/next", host=f"{name}:{port}")[0] == 200
+
+
+def test_a_server_bound_to_another_loopback_address_takes_its_own_name(
+        run: Path, tmp_path: Path) -> None:
+    with serving(run, tmp_path / "labels.jsonl", "--host", "127.0.0.2") as client:
+        port = client.server.server_address[1]
+        assert client.server.url.startswith(f"http://127.0.0.2:{port}/")
+        assert _call(client, "GET", "/api/next", host=f"127.0.0.2:{port}")[0] == 200
+        assert _call(client, "GET", "/api/next", host=f"127.0.0.3:{port}")[0] == 403
 
 
 def test_any_host_is_taken_when_bound_elsewhere(run: Path, tmp_path: Path, capsys) -> None:

@@ -12,6 +12,7 @@ from annotate_helpers import FAITH, write_judged_run
 
 from rageval.cli import main
 from rageval.core.labels import LabelLine, LabelsFile
+from rageval.stats.active import selection_probabilities
 from rageval.stats.label_plan import plan_labels
 
 TIME = "2026-11-29T08:00:00Z"
@@ -115,7 +116,16 @@ def test_an_active_file_is_planned_with_the_probabilities_its_lines_record(
                            uncertainty=spread)
     assert expected.active_more and expected.active_more > 1 and expected.uniform_total
     assert f"{FAITH}: 30 of 120 records labelled so far (active)" in text
-    assert (f"active: {expected.active_more} more labels expected "
-            f"({expected.active_total} in all, --select active --budget "
-            f"{expected.active_total})") in text
+    budget = expected.active_total
+    assert budget is not None
+    more = selection_probabilities(spread, budget)[40:].sum()  # the 80 records not decided
+    assert (f"active: about {more:.0f} more labels expected from the 80 records the walk has "
+            f"not decided, started again on this file with --select active --budget "
+            f"{budget}") in text
     assert f"uniform: {expected.uniform_total} labels in a new labels file" in text
+    for i, rid in enumerate(ids[40:]):  # the walk completed: a new file is the only way on
+        walk = {"selection": "active", "probability": chances[rid], "seed": 0,
+                "position": 40 + i}
+        written.append(LabelLine(rid, FAITH, None, "ana", TIME, passed=True, **walk))
+    _, text = plan(run, labels, "0.33")
+    assert "active: the walk is complete; " in text and "in a new labels file" in text

@@ -188,7 +188,9 @@ def test_a_later_walk_with_another_budget_keeps_what_the_file_decided(tmp_path: 
         mine = [line for line in lines if line["id"] == record_id]
         chance = small if record_id in decided else large
         selected = draw(0, FAITH, record_id) < chance[record_id]
-        assert [bool(line.get("passed")) for line in mine] == [not selected]
+        kinds = [("passed" if line.get("passed") else "drawn" if line.get("drawn")
+                  else "label") for line in mine]
+        assert kinds == (["drawn", "label"] if selected else ["passed"])
 
 
 def test_uncertainty_is_the_samples_spread_then_the_panel_then_the_scale() -> None:
@@ -274,7 +276,56 @@ def test_a_selected_record_skipped_for_good_ends_the_pool_the_calibration_reads(
     columns = LabelsFileColumns(str(labels), {FAITH: (1, 5)})
     pool = columns.metrics[FAITH].pool
     assert pool is not None and pool.cut == ids.index(skipped["id"])
-    assert pool.blocking is None  # skipped before any line of it: the file never named it
+    assert pool.blocking == skipped["id"]  # drawn when it was shown, never labelled
     assert set(pool.chances) == set(ids[:pool.cut])  # nothing after the skipped record
     assert pool.waiting == sum(1 for line in label_lines(labels) if line["label"] is not None
                                and ids.index(line["id"]) > pool.cut)
+
+
+def test_a_record_shown_is_drawn_for_good_before_it_is_labelled(tmp_path: Path) -> None:
+    run, spread = sampled_run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    ids = list(SCORES)
+    small = dict(zip(ids, selection_probabilities(spread, 3), strict=True))
+    with serving(run, labels, "--select", "active", "--budget", "3") as client:
+        _, shown = client.get("/api/next")  # shown, then the annotator stops
+    drawn = [line for line in label_lines(labels) if line.get("drawn")]
+    assert [(x["id"], x["label"]) for x in drawn] == [(shown["id"], None)]
+    assert drawn[0]["probability"] == pytest.approx(small[shown["id"]], rel=1e-12)
+    with serving(run, labels, "--select", "active", "--budget", "9", "--annotator",
+                 "bo") as client:
+        _, first = client.get("/api/next")
+        assert first["id"] == shown["id"]  # not drawn again at the larger budget
+        _, written = client.label(first["id"], 2)
+    assert written["line"]["probability"] == drawn[0]["probability"]
+
+
+def test_a_label_moves_the_walk_on_even_when_no_next_record_is_asked_for(
+        tmp_path: Path) -> None:
+    run, _ = sampled_run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels, "--select", "active", "--budget", "6") as client:
+        _, first = client.get("/api/next")
+        assert client.label(first["id"], 4)[0] == 200  # a script that stops here
+    lines = label_lines(labels)
+    ids = order(list(SCORES))
+    after = lines[[x["id"] for x in lines].index(first["id"]) + 2:]  # past its draw and label
+    assert after, "the label wrote the walk on to the next record drawn"
+    assert all(x.get("passed") for x in after[:-1]) and after[-1].get("drawn")
+    assert [x["id"] for x in after] == ids[ids.index(first["id"]) + 1:
+                                           ids.index(after[-1]["id"]) + 1]
+
+
+def test_servers_started_together_with_other_selections_never_mix_lines(
+        tmp_path: Path) -> None:
+    run, _ = sampled_run(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels) as uniform, \
+            serving(run, labels, "--select", "active", "--annotator", "bo") as active:
+        _, item = uniform.get("/api/next")
+        assert uniform.label(item["id"], 3)[0] == 200
+        status, answer = active.get("/api/next")
+        assert status == 400 and "a uniform line for judge:faithfulness" in answer["error"]
+    with serving(run, labels, "--seed", "3") as other_seed:  # uniform walks have no seed
+        assert other_seed.get("/api/next")[0] == 200
+    assert all(x["selection"] == "uniform" for x in label_lines(labels))

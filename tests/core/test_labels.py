@@ -87,7 +87,14 @@ def test_an_integer_label_is_written_as_the_key_pressed(tmp_path: Path):
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
      '"passed": true}', "label", "passed line carries no label"),
     ('{"id": "q1", "metric": "m", "label": null, "annotator": "a", "time": "t", '
-     '"undo": true, "passed": true}', "undo", "not both"),
+     '"undo": true, "passed": true}', "undo", "not passed and undo"),
+    ('{"id": "q1", "metric": "m", "label": null, "annotator": "a", "time": "t", '
+     '"drawn": true}', "drawn", "only an active walk draws"),
+    ('{"id": "q1", "metric": "m", "label": 2, "annotator": "a", "time": "t", '
+     '"drawn": true, "selection": "active", "probability": 0.5, "seed": 0, "position": 1}',
+     "label", "a drawn line carries no label"),
+    ("[" * 100_000, None, "not a JSON object"),
+
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
      '"shown_judge": "yes"}', "shown_judge", "true or false"),
 ])
@@ -102,6 +109,13 @@ def test_a_bad_line_is_refused_naming_file_line_and_field(tmp_path: Path, text: 
     assert str(path) in message and "line 3" in message and words in message
     if field is not None:
         assert f"field '{field}'" in message
+
+
+def test_a_line_that_is_not_utf8_is_refused_naming_it(tmp_path: Path):
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(line("q1", 4).encode() + b'{"id": "q\xff", "metric": "m"}\n')
+    with pytest.raises(InputError, match="line 2: not a JSON object"):
+        read_labels(path)
 
 
 def test_a_missing_file_is_an_error_naming_it(tmp_path: Path):
@@ -139,6 +153,18 @@ def test_a_line_cut_short_by_a_killed_writer_is_cut_before_the_next_append(tmp_p
     assert [x.id for x in read_labels(path)] == ["q1", "q3"]
 
 
+def test_a_last_line_that_is_json_but_wrong_is_an_error_never_dropped(tmp_path: Path):
+    path = tmp_path / "labels.jsonl"
+    bad = b'{"id": "q2", "metric": "m", "label": "four", "annotator": "a", "time": "t"}'
+    path.write_bytes(line("q1", 4).encode() + bad)
+    with pytest.raises(InputError, match="line 2, field 'label'"):
+        read_labels(path)
+    labels = LabelsFile(path)  # the bad last line has no newline: not read yet
+    with pytest.raises(InputError, match="line 2, field 'label'"):
+        labels.append(line("q3", 5))
+    assert path.read_bytes().endswith(bad + b"\n")  # ended, never cut; nothing appended
+
+
 def test_a_last_line_written_by_hand_without_its_newline_is_kept(tmp_path: Path):
     path = tmp_path / "labels.jsonl"
     path.write_bytes(line("q1", 4).encode() + line("q2", 3).encode().rstrip(b"\n"))
@@ -150,22 +176,27 @@ def test_a_last_line_written_by_hand_without_its_newline_is_kept(tmp_path: Path)
     assert [x.id for x in labels.lines] == ["q1", "q2", "q3"]
 
 
-@pytest.mark.parametrize("change", ["replace", "remove", "cut"])
-def test_a_file_replaced_or_cut_short_under_a_writer_is_an_error(tmp_path: Path, change: str):
+@pytest.mark.parametrize("change", ["replace", "remove", "cut", "rewrite in place"])
+def test_a_file_replaced_or_rewritten_under_a_writer_is_an_error(tmp_path: Path, change: str):
     path = tmp_path / "labels.jsonl"
     labels = LabelsFile(path)
     labels.append(line("q1", 4))
     labels.append(line("q2", 3))
+    before = path.read_bytes()
     if change == "replace":
-        (tmp_path / "new.jsonl").write_bytes(path.read_bytes())
+        (tmp_path / "new.jsonl").write_bytes(before)
         (tmp_path / "new.jsonl").replace(path)
     elif change == "remove":
         path.unlink()
-    else:
-        path.write_bytes(path.read_bytes()[:10])
-    with pytest.raises(InputError, match="replaced or cut short while in use"):
+    elif change == "cut":
+        path.write_bytes(before[:10])
+    else:  # another file copied over this one: the same inode, as long, other lines
+        with open(path, "r+b") as handle:
+            handle.write(line("q9", 1).encode() + line("q8", 2).encode())
+    words = "removed while in use" if change == "remove" else "replaced or rewritten"
+    with pytest.raises(InputError, match=words):
         labels.append(line("q3", 5))
-    assert b"\x00" not in path.read_bytes() if path.exists() else True
+    assert not path.exists() if change == "remove" else b"q3" not in path.read_bytes()
 
 
 def test_several_lines_are_appended_in_one_write(tmp_path: Path):

@@ -10,19 +10,17 @@ on this.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rageval.core.errors import InputError, UsageError
-from rageval.core.labels import current_labels, read_labels
+from rageval.core.labels import current_labels, read_labels_and_digest
 from rageval.core.records import Record
 from rageval.core.records.label_file import join_metric
 from rageval.core.results import RecordResult, Results
@@ -107,12 +105,11 @@ def human_labels_of(results: Results) -> RunLabels | None:
     if not os.path.isfile(path):
         return RunLabels(None, f"{named} was not found: the human labels are not shown")
     try:
-        data = Path(path).read_bytes()
-        standing, _ = current_labels(read_labels(path))
-    except (OSError, InputError) as error:
-        reason = error.strerror if isinstance(error, OSError) else str(error)
-        return RunLabels(None, f"{named} no longer reads: {reason}; the human labels are "
+        lines, now = read_labels_and_digest(path)
+    except InputError as error:
+        return RunLabels(None, f"{named} no longer reads: {error}; the human labels are "
                                "not shown")
+    standing, _ = current_labels(lines)
     names = list(about.get("metrics") or ())
     out: dict[str, dict[str, dict[str, float]]] = {}
     for line in standing:
@@ -120,7 +117,7 @@ def human_labels_of(results: Results) -> RunLabels | None:
         if metric is not None and line.label is not None:
             out.setdefault(metric, {}).setdefault(line.id, {})[line.annotator] = line.label
     digest = about.get("sha256")
-    if isinstance(digest, str) and hashlib.sha256(data).hexdigest() != digest:
+    if isinstance(digest, str) and now != digest:
         return RunLabels(out, f"{named} changed since the run: the human labels shown are the "
                               "file's now, not those the calibrated figures were computed from")
     return RunLabels(out)
