@@ -68,7 +68,7 @@ class AnnotatorQueue:
             found, mine, decided = self._advance()
             if found is not None:
                 return self.run.items[found]
-            for record_id in self._skipped:  # what another walk passed over meanwhile, not
+            for record_id in self._skipped:  # then the skipped ones still to label
                 if record_id not in mine and self._selected(record_id, decided):
                     return self.run.items[record_id]
             return None
