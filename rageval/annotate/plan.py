@@ -85,7 +85,8 @@ def _restart(text: str, budget: int, spread: list[float], undecided: list[int]) 
     expected = float(selection_probabilities(spread, budget)[undecided].sum())
     return head + (f"  active: about {expected:.0f} more labels expected from the "
                    f"{count_of(len(undecided), 'record')} the walk has not decided, started "
-                   f"again on this file with --select active --budget {budget}\n")
+                   f"again on this file with --select active --budget {budget} (then label "
+                   "to the end of the walk)\n")
 
 
 def _describe(plan: LabelPlan, metric: str, selection: str) -> str:

@@ -215,7 +215,7 @@ class AnnotatorQueue:
                          False if passed else self.shown_judge, walk.selection, chance,
                          passed=passed, seed=walk.seed if walk.active else None,
                          position=walk.position[record_id] if walk.active else None,
-                         drawn=drawn)
+                         drawn=drawn, budget=walk.budget if walk.active else None)
 
     def _write_walk(self, to_pass: list[str], to_draw: list[str]) -> bool:
         """Pass over ``to_pass`` and draw ``to_draw`` in one write, unless another walk

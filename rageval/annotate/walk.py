@@ -58,6 +58,7 @@ class Walk:
     offered: frozenset[str]
     seed: int
     position: Mapping[str, int]  # each record's place in the order, 0 first
+    budget: float | None = None  # active: the expected number of labels it draws
 
     @classmethod
     def build(cls, run: LabellingRun, selection: str = "uniform", *,
@@ -72,7 +73,8 @@ class Walk:
         pi = selection_probabilities(pool_uncertainty(run), budget)
         probability = {i: float(p) for i, p in zip(ids, pi, strict=True)}
         offered = frozenset(i for i in ids if draw(seed, run.metric, i) < probability[i])
-        return cls(run.metric, selection, order, probability, offered, seed, position)
+        return cls(run.metric, selection, order, probability, offered, seed, position,
+                   float(budget))
 
     @property
     def active(self) -> bool:

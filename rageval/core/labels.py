@@ -76,13 +76,14 @@ class LabelLine:
     seed: int | None = None
     position: int | None = None
     drawn: bool = False
+    budget: float | None = None
     line: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "metric": self.metric, "label": self.label,
                                "annotator": self.annotator, "time": self.time,
                                "shown_judge": self.shown_judge, "selection": self.selection}
-        for name in ("probability", "seed", "position"):
+        for name in ("probability", "seed", "position", "budget"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.passed:
@@ -184,9 +185,13 @@ def _parse_line(raw: bytes, source: str, number: int) -> LabelLine:
     seed, position = (_integer(data.get(name), source, number, name,
                                allow_none=selection == "uniform", least=least)
                       for name, least in (("seed", None), ("position", 0)))
+    budget = _number(data.get("budget"), source, number, "budget", allow_none=True)
+    if budget is not None and not budget > 0:
+        raise InputError(f"must be positive, got {budget:g}", path=source, line=number,
+                         field="budget")
     return LabelLine(text("id"), text("metric"), label, text("annotator"), text("time"),
                      shown, selection, probability, kinds["passed"], kinds["undo"], seed,
-                     position, kinds["drawn"], number)
+                     position, kinds["drawn"], budget, number)
 
 
 def _integer(value: Any, source: str, number: int, name: str, *, allow_none: bool,
@@ -239,13 +244,15 @@ class ActivePool:
     first position with no outcome yet: a record neither passed over nor labelled);
     ``blocking``, the record at ``cut`` where the file knows it (selected, its label skipped
     or undone); ``waiting``, the standing labels beyond ``cut``, left out until the walk is
-    complete up to them."""
+    complete up to them; ``budgets``, the walk budgets the pool's records were decided under
+    (the lines' ``budget``, where they say)."""
 
     seed: int
     chances: dict[str, float]
     cut: int
     blocking: str | None
     waiting: int
+    budgets: tuple[float, ...] = ()
 
 
 def active_pool(lines: list[LabelLine], path: str) -> ActivePool:
@@ -287,7 +294,8 @@ def active_pool(lines: list[LabelLine], path: str) -> ActivePool:
                if int(first[i].position or 0) < cut}
     waiting = sum(1 for line in current_labels(lines)[0]
                   if int(first[line.id].position or 0) > cut)
-    return ActivePool(int(seed or 0), chances, cut, at.get(cut), waiting)
+    budgets = tuple(sorted({first[i].budget for i in chances if first[i].budget is not None}))
+    return ActivePool(int(seed or 0), chances, cut, at.get(cut), waiting, budgets)
 
 
 class LabelsFile:

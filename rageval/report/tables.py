@@ -149,6 +149,12 @@ def labels_lines(results: Results) -> list[str]:
                          f"{waiting['position']}; {there}, and the "
                          f"{count_of(waiting['labels'], 'label')} after it are left out of the "
                          "calibration until it has an outcome")
+        budgets = item.get("budgets")
+        if budgets:
+            lines.append(f"{name}: the active walk's records were drawn under "
+                         f"{len(budgets)} budgets ({', '.join(f'{b:g}' for b in budgets)}); "
+                         "its estimate is unbiased once the walk is labelled to its end, and "
+                         "can lean either way while it is unfinished")
     if about.get("unknown_ignored"):
         lines.append(f"ignored {count_of(about['unknown_ignored'], 'label')} of record ids the "
                      f"run does not have (--allow-unknown-labels)")

@@ -184,6 +184,9 @@ def test_a_later_walk_with_another_budget_keeps_what_the_file_decided(tmp_path: 
         chance = small if line["id"] in decided else large
         assert line["probability"] == pytest.approx(chance[line["id"]], rel=1e-12)
         assert (line["seed"], line["position"]) == (0, order(ids).index(line["id"]))
+    assert {line["budget"] for line in lines} == {3.0, 9.0}  # each walk says its budget
+    pool = LabelsFileColumns(str(labels), {FAITH: (1, 5)}).metrics[FAITH].pool
+    assert pool is not None and pool.budgets == (3.0, 9.0)
     for record_id in ids:
         mine = [line for line in lines if line["id"] == record_id]
         chance = small if record_id in decided else large

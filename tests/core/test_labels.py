@@ -94,6 +94,8 @@ def test_an_integer_label_is_written_as_the_key_pressed(tmp_path: Path):
      '"drawn": true, "selection": "active", "probability": 0.5, "seed": 0, "position": 1}',
      "label", "a drawn line carries no label"),
     ("[" * 100_000, None, "not a JSON object"),
+    ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", "budget": 0}',
+     "budget", "must be positive"),
 
     ('{"id": "q1", "metric": "m", "label": 3, "annotator": "a", "time": "t", '
      '"shown_judge": "yes"}', "shown_judge", "true or false"),

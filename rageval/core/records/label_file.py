@@ -210,4 +210,6 @@ def _walk_state(pool: ActivePool, seen: set[str]) -> dict[str, Any]:
     if pool.waiting:
         out["waiting"] = {"labels": pool.waiting, "position": pool.cut,
                           "record": pool.blocking}
+    if len(pool.budgets) > 1:  # unbiased once the walk is labelled to its end, not before
+        out["budgets"] = list(pool.budgets)
     return out

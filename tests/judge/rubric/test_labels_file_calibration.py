@@ -204,6 +204,18 @@ def test_an_active_walk_is_calibrated_up_to_its_first_selected_record_without_a_
     assert "complete up to position 31; record 'q31' there, selected, has no label" in text
 
 
+def test_a_pool_drawn_under_two_budgets_is_said_to_be_sound_only_once_complete(
+        tmp_path: Path, keyed_judge: JudgeServer) -> None:
+    lines, _, _ = active_lines()
+    lines = [{**x, "budget": 20 if int(x["id"][1:]) < 15 else 60} for x in lines]
+    path = write_labels(tmp_path / "labels.jsonl", lines)
+    results = evaluate(write_records(tmp_path / "r.jsonl"), [METRIC],
+                       judge=judge(keyed_judge, tmp_path), human_labels=path, bootstrap=50)
+    assert results.manifest["human_labels"]["metrics"][METRIC]["budgets"] == [20.0, 60.0]
+    assert ("drawn under 2 budgets (20, 60); its estimate is unbiased once the walk is "
+            "labelled to its end") in "\n".join(labels_lines(results))
+
+
 @pytest.mark.parametrize(("extra", "field"), [
     ({"seed": 5}, "seed"), ({"probability": 0.9}, "probability"), ({"position": 2}, "position")])
 def test_an_active_walk_that_contradicts_itself_is_an_error(tmp_path: Path,
