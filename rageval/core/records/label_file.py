@@ -130,8 +130,7 @@ class LabelsFileColumns:
 
     def _check_scale(self, name: str, line: LabelLine) -> None:
         low, high = self.scales[name]
-        assert line.label is not None
-        if not low <= line.label <= high:
+        if line.label is not None and not low <= line.label <= high:
             raise InputError(f"record {line.id!r}: human label {line.label:g} for {name} is "
                              f"outside its scale {low:g}-{high:g}", path=self.path,
                              line=line.line, field="label")
