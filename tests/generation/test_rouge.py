@@ -19,6 +19,7 @@ from rageval.core.metric import NO_ANSWER, NO_REFERENCE, Batch
 from rageval.core.records import Record, records_from_dicts
 from rageval.core.registry import create
 from rageval.core.version import __version__
+from rageval.generation.rouge.lcs import _lcs_length, _position_masks
 from rageval.generation.rouge.tokenization import _tokens
 
 TYPES = ("rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum")
@@ -441,3 +442,40 @@ def test_benchmark_runs_and_agrees_on_a_few_pairs() -> None:
     assert all(40 <= len(answer.split()) <= 100 for _, answer in pairs)
     for stem in (False, True):
         assert bench.run_rageval(pairs, stem) == bench.run_rouge_score(pairs, stem)
+
+
+def _table_lcs(a: list[int], b: list[int]) -> int:
+    """The textbook quadratic table, as rouge-score fills it."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev_diag, row[0] = 0, 0
+        for j, y in enumerate(b, 1):
+            prev_diag, row[j] = row[j], (prev_diag + 1 if x == y
+                                         else max(row[j], row[j - 1]))
+    return row[-1]
+
+
+def test_lcs_lengths_batched_across_word_boundaries_equal_the_table() -> None:
+    """Answers on and around each 64-token word boundary (carries cross words), past the
+    widest batched answer and the longest batched reference, and empty texts: the batched
+    recurrence gives the table's lengths, as the per-pair one does for the widest."""
+    rng = random.Random(11)
+    widths = [0, 1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 255, 256, 257, 300]
+    records = []
+    for i in range(120):
+        vocab = rng.choice([2, 3, 8, 40])
+        answer = " ".join(f"w{rng.randrange(vocab)}" for _ in range(rng.choice(widths)))
+        ref_len = rng.choice([0, 1, 5, 70, 200]) if i % 30 else 1100
+        reference = " ".join(f"w{rng.randrange(vocab)}" for _ in range(ref_len))
+        records.append(Record(id=str(i), answer=answer, references=(reference,)))
+    pairs = rouge.batch_pairs(Batch(records), "default", False)
+    lcs, ref_len, ans_len = rouge.lcs_lengths(pairs)
+    texts = pairs.texts
+    for k, (t, a) in enumerate(zip(pairs.target.tolist(), pairs.prediction.tolist(),
+                                   strict=True)):
+        assert (ref_len[k], ans_len[k]) == (len(texts[t]), len(texts[a]))
+        if len(texts[t]) * len(texts[a]) <= 100_000:
+            assert lcs[k] == _table_lcs(texts[t], texts[a]), k
+        else:
+            masks = _position_masks(texts[a])
+            assert lcs[k] == _lcs_length(texts[t], masks, len(texts[a])), k

@@ -49,17 +49,97 @@ def _lcs_length(tokens: Sequence[int], masks: dict[int, int], n: int) -> int:
 
 
 def lcs_lengths(pairs: _Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per pair: LCS length, reference length, answer length (integers)."""
-    texts = cast(list[list[int]], pairs.texts)
-    lcs: list[int] = []
-    last, masks = -1, {}
-    for t, a in zip(pairs.target.tolist(), pairs.prediction.tolist(), strict=True):
-        answer, reference = texts[a], texts[t]
-        if a != last:  # the pairs of one record share its answer
-            last, masks = a, _position_masks(answer)
-        lcs.append(_lcs_length(reference, masks, len(answer)) if reference and answer else 0)
+    """Per pair: LCS length, reference length, answer length (integers).
+
+    Pairs whose answer fits in :data:`_MAX_WORDS` machine words and whose reference is at most
+    :data:`_MAX_STEPS` tokens run the recurrence for many pairs at once (:func:`_lcs_words`);
+    the rest, one pair at a time on Python integers of any width. Both give the same integers.
+    """
     lengths = pairs.lengths
-    return np.array(lcs, dtype=np.int64), lengths[pairs.target], lengths[pairs.prediction]
+    ref_len, ans_len = lengths[pairs.target], lengths[pairs.prediction]
+    lcs = np.zeros(len(pairs), dtype=np.int64)
+    words = np.maximum(1, -(-ans_len // _WORD))
+    wide = (words > _MAX_WORDS) | (ref_len > _MAX_STEPS)
+    if not wide.all():
+        starts = np.cumsum(lengths) - lengths
+        dtype = np.int32 if pairs.vocab_size < np.iinfo(np.int32).max else np.int64
+        flat = pairs.flat.astype(dtype)
+        ref_start, ans_start = starts[pairs.target], starts[pairs.prediction]
+        for w in np.unique(words[~wide]).tolist():
+            # Pairs of one width share a word count; sorted by reference length, the pairs of
+            # a chunk take about as many steps each.
+            group = np.flatnonzero((words == w) & ~wide)
+            group = group[np.argsort(ref_len[group], kind="stable")]
+            per_chunk = max(1, _CHUNK_CELLS // (w * _WORD * max(1, int(ref_len[group].max()))))
+            for first in range(0, len(group), per_chunk):
+                at = group[first : first + per_chunk]
+                lcs[at] = _lcs_words(flat, ref_start[at], ref_len[at], ans_start[at],
+                                     ans_len[at], w)
+    if wide.any():
+        texts = cast(list[list[int]], pairs.texts)
+        target, prediction = pairs.target, pairs.prediction
+        for i in np.flatnonzero(wide).tolist():
+            answer, reference = texts[prediction[i]], texts[target[i]]
+            if reference and answer:
+                lcs[i] = _lcs_length(reference, _position_masks(answer), len(answer))
+    return lcs, ref_len, ans_len
+
+
+# The batched recurrence: answers of up to _MAX_WORDS 64-bit words, references of up to
+# _MAX_STEPS tokens, and at most _CHUNK_CELLS token comparisons held at once (4 MiB).
+_WORD = 64
+_MAX_WORDS = 4
+_MAX_STEPS = 1024
+_CHUNK_CELLS = 1 << 22
+_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+
+
+def _padded(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int,
+            pad: int) -> np.ndarray:
+    """Each text's tokens in a row of ``width``, ``pad`` after its end (``pad`` is no token)."""
+    cols = np.arange(width)
+    if not len(flat):
+        return np.full((len(starts), width), pad, dtype=flat.dtype)
+    tokens = flat[np.minimum(starts[:, None] + cols, len(flat) - 1)]
+    return np.where(cols < lengths[:, None], tokens, flat.dtype.type(pad))
+
+
+def _lcs_words(flat: np.ndarray, ref_start: np.ndarray, ref_len: np.ndarray,
+               ans_start: np.ndarray, ans_len: np.ndarray, words: int) -> np.ndarray:
+    """LCS lengths of many pairs at once: :func:`_lcs_length`'s recurrence on ``words``
+    little-endian 64-bit words per pair, the carry of each word's addition passed to the next.
+
+    Bits above the answer's length may differ from those of a Python integer (the carry out of
+    the top word is dropped), but a carry only moves up, so the low bits counted are the same.
+    """
+    steps = int(ref_len.max(initial=0))
+    answers = _padded(flat, ans_start, ans_len, words * _WORD, -1)
+    references = _padded(flat, ref_start, ref_len, steps, -2)
+    # Bit i of a pair's mask at step j: answer token i equals reference token j.
+    masks = np.packbits(references[:, :, None] == answers[:, None, :], axis=2,
+                        bitorder="little").view("<u8")
+    shift = np.clip(ans_len[:, None] - _WORD * np.arange(words), 0, _WORD).astype(np.uint64)
+    full = np.where(shift >= _WORD, _ONES,
+                    (np.uint64(1) << np.minimum(shift, np.uint64(_WORD - 1))) - np.uint64(1))
+    v = full.copy()
+    if words == 1:
+        row = v[:, 0]
+        for j in range(steps):
+            match = masks[:, j, 0]
+            row = (row + (row & match)) | (row & ~match)
+        v[:, 0] = row
+    else:
+        for j in range(steps):
+            match = masks[:, j]
+            kept = v & ~match
+            carry = np.zeros(len(v), dtype=np.uint64)
+            for w in range(words):
+                low = v[:, w]
+                added = low + (low & match[:, w])
+                total = added + carry
+                carry = ((added < low) | (total < added)).astype(np.uint64)
+                v[:, w] = total | kept[:, w]
+    return ans_len - np.bitwise_count(v & full).sum(axis=1, dtype=np.int64)
 
 
 def lcs_indices(ref: Sequence[int], can: Sequence[int], masks: dict[int, int]) -> list[int]:
