@@ -37,7 +37,6 @@ from rageval.engine.settings import RunSettings
 from rageval.engine.sink import MemorySink, Sink
 from rageval.engine.whole import WholeConversations, conversations_ending
 from rageval.inputs.run import RunInputs
-from rageval.stats.agreement import annotator_agreement
 
 # (records done, records total): the total is None while a run streamed from a file is read.
 ProgressHook = Callable[[int, int | None], None]
@@ -264,6 +263,8 @@ def labels_manifest(labels: LabelsFileColumns) -> dict[str, Any]:
     """The manifest's record of a labels file: per metric, the labelled count, each
     annotator's count, the selection, and the annotators' agreement where two or more
     labelled common records."""
+    from rageval.stats.agreement import annotator_agreement  # runs with a labels file alone
+
     out = labels.describe()
     for name, item in out["metrics"].items():
         agreement = annotator_agreement(labels.ratings(name), labels.scales[name])

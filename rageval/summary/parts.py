@@ -13,12 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from rageval.core.calibration import Calibration
 from rageval.core.errors import UsageError
 from rageval.core.metric import Metric, MetricResult
 from rageval.core.records import Record
 from rageval.core.results import MetricSummary
-from rageval.stats.active_calibration import calibrate_active
-from rageval.stats.calibration import calibrate
 from rageval.stats.exact import exact_mean
 from rageval.stats.poisson import EXACT_RECORDS, seeded_keys, unit_keys
 from rageval.stats.resampling import bootstrap_ci, bootstrap_mean_cis, two_level_bootstrap_ci
@@ -314,10 +313,20 @@ def summarise(metric: Metric, result: MetricResult, reasons: Counter[str], seed:
             dict(reasons), aggregate, signature.format(short=True),
             in_table=name in metric.table_names(), flagged=dict(flagged),
             calibrated=(None if labels is None or not headline
-                        else calibrate(values, labels) if chances is None
-                        else calibrate_active(values, labels, chances)),
+                        else _calibrated(values, labels, chances)),
             figures=metric.summary_figures(result) if headline else {},
             ci_method=("judge-noise" if within is not None and headline
                        else "conversations" if over_conversations else "records"),
         )
     return out
+
+
+def _calibrated(values: np.ndarray, labels: np.ndarray,
+                chances: np.ndarray | None) -> Calibration:
+    """The headline calibrated by human labels: PPI, or its active form where the labels were
+    drawn with known chances. Imported here, as only runs with human labels need it."""
+    from rageval.stats.active_calibration import calibrate_active
+    from rageval.stats.calibration import calibrate
+
+    return calibrate(values, labels) if chances is None else calibrate_active(values, labels,
+                                                                               chances)
