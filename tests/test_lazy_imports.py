@@ -42,6 +42,25 @@ def test_score_with_lexical_and_retrieval_metrics_imports_nothing_heavy(tmp_path
     assert sorted(m for m in HEAVY if m in loaded) == []
 
 
+def test_trec_eval_imports_no_judge_configuration(tmp_path: Path) -> None:
+    """Masking the default API key's variable in its output does not load the judge's
+    configuration (its options, endpoints, reply formats and cache keys)."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n")
+    code = (
+        "import contextlib, io\n"
+        "from rageval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['trec-eval', '-m', 'map', {str(qrels)!r}, {str(run)!r}])\n"
+        "assert code == 0, code\n"
+    )
+    loaded = _modules_after(code, tmp_path)
+    assert "rageval.retrieval.trec_eval.evaluation" in loaded
+    assert sorted(m for m in loaded if m.startswith(("rageval.judge.llm.config",
+                                                      "rageval.judge.llm.transport"))) == []
+
+
 def test_a_judge_name_loads_the_judge_when_built(tmp_path: Path) -> None:
     code = ("from rageval.core.registry import create\n"
             "create('judge:faithfulness')\n")

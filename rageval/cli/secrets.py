@@ -15,6 +15,7 @@ from typing import TextIO
 
 from rageval.core.errors import UsageError
 from rageval.core.outputs.masking import Masker, url_secrets
+from rageval.judge.llm.key_env import DEFAULT_API_KEY_ENV
 
 __all__ = ["MaskedStream", "masked", "run_masker"]
 
@@ -27,9 +28,7 @@ def run_masker(args: argparse.Namespace | None) -> Masker:
 
 
 def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
-    from rageval.judge.llm.config import JudgeConfig
-
-    default_key_env = JudgeConfig.api_key_env  # the dataclass field's default
+    default_key_env = DEFAULT_API_KEY_ENV
     key_envs = {default_key_env, _PHOENIX_KEY_ENV}
     urls = []
     if args is not None:

@@ -24,6 +24,7 @@ from rageval.core.errors import MOST_SAMPLES, UsageError, check_int
 from rageval.core.files import creatable
 from rageval.core.options import Option, Signed, declare, options_of
 from rageval.core.signature import Field
+from rageval.judge.llm.key_env import DEFAULT_API_KEY_ENV
 from rageval.judge.llm.members import PANEL_RULES, check_panel, panel_members, parse_member
 from rageval.judge.llm.transport.endpoint import Endpoint
 from rageval.judge.llm.transport.formats import LADDERS, MODES
@@ -169,9 +170,9 @@ class JudgeConfig:
     # The rest by keyword only (the two above may be given in order, as they always could).
     _: KW_ONLY
     api_key_env: str = _opt(
-        default="OPENAI_API_KEY", dest="judge_api_key_env", flags=("--judge-api-key-env",),
+        default=DEFAULT_API_KEY_ENV, dest="judge_api_key_env", flags=("--judge-api-key-env",),
         metavar="VAR", kind="str",
-        help="environment variable holding the API key (default OPENAI_API_KEY)")
+        help=f"environment variable holding the API key (default {DEFAULT_API_KEY_ENV})")
     concurrency: int = _opt(
         default=16, dest="judge_concurrency", flags=("--judge-concurrency",), type=int,
         metavar="N", kind="int", check=_int("judge concurrency", 1),
