@@ -65,8 +65,9 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     holds its trace a little longer)."""
     last: dict[str, int] = {}
     for number, raw in binary_lines(path, path, limit):
-        for match in _TRACE_ID.finditer(raw):
-            found = match.group(1)
+        named = _TRACE_ID.findall(raw)
+        # A trace's spans mostly share a line: each id once, in the order of its last mention.
+        for found in reversed(dict.fromkeys(reversed(named)) if len(named) > 1 else named):
             if b"\\" in found:  # an escaped character (base64's "\/"): read it as JSON does
                 try:
                     found = json.loads(b'"' + found + b'"').encode("utf-8")
@@ -122,13 +123,14 @@ def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
             f"with keys {sorted(document)[:5]}"
         raise InputError(f"expected an OTLP/JSON trace export (an object with resourceSpans), "
                          f"found {found}", path=path, line=line)
+    ids: dict[Any, str] = {}  # the ids already read on this line: a trace's spans share one
     for r, resource in enumerate(document["resourceSpans"]):
         where = f"resourceSpans[{r}]"
         scopes = _list(resource, _SCOPES, where, path, line)
         for s, scope in enumerate(scopes):
             spans = _list(scope, ("spans",), f"{where}.scopeSpans[{s}]", path, line)
             for i, raw in enumerate(spans):
-                yield _span(raw, f"{where}.scopeSpans[{s}].spans[{i}]", path, line)
+                yield _span(raw, ids, (r, s, i), path, line)
 
 
 def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> list[Any]:
@@ -145,24 +147,28 @@ def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> 
     return []
 
 
-def _span(raw: Any, where: str, path: str, line: int) -> Span:
+def _span(raw: Any, ids: dict[Any, str], place: tuple[int, int, int], path: str,
+          line: int) -> Span:
+    """The span ``raw``; ``ids`` holds the ids already read (raw id -> hex), ``place`` is
+    where it is (resource, scope, span), told only in an error."""
     def fail(message: str, field: str = "") -> InputError:
+        where = "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
         return InputError(message, path=path, line=line,
                           field=f"{where}.{field}" if field else where)
 
     if not isinstance(raw, dict):
         raise fail(f"expected a span object, found {type(raw).__name__}")
-    trace_id = _hex_id(raw.get("traceId"), 16)
-    span_id = _hex_id(raw.get("spanId"), 8)
-    if trace_id is None:
+    trace_id = _known_id(raw.get("traceId"), 16, ids)
+    span_id = _known_id(raw.get("spanId"), 8, ids)
+    if trace_id is None or len(trace_id) != 32:
         raise fail(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
                    "traceId")
-    if span_id is None:
+    if span_id is None or len(span_id) != 16:
         raise fail(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
                    "spanId")
     parent = raw.get("parentSpanId") or None
-    parent_id = None if parent is None else _hex_id(parent, 8)
-    if parent is not None and parent_id is None:
+    parent_id = None if parent is None else _known_id(parent, 8, ids)
+    if parent is not None and (parent_id is None or len(parent_id) != 16):
         raise fail(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
                    "parentSpanId")
     attributes = _attributes(raw.get("attributes"), fail)
@@ -170,6 +176,19 @@ def _span(raw: Any, where: str, path: str, line: int) -> Span:
     return Span(trace_id, span_id, parent_id, name if isinstance(name, str) else "",
                 span_kind(attributes), _time(raw, "startTimeUnixNano", fail),
                 _time(raw, "endTimeUnixNano", fail), attributes, line)
+
+
+def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
+    """:func:`_hex_id`, looked up in ``ids`` first (the answer is kept there when it is one).
+    An id read before may be of another size: the caller checks the length."""
+    if type(value) is str:
+        found = ids.get(value)
+        if found is not None:
+            return found
+    found = _hex_id(value, size)
+    if found is not None:
+        ids[value] = found
+    return found
 
 
 def _time(raw: dict[str, Any], key: str, fail: _Fail) -> int:
@@ -187,16 +206,19 @@ def _attributes(items: Any, fail: _Fail) -> dict[str, Any]:
         raise fail(f"expected a list of key/value pairs, found {type(items).__name__}",
                    "attributes")
     out: dict[str, Any] = {}
-    for index, item in enumerate(items):
+    index = -1
+    for item in items:
+        index += 1
         key = item.get("key") if type(item) is dict else None
         if type(key) is not str:
             raise fail("expected an object with a string key", f"attributes[{index}]")
         value = item.get("value")
         # Most attributes are strings: read them here rather than through _value.
-        text = value.get("stringValue") if type(value) is dict else None
-        if type(text) is str:
-            out[key] = text
-            continue
+        if type(value) is dict:
+            text = value.get("stringValue")
+            if type(text) is str:
+                out[key] = text
+                continue
         try:
             out[key] = _value(value)
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:

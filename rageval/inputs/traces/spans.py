@@ -98,8 +98,34 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
         return [_document_fields(item) for item in listed if isinstance(item, dict)]
     start = prefix + "."
     cut = len(start)
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[str, dict[str, Any]] = {}  # index as written -> the document's fields
     for key, value in span.attributes.items():
+        if key.startswith(start):
+            index, sep, field = key[cut:].partition(".document.")
+            if sep:
+                fields = found.get(index)
+                if fields is None:
+                    if not _canonical(index):
+                        return _documents_by_number(span.attributes, start)
+                    fields = found[index] = {}
+                fields[field] = value
+    if len(found) < 2:
+        return list(found.values())
+    return [found[index] for index in sorted(found, key=int)]
+
+
+def _canonical(index: str) -> bool:
+    """Whether ``index`` is a number written as ``str(int(index))`` would write it (so that
+    two such indices are never the same number)."""
+    return index.isdigit() and index.isascii() and (index[0] != "0" or index == "0")
+
+
+def _documents_by_number(attributes: dict[str, Any], start: str) -> list[dict[str, Any]]:
+    """:func:`documents` where some index is written oddly ("01", a non-ASCII digit): indices
+    that are the same number are one document, a field read last overriding."""
+    cut = len(start)
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
         if key.startswith(start):
             index, sep, field = key[cut:].partition(".document.")
             if sep and index.isdigit():

@@ -1,0 +1,37 @@
+"""The documents of a retriever span read from its flat attributes: in the order of their
+index, whatever order the attributes come in, and indices written oddly read as numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rageval.inputs.traces.spans import Span, documents
+
+
+def _span(attributes: dict[str, Any]) -> Span:
+    return Span("0" * 32, "1" * 16, None, "retrieve", "RETRIEVER", 0, 1, attributes)
+
+
+def test_documents_come_in_index_order_with_gaps() -> None:
+    span = _span({"retrieval.documents.10.document.id": "k",
+                  "retrieval.documents.2.document.id": "c",
+                  "retrieval.documents.2.document.content": "C",
+                  "retrieval.documents.0.document.id": "a",
+                  "retrieval.documents.x.document.id": "not an index",
+                  "retrieval.documents.3.other": "not a document field",
+                  "input.value": "q"})
+    assert documents(span) == [{"id": "a"}, {"id": "c", "content": "C"}, {"id": "k"}]
+
+
+def test_indices_that_are_the_same_number_are_one_document() -> None:
+    span = _span({"retrieval.documents.01.document.content": "z",
+                  "retrieval.documents.1.document.id": "a",
+                  "retrieval.documents.01.document.id": "b",
+                  "retrieval.documents.0.document.id": "first"})
+    # read in attribute order: the last value of a field stands
+    assert documents(span) == [{"id": "first"}, {"content": "z", "id": "b"}]
+
+
+def test_a_span_without_documents_has_none() -> None:
+    assert documents(_span({"input.value": "q"})) == []
+    assert documents(_span({"retrieval.documents.0.document.id": "only"})) == [{"id": "only"}]
