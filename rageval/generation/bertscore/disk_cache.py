@@ -161,9 +161,6 @@ class _DiskCache:
             warnings.warn(f"bertscore: the embedding cache {self.root} is not writable ({exc}); "
                           "going on without it", RuntimeWarning, stacklevel=2)
 
-    def store(self, engine: _Engine, key: bytes, entry: _Entry) -> None:
-        self.store_many(engine, [(key, entry)])
-
     def _remove_damaged(self, namespace: str) -> None:
         """Remove the packs found torn or damaged (only a writer, under the lock, removes)."""
         space = self._namespace(namespace)
