@@ -3,6 +3,7 @@
     python bench/bench_bertscore.py                    # 5,000 pairs, 4 systems, 3 repeats
     python bench/bench_bertscore.py --pairs 500 --repeats 2
     python bench/bench_bertscore.py --model-shape roberta-large --pairs 200 --device cuda
+    python bench/bench_bertscore.py --model-dir ~/models/roberta-large --num-layers 17
 
 Every system answers the same references (answer-like texts of 40-80 words). Scenarios:
 
@@ -13,6 +14,9 @@ Every system answers the same references (answer-like texts of 40-80 words). Sce
 (c) four systems over the shared references: four ``bert_score.score`` calls against four
     rageval runs, either in one process (embeddings kept in memory) or as four separate runs
     (memory and model dropped between runs, embeddings read back from disk).
+
+What the disk cache costs: (a)'s rageval run is also timed with ``cache=none`` (no disk cache)
+in every repeat, and the files the cached run wrote are counted.
 
 "Cold" means what a new process pays once its libraries are imported: loading the tokenizer and
 the model, tokenising, the forward passes and the matching (for rageval also writing its disk
@@ -31,6 +35,11 @@ locally and saved to a temporary directory, so nothing is downloaded. Its tokeni
 bundled all-MiniLM-L6-v2 WordPiece tokenizer (no RoBERTa BPE vocabulary is available offline),
 so token counts are WordPiece's, close to what RoBERTa's BPE gives for English. It is meant for a
 GPU; on a CPU keep ``--pairs`` small.
+
+``--model-dir DIR`` times a model saved in a directory (``save_pretrained``: weights, config and
+tokenizer), loaded by both sides from there, so a real model is timed without downloads; its
+layer is ``--num-layers N`` (bert-score's name for it; ``--layer`` is the same), else the
+model's last (``num_hidden_layers`` in its ``config.json``).
 """
 
 from __future__ import annotations
@@ -196,6 +205,84 @@ def _ratios(rows: dict[str, list[float]], systems: int) -> dict[str, list[float]
     }
 
 
+def _model(args: argparse.Namespace, work: Path) -> tuple[str, str, int]:
+    """The model bert-score loads, the name rageval's metric is given, and the layer."""
+    if args.model_dir:
+        directory = Path(args.model_dir).expanduser().resolve()
+        if not (directory / "config.json").is_file():
+            sys.exit(f"--model-dir {directory}: no config.json there (a save_pretrained "
+                     "directory is needed)")
+        layer = args.layer or json.loads((directory / "config.json").read_text()).get(
+            "num_hidden_layers")
+        if not layer:
+            sys.exit(f"--model-dir {directory}: its config.json gives no num_hidden_layers; "
+                     "give --num-layers N")
+        return str(directory), str(directory), int(layer)
+    if args.model_shape == "roberta-large":
+        model_dir = work / "roberta-large-shape"
+        model_dir.mkdir()
+        print("building a random roberta-large-shaped model ...", flush=True)
+        return (_roberta_large_shape(model_dir, args.seed),) * 2 + (args.layer or 17,)
+    return (_model_spec(bs.DEFAULT_MODEL).source, bs.DEFAULT_MODEL,
+            args.layer or bs.DEFAULT_LAYER)
+
+
+class _Repeats:
+    """Every repeat's timings, files counted and value differences from bert-score."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[float]] = {}
+        self.files: list[int] = []
+        self.diffs: list[float] = []
+        self.beyond = 0
+
+    def record(self, key: str, seconds: float) -> None:
+        self.rows.setdefault(key, []).append(seconds)
+
+    def check(self, got: np.ndarray, expected: np.ndarray) -> None:
+        diff = np.abs(got - expected)
+        self.diffs.append(float(diff.max()))
+        self.beyond += int((diff.max(axis=1) > TOLERANCE).sum())
+
+
+def _repeat(args: argparse.Namespace, data: tuple[list[str], list[list[str]]],
+            model: tuple[str, str, int], cache: Path, out: _Repeats) -> None:
+    """One repeat of every scenario, with a fresh cache directory."""
+    references, answers = data
+    source, name, layer = model
+
+    def metric(setting: str) -> Any:
+        return bs.BertScore(model=name, layer=layer, batch_size=args.batch_size,
+                            device=args.device_resolved, cache=setting)
+
+    expected = []
+    # (a), (b) and (c, separate runs): each system a new run, sharing the disk cache;
+    # bert-score and rageval alternate so that each pair is timed moments apart
+    for s in range(args.systems):
+        seconds, values = _time_bert_score(answers[s], references, source, layer, args)
+        out.record(f"bert-score system {s + 1}", seconds)
+        expected.append(values)
+        _new_run()
+        seconds, values = _time_rageval(metric(str(cache / "a")), answers[s], references)
+        out.record(f"rageval run {s + 1} (new process, disk cache)", seconds)
+        out.check(values, expected[s])
+        if s == 0:  # what the disk cache costs: the same run without it
+            out.files.append(sum(1 for p in (cache / "a").rglob("*") if p.is_file()))
+            _new_run()
+            seconds, values = _time_rageval(metric("none"), answers[0], references)
+            out.record("rageval run 1 (new process, cache=none)", seconds)
+            out.check(values, expected[0])
+    # (c, one process): embeddings kept in memory between systems
+    one_process = metric(str(cache / "c"))
+    _new_run()
+    total = 0.0
+    for s in range(args.systems):
+        seconds, values = _time_rageval(one_process, answers[s], references)
+        total += seconds
+        out.check(values, expected[s])
+    out.record("rageval one process", total)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -203,62 +290,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cuda" if torch.cuda.is_available() else "cpu")
     references, answers = make_data(args.pairs, args.systems, args.seed)
     work = Path(tempfile.mkdtemp(prefix="rageval-bench-bertscore-", dir=args.work_dir))
+    out = _Repeats()
     try:
-        if args.model_shape == "roberta-large":
-            model_dir = work / "roberta-large-shape"
-            model_dir.mkdir()
-            print("building a random roberta-large-shaped model ...", flush=True)
-            model = _roberta_large_shape(model_dir, args.seed)
-            layer = args.layer or 17
-        else:
-            model = _model_spec(bs.DEFAULT_MODEL).source
-            layer = args.layer or bs.DEFAULT_LAYER
-        name = bs.DEFAULT_MODEL if args.model_shape == "minilm" else model
-        _warm_up(model, name, layer, args, work)
-        rows: dict[str, list[float]] = {}
-        diffs: list[float] = []
-        beyond = 0
-
-        def record(key: str, seconds: float) -> None:
-            rows.setdefault(key, []).append(seconds)
-
-        def check(got: np.ndarray, expected: np.ndarray) -> None:
-            nonlocal beyond
-            diff = np.abs(got - expected)
-            diffs.append(float(diff.max()))
-            beyond += int((diff.max(axis=1) > TOLERANCE).sum())
-
+        model = _model(args, work)
+        _warm_up(model[0], model[1], model[2], args, work)
         for repeat in range(args.repeats):
             print(f"repeat {repeat + 1}/{args.repeats}", flush=True)
-            expected = []
-            cache = work / f"cache-{repeat}"
-            metric = bs.BertScore(model=name, layer=layer, batch_size=args.batch_size,
-                                  device=args.device_resolved, cache=str(cache))
-            # (a), (b) and (c, separate runs): each system a new run, sharing the disk cache;
-            # bert-score and rageval alternate so that each pair is timed moments apart
-            for s in range(args.systems):
-                seconds, values = _time_bert_score(answers[s], references, model, layer, args)
-                record(f"bert-score system {s + 1}", seconds)
-                expected.append(values)
-                _new_run()
-                seconds, values = _time_rageval(metric, answers[s], references)
-                record(f"rageval run {s + 1} (new process, disk cache)", seconds)
-                check(values, expected[s])
-            # (c, one process): embeddings kept in memory between systems
-            metric = bs.BertScore(model=name, layer=layer, batch_size=args.batch_size,
-                                  device=args.device_resolved, cache=str(work / f"c1-{repeat}"))
-            _new_run()
-            total = 0.0
-            for s in range(args.systems):
-                seconds, values = _time_rageval(metric, answers[s], references)
-                total += seconds
-                check(values, expected[s])
-            record("rageval one process", total)
-            shutil.rmtree(cache, ignore_errors=True)
-            shutil.rmtree(work / f"c1-{repeat}", ignore_errors=True)
+            _repeat(args, (references, answers), model, work / f"cache-{repeat}", out)
+            shutil.rmtree(work / f"cache-{repeat}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    label = Path(args.model_dir).name if args.model_dir else args.model_shape
+    texts = len(set(references) | set(answers[0]))
+    return _summary(args, out, model[2], label, texts, torch.get_num_threads())
 
+
+def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, texts: int,
+             threads: int) -> dict[str, Any]:
+    rows = out.rows
     med = {key: statistics.median(values) for key, values in rows.items()}
     k = args.systems
     bert_all = sum(med[f"bert-score system {s + 1}"] for s in range(k))
@@ -272,11 +321,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         (f"(c) {k} systems, one process", k * args.pairs, bert_all, med["rageval one process"]),
         (f"(c) {k} systems, separate runs", k * args.pairs, bert_all, rageval_separate),
     ]
+    cached, uncached = (rows["rageval run 1 (new process, disk cache)"],
+                        rows["rageval run 1 (new process, cache=none)"])
     return {
         "config": {"pairs": args.pairs, "systems": k, "repeats": args.repeats,
-                   "model_shape": args.model_shape, "layer": layer,
+                   "model_shape": label, "layer": layer,
                    "batch_size": args.batch_size, "device": args.device_resolved,
-                   "torch_threads": torch.get_num_threads(), "seed": args.seed},
+                   "torch_threads": threads, "seed": args.seed},
         "versions": {p: _version(p) for p in ("bert-score", "transformers", "torch")},
         "timings_s": rows,
         "speedup_per_repeat": _ratios(rows, k),
@@ -285,7 +336,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
              "bert_score_pairs_per_s": n / b, "rageval_pairs_per_s": n / r, "speedup": b / r}
             for s, n, b, r in scenarios
         ],
-        "check": {"max_abs_diff": max(diffs), "pairs_beyond_tolerance": beyond,
+        "disk_cache": {
+            "texts": texts, "files_written": statistics.median(out.files),
+            "cache_s": statistics.median(cached), "cache_none_s": statistics.median(uncached),
+            "cost": statistics.median(cached) / statistics.median(uncached),
+            "cost_per_repeat": [c / u for c, u in zip(cached, uncached, strict=True)],
+        },
+        "check": {"max_abs_diff": max(out.diffs), "pairs_beyond_tolerance": out.beyond,
                   "tolerance": TOLERANCE},
     }
 
@@ -303,6 +360,11 @@ def _print(result: dict[str, Any]) -> None:
               f"{row['bert_score_s']:7.2f}s {row['bert_score_pairs_per_s']:6.1f}/s "
               f"{row['rageval_s']:7.2f}s {row['rageval_pairs_per_s']:6.1f}/s "
               f"{row['speedup']:7.2f}x")
+    disk = result["disk_cache"]
+    print(f"disk cache, (a) cold: {disk['cache_s']:.2f}s with it, {disk['cache_none_s']:.2f}s "
+          f"with cache=none: {disk['cost']:.2f}x (per repeat "
+          f"{', '.join(f'{c:.2f}x' for c in disk['cost_per_repeat'])}); it wrote "
+          f"{disk['files_written']:g} files for {disk['texts']:,} texts")
     check = result["check"]
     verdict = "agree" if check["pairs_beyond_tolerance"] == 0 else "DISAGREE"
     print(f"values {verdict}: max |rageval - bert-score| = {check['max_abs_diff']:.2e} over P, "
@@ -316,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", type=int, default=4, help="systems sharing references")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model-shape", choices=("minilm", "roberta-large"), default="minilm")
-    parser.add_argument("--layer", type=int, default=None)
+    parser.add_argument("--model-dir", default=None,
+                        help="time the model saved in this directory (no download)")
+    parser.add_argument("--layer", "--num-layers", dest="layer", type=int, default=None,
+                        help="the layer (default: the model's own, or its last)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)

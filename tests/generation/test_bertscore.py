@@ -9,7 +9,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here runs offline
@@ -24,10 +23,9 @@ from rageval.core.errors import MissingDependencyError, UsageError
 from rageval.core.metric import NO_ANSWER, NO_REFERENCE, Batch
 from rageval.core.records import Record
 from rageval.core.registry import create
+from rageval.generation.bertscore import disk_cache
 from rageval.generation.bertscore.dependencies import _version
-from rageval.generation.bertscore.disk_cache import _atomic_write
 from rageval.generation.bertscore.engine import _Engine
-from rageval.generation.bertscore.entries import _deserialise, _Entry, _serialise, _text_key
 from rageval.generation.bertscore.models import _model_spec, _ModelSpec
 
 TOL = 1e-6
@@ -338,8 +336,10 @@ def test_idf_through_evaluate_ignores_batch_size() -> None:
 
 
 def _fresh_process_state() -> None:
-    """What a new process starts with: no embeddings in memory, no model loaded."""
+    """What a new process starts with: no embeddings in memory, no model loaded, no packs
+    indexed."""
     bs.clear_memory_cache()
+    disk_cache._DISKS.clear()
     bs.unload_models()
     bs.reset_cache_stats()
 
@@ -356,7 +356,7 @@ def test_second_run_reads_every_embedding_from_disk(tmp_path: Path) -> None:
     stats = bs.cache_stats()
     texts = len({t.strip() for r in records for t in (r.answer, *r.references)})
     assert stats["texts_embedded"] == stats["disk_writes"] == texts
-    assert len(list(tmp_path.rglob("*.emb"))) == texts
+    assert stats["disk_packs"] == len(list(tmp_path.rglob("*.pack"))) == 1
 
     _fresh_process_state()
     second = evaluate(records, [metric], bootstrap=10)
@@ -366,27 +366,32 @@ def test_second_run_reads_every_embedding_from_disk(tmp_path: Path) -> None:
     assert np.array_equal(_values(first), _values(second))
 
 
-def test_damaged_cache_files_are_recomputed(tmp_path: Path) -> None:
+def test_damaged_cache_packs_are_recomputed(tmp_path: Path) -> None:
     records = _records(PAIRS[:6])
     metric = create(f"bertscore(cache={tmp_path})")
     _fresh_process_state()
     first = _values(evaluate(records, [metric], bootstrap=10))
-    files = sorted(tmp_path.rglob("*.emb"))
-    torn, flipped, garbage = files[:3]
-    torn.write_bytes(torn.read_bytes()[:-100])  # an interrupted write
-    data = bytearray(flipped.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # a flipped bit
-    flipped.write_bytes(bytes(data))
-    garbage.write_bytes(b"")  # an empty file
-    (torn.parent / ".tmp-leftover.part").write_bytes(b"half a write")  # a crashed writer
+    (pack,) = tmp_path.rglob("*.pack")
+    data = bytearray(pack.read_bytes())
+    data[-100] ^= 0xFF  # a flipped bit in the last entry
+    pack.write_bytes(bytes(data))
 
     _fresh_process_state()
     second = _values(evaluate(records, [metric], bootstrap=10))
     stats = bs.cache_stats()
-    assert stats["disk_corrupt"] == 3
-    assert stats["texts_embedded"] == stats["disk_writes"] == 3
+    assert stats["disk_corrupt"] == 1
+    assert stats["texts_embedded"] == stats["disk_writes"] == 1
     assert np.abs(first - second).max() < TOL
-    _fresh_process_state()  # the rewritten files are whole again
+
+    pack.write_bytes(bytes(data[: len(data) // 2]))  # a torn pack: every entry recomputed
+    _fresh_process_state()
+    third = _values(evaluate(records, [metric], bootstrap=10))
+    stats = bs.cache_stats()
+    texts = len({t.strip() for r in records for t in (r.answer, *r.references)})
+    assert stats["disk_corrupt"] == 1 and stats["texts_embedded"] == texts - 1
+    assert not pack.exists()  # the writer removed the torn pack
+    assert np.abs(first - third).max() < TOL
+    _fresh_process_state()  # the rewritten packs are whole
     evaluate(records, [metric], bootstrap=10)
     assert bs.cache_stats()["disk_corrupt"] == 0 and bs.cache_stats()["texts_embedded"] == 0
 
@@ -436,20 +441,15 @@ def test_systems_sharing_references_embed_them_once(tmp_path: Path) -> None:
     assert bs.cache_stats()["texts_embedded"] == 0
 
 
-def test_concurrent_writers_leave_a_whole_file(tmp_path: Path) -> None:
-    entry = _Entry(np.arange(5), np.ones((5, 4), dtype=np.float32), 5)
-    key = _text_key("ns", "text")
-    path = tmp_path / "x.emb"
-    threads = [threading.Thread(target=_atomic_write, args=(path, _serialise(key, entry)))
-               for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    loaded = _deserialise(key, path.read_bytes())
-    assert loaded is not None and np.array_equal(loaded.emb, entry.emb)
-    assert _deserialise(_text_key("ns", "other"), path.read_bytes()) is None
-    assert [p.name for p in tmp_path.iterdir()] == ["x.emb"]
+def test_another_layer_never_reads_the_cache_of_this_one(tmp_path: Path) -> None:
+    records = _records(PAIRS[:4])
+    _fresh_process_state()
+    evaluate(records, [create(f"bertscore(cache={tmp_path})")], bootstrap=10)
+    _fresh_process_state()
+    evaluate(records, [create(f"bertscore(layer=5,cache={tmp_path})")], bootstrap=10)
+    stats = bs.cache_stats()
+    assert stats["disk_hits"] == 0 and stats["texts_embedded"] > 0
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2  # a directory per layer
 
 
 def test_byte_level_tokenizers_get_their_leading_space(tmp_path: Path) -> None:

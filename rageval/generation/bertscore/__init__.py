@@ -5,7 +5,7 @@ Values are bert-score's: ``bert_score.score(answers, references, model_type=...,
 bert-score on purpose). bert-score loads the model and tokenizer; rageval runs the forward passes
 and the greedy matching itself so that the token embeddings of every text are computed once and
 kept: in memory for the life of the process (``RAGEVAL_EMBEDDING_MEMORY_MB``, default 2048) and
-on disk across runs, one content-addressed file per (model, layer, text) under
+on disk across runs, in pack files of many texts each, per (model, layer), under
 ``$RAGEVAL_EMBEDDING_CACHE``, ``$RAGEVAL_CACHE_DIR/bertscore`` or ``~/.cache/rageval/bertscore``
 (details in :mod:`~.embeddings` and :mod:`~.disk_cache`).
 
@@ -14,7 +14,8 @@ on disk across runs, one content-addressed file per (model, layer, text) under
 - :mod:`~.engine`: tokenisation (truncation, special tokens) and forward passes of a model;
 - :mod:`~.cpu_layers`: on a CPU, the model's linear layers run on oneDNN (same values, faster);
 - :mod:`~.embeddings`: each text's embeddings from memory, disk or the model;
-- :mod:`~.disk_cache` and :mod:`~.entries`: the cache on disk and its file format;
+- :mod:`~.disk_cache`, :mod:`~.packs` and :mod:`~.entries`: the cache on disk, its pack files
+  and the entries they hold;
 - :mod:`~.weights`: plain and idf token weights; :mod:`~.matching`: greedy matching to P, R, F;
 - :mod:`~.dependencies`: lazy imports, versions, bert-score's hash string and its rescaling
   baselines; :mod:`~.progress`: counters of the embedding work, and how far the run's

@@ -87,9 +87,11 @@ def _embeddings(
         if entry is not None:
             _STATS["memory_hits"] += 1
             out[text] = entry
-            continue
-        key = keys[text] = _text_key(engine.namespace, text)
-        entry = disk.load(engine.namespace, key) if disk is not None else None
+        else:
+            keys[text] = _text_key(engine.namespace, text)
+    found_on_disk = (disk.load_many(engine.namespace, list(keys.values())) if disk is not None
+                     else [None] * len(keys))
+    for text, entry in zip(keys, found_on_disk, strict=True):
         if entry is not None:
             _STATS["disk_hits"] += 1
             _MEMORY.put((engine.namespace, text), entry)
@@ -110,13 +112,15 @@ def _embeddings(
     vectors = (engine.embed([encoded[k][0] for k in embed], device, batch_size,
                             None if progress is None else passed) if embed else [])
     found = dict(zip(embed, vectors, strict=True))
+    computed: list[tuple[bytes, _Entry]] = []
     for k, text in enumerate(missing):
         ids, full = encoded[k]
         entry = _Entry(ids, found.get(k), full)
         out[text] = entry
         _MEMORY.put((engine.namespace, text), entry)
-        if disk is not None:
-            disk.store(engine, keys[text], entry)
+        computed.append((keys[text], entry))
+    if disk is not None:  # in bulk: a few pack files, not a file per text
+        disk.store_many(engine, computed)
     if progress is not None and len(embed) < len(missing):  # no tokens: nothing to run
         progress([text for k, text in enumerate(missing) if k not in found], False)
     return out

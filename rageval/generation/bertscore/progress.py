@@ -27,10 +27,10 @@ _STATS: Counter = Counter()
 
 def cache_stats() -> dict[str, int]:
     """Counters since the last reset: ``forward_passes``, ``texts_embedded``, ``memory_hits``,
-    ``disk_hits``, ``disk_writes``, ``disk_corrupt`` (files found damaged and recomputed),
-    ``model_loads``."""
+    ``disk_hits``, ``disk_writes`` (entries written), ``disk_packs`` (pack files written),
+    ``disk_corrupt`` (packs or entries found damaged, and recomputed), ``model_loads``."""
     keys = ("forward_passes", "texts_embedded", "memory_hits", "disk_hits", "disk_writes",
-            "disk_corrupt", "model_loads")
+            "disk_packs", "disk_corrupt", "model_loads")
     return {k: int(_STATS[k]) for k in keys}
 
 
