@@ -17,10 +17,12 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_write", "clean_stale_temporaries", "creatable", "default_mode"]
+__all__ = ["atomic_write", "atomic_write_with", "clean_stale_temporaries", "creatable",
+           "default_mode"]
 
 _TEMPORARY = re.compile(
     r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)(?:-[0-9]+)?(?:~(?P<host>[A-Za-z0-9_]+))?\.tmp$")
@@ -47,12 +49,18 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     Text is written as UTF-8. The directory must exist. The first write of a process into a
     directory removes the temporary files that writers which died left there.
     """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    return atomic_write_with(path, lambda handle: handle.write(payload))
+
+
+def atomic_write_with(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
+    """:func:`atomic_write` for data written by ``write(handle)`` into the temporary file
+    (a file too large to hold in memory at once); returns the path."""
     target = Path(path)
     temporary, handle = open_temporary(target)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         with handle:
-            handle.write(payload)
+            write(handle)
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rageval.core.files import atomic_write, clean_stale_temporaries, open_temporary
+from rageval.core.files import atomic_write, atomic_write_with, clean_stale_temporaries
 from rageval.generation.bertscore.entries import _Entry
 from rageval.generation.bertscore.packs import PACK_SUFFIX, read_entry, read_index, write_pack
 from rageval.generation.bertscore.progress import _STATS
@@ -198,16 +198,7 @@ def _write_pack_file(directory: Path, items: Sequence[tuple[bytes, _Entry]]) -> 
     """One pack, written beside its name and renamed into place. Names sort by time of writing
     (nanoseconds, then the writer's process id and a counter)."""
     target = directory / f"{time.time_ns():016x}-{os.getpid()}-{next(_serial)}{PACK_SUFFIX}"
-    temporary, handle = open_temporary(target)
-    try:
-        with handle:
-            write_pack(handle, items)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-    return target
+    return atomic_write_with(target, lambda handle: write_pack(handle, items))
 
 
 @contextlib.contextmanager
