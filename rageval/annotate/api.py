@@ -26,6 +26,7 @@ from typing import Any
 from rageval.annotate.queue import AnnotatorQueue, Refused
 from rageval.annotate.run import LabelledItem
 from rageval.core.errors import RagevalError
+from rageval.core.outputs.text import terminal, terminal_lines
 
 __all__ = ["MAX_BODY_BYTES", "Answer", "Api"]
 
@@ -106,12 +107,12 @@ class Api:
         except Refused as refusal:
             return 400, {"error": str(refusal)}
         except RagevalError as error:
-            print(error.format(), file=sys.stderr)
+            print(terminal_lines(error.format()), file=sys.stderr)
             return 500, {"error": str(error)}
         except OSError as error:
             where = error.filename or self.queue.labels.path
             reason = f"{error.strerror or error}: {where}"
-            print(f"rageval: error: {reason}", file=sys.stderr)
+            print(terminal(f"rageval: error: {reason}"), file=sys.stderr)
             return 500, {"error": reason}
         except Exception as error:
             # A bug: its traceback stays on the terminal, never in the page.

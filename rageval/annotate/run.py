@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.core.errors import InputError, UsageError
+from rageval.core.outputs.text import terminal
 from rageval.core.records import Record, load_records
 from rageval.core.results import Results
 from rageval.judge.rubric.rubrics import Rubric, load_rubric
@@ -140,8 +141,8 @@ def _rubric(results: Results, path: str, metric: str) -> Rubric:
         raise UsageError(f"--metric {metric}: its rubric grades {what}, not a record on the "
                          f"rubric's scale; {has}")
     if entry.get("hash") not in (None, rubric.hash):
-        print(f"rageval: warning: {rubric.source} changed since the run was judged; the page "
-              "shows the rubric as it is now", file=sys.stderr)
+        print(terminal(f"rageval: warning: {rubric.source} changed since the run was judged; "
+                       "the page shows the rubric as it is now"), file=sys.stderr)
     return rubric
 
 

@@ -49,6 +49,20 @@ def test_a_labels_file_broken_while_serving_is_500_naming_the_line(run: Path, tm
     assert "Traceback" not in err and f"{labels}, line 2" in err
 
 
+def test_a_hostile_value_in_the_labels_file_reaches_stderr_inert(run: Path, tmp_path: Path,
+                                                                capsys) -> None:
+    labels = tmp_path / "labels.jsonl"
+    with serving(run, labels) as client:
+        assert client.label("a", 3)[0] == 200
+        with labels.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"id": "q9", "metric": FAITH, "label": "::error::owned",
+                                     "annotator": "bob", "time": "2024-01-01T00:00:00Z"}) + "\n")
+        assert client.request("GET", "/api/next")[0] == 500
+    err = capsys.readouterr().err
+    assert f"{labels}, line 2, field 'label'" in err
+    assert "::error::" not in err  # no workflow command a CI runner would obey
+
+
 def test_a_disk_refusing_a_write_is_500_with_the_reason(run: Path, tmp_path: Path,
                                                         capsys, monkeypatch) -> None:
     labels = tmp_path / "labels.jsonl"
