@@ -225,7 +225,12 @@ def test_signature_carries_bert_scores_hash() -> None:
 
 @pytest.mark.parity
 @pytest.mark.parametrize("idf", [False, True])
-def test_parity_with_bert_score(idf: bool) -> None:
+@pytest.mark.parametrize("path", ["host", "device-resident"])
+def test_parity_with_bert_score(idf: bool, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both paths: the host one a CPU takes, and the one a GPU takes, forced on the CPU."""
+    monkeypatch.setattr("rageval.generation.bertscore.metric._use_resident",
+                        lambda device: path == "device-resident")
+    bs.clear_memory_cache()  # the resident path embeds too, rather than read the host's
     expected = _reference(idf)
     name = "bertscore(idf=true)" if idf else "bertscore"
     got = _ours(name, _records(PAIRS))  # one batch = the run: idf over these references

@@ -13,8 +13,10 @@ import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from rageval.generation.bertscore.entries import _Entry, _text_key
 from rageval.generation.bertscore.progress import _STATS
@@ -79,6 +81,26 @@ def _embeddings(
 
     ``progress(texts, cached)`` is told the texts whose entries are ready: those found in a
     cache at once (``cached``), then those computed, one forward pass at a time."""
+    out, missing, keys = _cached(engine, texts, disk, progress)
+    if not missing:
+        return out
+    encoded = engine.encode(missing)
+    embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
+    vectors = (engine.embed([encoded[k][0] for k in embed], device, batch_size,
+                            _passed(missing, embed, progress)) if embed else [])
+    _keep(engine, (missing, encoded, keys), dict(zip(embed, vectors, strict=True)), disk, out,
+          progress)
+    return out
+
+
+def _cached(
+    engine: _Engine,
+    texts: Sequence[str],
+    disk: _DiskCache | None,
+    progress: Callable[[Sequence[str], bool], None] | None,
+) -> tuple[dict[str, _Entry], list[str], dict[str, bytes]]:
+    """The entries found in memory or on disk (``progress`` is told them), the texts found in
+    neither, and the cache keys of the texts not found in memory."""
     out: dict[str, _Entry] = {}
     missing: list[str] = []
     keys: dict[str, bytes] = {}
@@ -100,30 +122,48 @@ def _embeddings(
             missing.append(text)
     if progress is not None and out:
         progress(list(out), True)
-    if not missing:
-        return out
-    encoded = engine.encode(missing)
-    embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
+    return out, missing, keys
 
-    def passed(chunk: list[int]) -> None:  # a forward pass's indices -> its texts
-        if progress is not None:
-            progress([missing[embed[k]] for k in chunk], False)
 
-    vectors = (engine.embed([encoded[k][0] for k in embed], device, batch_size,
-                            None if progress is None else passed) if embed else [])
-    found = dict(zip(embed, vectors, strict=True))
+def _passed(
+    missing: Sequence[str],
+    embed: Sequence[int],
+    progress: Callable[[Sequence[str], bool], None] | None,
+) -> Callable[[list[int]], None] | None:
+    """What tells ``progress`` the texts of each forward pass (given as indices into
+    ``embed``, the missing texts that have tokens)."""
+    if progress is None:
+        return None
+
+    def passed(chunk: list[int]) -> None:
+        progress([missing[embed[k]] for k in chunk], False)
+
+    return passed
+
+
+def _keep(
+    engine: _Engine,
+    work: tuple[Sequence[str], Sequence[tuple[np.ndarray, int]], Mapping[str, bytes]],
+    vectors: Mapping[int, np.ndarray],
+    disk: _DiskCache | None,
+    out: dict[str, _Entry],
+    progress: Callable[[Sequence[str], bool], None] | None,
+) -> None:
+    """The computed texts' entries into ``out``, memory and (in bulk: a few pack files, not a
+    file per text) the disk cache. ``work`` is the missing texts, their encodings and keys;
+    ``vectors`` the embeddings of those with tokens, by position."""
+    missing, encoded, keys = work
     computed: list[tuple[bytes, _Entry]] = []
     for k, text in enumerate(missing):
         ids, full = encoded[k]
-        entry = _Entry(ids, found.get(k), full)
+        entry = _Entry(ids, vectors.get(k), full)
         out[text] = entry
         _MEMORY.put((engine.namespace, text), entry)
         computed.append((keys[text], entry))
-    if disk is not None:  # in bulk: a few pack files, not a file per text
+    if disk is not None:
         disk.store_many(engine, computed)
-    if progress is not None and len(embed) < len(missing):  # no tokens: nothing to run
-        progress([text for k, text in enumerate(missing) if k not in found], False)
-    return out
+    if progress is not None and len(vectors) < len(missing):  # no tokens: nothing to run
+        progress([text for k, text in enumerate(missing) if k not in vectors], False)
 
 
 def clear_memory_cache() -> None:

@@ -134,15 +134,7 @@ class _Engine:
         out: list[np.ndarray] = [np.empty((0, 0), dtype=np.float32)] * len(ids)
         with torch.inference_mode():
             for chunk in _length_batches([len(t) for t in ids], batch_size):
-                width = len(ids[chunk[0]])
-                x = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                for row, k in enumerate(chunk):
-                    x[row, : len(ids[k])] = torch.from_numpy(ids[k])
-                    mask[row, : len(ids[k])] = 1
-                hidden = model(x.to(device), attention_mask=mask.to(device))[0].float()
-                hidden = hidden / torch.norm(hidden, dim=-1).unsqueeze(-1)
-                array = hidden.cpu().numpy()
+                array = self.forward(model, [ids[k] for k in chunk], device).cpu().numpy()
                 _STATS["forward_passes"] += 1
                 _STATS["texts_embedded"] += len(chunk)
                 for row, k in enumerate(chunk):
@@ -150,6 +142,20 @@ class _Engine:
                 if progress is not None:
                     progress(chunk)
         return out
+
+    def forward(self, model: Any, ids: Sequence[np.ndarray], device: str) -> Any:
+        """One forward pass (call it in inference mode): the L2-normalised float32 embeddings
+        of ``ids`` (longest first) on ``device``, one row per text, as wide as the first (a
+        row's positions past its text's length are padding, to be ignored)."""
+        torch = _import("torch")
+        width = len(ids[0])
+        x = torch.full((len(ids), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for row, tokens in enumerate(ids):
+            x[row, : len(tokens)] = torch.from_numpy(tokens)
+            mask[row, : len(tokens)] = 1
+        hidden = model(x.to(device), attention_mask=mask.to(device))[0].float()
+        return hidden / torch.norm(hidden, dim=-1).unsqueeze(-1)
 
 
 def _length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:

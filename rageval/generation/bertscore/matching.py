@@ -14,6 +14,30 @@ _MATCH_PAIRS = 256  # pairs per batched matching step
 _MATCH_ELEMENTS = 1 << 24  # bound on the similarity (and embedding) elements of one step
 
 
+def _pair_batches(live: list[int], pairs: Sequence[tuple[str, str]],
+                  length: Mapping[str, int], dim: int) -> list[tuple[list[int], int, int]]:
+    """The live pairs' indices in matching steps, each with its answer and reference widths:
+    longest answers first, at most ``_MATCH_PAIRS`` pairs and ``_MATCH_ELEMENTS`` similarity
+    (or embedding) elements a step, so that little is padded."""
+    order = sorted(live, key=lambda k: (-length[pairs[k][0]], -length[pairs[k][1]]))
+    steps: list[tuple[list[int], int, int]] = []
+    start = 0
+    while start < len(order):
+        width_h = length[pairs[order[start]][0]]
+        stop = start + 1
+        width_r = length[pairs[order[start]][1]]
+        while stop < len(order) and stop - start < _MATCH_PAIRS:
+            wider_r = max(width_r, length[pairs[order[stop]][1]])
+            count = stop - start + 1
+            if count * max(width_h * wider_r, (width_h + wider_r) * dim) > _MATCH_ELEMENTS:
+                break
+            width_r = wider_r
+            stop += 1
+        steps.append((order[start:stop], width_h, width_r))
+        start = stop
+    return steps
+
+
 def _match(
     entries: Mapping[str, _Entry],
     weights: Mapping[str, np.ndarray],
@@ -38,21 +62,7 @@ def _match(
     torch = _import("torch")
     dim = entries[pairs[live[0]][0]].emb.shape[1]  # type: ignore[union-attr]
     length = {text: len(entries[text].ids) for pair in pairs for text in pair}
-    live.sort(key=lambda k: (-length[pairs[k][0]], -length[pairs[k][1]]))
-    start = 0
-    while start < len(live):
-        width_h = length[pairs[live[start]][0]]
-        stop = start + 1
-        width_r = length[pairs[live[start]][1]]
-        while stop < len(live) and stop - start < _MATCH_PAIRS:
-            wider_r = max(width_r, length[pairs[live[stop]][1]])
-            count = stop - start + 1
-            if count * max(width_h * wider_r, (width_h + wider_r) * dim) > _MATCH_ELEMENTS:
-                break
-            width_r = wider_r
-            stop += 1
-        chunk = live[start:stop]
-        start = stop
+    for chunk, width_h, width_r in _pair_batches(live, pairs, length, dim):
         hyp = torch.zeros((len(chunk), width_h, dim), dtype=torch.float32)
         ref = torch.zeros((len(chunk), width_r, dim), dtype=torch.float32)
         hyp_w = np.zeros((len(chunk), width_h))

@@ -41,6 +41,11 @@ from rageval.generation.bertscore.models import (
     _model_spec,
 )
 from rageval.generation.bertscore.progress import embedding_tally
+from rageval.generation.bertscore.resident import (
+    _match_resident,
+    _resident_embeddings,
+    _use_resident,
+)
 from rageval.generation.bertscore.weights import (
     DocumentFrequencies,
     TokenWeights,
@@ -275,8 +280,13 @@ class BertScore(Metric):
         steps = self.options.steps
         tally = (None if steps is None
                  else embedding_tally(batch, engine.namespace, self.model, steps, _run_texts))
-        entries = _embeddings(engine, texts, _disk_cache(self._cache_setting()),
-                              device, int(self.values["batch_size"]), tally)
+        disk, batch_size = _disk_cache(self._cache_setting()), int(self.values["batch_size"])
+        resident = None
+        if _use_resident(device):  # a GPU: embeddings stay there for the matching
+            entries, resident = _resident_embeddings(engine, texts, disk, device, batch_size,
+                                                     tally)
+        else:
+            entries = _embeddings(engine, texts, disk, device, batch_size, tally)
         weigh = self._weights(engine, batch)
         weights = {text: weigh(entries[text].ids) for text in texts}
         baseline = _baseline(self.model, self.layer, self.lang) if self.rescale else None
@@ -288,7 +298,8 @@ class BertScore(Metric):
             starts.append(len(pairs))
             answer = records[i].answer.strip()  # type: ignore[union-attr]
             pairs += [(answer, ref.strip()) for ref in records[i].references]
-        prf = _match(entries, weights, pairs, device)
+        prf = (_match(entries, weights, pairs, device) if resident is None
+               else _match_resident(resident, weights, pairs))
         # each of P, R, F separately, as bert-score (NaN propagates)
         per_record = np.maximum.reduceat(prf, starts, axis=0)
 
