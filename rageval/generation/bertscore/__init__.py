@@ -17,6 +17,8 @@ on disk across runs, in pack files of many texts each, per (model, layer), under
 - :mod:`~.disk_cache`, :mod:`~.packs` and :mod:`~.entries`: the cache on disk, its pack files
   and the entries they hold;
 - :mod:`~.weights`: plain and idf token weights; :mod:`~.matching`: greedy matching to P, R, F;
+- :mod:`~.resident`: on a GPU, the embeddings stay on the device from the forward passes to
+  the matching, which runs there;
 - :mod:`~.dependencies`: lazy imports, versions, bert-score's hash string and its rescaling
   baselines; :mod:`~.progress`: counters of the embedding work, and how far the run's
   embedding is, for the run's step hook.

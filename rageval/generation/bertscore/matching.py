@@ -1,5 +1,6 @@
 """Greedy matching: (P, R, F) of (answer, reference) pairs from their token embeddings and
-weights, with bert-score's arithmetic and edge cases, batched on the model's device."""
+weights, with bert-score's arithmetic and edge cases, in batches of pairs padded on the host
+(the CPU's path; on a GPU, :mod:`~.resident` does the same steps on the device)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ numpy. Here, instead:
 - the forward passes write each text's embeddings into one ``[tokens, dim]`` tensor on the
   device (:func:`_embed_on_device`); the copy of them the memory and disk caches keep is made
   batch by batch on a side CUDA stream into pinned host memory, so it runs while the next
-  forward passes do, and is waited for once, after the last;
+  forward passes do, and is waited for once, after the last (each text's copy is then taken
+  out of that buffer, so that it owns its memory);
 - the texts found in a cache are copied to the device at once, in bulk (:func:`_gather`);
 - each matching step (:func:`_match_resident`, the host path's steps) pads its pairs on the
   device by gathering rows of that tensor, takes the similarities and their maxima, and weighs
@@ -92,8 +93,7 @@ def _embed_on_device(
 ) -> tuple[Any, list[np.ndarray]]:
     """The texts' embeddings (the engine's forward passes, batched as
     :meth:`~.engine._Engine.embed` does) in one ``[tokens, dim]`` tensor on ``device``, the
-    texts one after another in the order given, and a host copy of each (views of one
-    buffer; on a CPU, of the tensor itself)."""
+    texts one after another in the order given, and a host copy of each."""
     torch = _import("torch")
     model = engine.model(device)
     lengths = np.array([len(t) for t in ids], dtype=np.int64)
@@ -127,8 +127,11 @@ def _embed_on_device(
     if copies.same_memory:
         at = offsets
     array = host.numpy()  # type: ignore[union-attr]
-    return flat, [array[start: start + n] for start, n in zip(at.tolist(), lengths.tolist(),
-                                                               strict=True)]
+    # Each text's copy owns its memory (the memory cache's budget counts what it holds, and the
+    # pinned buffer goes back to torch's pool for the next step).
+    return flat, [array[start: start + n].copy() for start, n in zip(at.tolist(),
+                                                                      lengths.tolist(),
+                                                                      strict=True)]
 
 
 def _token_rows(lengths: np.ndarray, offsets: np.ndarray,
