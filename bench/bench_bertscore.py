@@ -48,6 +48,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import random
 import shutil
 import statistics
@@ -205,10 +206,21 @@ def _ratios(rows: dict[str, list[float]], systems: int) -> dict[str, list[float]
     }
 
 
-def _model(args: argparse.Namespace, work: Path) -> tuple[str, str, int]:
-    """The model bert-score loads, the name rageval's metric is given, and the layer."""
-    if args.model_dir:
-        directory = Path(args.model_dir).expanduser().resolve()
+def _choices(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The models to time, in order: ("dir", DIR) for each --model-dir, then ("shape", NAME)
+    for each --model-shape (minilm when neither is given)."""
+    shapes = args.model_shape or ([] if args.model_dir else ["minilm"])
+    return [("dir", d) for d in args.model_dir or []] + [("shape", s) for s in shapes]
+
+
+def _model(args: argparse.Namespace, work: Path,
+           choice: tuple[str, str] | None = None) -> tuple[str, str, int]:
+    """The model bert-score loads, the name rageval's metric is given, and the layer, of
+    ``choice`` (default: the first of :func:`_choices`). ``--num-layers`` sets the layer of
+    every model directory, and of a model shape when it is the only model timed."""
+    kind, value = choice or _choices(args)[0]
+    if kind == "dir":
+        directory = Path(value).expanduser().resolve()
         if not (directory / "config.json").is_file():
             sys.exit(f"--model-dir {directory}: no config.json there (a save_pretrained "
                      "directory is needed)")
@@ -218,13 +230,23 @@ def _model(args: argparse.Namespace, work: Path) -> tuple[str, str, int]:
             sys.exit(f"--model-dir {directory}: its config.json gives no num_hidden_layers; "
                      "give --num-layers N")
         return str(directory), str(directory), int(layer)
-    if args.model_shape == "roberta-large":
+    layer = args.layer if len(_choices(args)) == 1 else None
+    if value == "roberta-large":
         model_dir = work / "roberta-large-shape"
-        model_dir.mkdir()
+        model_dir.mkdir(exist_ok=True)
         print("building a random roberta-large-shaped model ...", flush=True)
-        return (_roberta_large_shape(model_dir, args.seed),) * 2 + (args.layer or 17,)
-    return (_model_spec(bs.DEFAULT_MODEL).source, bs.DEFAULT_MODEL,
-            args.layer or bs.DEFAULT_LAYER)
+        return (_roberta_large_shape(model_dir, args.seed),) * 2 + (layer or 17,)
+    return (_model_spec(bs.DEFAULT_MODEL).source, bs.DEFAULT_MODEL, layer or bs.DEFAULT_LAYER)
+
+
+def _label(choice: tuple[str, str], layer: int) -> str:
+    """The model's name in the tables."""
+    kind, value = choice
+    if kind == "dir":
+        return f"{Path(value).expanduser().resolve().name}, layer {layer}"
+    if value == "roberta-large":
+        return f"roberta-large shape, layer {layer}"
+    return f"all-MiniLM-L6-v2, layer {layer}"
 
 
 class _Repeats:
@@ -283,26 +305,39 @@ def _repeat(args: argparse.Namespace, data: tuple[list[str], list[list[str]]],
     out.record("rageval one process", total)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every model of :func:`_choices`, one after another: its summary."""
     import torch
 
     args.device_resolved = args.device if args.device != "auto" else (
         "cuda" if torch.cuda.is_available() else "cpu")
-    references, answers = make_data(args.pairs, args.systems, args.seed)
+    if args.device_resolved.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit(f"--device {args.device}: torch sees no CUDA device")
+    data = make_data(args.pairs, args.systems, args.seed)
+    return [_run_model(args, choice, data) for choice in _choices(args)]
+
+
+def _run_model(args: argparse.Namespace, choice: tuple[str, str],
+               data: tuple[list[str], list[list[str]]]) -> dict[str, Any]:
+    import torch
+
+    references, answers = data
     work = Path(tempfile.mkdtemp(prefix="rageval-bench-bertscore-", dir=args.work_dir))
     out = _Repeats()
     try:
-        model = _model(args, work)
+        model = _model(args, work, choice)
+        _new_run()
         _warm_up(model[0], model[1], model[2], args, work)
         for repeat in range(args.repeats):
-            print(f"repeat {repeat + 1}/{args.repeats}", flush=True)
-            _repeat(args, (references, answers), model, work / f"cache-{repeat}", out)
+            print(f"{_label(choice, model[2])}: repeat {repeat + 1}/{args.repeats}", flush=True)
+            _repeat(args, data, model, work / f"cache-{repeat}", out)
             shutil.rmtree(work / f"cache-{repeat}", ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    label = Path(args.model_dir).name if args.model_dir else args.model_shape
+        _new_run()  # the next model starts from nothing either
     texts = len(set(references) | set(answers[0]))
-    return _summary(args, out, model[2], label, texts, torch.get_num_threads())
+    return _summary(args, out, model[2], _label(choice, model[2]), texts,
+                    torch.get_num_threads())
 
 
 def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, texts: int,
@@ -327,6 +362,7 @@ def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, te
         "config": {"pairs": args.pairs, "systems": k, "repeats": args.repeats,
                    "model_shape": label, "layer": layer,
                    "batch_size": args.batch_size, "device": args.device_resolved,
+                   "device_name": _device_name(args.device_resolved),
                    "torch_threads": threads, "seed": args.seed},
         "versions": {p: _version(p) for p in ("bert-score", "transformers", "torch")},
         "timings_s": rows,
@@ -350,7 +386,7 @@ def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, te
 def _print(result: dict[str, Any]) -> None:
     cfg = result["config"]
     print(f"\nBERTScore, {cfg['pairs']} pairs x {cfg['systems']} systems, model "
-          f"{cfg['model_shape']} layer {cfg['layer']}, device {cfg['device']} "
+          f"{cfg['model_shape']}, device {cfg['device']} "
           f"({cfg['torch_threads']} threads), median of {cfg['repeats']}")
     header = f"{'scenario':34} {'pairs':>6} {'bert-score':>17} {'rageval':>17} {'speedup':>8}"
     print(header)
@@ -372,16 +408,60 @@ def _print(result: dict[str, Any]) -> None:
           f"{check['tolerance']:g})")
 
 
+def _device_name(device: str) -> str:
+    """The GPU's name (torch.cuda.get_device_name), or the processor's."""
+    import torch
+
+    if device.startswith("cuda"):
+        return str(torch.cuda.get_device_name(torch.device(device)))
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "CPU"
+
+
+def markdown(results: list[dict[str, Any]], command: str) -> str:
+    """The issue's table: every model's scenarios, bert-score and rageval side by side, the
+    device named, and how far the values are from bert-score's."""
+    cfg = results[0]["config"]
+    versions = results[0]["versions"]
+    lines = [f"Measured on {cfg['device_name']} ({cfg['device']}; torch {versions['torch']}, "
+             f"transformers {versions['transformers']}, {os.cpu_count()} CPU cores, "
+             f"{cfg['torch_threads']} torch threads), `{command}`, {cfg['pairs']:,} pairs x "
+             f"{cfg['systems']} systems, median of {cfg['repeats']}:", "",
+             "| model | scenario | bert-score | rageval | speedup |", "|---|---|---:|---:|---:|"]
+    for result in results:
+        model = result["config"]["model_shape"]
+        for row in result["scenarios"]:
+            lines.append(f"| {model} | {row['scenario']} | {row['bert_score_s']:.2f} s | "
+                         f"{row['rageval_s']:.2f} s | {row['speedup']:.2f}x |")
+            model = ""
+    worst = max(r["check"]["max_abs_diff"] for r in results)
+    beyond = sum(r["check"]["pairs_beyond_tolerance"] for r in results)
+    lines += ["", f"Values {'agree' if beyond == 0 else 'DISAGREE'} (max difference "
+              f"{worst:.2e}; {beyond} pairs beyond {TOLERANCE:g}). The disk cache: " + "; ".join(
+                  f"{r['config']['model_shape']} {r['disk_cache']['cost']:.2f}x of cache=none, "
+                  f"{r['disk_cache']['files_written']:g} files for {r['disk_cache']['texts']:,} "
+                  "texts" for r in results) + "."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=5000, help="pairs per system")
     parser.add_argument("--systems", type=int, default=4, help="systems sharing references")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--model-shape", choices=("minilm", "roberta-large"), default="minilm")
-    parser.add_argument("--model-dir", default=None,
-                        help="time the model saved in this directory (no download)")
+    parser.add_argument("--model-shape", nargs="+", choices=("minilm", "roberta-large"),
+                        default=None,
+                        help="model shapes to time, one after another (default: minilm, "
+                             "unless --model-dir is given)")
+    parser.add_argument("--model-dir", action="append", default=None,
+                        help="time the model saved in this directory (no download); may be "
+                             "given several times")
     parser.add_argument("--layer", "--num-layers", dest="layer", type=int, default=None,
-                        help="the layer (default: the model's own, or its last)")
+                        help="the layer of every --model-dir (default: each one's last), and "
+                             "of a --model-shape timed alone (default: its own)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
@@ -390,11 +470,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.systems < 2:
         parser.error("--systems must be at least 2")
-    result = run(args)
-    _print(result)
+    results = run(args)
+    for result in results:
+        _print(result)
+    command = " ".join(["bench/bench_bertscore.py", *(sys.argv[1:] if argv is None else argv)])
+    print("\n" + markdown(results, command))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if result["check"]["pairs_beyond_tolerance"] == 0 else 1
+        kept = results[0] if len(results) == 1 else {"runs": results}
+        Path(args.json).write_text(json.dumps(kept, indent=2) + "\n")
+    return 0 if all(r["check"]["pairs_beyond_tolerance"] == 0 for r in results) else 1
 
 
 if __name__ == "__main__":

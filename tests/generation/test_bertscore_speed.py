@@ -152,3 +152,25 @@ def test_the_environment_can_keep_torchs_layers(monkeypatch: pytest.MonkeyPatch)
     model = engine.model("cpu")
     assert "cpu" not in engine.accelerated
     assert "OneDnnLinear" not in {type(m).__name__ for m in model.modules()}
+
+
+def test_the_probe_runs_on_one_thread_and_gives_the_threads_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two forward passes of 32 tokens: threads only wait for each other there."""
+    seen = []
+    real = cpu_layers._probe
+
+    def probe(torch_module, model):
+        seen.append(torch_module.get_num_threads())
+        return real(torch_module, model)
+
+    monkeypatch.setattr(cpu_layers, "_probe", probe)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        model = _stock_model()
+        if not cpu_layers.accelerate(model) and not seen:
+            pytest.skip("this torch has no oneDNN linear kernel")
+        assert seen == [1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

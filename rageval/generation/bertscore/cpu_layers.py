@@ -111,7 +111,15 @@ def accelerate(model: Any) -> bool:
     if not swaps:
         return False
     originals = [(parent, name, getattr(parent, name)) for parent, name, _ in swaps]
-    if _swaps_agree(torch, model, swaps):
+    threads = torch.get_num_threads()
+    # One thread: the probe's input is tiny, and on a busy machine each operation's threads
+    # would wait for each other (seconds, for two forward passes of 32 tokens).
+    torch.set_num_threads(1)
+    try:
+        agree = _swaps_agree(torch, model, swaps)
+    finally:
+        torch.set_num_threads(threads)
+    if agree:
         return True
     for parent, name, module in originals:  # not the same numbers: keep torch's layers
         setattr(parent, name, module)
