@@ -4,6 +4,8 @@
     python bench/bench_bertscore.py --pairs 500 --repeats 2
     python bench/bench_bertscore.py --model-shape roberta-large --pairs 200 --device cuda
     python bench/bench_bertscore.py --model-dir ~/models/roberta-large --num-layers 17
+    python bench/bench_bertscore.py --device cuda --pairs 2000 --systems 2 \
+        --model-shape minilm roberta-large                 # the GPU table, both shapes
 
 Every system answers the same references (answer-like texts of 40-80 words). Scenarios:
 
@@ -35,6 +37,12 @@ locally and saved to a temporary directory, so nothing is downloaded. Its tokeni
 bundled all-MiniLM-L6-v2 WordPiece tokenizer (no RoBERTa BPE vocabulary is available offline),
 so token counts are WordPiece's, close to what RoBERTa's BPE gives for English. It is meant for a
 GPU; on a CPU keep ``--pairs`` small.
+
+Several models are timed one after another: ``--model-shape`` takes both shapes, and
+``--model-dir`` may be given several times (the directories first). After each model's own
+table the script prints one markdown table of them all, naming the device (the GPU's
+``torch.cuda.get_device_name``, or the processor), for the docs; ``--json`` then holds
+``{"runs": [...]}``, one summary per model (a single model's summary alone, as before).
 
 ``--model-dir DIR`` times a model saved in a directory (``save_pretrained``: weights, config and
 tokenizer), loaded by both sides from there, so a real model is timed without downloads; its
@@ -336,8 +344,10 @@ def _run_model(args: argparse.Namespace, choice: tuple[str, str],
         shutil.rmtree(work, ignore_errors=True)
         _new_run()  # the next model starts from nothing either
     texts = len(set(references) | set(answers[0]))
-    return _summary(args, out, model[2], _label(choice, model[2]), texts,
-                    torch.get_num_threads())
+    result = _summary(args, out, model[2], Path(choice[1]).name if choice[0] == "dir"
+                      else choice[1], texts, torch.get_num_threads())
+    result["config"]["model"] = _label(choice, model[2])
+    return result
 
 
 def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, texts: int,
@@ -386,7 +396,7 @@ def _summary(args: argparse.Namespace, out: _Repeats, layer: int, label: str, te
 def _print(result: dict[str, Any]) -> None:
     cfg = result["config"]
     print(f"\nBERTScore, {cfg['pairs']} pairs x {cfg['systems']} systems, model "
-          f"{cfg['model_shape']}, device {cfg['device']} "
+          f"{cfg['model']}, device {cfg['device']} "
           f"({cfg['torch_threads']} threads), median of {cfg['repeats']}")
     header = f"{'scenario':34} {'pairs':>6} {'bert-score':>17} {'rageval':>17} {'speedup':>8}"
     print(header)
@@ -432,7 +442,7 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
              f"{cfg['systems']} systems, median of {cfg['repeats']}:", "",
              "| model | scenario | bert-score | rageval | speedup |", "|---|---|---:|---:|---:|"]
     for result in results:
-        model = result["config"]["model_shape"]
+        model = result["config"]["model"]
         for row in result["scenarios"]:
             lines.append(f"| {model} | {row['scenario']} | {row['bert_score_s']:.2f} s | "
                          f"{row['rageval_s']:.2f} s | {row['speedup']:.2f}x |")
@@ -441,7 +451,7 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
     beyond = sum(r["check"]["pairs_beyond_tolerance"] for r in results)
     lines += ["", f"Values {'agree' if beyond == 0 else 'DISAGREE'} (max difference "
               f"{worst:.2e}; {beyond} pairs beyond {TOLERANCE:g}). The disk cache: " + "; ".join(
-                  f"{r['config']['model_shape']} {r['disk_cache']['cost']:.2f}x of cache=none, "
+                  f"{r['config']['model']}: {r['disk_cache']['cost']:.2f}x of cache=none, "
                   f"{r['disk_cache']['files_written']:g} files for {r['disk_cache']['texts']:,} "
                   "texts" for r in results) + "."]
     return "\n".join(lines)

@@ -54,3 +54,42 @@ def test_tiny_run_of_a_model_directory_times_the_cache_and_agrees(tmp_path: Path
     disk = result["disk_cache"]
     assert disk["texts"] == 8 and 1 <= disk["files_written"] <= 4
     assert disk["cache_s"] > 0 and disk["cache_none_s"] > 0
+
+
+def test_both_shapes_and_model_directories_are_timed_in_one_command(tmp_path: Path) -> None:
+    bench = load_bench("bench_bertscore")
+    assert bench._choices(_parse(bench, ())) == [("shape", "minilm")]
+    args = _parse(bench, ("--device", "cuda", "--model-shape", "minilm", "roberta-large",
+                          "--model-dir", str(tmp_path)))
+    assert bench._choices(args) == [("dir", str(tmp_path)), ("shape", "minilm"),
+                                    ("shape", "roberta-large")]
+    args = _parse(bench, ("--model-shape", "minilm", "--num-layers", "4"))
+    assert bench._model(args, tmp_path)[2] == 4  # a shape timed alone takes --num-layers
+
+
+def _summary(model: str, bert: float, ours: float) -> dict:
+    scenarios = [{"scenario": name, "pairs": 2000, "bert_score_s": bert, "rageval_s": ours,
+                  "speedup": bert / ours}
+                 for name in ("(a) one system, cold cache", "(b) 2nd system, same references")]
+    return {"config": {"device_name": "NVIDIA H200", "device": "cuda", "torch_threads": 16,
+                       "pairs": 2000, "systems": 2, "repeats": 3, "model": model},
+            "versions": {"torch": "2.11", "transformers": "5.17"}, "scenarios": scenarios,
+            "check": {"max_abs_diff": 1.65e-7, "pairs_beyond_tolerance": 0},
+            "disk_cache": {"cost": 1.02, "files_written": 3, "texts": 4000}}
+
+
+def test_the_markdown_table_names_the_device_and_every_model() -> None:
+    bench = load_bench("bench_bertscore")
+    table = bench.markdown([_summary("all-MiniLM-L6-v2, layer 6", 2.64, 1.32),
+                            _summary("roberta-large shape, layer 17", 3.86, 1.93)],
+                           "bench/bench_bertscore.py --device cuda")
+    lines = table.splitlines()
+    assert lines[0].startswith("Measured on NVIDIA H200 (cuda; torch 2.11")
+    assert "`bench/bench_bertscore.py --device cuda`, 2,000 pairs x 2 systems" in lines[0]
+    assert lines[2:4] == ["| model | scenario | bert-score | rageval | speedup |",
+                          "|---|---|---:|---:|---:|"]
+    assert lines[4] == "| all-MiniLM-L6-v2, layer 6 | (a) one system, cold cache | 2.64 s | " \
+                       "1.32 s | 2.00x |"
+    assert lines[5].startswith("|  | (b) 2nd system")
+    assert lines[6].startswith("| roberta-large shape, layer 17 | (a)")
+    assert "Values agree (max difference 1.65e-07" in lines[-1]
