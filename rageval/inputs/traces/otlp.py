@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
@@ -31,6 +32,7 @@ __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX = re.compile(r"[0-9a-fA-F]+")
+T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 
 
@@ -43,7 +45,7 @@ def otlp_traces(path: str, limit: int,
     pending: dict[str, list[Span]] = {}
     done: set[str] = set()
     for line, document in _documents(path, limit, progress):
-        for span in _spans_of(document, path, line):
+        for span in _paused(_line_spans, document, path, line):
             if span.trace_id in done:
                 raise InputError(f"trace {span.trace_id} has a span after its last one was "
                                  "read: the file changed while it was read", path=path,
@@ -99,7 +101,21 @@ def _documents(path: str, limit: int,
         break
     for number, raw in lines:
         if raw and not raw.isspace():
-            yield number, parse_json(decode_line(raw, path, number), path, number)
+            text = decode_line(raw, path, number)
+            yield number, _paused(parse_json, text, path, number)
+
+
+def _paused(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` with the cyclic garbage collector paused. A line decodes into tens of
+    thousands of objects, and its spans as many, none of them in a reference cycle: the
+    collector's repeated scans of them, as they are made, find nothing to free."""
+    if not gc.isenabled():
+        return call(*args)
+    gc.disable()
+    try:
+        return call(*args)
+    finally:
+        gc.enable()
 
 
 def _whole_file(path: str, number: int, text: str) -> Any:
@@ -113,6 +129,10 @@ def _whole_file(path: str, number: int, text: str) -> Any:
         return json.loads(whole)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return parse_json(text, path, number)  # raises, naming the first line
+
+
+def _line_spans(document: Any, path: str, line: int) -> list[Span]:
+    return list(_spans_of(document, path, line))
 
 
 def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
