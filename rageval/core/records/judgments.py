@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from rageval.core.errors import InputError
 from rageval.core.records.model import FieldError, Record, validate_judgments
@@ -22,9 +23,9 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 
 class CheckedQrels(dict[str, Mapping[str, int]]):
-    """Qrels whose grades were already read as records' judgments (each value one that
-    :func:`~rageval.core.records.model.validate_judgments` returned): joined without checking
-    them a second time."""
+    """Qrels whose grades were already read as records' judgments (each value a copy of what
+    :func:`~rageval.core.records.model.validate_judgments` returned): joined, read-only, without
+    checking them a second time."""
 
 
 def apply_judgments(
@@ -56,7 +57,7 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(dataclasses.replace(record, judgments=qrels) if checked
+        out.append(dataclasses.replace(record, judgments=MappingProxyType(qrels)) if checked
                    else _with_judgments(record, qrels, source))
     return out
 

@@ -35,7 +35,7 @@ class ReferencesJoin:
             refs = list(record.references)
             self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None
             if record.judgments is not None:
-                qrels[record.id] = record.judgments
+                qrels[record.id] = dict(record.judgments)
         self.qrels = qrels or None
         self.matched = 0
         self._example: str | None = None
