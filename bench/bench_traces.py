@@ -12,8 +12,9 @@ LLM span whose output message is the answer. References and judgments go to a re
 joined by ``--map id=metadata.qid --references``, as a team's would. Both files are written
 once to ``--data-dir`` (git-ignored) and reused.
 
-Two measurements, each in its own process, medians over ``--repeats`` (wall time and peak RSS
-from ``os.wait4``), the JSONL path as the anchor:
+Two measurements, each in its own process, medians over ``--repeats`` (wall time, CPU time
+and peak RSS from ``os.wait4``; on a busy machine the CPU time is the steadier measure of the
+work), the JSONL path as the anchor:
 
 - **read**: every window of records read, validated and joined with its judgments as a run
   reads them (``RunInputs.windows``), nothing scored, in spans per second and records per
@@ -35,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_proc import rageval_command, run_process
+from bench_proc import rageval_command, run_process, run_usage
 from bench_stream import records_file
 
 METRICS = ["ndcg@10", "recall@5", "rouge1", "rougeL"]
@@ -159,10 +160,13 @@ def timed(cmd: list[str], repeats: int) -> dict[str, float]:
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
             final = [str(Path(tmp) / "out") if part == "{out}" else part for part in cmd]
-            runs.append(run_process(final, tmp))
-    return {"wall_s": statistics.median(w for w, _ in runs),
-            "rss_mib": statistics.median(r for _, r in runs) / 1024,
-            "walls": [round(w, 3) for w, _ in runs]}
+            wall, usage = run_usage(final, tmp)
+            runs.append((wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+    return {"wall_s": statistics.median(w for w, _, _ in runs),
+            "cpu_s": statistics.median(c for _, c, _ in runs),
+            "rss_mib": statistics.median(r for _, _, r in runs) / 1024,
+            "walls": [round(w, 3) for w, _, _ in runs],
+            "cpus": [round(c, 3) for _, c, _ in runs]}
 
 
 def check_same(traces: Path, native: Path, references: Path, metrics: list[str]) -> None:
@@ -206,14 +210,16 @@ def main() -> None:
     print(f"\n{n:,} traces ({spans:,} spans, {traces.stat().st_size / 2**20:.0f} MiB) against "
           f"the same records as JSONL ({native.stat().st_size / 2**20:.0f} MiB); metrics "
           f"{' '.join(args.metrics)}; medians of {args.repeats}")
-    print(f"{'path':<14} {'wall s':>8} {'spans/s':>10} {'records/s':>10} {'peak RSS':>10}")
+    print(f"{'path':<14} {'wall s':>8} {'CPU s':>8} {'spans/s':>10} {'records/s':>10} "
+          f"{'peak RSS':>10}")
     for name, row in rows.items():
         per_span = f"{spans / row['wall_s']:,.0f}" if "traces" in name else "-"
-        print(f"{name:<14} {row['wall_s']:>8.2f} {per_span:>10} {n / row['wall_s']:>10,.0f} "
-              f"{row['rss_mib']:>7.0f} MiB")
+        print(f"{name:<14} {row['wall_s']:>8.2f} {row['cpu_s']:>8.2f} {per_span:>10} "
+              f"{n / row['wall_s']:>10,.0f} {row['rss_mib']:>7.0f} MiB")
     for what in ("read", "score"):
-        ratio = rows[f"{what} traces"]["wall_s"] / rows[f"{what} JSONL"]["wall_s"]
-        print(f"{what}: traces take {ratio:.2f}x the JSONL path's time")
+        traces_row, jsonl_row = rows[f"{what} traces"], rows[f"{what} JSONL"]
+        print(f"{what}: traces take {traces_row['wall_s'] / jsonl_row['wall_s']:.2f}x the JSONL "
+              f"path's wall time, {traces_row['cpu_s'] / jsonl_row['cpu_s']:.2f}x its CPU time")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"traces": n, "spans": spans, "metrics": args.metrics,

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from rageval.core.errors import InputError
 from rageval.core.records.model import FieldError, Record, validate_judgments
 
-__all__ = ["JudgmentsJoin", "Qrels", "apply_judgments"]
+__all__ = ["CheckedQrels", "JudgmentsJoin", "Qrels", "apply_judgments"]
 
 #: Judgments by record id, then document id: ``{"q1": {"d3": 2, "d7": 0}}``.
 Qrels = Mapping[str, Mapping[str, int]]
+
+
+class CheckedQrels(dict[str, Mapping[str, int]]):
+    """Qrels whose grades were already read as records' judgments (each value a copy of what
+    :func:`~rageval.core.records.model.validate_judgments` returned): joined, read-only, without
+    checking them a second time."""
 
 
 def apply_judgments(
@@ -37,6 +44,7 @@ def apply_judgments(
     """
     out: list[Record] = []
     inline_source = records_source if records_source is not None else "the records"
+    checked = isinstance(judgments, CheckedQrels)
     for record in records:
         qrels = judgments.get(record.id)
         if qrels is None:
@@ -49,7 +57,8 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(_with_judgments(record, qrels, source))
+        out.append(dataclasses.replace(record, judgments=MappingProxyType(qrels)) if checked
+                   else _with_judgments(record, qrels, source))
     return out
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import json
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
@@ -31,8 +32,7 @@ __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# Builds the error of one span: its message, and the field under the span's path.
-_Fail = Callable[..., InputError]
+T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 
 
@@ -45,7 +45,7 @@ def otlp_traces(path: str, limit: int,
     pending: dict[str, list[Span]] = {}
     done: set[str] = set()
     for line, document in _documents(path, limit, progress):
-        for span in _spans_of(document, path, line):
+        for span in _paused(_line_spans, document, path, line):
             if span.trace_id in done:
                 raise InputError(f"trace {span.trace_id} has a span after its last one was "
                                  "read: the file changed while it was read", path=path,
@@ -101,7 +101,21 @@ def _documents(path: str, limit: int,
         break
     for number, raw in lines:
         if raw and not raw.isspace():
-            yield number, parse_json(decode_line(raw, path, number), path, number)
+            text = decode_line(raw, path, number)
+            yield number, _paused(parse_json, text, path, number)
+
+
+def _paused(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` with the cyclic garbage collector paused. A line decodes into tens of
+    thousands of objects, and its spans as many, none of them in a reference cycle: the
+    collector's repeated scans of them, as they are made, find nothing to free."""
+    if not gc.isenabled():
+        return call(*args)
+    gc.disable()
+    try:
+        return call(*args)
+    finally:
+        gc.enable()
 
 
 def _whole_file(path: str, number: int, text: str) -> Any:
@@ -115,6 +129,10 @@ def _whole_file(path: str, number: int, text: str) -> Any:
         return json.loads(whole)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return parse_json(text, path, number)  # raises, naming the first line
+
+
+def _line_spans(document: Any, path: str, line: int) -> list[Span]:
+    return list(_spans_of(document, path, line))
 
 
 def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
@@ -147,35 +165,49 @@ def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> 
     return []
 
 
+class _Bad(Exception):
+    """A problem of one span: its message, and the field under the span's path."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.message, self.field = message, field
+
+
 def _span(raw: Any, ids: dict[Any, str], place: tuple[int, int, int], path: str,
           line: int) -> Span:
     """The span ``raw``; ``ids`` holds the ids already read (raw id -> hex), ``place`` is
     where it is (resource, scope, span), told only in an error."""
-    def fail(message: str, field: str = "") -> InputError:
+    try:
+        return _read_span(raw, ids, line)
+    except _Bad as bad:
         where = "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
-        return InputError(message, path=path, line=line,
-                          field=f"{where}.{field}" if field else where)
+        raise InputError(bad.message, path=path, line=line,
+                         field=f"{where}.{bad.field}" if bad.field else where) from None
 
-    if not isinstance(raw, dict):
-        raise fail(f"expected a span object, found {type(raw).__name__}")
+
+def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
+    """:func:`_span`, its problems raised as :class:`_Bad`."""
+    if type(raw) is not dict:
+        raise _Bad(f"expected a span object, found {type(raw).__name__}")
     trace_id = _known_id(raw.get("traceId"), 16, ids)
     span_id = _known_id(raw.get("spanId"), 8, ids)
     if trace_id is None or len(trace_id) != 32:
-        raise fail(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
+        raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
                    "traceId")
     if span_id is None or len(span_id) != 16:
-        raise fail(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
+        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
                    "spanId")
     parent = raw.get("parentSpanId") or None
     parent_id = None if parent is None else _known_id(parent, 8, ids)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
-        raise fail(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
+        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
                    "parentSpanId")
-    attributes = _attributes(raw.get("attributes"), fail)
+    attributes = _attributes(raw.get("attributes"))
     name = raw.get("name")
-    return Span(trace_id, span_id, parent_id, name if isinstance(name, str) else "",
-                span_kind(attributes), _time(raw, "startTimeUnixNano", fail),
-                _time(raw, "endTimeUnixNano", fail), attributes, line)
+    return Span(trace_id, span_id, parent_id, name if type(name) is str else "",
+                span_kind(attributes),
+                _time(raw, "startTimeUnixNano"), _time(raw, "endTimeUnixNano"), attributes,
+                line)
 
 
 def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
@@ -191,39 +223,55 @@ def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
     return found
 
 
-def _time(raw: dict[str, Any], key: str, fail: _Fail) -> int:
+def _time(raw: dict[str, Any], key: str) -> int:
     value = raw.get(key, 0)
     try:
         return int(value)
     except (TypeError, ValueError, OverflowError):
-        raise fail(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
+        raise _Bad(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
 
 
-def _attributes(items: Any, fail: _Fail) -> dict[str, Any]:
+def _attributes(items: Any) -> dict[str, Any]:
     if items is None:
         return {}
-    if not isinstance(items, list):
-        raise fail(f"expected a list of key/value pairs, found {type(items).__name__}",
+    if type(items) is not list:
+        raise _Bad(f"expected a list of key/value pairs, found {type(items).__name__}",
                    "attributes")
     out: dict[str, Any] = {}
-    index = -1
     for item in items:
-        index += 1
-        key = item.get("key") if type(item) is dict else None
-        if type(key) is not str:
-            raise fail("expected an object with a string key", f"attributes[{index}]")
-        value = item.get("value")
-        # Most attributes are strings: read them here rather than through _value.
-        if type(value) is dict:
-            text = value.get("stringValue")
-            if type(text) is str:
-                out[key] = text
-                continue
-        try:
-            out[key] = _value(value)
-        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
-            raise fail(f"attribute {key!r}: {error}"[:200], f"attributes[{index}].value") from None
+        # Most attributes are strings: read here, the rest (and any problem) by _attribute.
+        if type(item) is dict and "key" in item and "value" in item:
+            key, value = item["key"], item["value"]
+            if type(key) is str and type(value) is dict:
+                if "stringValue" in value:
+                    text = value["stringValue"]
+                    if type(text) is str:
+                        out[key] = text
+                        continue
+                elif len(value) == 1 and "doubleValue" in value:  # a retriever's scores
+                    number = value["doubleValue"]
+                    if type(number) is float:
+                        out[key] = number
+                        continue
+        _attribute(out, items, item)
     return out
+
+
+def _attribute(out: dict[str, Any], items: list[Any], item: Any) -> None:
+    """Read one attribute of ``items`` into ``out`` by its value's type."""
+    key = item.get("key") if type(item) is dict else None
+    if type(key) is not str:
+        raise _Bad("expected an object with a string key", f"attributes[{_index(items, item)}]")
+    try:
+        out[key] = _value(item.get("value"))
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
+        raise _Bad(f"attribute {key!r}: {error}"[:200],
+                   f"attributes[{_index(items, item)}].value") from None
+
+
+def _index(items: list[Any], item: Any) -> int:
+    """The place of ``item`` in ``items`` (found only for an error)."""
+    return next(i for i, candidate in enumerate(items) if candidate is item)
 
 
 def _value(value: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from rageval.core.errors import InputError
 from rageval.core.records import iter_records
+from rageval.core.records.judgments import CheckedQrels
 
 __all__ = ["ReferencesJoin"]
 
@@ -29,7 +30,7 @@ class ReferencesJoin:
     def __init__(self, path: str, *, max_line_bytes: int | None = None) -> None:
         self.path = path
         self._references: dict[str, Any] = {}  # id -> its reference(s), None when it has none
-        qrels: dict[str, dict[str, int]] = {}
+        qrels = CheckedQrels()  # read as the records' judgments: checked once, here
         for record in iter_records(path, max_line_bytes=max_line_bytes):
             refs = list(record.references)
             self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None

@@ -10,6 +10,7 @@ up whole first, then as a key path inside the JSON text of a shorter attribute, 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -97,21 +98,33 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
     if isinstance(listed, list):
         return [_document_fields(item) for item in listed if isinstance(item, dict)]
     start = prefix + "."
-    cut = len(start)
     found: dict[str, dict[str, Any]] = {}  # index as written -> the document's fields
     for key, value in span.attributes.items():
-        if key.startswith(start):
-            index, sep, field = key[cut:].partition(".document.")
-            if sep:
-                fields = found.get(index)
-                if fields is None:
-                    if not _canonical(index):
-                        return _documents_by_number(span.attributes, start)
-                    fields = found[index] = {}
-                fields[field] = value
+        parsed = _document_key(key, start)
+        if parsed is not None:
+            index, field = parsed
+            fields = found.get(index)
+            if fields is None:
+                if index is None:  # an index written oddly
+                    return _documents_by_number(span.attributes, start)
+                fields = found[index] = {}
+            fields[field] = value
     if len(found) < 2:
         return list(found.values())
     return [found[index] for index in sorted(found, key=int)]
+
+
+# Every retriever span of a trace file names the same few keys: each is parsed once.
+@functools.lru_cache(maxsize=4096)
+def _document_key(key: str, start: str) -> tuple[str | None, str] | None:
+    """``(index, field)`` of an attribute ``<start><index>.document.<field>``, the index None
+    when it is not written as :func:`_canonical` says; None for any other key."""
+    if not key.startswith(start):
+        return None
+    index, sep, field = key[len(start):].partition(".document.")
+    if not sep:
+        return None
+    return (index if _canonical(index) else None), field
 
 
 def _canonical(index: str) -> bool:
