@@ -49,17 +49,19 @@ def ranked_slice(run: Run, judged: SliceJudgments, max_retrieved: int | None) ->
     ranking must decide. Raises DuplicateDocument for a document listed twice for a topic."""
     layout = run.qid_layout()
     starts = layout.starts
-    if starts is None or len(layout.names) != starts.size or judged.counts.size != starts.size:
-        return None  # a topic in two blocks, or a topic the qrels do not judge
+    if (starts is None or not starts.size or len(layout.names) != starts.size
+            or judged.counts.size != starts.size):
+        return None  # no line, a topic in two blocks, or a topic the qrels do not judge
     n = len(run)
     offsets = np.append(starts, n).astype(np.int64)
     lengths = np.diff(offsets)
     if max_retrieved is not None and int(lengths.max(initial=0)) > max_retrieved:
         return None
     scores = run.frame.get_column("score").to_numpy()
-    rising = np.flatnonzero(scores[1:] > scores[:-1]) + 1
-    if rising.size and not np.isin(rising, starts).all():
-        return None  # a topic not in rank order
+    rising = np.flatnonzero(scores[1:] > scores[:-1]) + 1  # rows scored above the one before
+    at = np.minimum(np.searchsorted(starts, rising), starts.size - 1)
+    if not np.array_equal(starts[at], rising):
+        return None  # a topic not in rank order (a rise inside a block, not at its start)
     qids = [layout.names[i] for i in layout.block_name.tolist()]  # type: ignore[union-attr]
     docno = run.frame.get_column("docno")
     hashes = run.docno_hashes()
