@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -134,3 +135,40 @@ def test_the_first_slice_is_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert sizes[0] == 30 // line * line  # whole lines
     assert all(100 - line < size <= 100 for size in sizes[1:-1])
     assert len(next(_byte_slices(run, 20))) == 20 // line * line
+
+
+def test_the_command_loads_no_general_parser_and_no_blas_threads(tmp_path: Path) -> None:
+    """``rageval trec-eval`` reads its own command line: the general parser (argparse and what
+    it loads) is not imported, and numpy's BLAS starts no thread pool it would never use."""
+    qrels, run = files(tmp_path)
+    code = ("import io, json, os, sys\n"
+            "from rageval.cli import main\n"
+            f"status = main(['trec-eval', '-m', 'map', {qrels!r}, {run!r}], stdout=io.StringIO())\n"
+            "print(json.dumps([status, sorted(sys.modules), os.environ.get('OPENBLAS_NUM_THREADS'),"
+            " len(os.listdir('/proc/self/task'))]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def run_code(extra: dict[str, str]) -> list:  # type: ignore[type-arg]
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env={**env, **extra})
+        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+    status, loaded, variable, threads = run_code({})
+    assert status == 0
+    assert "rageval.retrieval.trec_eval.evaluation" in loaded
+    assert "rageval.cli.parser" not in loaded and "argparse" not in loaded
+    assert variable is None  # put back once numpy is loaded
+    if Path("/proc/self/task").is_dir():
+        *_, threads_single = run_code({"OPENBLAS_NUM_THREADS": "1"})
+        assert threads == threads_single  # as many threads as with one BLAS thread asked for
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval import cli
+
+    def closed(argv: list[str], stdout: object = None) -> int:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(trec_eval_command, "main", closed)
+    assert cli.main(["trec-eval", *files(tmp_path)]) == 0

@@ -131,7 +131,7 @@ def run_slice(data: bytes, sep: str,
         if frame.height and not any(frame.null_count().row(0)):  # (counts kept by polars)
             # No blank line and no missing field (" Q0" would read as blank: the full read
             # below decides such slices).
-            if np.isnan(frame.get_column("score").to_numpy()).any():
+            if frame.get_column("score").is_nan().any():  # (no copy of a chunked column)
                 return None
             return frame.drop("runid"), str(frame.get_column("runid")[-1])
     frame = None

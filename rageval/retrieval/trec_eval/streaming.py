@@ -29,6 +29,7 @@ from rageval.retrieval.trec_eval.per_topic import (
     with_stand_ins,
 )
 from rageval.retrieval.trec_eval.selection import SelectedMeasure
+from rageval.retrieval.trec_eval.slice_ranking import SliceJudgments, ranked_slice
 
 # One slice's topics (in strcmp order) and their values.
 Part = tuple[tuple[str, ...], list[MeasureResult]]
@@ -55,17 +56,21 @@ def streamed_values(
     by_topic = _JudgmentsByTopic(qrels)
     parts: list[Part] = []
 
-    def score(run: Run, names: list[str]) -> None:
-        ranking = Ranking.from_trec(by_topic.of(names), run, max_retrieved=max_retrieved)
+    def score(run: Run, names: list[str], whole: bool = False) -> None:
+        ranking = (ranked_slice(run, by_topic.in_order(run), max_retrieved)
+                   if whole and by_topic.unique else None)
+        if ranking is None:  # (the topics in trec_eval's order, and its every rule)
+            ranking = Ranking.from_trec(by_topic.of(names), run, max_retrieved=max_retrieved)
         if judged:
             ranking = judged_only(ranking)
         parts.append((ranking.qids, topic_values(ranking, selected, ctx)))
         del ranking  # this slice's arrays go before the next slice is read
 
     for run in slices:
-        names = [n for n in run.qid_layout().names if n in judged_topics]
+        every = run.qid_layout().names
+        names = [n for n in every if n in judged_topics]
         if names:  # a slice of topics the qrels do not judge is ignored, as trec_eval does
-            score(run, names)
+            score(run, names, whole=len(names) == len(every))
     if all_queries:
         missing = sorted(judged_topics - slices.names)
         if missing:
@@ -97,6 +102,7 @@ class _JudgmentsByTopic:
         in_file_order = bool(np.all(rows[1:] > rows[:-1]))
         self.frame = qrels.frame if in_file_order else qrels.frame[rows]
         self.hashes = qrels.docno_hashes()[rows]
+        self.rel = self.frame.get_column("rel").to_numpy()
         counts = np.bincount(codes, minlength=len(self.names))[by_appearance]
         self.offsets = offsets_from_counts(counts)
         self.position = dict(zip(self.names, position.tolist(), strict=True))
@@ -122,6 +128,28 @@ class _JudgmentsByTopic:
         rows = np.arange(int(counts.sum())) - np.repeat(first_out - starts, counts)
         cache[DOCNO_HASHES] = self.hashes[rows]
         return Qrels(self.frame[rows], self.path, _cache=cache)
+
+
+    def in_order(self, run: Run) -> SliceJudgments:
+        """The judgments of a run's topics (each judged, each in one block of lines), topic
+        after topic in the order of the run's blocks."""
+        layout = run.qid_layout()
+        if layout.block_name is None or len(layout.names) != layout.block_name.size:
+            return SliceJudgments(self.hashes[:0], self.rel[:0], self.frame.get_column(
+                "docno").clear(), np.zeros(0, dtype=np.int64))  # ranked_slice refuses it
+        position = self.position
+        topics = np.array([position[layout.names[i]] for i in layout.block_name.tolist()],
+                          dtype=np.int64)
+        starts = self.offsets[topics]
+        counts = self.offsets[topics + 1] - starts
+        docno = self.frame.get_column("docno")
+        if np.array_equal(topics, topics[0] + np.arange(topics.size)):  # one range of rows
+            first, end = int(starts[0]), int(self.offsets[topics[-1] + 1])
+            return SliceJudgments(self.hashes[first:end], self.rel[first:end],
+                                  docno.slice(first, end - first), counts)
+        rows = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts - starts,
+                                                        counts)
+        return SliceJudgments(self.hashes[rows], self.rel[rows], docno[rows], counts)
 
 
 def _merged(parts: list[Part], selected: Sequence[SelectedMeasure]) -> tuple[
