@@ -18,7 +18,9 @@ pytest.importorskip("bert_score")
 torch = pytest.importorskip("torch")
 
 import rageval.generation.bertscore as bs  # noqa: E402
+import rageval.generation.bertscore.resident as resident_module  # noqa: E402
 from rageval.api import evaluate  # noqa: E402
+from rageval.core.errors import UsageError  # noqa: E402
 from rageval.core.records import Record  # noqa: E402
 from rageval.generation.bertscore.disk_cache import _disk_cache  # noqa: E402
 from rageval.generation.bertscore.embeddings import _embeddings  # noqa: E402
@@ -74,9 +76,59 @@ def _idf(entries: dict[str, _Entry]) -> dict[str, np.ndarray]:
     return {text: table[entry.ids] for text, entry in entries.items()}
 
 
-def test_only_a_cpu_takes_the_host_path() -> None:
+def test_only_cuda_takes_the_resident_path() -> None:
     assert not _use_resident("cpu")
-    assert _use_resident("cuda") and _use_resident("cuda:1") and _use_resident("mps")
+    assert _use_resident("cuda") and _use_resident("cuda:1")
+    assert not _use_resident("mps")  # no float64 there: the host path weighs on the host
+    assert not _use_resident("gpu") and not _use_resident("cuda:x")  # left to model loading
+
+
+def test_a_device_torch_cannot_read_is_a_clear_error() -> None:
+    records = [Record(id="1", answer="a cat", references=("a cat",))]
+    with pytest.raises(UsageError, match="device=gpu is not usable"):
+        evaluate(records, [bs.BertScore(device="gpu", cache="none")])
+
+
+def test_a_step_too_large_for_the_device_takes_the_host_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Embeddings past the device's free memory: computed and matched as on the host path,
+    stored in the caches as usual, with the same values."""
+    engine = _engine(bs.DEFAULT_MODEL, bs.DEFAULT_LAYER)
+    bs.clear_memory_cache()
+    monkeypatch.setattr("rageval.generation.bertscore.resident._fits_on_device",
+                        lambda device, tokens, dim: False)
+    entries, resident = _resident_embeddings(engine, _EDGE, None, "cpu", 16)
+    assert resident is None
+    bs.clear_memory_cache()
+    host = _embeddings(engine, _EDGE, None, "cpu", 16)
+    for text in _EDGE:
+        assert np.array_equal(entries[text].ids, host[text].ids)
+        assert (entries[text].emb is None) == (host[text].emb is None)
+        if host[text].emb is not None:
+            assert np.array_equal(entries[text].emb, host[text].emb)
+
+
+def test_copies_to_a_separate_host_memory_equal_the_device_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The branch a GPU takes (device and host apart): each text's host copy, cut from the
+    buffer the passes copy into, equals its rows on the device and the host path's array."""
+    engine = _engine(bs.DEFAULT_MODEL, bs.DEFAULT_LAYER)
+    original = resident_module._HostCopies.__init__
+
+    def apart(self, torch_module, device):  # type: ignore[no-untyped-def]
+        original(self, torch_module, device)
+        self.same_memory = False
+
+    monkeypatch.setattr(resident_module._HostCopies, "__init__", apart)
+    encoded = engine.encode(list(_EDGE))
+    ids = [tokens for tokens, _ in encoded if len(tokens)]
+    flat, host = resident_module._embed_on_device(engine, ids, "cpu", 3)
+    expected = engine.embed(ids, "cpu", 3)
+    start = 0
+    for copy, want in zip(host, expected, strict=True):
+        assert np.array_equal(copy, want)
+        assert np.array_equal(flat[start: start + len(copy)].numpy(), want)
+        start += len(copy)
 
 
 def test_token_rows_map_a_padded_pass_to_each_texts_offset() -> None:

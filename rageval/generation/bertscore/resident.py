@@ -45,9 +45,31 @@ if TYPE_CHECKING:
 
 
 def _use_resident(device: str) -> bool:
-    """Whether scoring on ``device`` takes the device-resident path: on every device but the
-    CPU, where host and device are one memory and the host path has no copies to save."""
-    return _import("torch").device(device).type != "cpu"
+    """Whether scoring on ``device`` takes the device-resident path: on a CUDA device only.
+    On a CPU host and device are one memory, so there are no copies to save; other devices
+    (Apple's ``mps``) lack the float64 the weighing needs, and keep the host path, which
+    weighs on the host. A device string torch cannot read also takes the host path, whose
+    model loading turns it into a clear error."""
+    try:
+        return _import("torch").device(device).type == "cuda"
+    except (RuntimeError, ValueError):
+        return False
+
+
+#: Share of the device's free memory a scoring step's embeddings may take on the resident
+#: path (counted twice: the cached and computed parts are joined into one tensor); a larger
+#: step takes the host path, whose device memory is bounded by its matching steps.
+_DEVICE_SHARE = 0.4
+
+
+def _fits_on_device(device: str, tokens: int, dim: int) -> bool:
+    """Whether ``tokens`` embeddings of ``dim`` floats fit in the device's free memory, with
+    room for the joined copy and the matching steps."""
+    torch = _import("torch")
+    if torch.device(device).type != "cuda":
+        return True  # only CUDA reports its free memory; elsewhere the path is forced (tests)
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return 2 * tokens * dim * 4 <= _DEVICE_SHARE * free
 
 
 @dataclass(frozen=True)
@@ -67,20 +89,32 @@ def _resident_embeddings(
     device: str,
     batch_size: int,
     progress: Callable[[Sequence[str], bool], None] | None = None,
-) -> tuple[dict[str, _Entry], _Resident]:
+) -> tuple[dict[str, _Entry], _Resident | None]:
     """Every text's entry, as :func:`~.embeddings._embeddings` gives it (from memory, else from
-    disk, else computed, and then stored in both), and every text's embeddings on ``device``."""
+    disk, else computed, and then stored in both), and every text's embeddings on ``device``;
+    None instead of those when the step's embeddings would not fit in the device's free memory
+    (:func:`_fits_on_device`): they are then computed as the host path computes them."""
     out, missing, keys = _cached(engine, texts, disk, progress)
     cached = [text for text, entry in out.items() if entry.emb is not None]
+    encoded = engine.encode(missing) if missing else []
+    embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
+    tokens = (sum(len(out[text].ids) for text in cached)
+              + sum(len(encoded[k][0]) for k in embed))
+    dim = getattr(getattr(engine.model(device), "config", None), "hidden_size", None)
+    on_device = not isinstance(dim, int) or _fits_on_device(device, tokens, dim)
     computed, vectors = None, {}
+    if embed:
+        ids = [encoded[k][0] for k in embed]
+        passed = _passed(missing, embed, progress)
+        if on_device:
+            computed, host = _embed_on_device(engine, ids, device, batch_size, passed)
+        else:
+            host = engine.embed(ids, device, batch_size, passed)
+        vectors = dict(zip(embed, host, strict=True))
     if missing:
-        encoded = engine.encode(missing)
-        embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
-        if embed:
-            computed, host = _embed_on_device(engine, [encoded[k][0] for k in embed], device,
-                                              batch_size, _passed(missing, embed, progress))
-            vectors = dict(zip(embed, host, strict=True))
         _keep(engine, (missing, encoded, keys), vectors, disk, out, progress)
+    if not on_device:
+        return out, None
     return out, _gather(out, cached, [missing[k] for k in vectors], computed, device)
 
 
