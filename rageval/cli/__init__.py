@@ -5,6 +5,7 @@ and the modules it loads are imported."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -17,6 +18,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     status (see :func:`rageval.cli.parser.main`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["trec-eval"]:
+        _load_numpy_without_blas_threads()
         from rageval.cli import trec_eval_command
 
         try:
@@ -26,3 +28,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     from rageval.cli.parser import main as run_command
 
     return run_command(args, stdout)
+
+
+def _load_numpy_without_blas_threads() -> None:
+    """trec-eval multiplies no matrices: numpy's BLAS need not start its pool of threads, which
+    costs a short run tens of milliseconds. Only where numpy is not loaded yet (a process that
+    runs the command first) and the setting is not the user's; the variable is put back, so
+    nothing this process starts later sees it. Done here, not when the command's module is
+    imported, so that importing it leaves a process's BLAS as it was."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]

@@ -20,26 +20,9 @@ from typing import TextIO
 
 from rageval.core.errors import InputWarning, RagevalError, UsageError
 from rageval.core.outputs.text import terminal_lines
-
-
-def _load_numpy_without_blas_threads() -> None:
-    """trec-eval multiplies no matrices: numpy's BLAS need not start its pool of threads, which
-    costs a short run tens of milliseconds. Only where numpy is not loaded yet and the setting
-    is not the user's; the variable is put back, so nothing this process starts later sees it."""
-    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
-
-
-_load_numpy_without_blas_threads()
-
-from rageval.retrieval.trec.chunked_read import RunSlices  # noqa: E402
-from rageval.retrieval.trec.syntax import WHITESPACE, c_atol  # noqa: E402
-from rageval.retrieval.trec_eval.options import Options, start_slices  # noqa: E402
+from rageval.retrieval.trec.chunked_read import RunSlices
+from rageval.retrieval.trec.syntax import WHITESPACE, c_atol
+from rageval.retrieval.trec_eval.options import Options, start_slices
 
 # The measures' and the evaluation's modules are imported where they are used, after the run's
 # first slices have begun to be read and parsed (see _main): loading them takes about as long.

@@ -163,6 +163,23 @@ def test_the_command_loads_no_general_parser_and_no_blas_threads(tmp_path: Path)
         assert threads == threads_single  # as many threads as with one BLAS thread asked for
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir(),
+                    reason="needs 2 processors and /proc to count BLAS threads")
+def test_importing_the_command_module_leaves_blas_as_it_was() -> None:
+    """Only running the command keeps BLAS to one thread; a program that imports the module
+    (and numpy after it) gets numpy's usual pool."""
+    code = ("import os, rageval.cli.trec_eval_command, numpy\n"
+            "print(len(os.listdir('/proc/self/task')))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(extra: dict[str, str]) -> int:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env={**env, **extra})
+        return int(done.stdout.split()[-1])
+
+    assert threads({}) > threads({"OPENBLAS_NUM_THREADS": "1"})
+
+
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from rageval import cli
