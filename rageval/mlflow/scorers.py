@@ -1,0 +1,149 @@
+"""rageval's metrics as MLflow scorers, for ``mlflow.genai.evaluate``: a team that keeps its
+evaluations in MLflow runs them there.
+
+:func:`scorer` makes one MLflow scorer of a rageval metric (``scorer("ndcg@10")``,
+``scorer("judge:faithfulness", judge=JudgeOptions(...))``); MLflow calls it once per row of
+its evaluation data, and the row is read as a rageval record (:func:`record_of`):
+
+``inputs``
+    the query: a string, or a mapping with ``query`` (and ``id``, ``contexts``);
+``outputs``
+    the answer: a string, or a mapping with ``answer`` (or ``response``) and ``contexts``,
+    the retrieved contexts in rank order as a record gives them;
+``expectations``
+    ``reference`` (or MLflow's ``expected_response``) and ``judgments`` (doc id -> grade).
+
+The value MLflow records is the metric's headline value on that record, on the metric's own
+scale (a rubric's 1-5); a judge's reasoning is the rationale, and a record the metric leaves
+unscored is an error giving why. :func:`eval_data` turns rageval records into MLflow's rows.
+The scorer's name is the metric's MLflow key (:mod:`rageval.mlflow.names`: ``ndcg_at_10``,
+``judge/faithfulness``), so the means MLflow logs are ``ndcg_at_10/mean`` and the like.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rageval.core.errors import MissingDependencyError, UsageError
+from rageval.mlflow.names import metric_key
+
+if TYPE_CHECKING:
+    from mlflow.entities import Feedback
+    from mlflow.genai.scorers import Scorer
+
+    from rageval.core.records import Record
+    from rageval.judge.llm.options import JudgeOptions
+
+__all__ = ["eval_data", "record_of", "scorer", "scorers"]
+
+_ANSWER_KEYS = ("answer", "response")
+_REFERENCE_KEYS = ("reference", "references", "expected_response")
+
+
+def scorer(metric: str, *, judge: JudgeOptions | None = None, name: str | None = None) -> Scorer:
+    """An MLflow scorer scoring each row with ``metric`` (any name ``rageval score -m``
+    takes); ``judge``: the judge's options for a judge metric (offline from a cache too);
+    ``name``: the scorer's name (default: the metric's MLflow key)."""
+    try:
+        from mlflow.genai.scorers import scorer as mlflow_scorer
+    except ImportError:
+        raise MissingDependencyError("mlflow", "mlflow") from None
+    _check_metric(metric, judge)
+
+    def score(inputs: Any = None, outputs: Any = None, expectations: Any = None) -> Feedback:
+        return _feedback(metric, judge, record_of(inputs, outputs, expectations))
+
+    score.__name__ = metric_key(metric).replace("/", "_").replace(".", "_")
+    return mlflow_scorer(score, name=name or metric_key(metric),
+                         description=f"rageval's {metric}")
+
+
+def scorers(metrics: Iterable[str], *, judge: JudgeOptions | None = None) -> list[Scorer]:
+    """One scorer per metric (:func:`scorer`), with the same judge."""
+    return [scorer(metric, judge=judge) for metric in metrics]
+
+
+def _check_metric(metric: str, judge: JudgeOptions | None) -> None:
+    """The metric's name and options checked when the scorer is made, not on MLflow's first
+    row (where an error becomes one failed assessment per row)."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create, parse_name
+
+    if parse_name(metric).namespace == "judge" and (judge is None or not judge.model):
+        raise UsageError(f"{metric} needs a judge: scorer({metric!r}, "
+                         "judge=JudgeOptions(model=..., ...))")
+    create(metric, ScoreOptions(judge=judge))
+
+
+def _feedback(metric: str, judge: JudgeOptions | None, record: Record) -> Feedback:
+    """The metric's headline value on ``record`` as MLflow feedback."""
+    from mlflow.entities import Feedback
+
+    from rageval.api import evaluate
+
+    # One record: its value is all MLflow keeps, so the bootstrap draws the least it may.
+    results = evaluate([record], [metric], bootstrap=1, judge=judge)
+    headline = next(iter(results.summary))
+    scored = results.records[0]
+    value = scored.scores.get(headline)
+    if value is None:
+        reason = scored.errors.get(headline) or next(iter(scored.errors.values()), "unscored")
+        return Feedback(error=f"unscored: {reason}")
+    details = scored.details.get(headline) or {}
+    rationale = details.get("reasoning") if isinstance(details, Mapping) else None
+    return Feedback(value=value, rationale=rationale if isinstance(rationale, str) else None)
+
+
+def record_of(inputs: Any, outputs: Any, expectations: Any = None) -> Record:
+    """The rageval record of one row of MLflow's evaluation data (this module's docstring);
+    a row that is not one is an error naming the field."""
+    from rageval.core.records import records_from_dicts
+
+    item: dict[str, Any] = {"id": "row"}
+    item.update(_part(inputs, "query", "inputs"))
+    item.update(_part(outputs, "answer", "outputs", _ANSWER_KEYS))
+    given = _part(expectations, "reference", "expectations", _REFERENCE_KEYS)
+    item.update({k: v for k, v in given.items() if k in ("reference", "judgments")})
+    return records_from_dicts([item], source="mlflow.genai.evaluate row")[0]
+
+
+def _part(value: Any, text_field: str, where: str,
+          aliases: Sequence[str] = ()) -> dict[str, Any]:
+    """One of a row's three parts as record fields: a string is ``text_field``; a mapping's
+    keys are fields, its ``aliases`` read as ``text_field``."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {text_field: value}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"mlflow.genai.evaluate row: {where} must be a string or a mapping, "
+                         f"got {type(value).__name__}")
+    out = {k: v for k, v in value.items() if k not in aliases}
+    for alias in aliases:
+        if value.get(alias) is not None:
+            out[text_field] = value[alias]
+            break
+    return out
+
+
+def eval_data(records: Iterable[Record] | str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """rageval records (or a records file) as rows of ``mlflow.genai.evaluate``'s data:
+    ``inputs`` the id and query, ``outputs`` the answer and contexts, ``expectations`` the
+    reference and judgments."""
+    from rageval.core.records import load_records
+
+    if isinstance(records, str | os.PathLike):
+        records = load_records(records)
+    rows = []
+    for record in records:
+        data = record.to_dict()
+        row: dict[str, Any] = {"inputs": {k: data[k] for k in ("id", "query") if k in data},
+                               "outputs": {k: data[k] for k in ("answer", "contexts")
+                                           if k in data}}
+        expected = {k: data[k] for k in ("reference", "judgments") if k in data}
+        if expected:
+            row["expectations"] = expected
+        rows.append(row)
+    return rows
