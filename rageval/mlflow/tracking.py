@@ -15,6 +15,7 @@ import math
 import re
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
-from rageval.core.outputs.masking import NO_SECRETS, Masker
+from rageval.core.outputs.masking import NO_SECRETS, Masker, basic_token
 from rageval.mlflow.names import metric_keys
 
 if TYPE_CHECKING:
@@ -83,9 +84,14 @@ def check_reachable(uri: str) -> None:
     unreachable server is said at once (MLflow's own client retries for minutes)."""
     if not uri.lower().startswith(("http://", "https://")):
         return
-    url = uri.rstrip("/") + "/health"
+    request = urllib.request.Request(shown_uri(uri).rstrip("/") + "/health")
+    user_info = urllib.parse.urlsplit(uri)
+    if user_info.username is not None:  # as MLflow's client sends it: HTTP Basic
+        token = basic_token(urllib.parse.unquote(user_info.username),
+                            urllib.parse.unquote(user_info.password or ""))
+        request.add_header("Authorization", f"Basic {token}")
     try:
-        with urllib.request.urlopen(url, timeout=_REACH_TIMEOUT_S):
+        with urllib.request.urlopen(request, timeout=_REACH_TIMEOUT_S):
             return
     except urllib.error.HTTPError:
         return  # it answered: a proxy may guard /health, the API itself is tried next
