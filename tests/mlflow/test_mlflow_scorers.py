@@ -1,0 +1,94 @@
+"""rageval's metrics as scorers of ``mlflow.genai.evaluate``, on the demo data: each row's value
+is the value ``rageval score`` gives its record (a judge's offline, from the demo's cached
+replies, its reasoning the rationale), each mean MLflow logs is the run's, and a record left
+unscored is an error giving why."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow_server import need_mlflow
+
+import rageval
+from rageval.core.errors import InputError, UsageError
+from rageval.mlflow import eval_data, record_of, scorer
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "fixtures" / "demo"
+METRICS = ["ndcg@3", "p(rel=2)@3", "rouge1", "judge:faithfulness"]
+
+
+def demo_judge() -> rageval.JudgeOptions:
+    return rageval.JudgeOptions(model="smollm2-135m-instruct",
+                                cache=str(DEMO / "judge_cache.jsonl"), offline=True)
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``mlflow.genai.evaluate`` of the demo records with rageval's scorers, into a SQLite
+    store of its own."""
+    need_mlflow()
+    import mlflow
+
+    folder = tmp_path_factory.mktemp("genai")
+    previous = mlflow.get_tracking_uri()
+    with contextlib.chdir(folder):
+        mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+        try:
+            yield mlflow.genai.evaluate(
+                data=eval_data(DEMO / "records.jsonl"),
+                scorers=[scorer(m, judge=demo_judge() if m.startswith("judge:") else None)
+                         for m in METRICS])
+        finally:
+            mlflow.set_tracking_uri(previous)
+
+
+def test_each_row_and_each_mean_are_rageval_s(evaluated: Any) -> None:
+    results = rageval.evaluate(DEMO / "records.jsonl", METRICS, judge=demo_judge(),
+                               bootstrap=10)
+    frame = evaluated.result_df
+    ids = [request["id"] for request in frame["request"]]
+    assert sorted(ids) == sorted(r.id for r in results.records)
+    by_id = {r.id: r for r in results.records}
+    for name, key in (("ndcg@3", "ndcg_at_3"), ("p(rel=2)@3", "p_rel_2_at_3"),
+                      ("rouge1", "rouge1"), ("judge:faithfulness", "judge/faithfulness")):
+        for record_id, got in zip(ids, frame[f"{key}/value"], strict=True):
+            want = by_id[record_id].scores[name]
+            if want is None:
+                assert math.isnan(got)
+                assert by_id[record_id].errors[name] in frame.loc[
+                    ids.index(record_id), f"{key}/error_message"]
+            else:
+                assert got == pytest.approx(want)
+        assert evaluated.metrics[f"{key}/mean"] == pytest.approx(results.summary[name].value)
+    reasons = {i: r for i, r in zip(ids, frame["judge/faithfulness/rationale"], strict=True)}
+    assert reasons["q1"] == by_id["q1"].details["judge:faithfulness"]["reasoning"]
+
+
+def test_a_row_is_read_as_a_record() -> None:
+    record = record_of("why?", "because", {"expected_response": "so", "judgments": {"d1": 2}})
+    assert (record.query, record.answer, record.references) == ("why?", "because", ("so",))
+    assert dict(record.judgments or {}) == {"d1": 2}
+    record = record_of({"query": "q", "id": "x"},
+                       {"response": "a", "contexts": ["first", "second"]})
+    assert record.id == "x" and record.answer == "a"
+    assert [c.text for c in record.contexts] == ["first", "second"]
+    with pytest.raises(UsageError, match="outputs must be a string or a mapping"):
+        record_of("q", 3)
+    with pytest.raises(InputError, match=r"mlflow\.genai\.evaluate row, line 1, field 'query'"):
+        record_of({"query": 5}, "a")
+
+
+def test_a_scorer_is_checked_when_made() -> None:
+    need_mlflow()
+    with pytest.raises(UsageError, match="judge:faithfulness needs a judge"):
+        scorer("judge:faithfulness")
+    with pytest.raises(UsageError, match="unknown metric"):
+        scorer("ndgc@3")
+    assert scorer("ndcg@10").name == "ndcg_at_10"
+    assert scorer("judge:correctness", judge=demo_judge()).name == "judge/correctness"
