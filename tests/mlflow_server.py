@@ -65,11 +65,11 @@ class MlflowServer:
         if self._process is None:
             return
         group = self._process.pid  # the group the server leads, its children with it
-        for signal_number in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal_number)
-            try:
-                self._process.wait(timeout=20)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=20)
+        # Its job runner's workers may outlive it: whatever is left of the group goes now.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+        self._process.wait()
