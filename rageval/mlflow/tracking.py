@@ -119,7 +119,7 @@ def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: 
         run = client.create_run(experiment_id, run_name=run_name, tags=run_tags(results, gate))
         run_id = run.info.run_id
         _log_values(client, run_id, metrics, params)
-        with _files(results, run_dir) as folder:
+        with _RunFolder(results, run_dir) as folder:
             artifacts = _log_artifacts(client, run_id, folder, results, gate, masker)
         client.set_terminated(run_id)
     except RagevalError:
@@ -254,7 +254,7 @@ def _log_values(client: MlflowClient, run_id: str, metrics: Mapping[str, float],
         client.log_batch(run_id, params=pairs[start:start + 100])
 
 
-class _files:
+class _RunFolder:
     """The run's folder: ``run_dir`` itself, or a temporary one its files are written to."""
 
     def __init__(self, results: Results, run_dir: str | Path | None) -> None:
