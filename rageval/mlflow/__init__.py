@@ -14,8 +14,8 @@ load it.
 from __future__ import annotations
 
 from rageval.mlflow.names import metric_key, metric_keys
-from rageval.mlflow.scorers import eval_data, record_of, scorer, scorers
+from rageval.mlflow.scorers import eval_data, judge_scorers, record_of, scorer, scorers
 from rageval.mlflow.tracking import LoggedRun, log_run
 
-__all__ = ["LoggedRun", "eval_data", "log_run", "metric_key", "metric_keys", "record_of",
-           "scorer", "scorers"]
+__all__ = ["LoggedRun", "eval_data", "judge_scorers", "log_run", "metric_key", "metric_keys",
+           "record_of", "scorer", "scorers"]

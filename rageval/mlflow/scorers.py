@@ -15,7 +15,8 @@ its evaluation data, and the row is read as a rageval record (:func:`record_of`)
 
 The value MLflow records is the metric's headline value on that record, on the metric's own
 scale (a rubric's 1-5); a judge's reasoning is the rationale, and a record the metric leaves
-unscored is an error giving why. :func:`eval_data` turns rageval records into MLflow's rows.
+unscored is an error giving why. :func:`judge_scorers` makes one per judge rubric, and
+:func:`eval_data` turns rageval records into MLflow's rows.
 The scorer's name is the metric's MLflow key (:mod:`rageval.mlflow.names`: ``ndcg_at_10``,
 ``judge/faithfulness``), so the means MLflow logs are ``ndcg_at_10/mean`` and the like.
 """
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from rageval.core.records import Record
     from rageval.judge.llm.options import JudgeOptions
 
-__all__ = ["eval_data", "record_of", "scorer", "scorers"]
+__all__ = ["eval_data", "judge_scorers", "record_of", "scorer", "scorers"]
 
 _ANSWER_KEYS = ("answer", "response")
 _REFERENCE_KEYS = ("reference", "references", "expected_response")
@@ -63,6 +64,16 @@ def scorer(metric: str, *, judge: JudgeOptions | None = None, name: str | None =
 def scorers(metrics: Iterable[str], *, judge: JudgeOptions | None = None) -> list[Scorer]:
     """One scorer per metric (:func:`scorer`), with the same judge."""
     return [scorer(metric, judge=judge) for metric in metrics]
+
+
+def judge_scorers(judge: JudgeOptions) -> list[Scorer]:
+    """One scorer per judge rubric (``judge:<rubric>``: the built-in ones and those of the
+    judge's ``prompts_dir``), each asking ``judge``; the pairwise comparison, which needs a
+    second system's answers, is not among them."""
+    from rageval.judge.rubric.rubrics import list_rubrics
+
+    return [scorer(f"judge:{name}", judge=judge) for name in list_rubrics(judge.prompts_dir)
+            if name != "pairwise"]
 
 
 def _check_metric(metric: str, judge: JudgeOptions | None) -> None:

@@ -16,7 +16,7 @@ from mlflow_server import need_mlflow
 
 import rageval
 from rageval.core.errors import InputError, UsageError
-from rageval.mlflow import eval_data, record_of, scorer
+from rageval.mlflow import eval_data, judge_scorers, record_of, scorer
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
@@ -92,3 +92,12 @@ def test_a_scorer_is_checked_when_made() -> None:
         scorer("ndgc@3")
     assert scorer("ndcg@10").name == "ndcg_at_10"
     assert scorer("judge:correctness", judge=demo_judge()).name == "judge/correctness"
+
+
+def test_every_rubric_is_a_scorer() -> None:
+    need_mlflow()
+    names = {s.name for s in judge_scorers(demo_judge())}
+    assert {"judge/faithfulness", "judge/correctness", "judge/context_relevance",
+            "judge/answer_relevance"} <= names
+    assert "judge/pairwise" not in names
+    assert len(names) == len(list((ROOT / "prompts").glob("*.toml")))

@@ -208,3 +208,17 @@ def test_an_unreachable_server_is_said_and_the_run_is_kept(
     assert f"its results stand in {out}" in err
     assert "s3cret-pw" not in err + stdout and "rageval:s3cret" not in err + stdout
     assert Results.load(out).summary["ndcg@3"].n == 7  # written whole before the attempt
+
+
+def test_a_deleted_experiment_is_said_and_the_run_is_kept(
+        store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=store)
+    client.delete_experiment(client.create_experiment("gone"))
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                        "--out", str(tmp_path / "out"), "--mlflow-tracking-uri", store,
+                        "--mlflow-experiment", "gone"], capsys)
+    assert code == 2
+    assert "MLflow experiment 'gone' is deleted: restore it or name another" in err
+    assert (tmp_path / "out" / "summary.json").is_file()
