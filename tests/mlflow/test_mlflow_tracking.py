@@ -222,3 +222,16 @@ def test_a_deleted_experiment_is_said_and_the_run_is_kept(
     assert code == 2
     assert "MLflow experiment 'gone' is deleted: restore it or name another" in err
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_credentials_of_the_environment_s_uri_are_never_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    need_mlflow()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI",
+                       f"https://token-user:env-s3cret@127.0.0.1:{free_port()}/mlflow?key=q-s3cret")
+    code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                             "--mlflow-experiment", "x"], capsys)
+    assert code == 2 and "cannot be reached" in err
+    assert "https://127.0.0.1:" in err and "/mlflow " in err
+    assert "s3cret" not in err + stdout
