@@ -1,6 +1,7 @@
 """``--mlflow-tracking-uri``, ``--mlflow-experiment``: checked before a run scores anything
-(MLflow installed, every metric with a key of its own), the run logged once its results are
-written (see :mod:`rageval.mlflow`)."""
+(MLflow installed, every metric with a key of its own, a tracking store MLflow can open and,
+a server, one that answers), the run logged once its results are written (see
+:mod:`rageval.mlflow`)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ class MlflowTarget:
 
 def mlflow_target(args: argparse.Namespace, judge: JudgeOptions | None) -> MlflowTarget | None:
     """The run's MLflow target from its options (the tracking URI from MLFLOW_TRACKING_URI
-    when only the experiment is given); None when the run is not logged. MLflow itself is not
-    imported here: only found."""
+    when only the experiment is given); None when the run is not logged. The store is opened
+    and a server's health checked now, so that a URI MLflow cannot use is said before a
+    possibly long run scores anything."""
     uri = getattr(args, "mlflow_tracking_uri", None)
     experiment = getattr(args, "mlflow_experiment", None)
     if uri is None and experiment is None:
@@ -49,9 +51,10 @@ def mlflow_target(args: argparse.Namespace, judge: JudgeOptions | None) -> Mlflo
     if importlib.util.find_spec("mlflow") is None:
         raise MissingDependencyError("mlflow", "mlflow")
     from rageval.mlflow.names import metric_keys
-    from rageval.mlflow.tracking import DEFAULT_EXPERIMENT
+    from rageval.mlflow.tracking import DEFAULT_EXPERIMENT, open_store
 
     metric_keys(output_names(args.metrics, judge))  # two names on one key: refused now
+    open_store(uri)
     experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     return MlflowTarget(uri, experiment)
 

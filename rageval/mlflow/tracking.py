@@ -14,16 +14,13 @@ import json
 import math
 import re
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
-from rageval.core.outputs.masking import NO_SECRETS, Masker, basic_token
+from rageval.core.outputs.masking import NO_SECRETS, Masker, url_secrets
 from rageval.mlflow.names import metric_keys
 
 if TYPE_CHECKING:
@@ -32,12 +29,15 @@ if TYPE_CHECKING:
     from rageval.core.results import Results
     from rageval.gate.model import GateReport
 
-__all__ = ["DEFAULT_EXPERIMENT", "LoggedRun", "log_run", "mlflow_client", "shown_uri"]
+__all__ = ["DEFAULT_EXPERIMENT", "LoggedRun", "log_run", "mlflow_client", "open_store",
+           "shown_uri"]
 
 #: The experiment a run is logged to when none is named (nor MLFLOW_EXPERIMENT_NAME set).
 DEFAULT_EXPERIMENT = "rageval"
 # How long a tracking server is given to answer its health check before a run is logged.
 _REACH_TIMEOUT_S = 10.0
+# How urllib3 starts its errors' text: the connection object, which says nothing.
+_OBJECT_REPR = re.compile(r"^<[^>]* object at 0x[0-9a-f]+>: ")
 _USER_INFO = re.compile(r"^([A-Za-z][\w+.-]*://)[^/@?#]*@")
 # MLflow's caps on a param's value and on a key's length.
 _PARAM_VALUE_CHARS = 6000
@@ -71,34 +71,70 @@ def shown_uri(uri: str) -> str:
 
 def mlflow_client(uri: str) -> MlflowClient:
     """MLflow's client of the tracking store at ``uri``; a clear error naming the extra when
-    MLflow is not installed."""
+    MLflow is not installed, and a :class:`UsageError` saying why when MLflow cannot open the
+    store (a scheme it does not know, a database driver missing, a folder store it no longer
+    opens), the URI's credentials left out."""
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise MissingDependencyError("mlflow", "mlflow") from None
-    return MlflowClient(tracking_uri=uri)
+    try:
+        return MlflowClient(tracking_uri=uri)
+    except Exception as error:  # MLflow opens the store as its client is made
+        raise UsageError(f"MLflow cannot use the tracking store {shown_uri(uri)} "
+                         f"(--mlflow-tracking-uri): {_said(error, uri)}") from None
+
+
+def open_store(uri: str) -> MlflowClient:
+    """The client of the tracking store at ``uri``, checked: MLflow can open it
+    (:func:`mlflow_client`) and, a tracking server, it answers (:func:`check_reachable`)."""
+    client = mlflow_client(uri)
+    check_reachable(uri)
+    return client
+
+
+def _said(error: BaseException, uri: str) -> str:
+    """The first line of ``error`` as rageval shows it: ``uri`` as :func:`shown_uri` gives
+    it, and whatever credential it carries masked."""
+    text = _first_line(error).replace(uri, shown_uri(uri))
+    return Masker.of(url_secrets(uri))(text)
 
 
 def check_reachable(uri: str) -> None:
     """For an HTTP tracking server: one health check with a short timeout, so that an
-    unreachable server is said at once (MLflow's own client retries for minutes)."""
+    unreachable server is said at once (MLflow's own client retries for minutes). It goes
+    through MLflow's own HTTP client, so that it reaches the server as MLflow will: the URI's
+    credentials as HTTP Basic, MLflow's TLS settings (``MLFLOW_TRACKING_INSECURE_TLS``,
+    ``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``,
+    ``REQUESTS_CA_BUNDLE``). A redirect is not followed: any answer will do, and the
+    credentials go nowhere else."""
     if not uri.lower().startswith(("http://", "https://")):
         return
-    request = urllib.request.Request(shown_uri(uri).rstrip("/") + "/health")
-    user_info = urllib.parse.urlsplit(uri)
-    if user_info.username is not None:  # as MLflow's client sends it: HTTP Basic
-        token = basic_token(urllib.parse.unquote(user_info.username),
-                            urllib.parse.unquote(user_info.password or ""))
-        request.add_header("Authorization", f"Basic {token}")
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    server = re.split(r"[?#]", uri, maxsplit=1)[0]
     try:
-        with urllib.request.urlopen(request, timeout=_REACH_TIMEOUT_S):
-            return
-    except urllib.error.HTTPError:
-        return  # it answered: a proxy may guard /health, the API itself is tried next
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", None) or error
+        http_request(get_default_host_creds(server), "/health", "GET", max_retries=0,
+                     backoff_factor=0, backoff_jitter=0, retry_codes=(),
+                     timeout=_REACH_TIMEOUT_S, allow_redirects=False)
+    except Exception as error:  # an answer of any status is none: it answered
         raise TrackingError(f"MLflow tracking server {shown_uri(uri)} cannot be reached: "
-                            f"{reason}") from None
+                            f"{_said(_root_cause(error), uri)}") from None
+
+
+def _root_cause(error: BaseException) -> BaseException:
+    """The error at the bottom of ``error``'s chain (MLflow's wraps requests', which wraps
+    urllib3's, whose reason is the socket's)."""
+    seen = {id(error)}
+    while True:
+        inner = error.__cause__ or error.__context__ or getattr(error, "reason", None)
+        if not isinstance(inner, BaseException) and error.args:
+            inner = error.args[0]
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            return error
+        seen.add(id(inner))
+        error = inner
 
 
 def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: str, *,
@@ -110,8 +146,7 @@ def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: 
     baseline comparison is logged too. Raises :class:`TrackingError` when the store refuses
     or cannot be reached (the run's own files stand)."""
     keys = metric_keys(results.summary)
-    client = mlflow_client(uri)
-    check_reachable(uri)
+    client = open_store(uri)
     metrics, params = run_metrics(results, keys, gate), run_params(results, keys)
     run_id = None
     try:
@@ -131,8 +166,8 @@ def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: 
     return LoggedRun(run_id, experiment_id, len(metrics), len(params), artifacts)
 
 
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
+def _first_line(error: BaseException) -> str:
+    text = _OBJECT_REPR.sub("", str(error).strip())
     return text.splitlines()[0] if text else type(error).__name__
 
 

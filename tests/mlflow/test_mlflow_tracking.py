@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from http_doubles import HealthServer
 from mlflow_server import need_mlflow
 
 from rageval.cli import main
@@ -197,7 +198,7 @@ def test_without_mlflow_the_error_names_the_extra(
     assert "Traceback" not in err and out == "" and not (tmp_path / "o").exists()
 
 
-def test_an_unreachable_server_is_said_and_the_run_is_kept(
+def test_an_unreachable_server_is_refused_before_scoring(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     need_mlflow()
     uri = f"http://rageval:s3cret-pw@127.0.0.1:{free_port()}"
@@ -205,9 +206,66 @@ def test_an_unreachable_server_is_said_and_the_run_is_kept(
     code, stdout, err = run([*BASE, "--out", str(out), "--mlflow-tracking-uri", uri], capsys)
     assert code == 2
     assert "MLflow tracking server http://127.0.0.1:" in err and "cannot be reached" in err
-    assert f"its results stand in {out}" in err
+    assert "Connection refused" in err and "Traceback" not in err
     assert "s3cret-pw" not in err + stdout and "rageval:s3cret" not in err + stdout
-    assert Results.load(out).summary["ndcg@3"].n == 7  # written whole before the attempt
+    assert stdout == "" and not out.exists()  # nothing scored, nothing written
+
+
+@pytest.mark.parametrize("uri", ["htps://bob:Sup3rSecretPw@mlflow.example.com",
+                                 "postgresql://bob:Sup3rSecretPw@127.0.0.1/mlflow"])
+def test_a_uri_mlflow_cannot_use_is_refused_before_scoring(
+        uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    need_mlflow()
+    if uri.startswith("postgresql") and _has_postgres_driver():
+        pytest.skip("a PostgreSQL driver is installed: MLflow opens the URI (and waits on it)")
+    code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                             "--out", str(tmp_path / "o"), "--mlflow-tracking-uri", uri], capsys)
+    assert code == 2, err
+    shown = uri.replace("bob:Sup3rSecretPw@", "")
+    assert f"MLflow cannot use the tracking store {shown} (--mlflow-tracking-uri): " in err
+    assert "Traceback" not in err and "Sup3rSecretPw" not in err + stdout and "bob:" not in err
+    assert stdout == "" and not (tmp_path / "o").exists()
+
+
+def _has_postgres_driver() -> bool:
+    import importlib.util
+
+    return any(importlib.util.find_spec(name) for name in ("psycopg", "psycopg2"))
+
+
+def test_a_folder_store_is_refused_before_scoring_unless_mlflow_allows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    need_mlflow()
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    folder = tmp_path / "mlruns"
+    argv = ["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+            "--mlflow-tracking-uri", str(folder)]
+    code, stdout, err = run(argv, capsys)
+    assert code == 2 and stdout == "" and "Traceback" not in err
+    assert f"MLflow cannot use the tracking store {folder}" in err
+    assert "MLFLOW_ALLOW_FILE_STORE=true" in err  # MLflow's own words say how
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    assert only_run(str(folder), "rageval").data.metrics["mrr"] > 0
+
+
+def test_a_server_gone_by_the_time_the_run_is_logged_is_said_and_the_run_is_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    need_mlflow()
+    out = tmp_path / "out"
+    # It answers the check before scoring, and drops every connection after.
+    with HealthServer(lambda n: (200, {}) if n == 0 else None) as server:
+        uri = server.url.replace("http://", "http://rageval:s3cret-pw@")
+        code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr",
+                                 "--no-progress", "--out", str(out), "--mlflow-tracking-uri",
+                                 uri], capsys)
+    assert code == 2
+    assert f"MLflow tracking server {server.url} cannot be reached" in err
+    assert f"its results stand in {out}" in err and "s3cret-pw" not in err + stdout
+    assert [path for path, _ in server.seen] == ["/health", "/health"]
+    assert Results.load(out).summary["mrr"].n == 7  # written whole before the attempt
 
 
 def test_a_deleted_experiment_is_said_and_the_run_is_kept(
