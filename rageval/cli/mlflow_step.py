@@ -29,10 +29,12 @@ __all__ = ["MlflowTarget", "log_step", "mlflow_target"]
 
 @dataclass(frozen=True)
 class MlflowTarget:
-    """Where the run is logged: the tracking store and the experiment."""
+    """Where the run is logged: the tracking store and the experiment; ``html_report``:
+    whether the run writes its HTML report (``--report``), uploaded with its files."""
 
     uri: str
     experiment: str
+    html_report: bool = False
 
 
 def mlflow_target(args: argparse.Namespace, judge: JudgeOptions | None) -> MlflowTarget | None:
@@ -56,7 +58,7 @@ def mlflow_target(args: argparse.Namespace, judge: JudgeOptions | None) -> Mlflo
     metric_keys(output_names(args.metrics, judge))  # two names on one key: refused now
     open_store(uri)
     experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
-    return MlflowTarget(uri, experiment)
+    return MlflowTarget(uri, experiment, bool(getattr(args, "report", None)))
 
 
 def log_step(target: MlflowTarget | None, results: Results, out: str | None, name: str,
@@ -70,7 +72,8 @@ def log_step(target: MlflowTarget | None, results: Results, out: str | None, nam
     where = f"experiment {target.experiment!r} at {shown_uri(target.uri)}"
     try:
         logged = log_run(results, out, target.uri, target.experiment, gate=report,
-                         run_name=Path(name).name or name, masker=masker)
+                         run_name=Path(name).name or name, html_report=target.html_report,
+                         masker=masker)
     except RagevalError as error:
         kept = f"in {out}" if out else "on the terminal only (no --out)"
         text = f"{error.format()} (the run was not logged to MLflow; its results stand {kept})"

@@ -14,7 +14,7 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -139,12 +139,14 @@ def _root_cause(error: BaseException) -> BaseException:
 
 def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: str, *,
             gate: GateReport | None = None, run_name: str | None = None,
-            masker: Masker = NO_SECRETS) -> LoggedRun:
+            html_report: bool = False, masker: Masker = NO_SECRETS) -> LoggedRun:
     """Log ``results`` to the MLflow tracking store at ``uri``, in ``experiment`` (made when
     missing), as one finished run; ``run_dir``: where the run's files were written (None:
     they are written to a temporary folder for the upload). ``gate``: the run's gate, whose
-    baseline comparison is logged too. Raises :class:`TrackingError` when the store refuses
-    or cannot be reached (the run's own files stand)."""
+    baseline comparison is logged too; ``html_report``: whether this run wrote ``report.html``
+    in ``run_dir`` (one left there by an earlier run is not this run's). Raises
+    :class:`TrackingError` when the store refuses or cannot be reached (the run's own files
+    stand)."""
     keys = metric_keys(results.summary)
     client = open_store(uri)
     metrics, params = run_metrics(results, keys, gate), run_params(results, keys)
@@ -155,9 +157,12 @@ def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: 
         run_id = run.info.run_id
         _log_values(client, run_id, metrics, params)
         with _RunFolder(results, run_dir) as folder:
-            artifacts = _log_artifacts(client, run_id, folder, results, gate, masker)
+            files = _artifact_files(folder, results, html_report and run_dir is not None)
+            artifacts = _log_artifacts(client, run_id, files, results, gate,
+                                       run_name or folder.name, masker)
         client.set_terminated(run_id)
     except RagevalError:
+        _mark_failed(client, run_id)
         raise
     except Exception as error:  # MLflow's own errors (MlflowException, requests' errors)
         _mark_failed(client, run_id)
@@ -313,27 +318,31 @@ def _row_json(row: Any) -> dict[str, Any]:
             for k, v in asdict(row).items()}
 
 
-def _artifact_files(folder: Path) -> Iterator[Path]:
+def _artifact_files(folder: Path, results: Results, html_report: bool) -> list[Path]:
+    """The files this run wrote to ``folder`` (a file of an earlier run there is left out)."""
     from rageval.core.results.conversations import CONVERSATIONS_FILE
 
-    for name in ("summary.json", "records.jsonl", CONVERSATIONS_FILE, "report.html"):
-        if (folder / name).is_file():
-            yield folder / name
+    names = ["summary.json", "records.jsonl"]
+    if "conversations" in results.manifest:
+        names.append(CONVERSATIONS_FILE)
+    if html_report:
+        names.append("report.html")
+    return [folder / name for name in names if (folder / name).is_file()]
 
 
-def _log_artifacts(client: MlflowClient, run_id: str, folder: Path, results: Results,
-                   gate: GateReport | None, masker: Masker) -> list[str]:
-    """The run's files, and written beside them for the upload: the summary table as Markdown
-    (``summary.md``, with the baseline's columns when compared) and the comparison's rows
-    (``comparison.json``)."""
+def _log_artifacts(client: MlflowClient, run_id: str, files: list[Path], results: Results,
+                   gate: GateReport | None, name: str, masker: Masker) -> list[str]:
+    """The run's ``files``, and written beside them for the upload: the summary table of the
+    run called ``name`` as Markdown (``summary.md``, with the baseline's columns when compared)
+    and the comparison's rows (``comparison.json``)."""
     from rageval.gate.github import summary_markdown
 
     logged = []
-    for path in _artifact_files(folder):
+    for path in files:
         client.log_artifact(run_id, str(path))
         logged.append(path.name)
     with tempfile.TemporaryDirectory(prefix="rageval-mlflow-") as extra:
-        written = {"summary.md": summary_markdown(results, gate, folder.name, masker)}
+        written = {"summary.md": summary_markdown(results, gate, name, masker)}
         rows = _comparison_rows(gate)
         if rows:
             written["comparison.json"] = json.dumps([_row_json(r) for r in rows], indent=2)

@@ -17,6 +17,7 @@ from http_doubles import HealthServer
 from mlflow_server import need_mlflow
 
 from rageval.cli import main
+from rageval.core.errors import UsageError
 from rageval.core.results import Results
 from rageval.judge.local.server import free_port
 from rageval.mlflow.names import metric_key
@@ -293,3 +294,45 @@ def test_credentials_of_the_environment_s_uri_are_never_shown(
     assert code == 2 and "cannot be reached" in err
     assert "https://127.0.0.1:" in err and "/mlflow " in err
     assert "s3cret" not in err + stdout
+
+
+def test_a_report_left_by_an_earlier_run_is_not_uploaded_as_this_one_s(
+        store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert run([*BASE, "--out", str(out), "--report"], capsys)[0] == 0
+    code, _, err = run([*BASE, "--seed", "5", "--out", str(out), "--mlflow-tracking-uri", store,
+                        "--mlflow-experiment", "stale-report"], capsys)
+    assert code == 0, err
+    assert (out / "report.html").is_file()  # the earlier run's, still there
+    logged = only_run(store, "stale-report")
+    files = artifacts(store, logged.info.run_id, tmp_path / "back")
+    assert sorted(files) == ["records.jsonl", "summary.json", "summary.md"]
+    assert "report.html" not in err
+
+
+def test_without_out_the_summary_is_titled_with_the_run_s_name(
+        store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                        "--mlflow-tracking-uri", store, "--mlflow-experiment", "titled"], capsys)
+    assert code == 0, err
+    logged = only_run(store, "titled")
+    assert logged.info.run_name == "records.jsonl"
+    summary = artifacts(store, logged.info.run_id, tmp_path / "back")["summary.md"].decode()
+    assert "records.jsonl" in summary.splitlines()[0]
+    assert "rageval-mlflow-" not in summary
+
+
+def test_a_run_that_fails_after_it_began_is_marked_failed(
+        store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from rageval.mlflow import tracking
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise UsageError("the run's files cannot be read")
+
+    monkeypatch.setattr(tracking, "_log_artifacts", refuse)
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                        "--out", str(tmp_path / "out"), "--mlflow-tracking-uri", store,
+                        "--mlflow-experiment", "half-done"], capsys)
+    assert code == 2 and "the run's files cannot be read" in err
+    assert only_run(store, "half-done").info.status == "FAILED"
