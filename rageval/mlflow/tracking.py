@@ -38,7 +38,7 @@ DEFAULT_EXPERIMENT = "rageval"
 _REACH_TIMEOUT_S = 10.0
 # How urllib3 starts its errors' text: the connection object, which says nothing.
 _OBJECT_REPR = re.compile(r"^<[^>]* object at 0x[0-9a-f]+>: ")
-_USER_INFO = re.compile(r"^([A-Za-z][\w+.-]*://)[^/@?#]*@")
+_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
 # MLflow's caps on a param's value and on a key's length.
 _PARAM_VALUE_CHARS = 6000
 # The judge's settings that decide its replies (its usage and cache counts are tags' business).
@@ -64,9 +64,14 @@ class LoggedRun:
 
 
 def shown_uri(uri: str) -> str:
-    """``uri`` as rageval prints it: no user info, no query string (either may hold a
-    credential)."""
-    return _USER_INFO.sub(r"\1", uri).partition("?")[0]
+    """``uri`` as rageval prints it: no user info, no query string, no fragment (any may
+    hold a credential). The user info ends at the URI's last ``@``, as a password may hold a
+    raw ``@`` (or ``/``, ``?``, ``#``): a path with an ``@`` is shown cut rather than a
+    password shown."""
+    scheme = _SCHEME.match(uri)
+    start = scheme.end() if scheme else 0
+    rest = uri[start:].rpartition("@")[2]
+    return uri[:start] + re.split(r"[?#]", rest, maxsplit=1)[0]
 
 
 def mlflow_client(uri: str) -> MlflowClient:

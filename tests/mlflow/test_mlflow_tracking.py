@@ -21,6 +21,7 @@ from rageval.core.errors import UsageError
 from rageval.core.results import Results
 from rageval.judge.local.server import free_port
 from rageval.mlflow.names import metric_key
+from rageval.mlflow.tracking import shown_uri
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo"
@@ -336,3 +337,26 @@ def test_a_run_that_fails_after_it_began_is_marked_failed(
                         "--mlflow-experiment", "half-done"], capsys)
     assert code == 2 and "the run's files cannot be read" in err
     assert only_run(store, "half-done").info.status == "FAILED"
+
+
+@pytest.mark.parametrize(("uri", "shown"), [
+    ("https://alice:hunter@2-secret@mlflow.example.com/", "https://mlflow.example.com/"),
+    ("https://alice:pa#ss?w@mlflow.example.com/x", "https://mlflow.example.com/x"),
+    ("https://mlflow.example.com/mlflow?key=k-secret#frag-secret", "https://mlflow.example.com/mlflow"),
+    ("http://127.0.0.1:5000/#token-secret", "http://127.0.0.1:5000/"),
+    ("sqlite:///tmp/mlflow.db", "sqlite:///tmp/mlflow.db"),
+    ("databricks", "databricks"),
+])
+def test_a_uri_is_shown_without_anything_that_may_be_a_credential(uri: str, shown: str) -> None:
+    assert shown_uri(uri) == shown
+
+
+def test_a_password_with_a_raw_at_sign_is_never_shown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    need_mlflow()
+    uri = f"http://alice:hunter@2-secret@127.0.0.1:{free_port()}/#frag-secret"
+    code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                             "--mlflow-tracking-uri", uri], capsys)
+    assert code == 2 and "cannot be reached" in err
+    assert "MLflow tracking server http://127.0.0.1:" in err
+    assert "secret" not in err + stdout and "hunter" not in err + stdout
