@@ -6,12 +6,19 @@ evaluations in MLflow runs them there.
 its evaluation data, and the row is read as a rageval record (:func:`record_of`):
 
 ``inputs``
-    the query: a string, or a mapping with ``query`` (and ``id``, ``contexts``);
+    the query: a string, or a mapping with ``query`` (and ``id``, ``contexts``, and any other
+    field of the record's own, kept as it is);
 ``outputs``
-    the answer: a string, or a mapping with ``answer`` (or ``response``) and ``contexts``,
-    the retrieved contexts in rank order as a record gives them;
+    the answer: a string, or a mapping with ``answer`` (or ``response``), ``contexts`` (the
+    retrieved contexts in rank order as a record gives them) and ``tool_calls``;
 ``expectations``
-    ``reference`` (or MLflow's ``expected_response``) and ``judgments`` (doc id -> grade).
+    ``reference`` (or MLflow's ``expected_response``), ``judgments`` (doc id -> grade) and
+    ``reference_tool_calls``.
+
+A row is one record on its own, with no conversation: a metric that grades whole
+conversations (``judge:resolution``, ``judge:consistency``, ``tools:f1(scope=conversation)``)
+is refused when its scorer is made, and a turn-level rubric that shows a turn's conversation
+sees none.
 
 The value MLflow records is the metric's headline value on that record, on the metric's own
 scale (a rubric's 1-5); a judge's reasoning is the rationale, and a record the metric leaves
@@ -41,6 +48,7 @@ __all__ = ["eval_data", "judge_scorers", "record_of", "scorer", "scorers"]
 
 _ANSWER_KEYS = ("answer", "response")
 _REFERENCE_KEYS = ("reference", "references", "expected_response")
+_EXPECTED = ("reference", "judgments", "reference_tool_calls")
 
 
 def scorer(metric: str, *, judge: JudgeOptions | None = None, name: str | None = None) -> Scorer:
@@ -69,11 +77,15 @@ def scorers(metrics: Iterable[str], *, judge: JudgeOptions | None = None) -> lis
 def judge_scorers(judge: JudgeOptions) -> list[Scorer]:
     """One scorer per judge rubric (``judge:<rubric>``: the built-in ones and those of the
     judge's ``prompts_dir``), each asking ``judge``; the pairwise comparison, which needs a
-    second system's answers, is not among them."""
+    second system's answers, and the rubrics of whole conversations, which a row is not, are
+    not among them."""
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
     from rageval.judge.rubric.rubrics import list_rubrics
 
-    return [scorer(f"judge:{name}", judge=judge) for name in list_rubrics(judge.prompts_dir)
-            if name != "pairwise"]
+    names = [f"judge:{name}" for name in list_rubrics(judge.prompts_dir) if name != "pairwise"]
+    return [scorer(name, judge=judge) for name in names
+            if create(name, ScoreOptions(judge=judge)).level != "conversation"]
 
 
 def _check_metric(metric: str, judge: JudgeOptions | None) -> None:
@@ -85,7 +97,10 @@ def _check_metric(metric: str, judge: JudgeOptions | None) -> None:
     if parse_name(metric).namespace == "judge" and (judge is None or not judge.model):
         raise UsageError(f"{metric} needs a judge: scorer({metric!r}, "
                          "judge=JudgeOptions(model=..., ...))")
-    create(metric, ScoreOptions(judge=judge))
+    if create(metric, ScoreOptions(judge=judge)).level == "conversation":
+        raise UsageError(f"{metric} grades whole conversations, and a row of "
+                         "mlflow.genai.evaluate is one record on its own: score the "
+                         "conversations with rageval score")
 
 
 def _feedback(metric: str, judge: JudgeOptions | None, record: Record) -> Feedback:
@@ -116,7 +131,7 @@ def record_of(inputs: Any, outputs: Any, expectations: Any = None) -> Record:
     item.update(_part(inputs, "query", "inputs"))
     item.update(_part(outputs, "answer", "outputs", _ANSWER_KEYS))
     given = _part(expectations, "reference", "expectations", _REFERENCE_KEYS)
-    item.update({k: v for k, v in given.items() if k in ("reference", "judgments")})
+    item.update({k: v for k, v in given.items() if k in _EXPECTED})
     return records_from_dicts([item], source="mlflow.genai.evaluate row")[0]
 
 
@@ -141,8 +156,9 @@ def _part(value: Any, text_field: str, where: str,
 
 def eval_data(records: Iterable[Record] | str | os.PathLike[str]) -> list[dict[str, Any]]:
     """rageval records (or a records file) as rows of ``mlflow.genai.evaluate``'s data:
-    ``inputs`` the id and query, ``outputs`` the answer and contexts, ``expectations`` the
-    reference and judgments."""
+    ``inputs`` the id, query and the record's other fields, ``outputs`` the answer, contexts
+    and tool calls, ``expectations`` the reference, judgments and expected tool calls;
+    :func:`record_of` reads a row back as the record."""
     from rageval.core.records import load_records
 
     if isinstance(records, str | os.PathLike):
@@ -150,10 +166,9 @@ def eval_data(records: Iterable[Record] | str | os.PathLike[str]) -> list[dict[s
     rows = []
     for record in records:
         data = record.to_dict()
-        row: dict[str, Any] = {"inputs": {k: data[k] for k in ("id", "query") if k in data},
-                               "outputs": {k: data[k] for k in ("answer", "contexts")
-                                           if k in data}}
-        expected = {k: data[k] for k in ("reference", "judgments") if k in data}
+        outputs = {k: data.pop(k) for k in ("answer", "contexts", "tool_calls") if k in data}
+        expected = {k: data.pop(k) for k in _EXPECTED if k in data}
+        row: dict[str, Any] = {"inputs": data, "outputs": outputs}
         if expected:
             row["expectations"] = expected
         rows.append(row)

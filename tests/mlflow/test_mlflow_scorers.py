@@ -16,6 +16,7 @@ from mlflow_server import need_mlflow
 
 import rageval
 from rageval.core.errors import InputError, UsageError
+from rageval.core.records import Record, records_from_dicts
 from rageval.mlflow import eval_data, judge_scorers, record_of, scorer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,5 +100,47 @@ def test_every_rubric_is_a_scorer() -> None:
     names = {s.name for s in judge_scorers(demo_judge())}
     assert {"judge/faithfulness", "judge/correctness", "judge/context_relevance",
             "judge/answer_relevance"} <= names
-    assert "judge/pairwise" not in names
-    assert len(names) == len(list((ROOT / "prompts").glob("*.toml")))
+    # Neither the pairwise comparison nor the rubrics of whole conversations, which a row is not.
+    assert not names & {"judge/pairwise", "judge/resolution", "judge/consistency"}
+    assert len(names) == len(list((ROOT / "prompts").glob("*.toml"))) - 2  # the two above
+
+
+def tool_records() -> list[Record]:
+    calls = [{"name": "search", "arguments": {"q": "revenue"}},
+             {"name": "calculator", "arguments": {"expression": "4.2 * 0.62"}}]
+    rows = [
+        {"id": "t1", "query": "q1", "answer": "a1", "tool_calls": calls,
+         "reference_tool_calls": calls, "team": "finance"},
+        {"id": "t2", "query": "q2", "answer": "a2", "tool_calls": calls[:1],
+         "reference_tool_calls": calls, "team": "finance"},
+        {"id": "t3", "query": "q3", "answer": "a3", "tool_calls": [],
+         "reference_tool_calls": calls[1:]},
+    ]
+    return records_from_dicts(rows, source="tools")
+
+
+def test_tool_calls_and_extra_fields_travel_through_the_rows() -> None:
+    need_mlflow()
+    records = tool_records()
+    rows = eval_data(records)
+    assert rows[0]["inputs"]["team"] == "finance"
+    assert "tool_calls" in rows[0]["outputs"]
+    assert "reference_tool_calls" in rows[0]["expectations"]
+    for row, record in zip(rows, records, strict=True):
+        assert record_of(**row) == record
+    results = rageval.evaluate(records, ["tools:f1", "tools:recall"], bootstrap=1)
+    for name in ("tools:f1", "tools:recall"):
+        made = scorer(name)
+        for row, scored in zip(rows, results.records, strict=True):
+            feedback = made(**row)
+            assert feedback.error is None
+            assert feedback.value == pytest.approx(scored.scores[name])
+    assert [scorer("tools:f1")(**row).value for row in rows] == pytest.approx([1.0, 2 / 3, 0.0])
+
+
+def test_a_metric_of_whole_conversations_is_refused_when_made() -> None:
+    need_mlflow()
+    with pytest.raises(UsageError, match=r"tools:f1\(scope=conversation\) grades whole "):
+        scorer("tools:f1(scope=conversation)")
+    with pytest.raises(UsageError, match="judge:resolution grades whole conversations"):
+        scorer("judge:resolution", judge=demo_judge())
