@@ -192,9 +192,18 @@ def _mark_failed(client: MlflowClient, run_id: str | None) -> None:
 
 
 def _experiment_id(client: MlflowClient, name: str) -> str:
+    """The experiment's id, the experiment made when missing (or found again when another
+    run made it between the look-up and the making)."""
+    from mlflow.exceptions import MlflowException
+
     found = client.get_experiment_by_name(name)
     if found is None:
-        return str(client.create_experiment(name))
+        try:
+            return str(client.create_experiment(name))
+        except MlflowException as error:
+            found = client.get_experiment_by_name(name)
+            if error.error_code != "RESOURCE_ALREADY_EXISTS" or found is None:
+                raise
     if found.lifecycle_stage == "deleted":
         raise UsageError(f"MLflow experiment {name!r} is deleted: restore it or name another "
                          "(--mlflow-experiment)")

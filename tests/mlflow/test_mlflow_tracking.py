@@ -360,3 +360,26 @@ def test_a_password_with_a_raw_at_sign_is_never_shown(
     assert code == 2 and "cannot be reached" in err
     assert "MLflow tracking server http://127.0.0.1:" in err
     assert "secret" not in err + stdout and "hunter" not in err + stdout
+
+
+def test_an_experiment_made_by_another_run_meanwhile_is_used(
+        store: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from mlflow.tracking import MlflowClient
+
+    look_up = MlflowClient.get_experiment_by_name
+    made_by_the_other: list[str] = []
+
+    def racing(self: MlflowClient, name: str) -> Any:
+        if not made_by_the_other:  # the other run makes it just after this one looked
+            found = look_up(self, name)
+            made_by_the_other.append(MlflowClient(tracking_uri=store).create_experiment(name))
+            return found
+        return look_up(self, name)
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", racing)
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "mrr", "--no-progress",
+                        "--mlflow-tracking-uri", store, "--mlflow-experiment", "raced"], capsys)
+    assert code == 0, err
+    monkeypatch.undo()
+    logged = only_run(store, "raced")
+    assert logged.info.experiment_id == made_by_the_other[0]
