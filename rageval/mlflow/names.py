@@ -18,7 +18,9 @@ component keeps its dot (``rouge2.precision``). The ends of a value's 95% CI go 
 ``<key>.delta`` and ``<key>.p_value``.
 
 Two names that would share a key are refused before anything is scored
-(:func:`metric_keys`), so a key always stands for one metric.
+(:func:`metric_keys`), so a key always stands for one metric; so is a name whose key, or a key
+written beside it (``<key>.ci95_high``, the param ``signature.<key>``), would pass MLflow's
+limit of 250 characters.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from collections.abc import Iterable
 
 from rageval.core.errors import UsageError
 
-__all__ = ["CI_SUFFIXES", "COMPARISON_SUFFIXES", "metric_key", "metric_keys"]
+__all__ = ["CI_SUFFIXES", "COMPARISON_SUFFIXES", "MAX_KEY_CHARS", "SIGNATURE_PREFIX",
+           "metric_key", "metric_keys"]
 
 CI_SUFFIXES = ("ci95_low", "ci95_high")
 COMPARISON_SUFFIXES = ("baseline", "delta", "p_value")
@@ -37,6 +40,12 @@ COMPARISON_SUFFIXES = ("baseline", "delta", "p_value")
 _REFUSED = re.compile(r"[^\w.\- /]", re.ASCII)
 _UNDERSCORES = re.compile(r"_+")
 _AROUND_SLASH = re.compile(r"_*/_*")
+# MLflow's limit on a metric's or a param's key, and the longest key a metric's key is
+# written in: its CI's upper end, or its signature's param.
+MAX_KEY_CHARS = 250
+SIGNATURE_PREFIX = "signature."
+_LONGEST_AROUND = max(len(SIGNATURE_PREFIX),
+                      *(len(s) + 1 for s in (*CI_SUFFIXES, *COMPARISON_SUFFIXES)))
 
 
 def metric_key(name: str) -> str:
@@ -46,6 +55,10 @@ def metric_key(name: str) -> str:
     if not key or key != posixpath.normpath(key) or key.startswith(("/", ".")):
         raise UsageError(f"metric {name!r} has no MLflow key: it maps to {key!r}, which MLflow "
                          "would read as a path")
+    if len(key) + _LONGEST_AROUND > MAX_KEY_CHARS:
+        raise UsageError(f"metric {name!r} has no MLflow key: its key has {len(key)} "
+                         f"characters, and with the suffixes written beside it MLflow takes "
+                         f"{MAX_KEY_CHARS - _LONGEST_AROUND} at most")
     return key
 
 

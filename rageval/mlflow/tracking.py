@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 from rageval.core.outputs.masking import NO_SECRETS, Masker, url_secrets
-from rageval.mlflow.names import metric_keys
+from rageval.mlflow.names import SIGNATURE_PREFIX, metric_keys
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -261,7 +261,7 @@ def run_params(results: Results, keys: Mapping[str, str]) -> dict[str, str]:
     params.update({f"judge.{k}": judge.get(k) for k in _JUDGE_PARAMS})
     methods = {s.ci_method for s in results.summary.values()}
     params["ci"] = ",".join(sorted(methods))
-    params.update({f"signature.{keys[name]}": s.signature
+    params.update({f"{SIGNATURE_PREFIX}{keys[name]}": s.signature
                    for name, s in results.summary.items() if s.in_table and s.signature})
     return {key: _param_text(value) for key, value in params.items() if _setting(value)}
 
