@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judge_server import JudgeServer, judge_score, keyed_options
 from mlflow_server import need_mlflow
 
 import rageval
@@ -144,3 +145,32 @@ def test_a_metric_of_whole_conversations_is_refused_when_made() -> None:
         scorer("tools:f1(scope=conversation)")
     with pytest.raises(UsageError, match="judge:resolution grades whole conversations"):
         scorer("judge:resolution", judge=demo_judge())
+
+
+def test_a_judge_scorer_asks_a_live_judge_through_its_faults(
+        keyed_judge: JudgeServer, tmp_path: Path) -> None:
+    """Against the loopback judge (real HTTP): a server error is retried and the row gets the
+    judge's score and reasoning; a reply without a score is the row's error."""
+    need_mlflow()
+    from rageval.core.metric import ScoreOptions
+    from rageval.core.registry import create
+    from rageval.judge.rubric.render import render
+
+    judge = keyed_options(keyed_judge, tmp_path / "cache.sqlite")
+    made = scorer("judge:faithfulness", judge=judge)
+    row = {"inputs": {"id": "r1", "query": "What colour is the sky?"},
+           "outputs": {"answer": "The sky is blue.", "contexts": ["The sky is blue by day."]}}
+    keyed_judge.fail_next("500")
+    feedback = made(**row)
+    assert keyed_judge.requests == 2  # the 500, then the reply
+    metric = create("judge:faithfulness", ScoreOptions(judge=judge))
+    prompt = render(metric.rubric, record_of(**row))[-1]["content"]
+    assert feedback.error is None and feedback.value == judge_score(prompt)
+    assert feedback.rationale.startswith("Scripted")
+    keyed_judge.always = "prose"
+    row["outputs"]["answer"] = "The sky is green."  # not in the cache: asked again
+    failed = made(**row)
+    assert keyed_judge.requests > 2
+    assert failed.value is None and failed.error is not None
+    assert failed.error.error_message == ("unscored: judge reply not usable: no JSON object in "
+                                          "the reply")
