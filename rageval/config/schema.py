@@ -278,8 +278,9 @@ MLFLOW: tuple[Option, ...] = (
        file=("output", "mlflow_tracking_uri", "str", "the MLflow tracking store to log to"),
        help="also log the run as an MLflow run to this tracking store (an http(s) server, "
        "sqlite:///FILE, a database; a folder only with MLFLOW_ALLOW_FILE_STORE=true on "
-       "recent MLflow), checked before scoring: headline values and CIs as metrics, signatures and settings "
-       "as params, the run's files as artifacts (pip install 'rageval[mlflow]'); default: "
+       "recent MLflow), checked before scoring: headline values and CIs as metrics, "
+       "signatures and settings as params, the run's files as artifacts (pip install "
+       "'rageval[mlflow]'); default: "
        "$MLFLOW_TRACKING_URI when --mlflow-experiment is given"),
     _o("mlflow_experiment", "--mlflow-experiment", metavar="NAME",
        file=("output", "mlflow_experiment", "str", "the MLflow experiment to log to"),
