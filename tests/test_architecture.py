@@ -41,6 +41,10 @@ ALLOWED: dict[str, set[str]] = {
     "gate": {"core", "stats", "compare", "report"},
     # Scores back to the Phoenix spans records came from (read again from their traces).
     "phoenix": {"core", "inputs"},
+    # A run logged to MLflow (its gate's comparison and summary table with it), and rageval's
+    # metrics as MLflow scorers, scored through the public evaluate (api) with the judge's
+    # options.
+    "mlflow": {"core", "gate", "api", "judge"},
     # Human labels of a judged run: its records, the rubric it was judged by, the draw.
     "annotate": {"core", "stats", "judge", "inputs"},
 }

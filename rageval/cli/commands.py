@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from rageval.api import evaluate
 from rageval.cli.gate_step import plan_gate
 from rageval.cli.input_step import input_spec
+from rageval.cli.mlflow_step import log_step, mlflow_target
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
 from rageval.cli.report_command import write_run_report
@@ -119,6 +120,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         return run_dry(args, inputs, judge, out)
     gate = plan_gate(args, judge)
     check_annotate(args, inputs)
+    mlflow = mlflow_target(args, judge)
     replaced = _check_outputs(args)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
@@ -175,13 +177,15 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
         github_outputs(results, report, name, args.markdown, _on_github(args), console,
                        masker)
     annotated = annotate_step(args, inputs, results, masker)  # after the outputs CI reads
-    return _exit_status(results, report, annotated, masker)
+    logged = log_step(mlflow, results, args.out, name, report, masker)
+    return _exit_status(results, report, annotated and logged, masker)
 
 
 def _exit_status(results: Results, report: GateReport | None, annotated: bool,
                  masker: Masker) -> int:
     """A scored run's exit status, the first that applies: capped (4), a metric that scored
-    nothing (1, said on stderr), a failed gate (3), annotations refused (2), else 0."""
+    nothing (1, said on stderr), a failed gate (3), annotations or the MLflow run refused
+    (2), else 0."""
     capped = _capped(results)
     if capped is not None:
         print(terminal(f"rageval: {capped}"), file=sys.stderr)

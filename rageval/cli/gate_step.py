@@ -60,7 +60,7 @@ def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan 
     from rageval.gate import parse_threshold, unknown_threshold_names
 
     thresholds = [parse_threshold(text, direction) for direction, text in texts]
-    unknown = unknown_threshold_names(thresholds, _output_names(args.metrics, judge))
+    unknown = unknown_threshold_names(thresholds, output_names(args.metrics, judge))
     if unknown:
         hint = (" (an evaluation file's [gate] names metrics of its own list: --no-gate skips "
                 "it)" if getattr(args, "eval_file", None) is not None else "")
@@ -74,7 +74,7 @@ def plan_gate(args: argparse.Namespace, judge: JudgeOptions | None) -> GatePlan 
                     bool(getattr(args, "allow_data_change", False)))
 
 
-def _output_names(metrics: list[str], judge: JudgeOptions | None) -> list[str]:
+def output_names(metrics: list[str], judge: JudgeOptions | None) -> list[str]:
     """Every output name the run's metrics write (ndcg@10, rouge2.precision, ...); the judge's
     options find rubrics in a --prompts-dir."""
     from rageval.core.metric import ScoreOptions

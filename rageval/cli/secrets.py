@@ -3,7 +3,8 @@
 
 They are the judge's API key (the variable ``--judge-api-key-env`` names, and each panel
 member's), the user info and query values of the judge's base URLs (with their HTTP Basic
-form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL carries.
+form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL or the MLflow tracking URI
+carries.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
     urls = []
     if args is not None:
         key_envs.add(getattr(args, "judge_api_key_env", None) or default_key_env)
-        urls += [getattr(args, "judge_base_url", None), getattr(args, "phoenix", None)]
+        urls += [getattr(args, "judge_base_url", None), getattr(args, "phoenix", None),
+                 getattr(args, "mlflow_tracking_uri", None) or _mlflow_env_uri(args)]
         for member in _members(getattr(args, "judge_panel", None) or ()):
             key_envs.add(str(member.get("api_key_env") or default_key_env))
             urls.append(member.get("base_url"))
@@ -41,6 +43,12 @@ def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
         yield os.environ.get(name)
     for url in urls:
         yield from url_secrets(url)
+
+
+def _mlflow_env_uri(args: argparse.Namespace) -> str | None:
+    """MLFLOW_TRACKING_URI, where the run is logged to it (only its experiment given)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") if getattr(args, "mlflow_experiment", None) \
+        else None
 
 
 def _members(specs: list[str] | tuple[str, ...]) -> Iterator[dict[str, object]]:

@@ -272,8 +272,25 @@ GATE: tuple[Option, ...] = (
        "DIR the --out directory"),
 )
 
+#: The run logged as an MLflow run (docs/mlflow.md).
+MLFLOW: tuple[Option, ...] = (
+    _o("mlflow_tracking_uri", "--mlflow-tracking-uri", metavar="URI",
+       file=("output", "mlflow_tracking_uri", "str", "the MLflow tracking store to log to"),
+       help="also log the run as an MLflow run to this tracking store (an http(s) server, "
+       "sqlite:///FILE, a database; a folder only with MLFLOW_ALLOW_FILE_STORE=true on "
+       "recent MLflow), checked before scoring: headline values and CIs as metrics, "
+       "signatures and settings as params, the run's files as artifacts (pip install "
+       "'rageval[mlflow]'); default: "
+       "$MLFLOW_TRACKING_URI when --mlflow-experiment is given"),
+    _o("mlflow_experiment", "--mlflow-experiment", metavar="NAME",
+       file=("output", "mlflow_experiment", "str", "the MLflow experiment to log to"),
+       help="the MLflow experiment of the run (made when missing; default: "
+       "$MLFLOW_EXPERIMENT_NAME, else rageval)"),
+)
+
 #: Every option of a scoring run.
-SCORE_OPTIONS: tuple[Option, ...] = (*SCORING, *INPUTS, *JUDGE_OPTIONS, *JUDGE_USES, *GATE)
+SCORE_OPTIONS: tuple[Option, ...] = (*SCORING, *INPUTS, *JUDGE_OPTIONS, *JUDGE_USES, *GATE,
+                                     *MLFLOW)
 
 
 def fields_of(options: Iterable[Option]) -> list[Field]:
