@@ -71,9 +71,10 @@ def events_step(target: OtelTarget | None, spec: InputSpec, results: Results,
         done = _deliver(lambda: write_events(target.file or "", events()),
                         f"to {target.file} (OTLP/JSON)", kept, masker)
     if target.endpoint:
+        from rageval.core.urls import public_url
         from rageval.otel.export import logs_url
 
-        where = f"to the OTLP collector at {logs_url(target.endpoint)}"
+        where = f"to the OTLP collector at {public_url(logs_url(target.endpoint))}"
         done = _deliver(lambda: send_events(target.endpoint or "", events()), where, kept,
                         masker) and done
     return done

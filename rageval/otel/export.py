@@ -21,15 +21,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 from rageval.core.files import atomic_write_with
+from rageval.core.urls import public_url
 from rageval.core.version import __version__
 from rageval.otel.events import EVENT_NAME, EvaluationEvent
 
@@ -49,6 +51,7 @@ _HTTP_MODULES = {"opentelemetry.sdk": "opentelemetry-sdk",
                  "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http"}
 _LOGS_PATH = "/v1/logs"
 _EXPORTER_LOGGER = "opentelemetry.exporter"
+_ERRNO = re.compile(r"\[Errno -?[0-9]+\][^'\"()]*")
 
 
 class CollectorError(RagevalError):
@@ -85,6 +88,10 @@ def logs_url(endpoint: str) -> str:
     """The collector's logs URL: ``endpoint`` itself when it names a path, else (a base URL,
     ``http://host:4318``) with ``/v1/logs`` appended, as OTLP/HTTP places logs."""
     parts = urlsplit(endpoint)
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        parts = parts._replace(scheme="")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--otel-endpoint {endpoint!r}: expected an http:// or https:// URL "
                          "of an OTLP/HTTP collector, e.g. http://localhost:4318")
@@ -150,44 +157,67 @@ def write_events(path: str | os.PathLike[str], events: Iterable[EvaluationEvent]
 
 def send_events(endpoint: str, events: Iterable[EvaluationEvent]) -> Delivery:
     """Send ``events`` to the OTLP/HTTP collector at ``endpoint`` (see :func:`logs_url`) with
-    the SDK's exporter; a :class:`CollectorError` saying why (the status, or the connection's
-    error) when a batch is refused or cannot be delivered: the batches before it stay sent."""
+    the SDK's exporter; a :class:`CollectorError` saying why (the collector's status, or why
+    it could not be reached) when a batch is refused or cannot be delivered: the batches
+    before it stay sent."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs.export import LogRecordExportResult
 
     url = logs_url(endpoint)
-    exporter = OTLPLogExporter(endpoint=url)
+    session = _watched_session()
+    exporter = OTLPLogExporter(endpoint=url, session=session)
     counts = [0, 0]
     try:
         for batch in _batches(events, counts):
-            with _exporter_messages() as said:
+            with _exporter_quiet():
                 result = exporter.export(batch)
             if result is not LogRecordExportResult.SUCCESS:
                 sent = counts[0] - len(batch)
-                why = said[-1] if said else "the export failed"
-                raise CollectorError(f"the OTLP collector at {url} did not take the evaluation "
-                                     f"events: {why} ({sent} were sent before)")
+                raise CollectorError(f"the OTLP collector at {public_url(url)} did not take "
+                                     f"the evaluation events: {session.last or 'no reply'} "
+                                     f"({sent} were sent before)")
     finally:
         exporter.shutdown()
     return Delivery(counts[0], counts[1])
 
 
+def _watched_session() -> Any:
+    """A ``requests`` session for the exporter that remembers how its last request ended (the
+    status a collector answered, or why none could be reached), for the error to say."""
+    import requests
+
+    class Watched(requests.Session):
+        last: str | None = None
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                response = super().request(*args, **kwargs)
+            except Exception as error:
+                self.last = f"cannot be reached: {_cause(error)}"
+                raise
+            self.last = f"HTTP {response.status_code} {response.reason or ''}".rstrip()
+            return response
+
+    return Watched()
+
+
+def _cause(error: Exception) -> str:
+    """The heart of a connection error (``[Errno 111] Connection refused``), else its text."""
+    text = str(error)
+    found = _ERRNO.search(text)
+    return found.group(0).rstrip() if found else f"{type(error).__name__}: {text}"
+
+
 @contextmanager
-def _exporter_messages() -> Iterator[list[str]]:
-    """The messages the SDK's exporter logs meanwhile (why an export failed), kept from the
-    terminal: rageval says what happened itself."""
-    said: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            said.append(record.getMessage())
-
+def _exporter_quiet() -> Iterator[None]:
+    """The SDK exporter's own log lines kept from the terminal meanwhile: rageval says what
+    happened itself."""
     logger = logging.getLogger(_EXPORTER_LOGGER)
-    handler, propagate = Keep(logging.WARNING), logger.propagate
+    handler, propagate = logging.NullHandler(), logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
     try:
-        yield said
+        yield
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
