@@ -200,3 +200,43 @@ def test_an_evaluation_file_names_the_events_file_under_output(
     assert code == 0, err
     assert {e.attributes["gen_ai.evaluation.name"] for e in
             file_events(tmp_path / "events.jsonl")} == {"rouge1"}
+
+
+def test_the_turns_of_a_session_go_to_their_own_spans(tmp_path: Path) -> None:
+    """With --trace-sessions each turn's events go to its own trace's root span and name the
+    conversation (gen_ai.conversation.id)."""
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from rageval.api import evaluate
+    from rageval.inputs import InputSpec
+    from rageval.otel import evaluation_events, record_spans
+    from rageval.otel.events import table_metrics
+
+    path = tmp_path / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    roots = {}
+    for question in ("Can I get a refund?", "It has been 40 days."):
+        tracer = provider.get_tracer("tests")
+        with tracer.start_as_current_span("chat", attributes={
+                "openinference.span.kind": "CHAIN", "input.value": question,
+                "session.id": "s1"}) as span:
+            with tracer.start_as_current_span("llm", attributes={
+                    "openinference.span.kind": "LLM",
+                    "llm.output_messages.0.message.content": "Yes."}):
+                pass
+            context = span.get_span_context()
+            roots[question] = (f"{context.trace_id:032x}", f"{context.span_id:016x}")
+    provider.shutdown()
+    spec = InputSpec(records=str(path), kind="openinference", sessions=True,
+                     field_map=(("reference", "input.value"),))
+    results = evaluate(spec, ["rouge1"], bootstrap=10)
+    events = list(evaluation_events(results.records, record_spans(spec), table_metrics(results)))
+    turns = [e for e in events if e.span is not None]
+    assert len(turns) == 2 and all(e.attributes["gen_ai.conversation.id"] == "s1"
+                                   for e in turns)
+    assert {(e.span.trace_id, e.span.span_id) for e in turns if e.span} == set(roots.values())
+    assert all(e.attributes["rageval.record.id"] == f"s1#{e.span.trace_id}"
+               for e in turns if e.span)
