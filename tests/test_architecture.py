@@ -45,6 +45,9 @@ ALLOWED: dict[str, set[str]] = {
     # metrics as MLflow scorers, scored through the public evaluate (api) with the judge's
     # options.
     "mlflow": {"core", "gate", "api", "judge"},
+    # A run's values as OpenTelemetry evaluation events, on the spans of the traces its records
+    # were read from.
+    "otel": {"core", "inputs"},
     # Human labels of a judged run: its records, the rubric it was judged by, the draw.
     "annotate": {"core", "stats", "judge", "inputs"},
 }

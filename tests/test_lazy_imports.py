@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "records.jsonl"
 HEAVY = ("torch", "transformers", "openai", "nltk", "bert_score", "rageval.report.html.page",
          "rageval.judge.llm.transport.client", "rageval.judge.rubric.metric",
-         "rageval.generation.bertscore", "rageval.gate", "mlflow", "rageval.mlflow")
+         "rageval.generation.bertscore", "rageval.gate", "mlflow", "rageval.mlflow",
+         "opentelemetry", "rageval.otel")
 
 
 def _modules_after(code: str, cwd: Path) -> set[str]:

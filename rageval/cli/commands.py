@@ -16,6 +16,7 @@ from rageval.api import evaluate
 from rageval.cli.gate_step import plan_gate
 from rageval.cli.input_step import input_spec
 from rageval.cli.mlflow_step import log_step, mlflow_target
+from rageval.cli.otel_step import events_step, otel_target
 from rageval.cli.phoenix_step import annotate_step, check_annotate
 from rageval.cli.progress import progress_bars
 from rageval.cli.report_command import write_run_report
@@ -54,7 +55,8 @@ def _check_outputs(args: argparse.Namespace) -> bool:
     replaced = _check_out_dir(args.out) if args.out else False
     if getattr(args, "report", None) and not args.out:
         raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
-    for flag, path in (("--junit", args.junit), ("--markdown", args.markdown)):
+    for flag, path in (("--junit", args.junit), ("--markdown", args.markdown),
+                       ("--otel-events", getattr(args, "otel_events", None))):
         if path and (problem := _file_problem(path, args.out)) is not None:
             raise UsageError(f"{flag} {path}: cannot write there: {problem}")
     return replaced
@@ -121,6 +123,7 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
     gate = plan_gate(args, judge)
     check_annotate(args, inputs)
     mlflow = mlflow_target(args, judge)
+    otel = otel_target(args)
     replaced = _check_outputs(args)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     with progress_bars(bool(show)) as hooks:
@@ -178,14 +181,15 @@ def run_score(args: argparse.Namespace, out: TextIO) -> int:
                        masker)
     annotated = annotate_step(args, inputs, results, masker)  # after the outputs CI reads
     logged = log_step(mlflow, results, args.out, name, report, masker)
-    return _exit_status(results, report, annotated and logged, masker)
+    sent = events_step(otel, inputs, results, args.out, masker)
+    return _exit_status(results, report, annotated and logged and sent, masker)
 
 
 def _exit_status(results: Results, report: GateReport | None, annotated: bool,
                  masker: Masker) -> int:
     """A scored run's exit status, the first that applies: capped (4), a metric that scored
-    nothing (1, said on stderr), a failed gate (3), annotations or the MLflow run refused
-    (2), else 0."""
+    nothing (1, said on stderr), a failed gate (3), annotations, the MLflow run or the
+    evaluation events refused (2), else 0."""
     capped = _capped(results)
     if capped is not None:
         print(terminal(f"rageval: {capped}"), file=sys.stderr)

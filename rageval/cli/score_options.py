@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.config.schema import GATE, INPUTS, JUDGE_USES, MLFLOW, SCORE_OPTIONS, SCORING
+from rageval.config.schema import GATE, INPUTS, JUDGE_USES, MLFLOW, OTEL, SCORE_OPTIONS, SCORING
 from rageval.core.options import add_options, defaults
 from rageval.judge.llm.config import JUDGE_OPTIONS
 
@@ -39,6 +39,8 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
     add_options(p.add_argument_group("gate (exit status 3 when a check fails; see "
                                      "docs/gate.md)"), GATE)
     add_options(p.add_argument_group("MLflow (see docs/mlflow.md)"), MLFLOW)
+    add_options(p.add_argument_group("OpenTelemetry evaluation events (see "
+                                     "docs/otel-events.md)"), OTEL)
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="always show progress bars")

@@ -3,8 +3,8 @@
 
 They are the judge's API key (the variable ``--judge-api-key-env`` names, and each panel
 member's), the user info and query values of the judge's base URLs (with their HTTP Basic
-form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL or the MLflow tracking URI
-carries.
+form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL, the MLflow tracking URI or an
+``--otel-endpoint`` URL carries.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
     if args is not None:
         key_envs.add(getattr(args, "judge_api_key_env", None) or default_key_env)
         urls += [getattr(args, "judge_base_url", None), getattr(args, "phoenix", None),
-                 getattr(args, "mlflow_tracking_uri", None) or _mlflow_env_uri(args)]
+                 getattr(args, "mlflow_tracking_uri", None) or _mlflow_env_uri(args),
+                 getattr(args, "otel_endpoint", None)]
         for member in _members(getattr(args, "judge_panel", None) or ()):
             key_envs.add(str(member.get("api_key_env") or default_key_env))
             urls.append(member.get("base_url"))

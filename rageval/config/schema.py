@@ -288,9 +288,24 @@ MLFLOW: tuple[Option, ...] = (
        "$MLFLOW_EXPERIMENT_NAME, else rageval)"),
 )
 
+#: The run's values as OpenTelemetry GenAI evaluation events (docs/otel-events.md).
+OTEL: tuple[Option, ...] = (
+    _o("otel_events", "--otel-events", metavar="FILE",
+       file=("output", "otel_events", "out",
+             "the run's values as OpenTelemetry evaluation events (OTLP/JSON), at this path"),
+       help="also write each record's values as OpenTelemetry gen_ai.evaluation.result "
+       "events, on the spans the records came from, to this OTLP/JSON logs file (pip install "
+       "'rageval[otel]')"),
+    _o("otel_endpoint", "--otel-endpoint", metavar="URL",
+       file=("output", "otel_endpoint", "str",
+             "the OTLP/HTTP collector the evaluation events are sent to"),
+       help="also send those events to this OTLP/HTTP collector (http://host:4318: its "
+       "/v1/logs; a URL with a path is used as it is; headers from OTEL_EXPORTER_OTLP_HEADERS)"),
+)
+
 #: Every option of a scoring run.
 SCORE_OPTIONS: tuple[Option, ...] = (*SCORING, *INPUTS, *JUDGE_OPTIONS, *JUDGE_USES, *GATE,
-                                     *MLFLOW)
+                                     *MLFLOW, *OTEL)
 
 
 def fields_of(options: Iterable[Option]) -> list[Field]:

@@ -1,0 +1,168 @@
+"""``rageval score --otel-endpoint URL``: the evaluation events sent over OTLP/HTTP to a loopback
+collector started by the test (it decodes each protobuf request as a collector does), the same
+events as the file holds; a collector that refuses them or cannot be reached is said, with the
+run's files kept and no credential of the URL shown."""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from otel_read import Event, body_events, file_events, trace_roots
+
+from rageval.cli import main
+from rageval.judge.local.server import free_port
+
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http",
+                    reason="the evaluation events need the otel extra")
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACES = ROOT / "fixtures" / "traces"
+DEMO = ROOT / "fixtures" / "demo"
+TRACE_RUN = ["score", str(TRACES / "spans.otlp.jsonl"), "--input-format", "openinference",
+             "--map", "id=metadata.qid", "--references", str(TRACES / "references.jsonl"),
+             "-m", "ndcg@3", "-m", "rouge1", "--no-progress"]
+
+
+class Collector:
+    """A loopback OTLP/HTTP logs receiver: what each request carried, by path; it answers
+    :attr:`status` (200: taken)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, list[Event]]] = []  # path, content type, events
+        self.status = 200
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                collector.requests.append((self.path, self.headers["Content-Type"],
+                                           body_events(body)))
+                self.send_response(collector.status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join()
+
+    def events(self) -> list[Event]:
+        return [event for _, _, events in self.requests for event in events]
+
+
+@pytest.fixture
+def collector() -> Iterator[Collector]:
+    receiver = Collector()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(autouse=True)
+def _quick_giving_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exporter retries an unreachable collector until its timeout: one second here."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "1")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_HEADERS", raising=False)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    out = io.StringIO()
+    code = main(argv, stdout=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+def _key(event: Event) -> tuple[object, ...]:
+    return (event.trace_id, event.span_id, tuple(sorted(event.attributes.items())))
+
+
+def test_the_collector_receives_each_event_on_its_span(
+        tmp_path: Path, collector: Collector, capsys: pytest.CaptureFixture[str]) -> None:
+    events_file = tmp_path / "events.jsonl"
+    code, _, err = run([*TRACE_RUN, "--otel-endpoint", collector.url, "--otel-events",
+                        str(events_file)], capsys)
+    assert code == 0, err
+    assert [(path, kind) for path, kind, _ in collector.requests] == [
+        ("/v1/logs", "application/x-protobuf")]
+    received = collector.events()
+    assert len(received) == 16 and all(e.name == "gen_ai.evaluation.result" for e in received)
+    roots = trace_roots(TRACES / "spans.otlp.jsonl")
+    assert all((e.trace_id, e.span_id) == roots[e.attributes["rageval.record.id"]]
+               for e in received)
+    # The file and the collector hold the same events.
+    assert sorted(map(_key, received)) == sorted(map(_key, file_events(events_file)))
+    assert f"wrote 16 evaluation events to the OTLP collector at {collector.url}/v1/logs" in err
+
+
+def test_a_url_with_a_path_is_used_as_it_is(
+        collector: Collector, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--otel-endpoint", f"{collector.url}/otlp/v1/logs"], capsys)
+    assert code == 0, err
+    assert [path for path, _, _ in collector.requests] == ["/otlp/v1/logs"]
+    assert {e.attributes["gen_ai.evaluation.name"] for e in collector.events()} == {"rouge1"}
+
+
+def test_a_refusing_collector_is_said_and_the_run_is_kept(
+        tmp_path: Path, collector: Collector, capsys: pytest.CaptureFixture[str]) -> None:
+    collector.status = 404  # a server without an OTLP logs endpoint
+    out, events_file = tmp_path / "run", tmp_path / "events.jsonl"
+    code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1",
+                             "--no-progress", "--out", str(out), "--otel-events",
+                             str(events_file), "--otel-endpoint",
+                             f"http://otel:s3cret@127.0.0.1:{collector.server.server_address[1]}"],
+                            capsys)
+    assert code == 2
+    assert "did not take the evaluation events" in err and "404" in err
+    assert f"the run's results stand in {out}" in err
+    assert (out / "summary.json").exists() and "rouge1" in stdout
+    assert file_events(events_file)  # the file is written all the same
+    assert "s3cret" not in err and "Traceback" not in err
+
+
+def test_an_unreachable_collector_is_said_and_the_run_is_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    url = f"http://127.0.0.1:{free_port()}/v1/logs"
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--out", str(out), "--otel-endpoint", f"{url}?api-key=s3cret-token-1"],
+                       capsys)
+    assert code == 2
+    assert f"the OTLP collector at {url} did not take the evaluation events" in err
+    assert "Connection refused" in err
+    assert f"the run's results stand in {out}" in err and (out / "records.jsonl").exists()
+    assert "s3cret-token-1" not in err and "Traceback" not in err
+
+
+def test_a_malformed_url_is_refused_before_scoring(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                          "--out", str(tmp_path / "o"), "--otel-endpoint", "localhost:4318"],
+                         capsys)
+    assert code == 2 and "expected an http:// or https:// URL" in err
+    assert out == "" and not (tmp_path / "o").exists()
+
+
+def test_without_the_http_exporter_the_error_names_the_extra(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http", None)
+    code, out, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                          "--out", str(tmp_path / "o"), "--otel-endpoint",
+                          "http://127.0.0.1:4318"], capsys)
+    assert code == 2 and "pip install 'rageval[otel]'" in err
+    assert "opentelemetry-exporter-otlp-proto-http" in err
+    assert out == "" and not (tmp_path / "o").exists()
