@@ -4,7 +4,8 @@
 They are the judge's API key (the variable ``--judge-api-key-env`` names, and each panel
 member's), the user info and query values of the judge's base URLs (with their HTTP Basic
 form), ``PHOENIX_API_KEY`` and anything a ``--phoenix`` URL, the MLflow tracking URI or an
-``--otel-endpoint`` URL carries.
+``--otel-endpoint`` URL carries, and the header values of the OTLP exporter's variables
+(``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_EXPORTER_OTLP_LOGS_HEADERS``).
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ import argparse
 import os
 from collections.abc import Iterator
 from typing import TextIO
+from urllib.parse import unquote
 
 from rageval.core.errors import UsageError
 from rageval.core.outputs.masking import Masker, url_secrets
 from rageval.judge.llm.key_env import DEFAULT_API_KEY_ENV
 
-__all__ = ["MaskedStream", "masked", "run_masker"]
+__all__ = ["MaskedStream", "header_secrets", "masked", "run_masker"]
 
 _PHOENIX_KEY_ENV = "PHOENIX_API_KEY"
+#: The OTLP exporter's headers variables (rageval.otel.export.HEADER_VARIABLES, named here so
+#: that a run without OpenTelemetry never loads it).
+_OTLP_HEADER_ENVS = ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
 
 
 def run_masker(args: argparse.Namespace | None) -> Masker:
@@ -44,6 +49,21 @@ def _secrets(args: argparse.Namespace | None) -> Iterator[str | None]:
         yield os.environ.get(name)
     for url in urls:
         yield from url_secrets(url)
+    for name in _OTLP_HEADER_ENVS:
+        yield from header_secrets(os.environ.get(name))
+
+
+def header_secrets(text: str | None) -> Iterator[str]:
+    """The values of a headers variable (``name=value`` pairs separated by commas), as written
+    and percent-decoded, and the credential after a scheme (``Bearer TOKEN``); a pair written
+    ``name: value`` too, as a malformed variable may hold it."""
+    for pair in (text or "").split(","):
+        _, equals, value = pair.partition("=")
+        if not equals:
+            _, _, value = pair.partition(":")
+        for form in {value.strip(), unquote(value).strip()}:
+            yield form
+            yield form.rpartition(" ")[2]
 
 
 def _mlflow_env_uri(args: argparse.Namespace) -> str | None:

@@ -11,6 +11,12 @@ under the resource ``service.name=rageval`` (``OTEL_RESOURCE_ATTRIBUTES`` and
 - :func:`send_events`: the SDK's OTLP/HTTP exporter (protobuf), to a collector's logs
   endpoint; its headers, timeout, compression and certificates come from the SDK's own
   variables (``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_EXPORTER_OTLP_LOGS_TIMEOUT``, ...).
+  Before a run scores anything, :func:`check_headers` refuses headers the exporter would
+  drop and :func:`check_reachable` a collector that cannot be reached.
+
+The SDK's own log lines are kept from the terminal while rageval builds, uses and shuts down
+the exporter (:func:`otel_quiet`): they may quote a header whole, credential and all; rageval
+says what happened itself.
 
 The events go in batches of :data:`BATCH`, so a large run is never held whole. OpenTelemetry
 is imported only here, when events are written or sent.
@@ -22,6 +28,7 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -33,12 +40,13 @@ from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 from rageval.core.files import atomic_write_with
 from rageval.core.urls import public_url
 from rageval.core.version import __version__
-from rageval.otel.events import EVENT_NAME, EvaluationEvent
+from rageval.otel.events import EVENT_NAME, SCHEMA_URL, EvaluationEvent
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs import ReadableLogRecord
 
-__all__ = ["BATCH", "EXTRA", "CollectorError", "Delivery", "check_sdk", "logs_url", "send_events",
+__all__ = ["BATCH", "EXTRA", "HEADER_VARIABLES", "CollectorError", "Delivery", "check_headers",
+           "check_reachable", "check_sdk", "logs_url", "otel_quiet", "send_events",
            "write_events"]
 
 BATCH = 512  # events per request (and per line of the file)
@@ -50,7 +58,10 @@ _FILE_MODULES = {
 _HTTP_MODULES = {"opentelemetry.sdk": "opentelemetry-sdk",
                  "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http"}
 _LOGS_PATH = "/v1/logs"
-_EXPORTER_LOGGER = "opentelemetry.exporter"
+_OTEL_LOGGER = "opentelemetry"
+#: The variables the exporter takes its headers from: the first one set, the other ignored.
+HEADER_VARIABLES = ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+_CONNECT_TIMEOUT = 3.0  # seconds: a collector on the network answers a connection well within
 _ERRNO = re.compile(r"\[Errno -?[0-9]+\][^'\"()]*")
 
 
@@ -62,10 +73,12 @@ class CollectorError(RagevalError):
 
 @dataclass(frozen=True)
 class Delivery:
-    """What went out: events, and of them those on a span."""
+    """What went out: events, of them those on a span, and those of whole conversations (on
+    no one span)."""
 
     events: int
     on_spans: int
+    whole_conversations: int = 0
 
 
 def check_sdk(file: bool, endpoint: bool) -> None:
@@ -100,10 +113,50 @@ def logs_url(endpoint: str) -> str:
     return urlunsplit(parts)
 
 
+def check_headers() -> None:
+    """Refuse the exporter's headers variable (the first of :data:`HEADER_VARIABLES` set) when
+    the SDK's own parser, reading it as the exporter does, would drop a header of it: the
+    collector would refuse the events only once the run is over. The error names the
+    variable, never its value (a header holds a credential)."""
+    name = next((n for n in HEADER_VARIABLES if os.environ.get(n)), None)
+    if name is None:
+        return
+    from opentelemetry.util.re import parse_env_headers
+
+    with otel_quiet() as said:
+        parse_env_headers(os.environ[name], liberal=True)
+    if said:
+        raise UsageError(f"{name}: a header in it is not NAME=VALUE (pairs separated by "
+                         "commas, each value percent-encoded), so the OTLP exporter would drop "
+                         "it and the collector refuse the events: correct the variable (its "
+                         "value is not shown: it holds credentials)")
+
+
+def check_reachable(endpoint: str, timeout: float = _CONNECT_TIMEOUT) -> None:
+    """Raise :class:`CollectorError` unless a TCP connection to the collector at ``endpoint``
+    opens within ``timeout`` seconds (a collector that is not running is said before the run
+    scores anything). A URL the exporter reaches through a proxy (``HTTPS_PROXY`` and the
+    like, ``NO_PROXY`` not naming it) is not checked: the proxy stands between."""
+    import requests.utils
+
+    url = logs_url(endpoint)
+    if requests.utils.get_environ_proxies(url):
+        return
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout).close()
+    except OSError as error:
+        why = f"no answer within {timeout:g} s" if isinstance(error, TimeoutError) else \
+            _cause(error)
+        raise CollectorError(f"the OTLP collector at {public_url(url)} cannot be reached "
+                             f"({why}): start it, or check --otel-endpoint") from None
+
+
 def _batches(events: Iterable[EvaluationEvent], counts: list[int]
              ) -> Iterator[list[ReadableLogRecord]]:
-    """The events as SDK log records, :data:`BATCH` at a time; ``counts`` (events, on spans)
-    is kept up to date."""
+    """The events as SDK log records, :data:`BATCH` at a time; ``counts`` (events, on spans,
+    of whole conversations) is kept up to date."""
     from opentelemetry import trace
     from opentelemetry._logs import LogRecord, SeverityNumber
     from opentelemetry.context import Context
@@ -112,7 +165,7 @@ def _batches(events: Iterable[EvaluationEvent], counts: list[int]
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
     resource = Resource.create({SERVICE_NAME: "rageval", SERVICE_VERSION: __version__})
-    scope = InstrumentationScope("rageval", __version__)
+    scope = InstrumentationScope("rageval", __version__, schema_url=SCHEMA_URL)
     now = time.time_ns()
     batch: list[ReadableLogRecord] = []
     for event in events:
@@ -123,6 +176,7 @@ def _batches(events: Iterable[EvaluationEvent], counts: list[int]
                 trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
             context = trace.set_span_in_context(span, context)
             counts[1] += 1
+        counts[2] += event.whole_conversation
         record = LogRecord(timestamp=now, observed_timestamp=now, context=context,
                            severity_number=SeverityNumber.INFO, severity_text="INFO",
                            attributes=event.attributes, event_name=EVENT_NAME)
@@ -140,7 +194,7 @@ def write_events(path: str | os.PathLike[str], events: Iterable[EvaluationEvent]
     at all; an empty run writes an empty file."""
     from opentelemetry.exporter.otlp.json.common._log_encoder import encode_logs
 
-    counts = [0, 0]
+    counts = [0, 0, 0]
 
     def write(handle: BinaryIO) -> None:
         for batch in _batches(events, counts):
@@ -152,7 +206,7 @@ def write_events(path: str | os.PathLike[str], events: Iterable[EvaluationEvent]
     except OSError as error:
         raise UsageError(f"--otel-events {os.fspath(path)}: cannot write: "
                          f"{error.strerror or error}") from None
-    return Delivery(counts[0], counts[1])
+    return Delivery(*counts)
 
 
 def send_events(endpoint: str, events: Iterable[EvaluationEvent]) -> Delivery:
@@ -165,20 +219,20 @@ def send_events(endpoint: str, events: Iterable[EvaluationEvent]) -> Delivery:
 
     url = logs_url(endpoint)
     session = _watched_session()
-    exporter = OTLPLogExporter(endpoint=url, session=session)
-    counts = [0, 0]
-    try:
-        for batch in _batches(events, counts):
-            with _exporter_quiet():
-                result = exporter.export(batch)
-            if result is not LogRecordExportResult.SUCCESS:
-                sent = counts[0] - len(batch)
-                raise CollectorError(f"the OTLP collector at {public_url(url)} did not take "
-                                     f"the evaluation events: {session.last or 'no reply'} "
-                                     f"({sent} were sent before)")
-    finally:
-        exporter.shutdown()
-    return Delivery(counts[0], counts[1])
+    counts = [0, 0, 0]
+    with otel_quiet():  # building the exporter parses the headers: the SDK may quote them
+        exporter = OTLPLogExporter(endpoint=url, session=session)
+        try:
+            for batch in _batches(events, counts):
+                if exporter.export(batch) is not LogRecordExportResult.SUCCESS:
+                    sent = counts[0] - len(batch)
+                    before = f"the {sent} before were sent" if sent else "none was sent"
+                    raise CollectorError(f"the OTLP collector at {public_url(url)} did not "
+                                         "take the evaluation events ("
+                                         f"{session.last or 'no reply'}); {before}")
+        finally:
+            exporter.shutdown()
+    return Delivery(*counts)
 
 
 def _watched_session() -> Any:
@@ -209,15 +263,22 @@ def _cause(error: Exception) -> str:
 
 
 @contextmanager
-def _exporter_quiet() -> Iterator[None]:
-    """The SDK exporter's own log lines kept from the terminal meanwhile: rageval says what
-    happened itself."""
-    logger = logging.getLogger(_EXPORTER_LOGGER)
-    handler, propagate = logging.NullHandler(), logger.propagate
+def otel_quiet() -> Iterator[list[logging.LogRecord]]:
+    """The OpenTelemetry SDK's log lines (every ``opentelemetry`` logger) kept from the
+    terminal meanwhile, and handed to the caller in the list it yields: they may quote a
+    header, credential and all, and rageval says what happened itself."""
+    said: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record)
+
+    logger = logging.getLogger(_OTEL_LOGGER)
+    handler, propagate = Keep(logging.WARNING), logger.propagate
     logger.addHandler(handler)
     logger.propagate = False
     try:
-        yield
+        yield said
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate

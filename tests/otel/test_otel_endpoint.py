@@ -1,7 +1,9 @@
 """``rageval score --otel-endpoint URL``: the evaluation events sent over OTLP/HTTP to a loopback
 collector started by the test (it decodes each protobuf request as a collector does), the same
-events as the file holds; a collector that refuses them or cannot be reached is said, with the
-run's files kept and no credential of the URL shown."""
+events as the file holds, with the headers of the exporter's variables; a collector that is not
+running, or a headers variable the exporter would drop, refused before scoring; a collector that
+refuses the events or goes away during the run said once the run is over, with the run's files
+kept; no credential of the URL or the headers ever shown."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from otel_read import Event, body_events, file_events, trace_roots
@@ -35,6 +38,7 @@ class Collector:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, list[Event]]] = []  # path, content type, events
+        self.headers: list[dict[str, str]] = []  # each request's headers (names lower-case)
         self.status = 200
         collector = self
 
@@ -43,6 +47,7 @@ class Collector:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 collector.requests.append((self.path, self.headers["Content-Type"],
                                            body_events(body)))
+                collector.headers.append({k.lower(): v for k, v in self.headers.items()})
                 self.send_response(collector.status)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
@@ -77,6 +82,7 @@ def _quick_giving_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exporter retries an unreachable collector until its timeout: one second here."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "1")
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_HEADERS", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_LOGS_HEADERS", raising=False)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -104,7 +110,8 @@ def test_the_collector_receives_each_event_on_its_span(
                for e in received)
     # The file and the collector hold the same events.
     assert sorted(map(_key, received)) == sorted(map(_key, file_events(events_file)))
-    assert f"wrote 16 evaluation events to the OTLP collector at {collector.url}/v1/logs" in err
+    assert (f"sent 16 evaluation events to the OTLP collector at {collector.url}/v1/logs: 16 on "
+            "their records' spans") in err
 
 
 def test_a_url_with_a_path_is_used_as_it_is(
@@ -126,25 +133,91 @@ def test_a_refusing_collector_is_said_and_the_run_is_kept(
                              f"http://otel:s3cret@127.0.0.1:{collector.server.server_address[1]}"],
                             capsys)
     assert code == 2
-    assert "did not take the evaluation events" in err and "404" in err
-    assert f"the run's results stand in {out}" in err
+    port = collector.server.server_address[1]
+    assert (f"the OTLP collector at http://127.0.0.1:{port}/v1/logs did not take the evaluation "
+            "events (HTTP 404 Not Found); none was sent (the run's results stand in "
+            f"{out})") in err
+    assert err.count("127.0.0.1") == 1
     assert (out / "summary.json").exists() and "rouge1" in stdout
     assert file_events(events_file)  # the file is written all the same
     assert "s3cret" not in err and "Traceback" not in err
 
 
-def test_an_unreachable_collector_is_said_and_the_run_is_kept(
+def test_a_collector_that_is_not_running_is_refused_before_scoring(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
-    url = f"http://127.0.0.1:{free_port()}/v1/logs"
-    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
-                        "--out", str(out), "--otel-endpoint", f"{url}?api-key=s3cret-token-1"],
-                       capsys)
-    assert code == 2
-    assert f"the OTLP collector at {url} did not take the evaluation events" in err
+    url = f"http://127.0.0.1:{free_port()}/v1/logs"  # nothing listens there
+    code, stdout, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1",
+                             "--no-progress", "--out", str(out), "--otel-endpoint",
+                             f"{url}?api-key=s3cret-token-1"], capsys)
+    assert code == 2 and stdout == "" and not out.exists()
+    assert f"the OTLP collector at {url} cannot be reached" in err
     assert "Connection refused" in err
-    assert f"the run's results stand in {out}" in err and (out / "records.jsonl").exists()
     assert "s3cret-token-1" not in err and "Traceback" not in err
+
+
+def test_a_collector_gone_during_the_run_is_said_once_and_the_run_is_kept(
+        tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import rageval.otel
+
+    real_send = rageval.otel.send_events
+
+    def send_after_the_collector_stopped(*args: Any, **kwargs: Any) -> Any:
+        collector.close()
+        return real_send(*args, **kwargs)
+
+    monkeypatch.setattr(rageval.otel, "send_events", send_after_the_collector_stopped)
+    out = tmp_path / "run"
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--out", str(out), "--otel-endpoint",
+                        f"{collector.url}/v1/logs?api-key=s3cret-token-1"], capsys)
+    assert code == 2
+    url = f"{collector.url}/v1/logs"
+    assert (f"rageval: error: the OTLP collector at {url} did not take the evaluation events "
+            "(cannot be reached: [Errno 111] Connection refused); none was sent (the run's "
+            f"results stand in {out})") in err
+    assert err.count(url) == 1  # said once
+    assert (out / "records.jsonl").exists()
+    assert "s3cret-token-1" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_HEADERS",
+                                      "OTEL_EXPORTER_OTLP_LOGS_HEADERS"])
+@pytest.mark.parametrize("value", ["Authorization: Bearer s3cretTOKEN",
+                                   "api-key=s3cretTOKEN;x"])
+def test_a_malformed_headers_variable_is_refused_before_scoring_unshown(
+        tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str], variable: str, value: str) -> None:
+    """The SDK would drop the header with a warning quoting it whole, and the collector refuse
+    the events after the run: rageval refuses the variable first, naming it, never its
+    value."""
+    monkeypatch.setenv(variable, value)
+    out = tmp_path / "run"
+    stdout = io.StringIO()
+    code = main(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                 "--out", str(out), "--otel-endpoint", collector.url], stdout=stdout)
+    captured = capfd.readouterr()  # the file descriptors: whatever reached the terminal
+    err = captured.err
+    assert code == 2 and stdout.getvalue() == "" and not out.exists()
+    assert f"rageval: error: {variable}: a header in it is not NAME=VALUE" in err
+    for text in (stdout.getvalue(), captured.out, err):
+        assert "s3cret" not in text and "Bearer" not in text
+    assert "Traceback" not in err and collector.requests == []
+
+
+def test_the_headers_of_the_variable_reach_the_collector(
+        collector: Collector, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS",
+                       "api-key=s3cret-header-token,x-tenant=team%20a")
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--otel-endpoint", collector.url], capsys)
+    assert code == 0, err
+    assert collector.headers and all(
+        h["api-key"] == "s3cret-header-token" and h["x-tenant"] == "team a"
+        for h in collector.headers)
+    assert "s3cret-header-token" not in err
 
 
 def test_a_malformed_url_is_refused_before_scoring(
