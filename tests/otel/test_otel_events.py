@@ -240,3 +240,173 @@ def test_the_turns_of_a_session_go_to_their_own_spans(tmp_path: Path) -> None:
     assert {(e.span.trace_id, e.span.span_id) for e in turns if e.span} == set(roots.values())
     assert all(e.attributes["rageval.record.id"] == f"s1#{e.span.trace_id}"
                for e in turns if e.span)
+
+
+def _write_traces(path: Path, session: str | None = None) -> dict[str, tuple[str, list[str]]]:
+    """Two traces, each a CHAIN root with two LLM spans under it, as the SDK's OTLP/JSON file
+    exporter writes them (in ``session`` when given); question -> (trace id, LLM span ids)."""
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(path)))
+    tracer = provider.get_tracer("tests")
+    traces = {}
+    for question in ("Can I get a refund?", "It has been 40 days."):
+        root = {"openinference.span.kind": "CHAIN", "input.value": question}
+        if session is not None:
+            root["session.id"] = session
+        with tracer.start_as_current_span("chat", attributes=root) as span:
+            llms = []
+            for answer in ("Yes.", "Within 30 days."):
+                with tracer.start_as_current_span("llm", attributes={
+                        "openinference.span.kind": "LLM",
+                        "llm.output_messages.0.message.content": answer}) as llm:
+                    llms.append(f"{llm.get_span_context().span_id:016x}")
+            traces[question] = (f"{span.get_span_context().trace_id:032x}", llms)
+    provider.shutdown()
+    return traces
+
+
+def test_under_trace_unit_llm_each_event_is_on_its_llm_span(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spans_file, events_file = tmp_path / "spans.jsonl", tmp_path / "events.jsonl"
+    traces = _write_traces(spans_file)
+    code, _, err = run(["score", str(spans_file), "--input-format", "openinference",
+                        "--trace-unit", "llm", "--map",
+                        "reference=llm.output_messages.0.message.content", "-m", "rouge1",
+                        "--no-progress", "--otel-events", str(events_file)], capsys)
+    assert code == 0, err
+    events = file_events(events_file)
+    expected = {(trace_id, span_id) for trace_id, llms in traces.values() for span_id in llms}
+    assert {(e.trace_id, e.span_id) for e in events} == expected and len(events) == 4
+    # A record of an LLM span is named by its span id, and scores its own answer.
+    assert all(e.attributes["rageval.record.id"] == e.span_id for e in events)
+    assert all(e.attributes["gen_ai.evaluation.score.value"] == 1.0 for e in events)
+    assert "wrote 4 evaluation events" in err and "4 on their records' spans" in err
+    assert "without a span" not in err
+
+
+def test_a_sessions_whole_conversation_values_are_counted_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--trace-sessions: the turns' events on their traces' root spans, the conversation's own
+    value on none, said as such on stderr (not as records not read from traces)."""
+    spans_file, events_file = tmp_path / "spans.jsonl", tmp_path / "events.jsonl"
+    traces = _write_traces(spans_file, session="s1")
+    with JudgeServer() as judge:
+        code, _, err = run(["score", str(spans_file), "--input-format", "openinference",
+                            "--trace-sessions", "--map", "reference=input.value", "-m",
+                            "rouge1", "-m", "judge:consistency",
+                            *judge_flags(judge, tmp_path / "cache.sqlite"), "--no-progress",
+                            "--otel-events", str(events_file)], capsys)
+    assert code == 0, err
+    events = file_events(events_file)
+    whole = [e for e in events if e.attributes["gen_ai.evaluation.name"] == "judge:consistency"]
+    turns = [e for e in events if e.attributes["gen_ai.evaluation.name"] == "rouge1"]
+    assert len(whole) == 1 and whole[0].trace_id == "" and whole[0].span_id == ""
+    assert whole[0].attributes["gen_ai.conversation.id"] == "s1"
+    assert {e.trace_id for e in turns} == {trace_id for trace_id, _ in traces.values()}
+    assert (f"wrote {len(events)} evaluation events to {events_file} (OTLP/JSON): "
+            f"{len(turns)} on their records' spans; 1 of whole conversations (no one span)"
+            in err)
+    assert "records not read from traces" not in err and "without a span" not in err
+
+
+def test_trace_records_without_valid_span_ids_are_counted_as_such(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spans_file, events_file = tmp_path / "spans.jsonl", tmp_path / "events.jsonl"
+    traces = _write_traces(spans_file)
+    zeroed, _ = traces["Can I get a refund?"]
+    spans_file.write_text(spans_file.read_text(encoding="utf-8").replace(zeroed, "0" * 32),
+                          encoding="utf-8")
+    code, _, err = run(["score", str(spans_file), "--input-format", "openinference", "--map",
+                        "reference=input.value", "-m", "rouge1", "--no-progress",
+                        "--otel-events", str(events_file)], capsys)
+    assert code == 0, err
+    events = file_events(events_file)
+    assert sorted(e.trace_id for e in events) == sorted(["", traces["It has been 40 days."][0]])
+    assert ("1 on their records' spans; 1 without a span (trace records without valid span "
+            "ids)") in err
+
+
+def test_the_events_name_the_conventions_schema(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The scope carries the schema URL of the pinned conventions, which the docs name too."""
+    from rageval.otel.events import CONVENTIONS, SCHEMA_URL
+
+    events_file = tmp_path / "events.jsonl"
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--otel-events", str(events_file)], capsys)
+    assert code == 0, err
+    for line in events_file.read_text(encoding="utf-8").splitlines():
+        for resource_logs in json.loads(line)["resourceLogs"]:
+            for scope_logs in resource_logs["scopeLogs"]:
+                assert scope_logs["scope"]["name"] == "rageval"
+                assert scope_logs["schemaUrl"] == SCHEMA_URL
+    commit = CONVENTIONS.rpartition(" ")[2]
+    assert len(commit) == 40 and int(commit, 16) >= 0
+    docs = (ROOT / "docs" / "otel-events.md").read_text(encoding="utf-8")
+    assert commit in docs and SCHEMA_URL in docs and "v0.1.0" not in docs
+
+
+def test_a_failed_evaluation_has_an_error_type_and_no_answer_none(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A judge reply without a verdict is an error of the evaluation (error.type); a record
+    without an answer had nothing to evaluate: unscored, with its reason, and no error.type."""
+    records = tmp_path / "records.jsonl"
+    records.write_text(
+        json.dumps({"id": "a", "query": "Where?", "answer": "In Oslo.", "contexts": ["Oslo."]})
+        + "\n" + json.dumps({"id": "b", "query": "When?", "contexts": ["Today."]}) + "\n",
+        encoding="utf-8")
+    events_file = tmp_path / "events.jsonl"
+    with JudgeServer() as judge:
+        judge.always = "prose"  # a reply without a score
+        run(["score", str(records), "-m", "judge:faithfulness", "--no-progress",
+             *judge_flags(judge, tmp_path / "cache.sqlite"), "--otel-events", str(events_file)],
+            capsys)
+    keyed = _by_key(file_events(events_file))
+    failed = keyed[("a", "judge:faithfulness")].attributes
+    assert failed["error.type"] == "judge_reply_unusable"
+    assert failed["gen_ai.evaluation.score.label"] == "unscored"
+    assert failed["gen_ai.evaluation.explanation"].startswith("judge reply not usable")
+    empty = keyed[("b", "judge:faithfulness")].attributes
+    assert empty["gen_ai.evaluation.score.label"] == "unscored"
+    assert "answer" in empty["gen_ai.evaluation.explanation"] and "error.type" not in empty
+
+
+def test_each_judge_failure_has_its_error_type() -> None:
+    from rageval.core.results import RecordResult
+    from rageval.judge.llm.replies import NOT_CACHED
+    from rageval.otel import evaluation_events
+
+    reasons = {"judge request failed: HTTP 500": "judge_request_failed",
+               "extracting the claims of the answer: judge request failed: timed out":
+                   "judge_request_failed",
+               "not asked: the run reached its judge cap (--judge-max-requests 10)":
+                   "judge_cap_reached",
+               NOT_CACHED: "judge_reply_not_cached",
+               "no contexts (the record has no 'contexts')": None}
+    rows = [RecordResult(str(n), {"m": None}, {"m": reason}, {})
+            for n, reason in enumerate(reasons)]
+    events = list(evaluation_events(rows, {}, {"m": ""}))
+    assert [e.attributes.get("error.type") for e in events] == list(reasons.values())
+
+
+def test_ids_are_masked_only_by_credentials_of_the_run() -> None:
+    """A short secret (a URL's org=acme) leaves the join keys whole; a key still masks them,
+    and the texts are masked by every secret."""
+    from rageval.core.outputs.masking import Masker
+    from rageval.core.results import RecordResult
+    from rageval.otel import evaluation_events
+
+    key = "sk-live-0123456789abcdef"
+    masker = Masker.of(["acme", key])
+    rows = [RecordResult("acme-q1", {"m": None}, {"m": "acme refused"}, {},
+                         conversation="acme-c1", turn=1),
+            RecordResult(f"leak-{key}", {"m": 1.0}, {}, {})]
+    first, second = (e.attributes for e in evaluation_events(rows, {}, {"m": ""}, masker))
+    assert first["rageval.record.id"] == "acme-q1"
+    assert first["gen_ai.conversation.id"] == "acme-c1"
+    assert first["gen_ai.evaluation.explanation"] == "*** refused"
+    assert second["rageval.record.id"] == "leak-***"
