@@ -55,11 +55,32 @@ def _check_outputs(args: argparse.Namespace) -> bool:
     replaced = _check_out_dir(args.out) if args.out else False
     if getattr(args, "report", None) and not args.out:
         raise UsageError("--report writes DIR/report.html: give the run an --out DIR")
+    taken = _run_paths(args.out, bool(getattr(args, "report", None)))
     for flag, path in (("--junit", args.junit), ("--markdown", args.markdown),
                        ("--otel-events", getattr(args, "otel_events", None))):
-        if path and (problem := _file_problem(path, args.out)) is not None:
+        if not path:
+            continue
+        if (problem := _file_problem(path, args.out)) is not None:
             raise UsageError(f"{flag} {path}: cannot write there: {problem}")
+        place = Path(os.path.realpath(path))
+        if place in taken:
+            raise UsageError(f"{flag} {path}: that is {taken[place]}, which the run writes "
+                             "too: give it a path of its own")
+        taken[place] = f"the path of {flag}"
     return replaced
+
+
+def _run_paths(out: str | None, report: bool) -> dict[Path, str]:
+    """The paths the run's own files take (resolved: links followed), each with what it is:
+    ``--out`` itself and every file the run writes there."""
+    if not out:
+        return {}
+    from rageval.core.outputs.run_directory import RUN_FILES
+
+    directory = Path(os.path.realpath(out))
+    names = (*RUN_FILES, *(("report.html",) if report else ()))
+    return {directory: "the run's --out directory",
+            **{directory / name: f"the run's {name} in --out {out}" for name in names}}
 
 
 def _file_problem(path: str, out: str | None) -> str | None:
