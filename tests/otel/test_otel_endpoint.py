@@ -239,3 +239,33 @@ def test_without_the_http_exporter_the_error_names_the_extra(
     assert code == 2 and "pip install 'rageval[otel]'" in err
     assert "opentelemetry-exporter-otlp-proto-http" in err
     assert out == "" and not (tmp_path / "o").exists()
+
+
+def test_a_failed_mlflow_step_still_sends_the_events_and_exits_2(
+        tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The MLflow store refuses the run at logging time: said, and the events go out all the
+    same, the run's exit status 2."""
+    import importlib.util
+
+    if importlib.util.find_spec("mlflow") is None:
+        pytest.skip("the MLflow step needs the mlflow extra")
+    from rageval.mlflow import tracking
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise tracking.TrackingError("the MLflow tracking server refused the run: HTTP 503")
+
+    monkeypatch.setattr(tracking, "open_store", lambda uri: None)  # checked before scoring
+    monkeypatch.setattr(tracking, "log_run", refuse)
+    out = tmp_path / "run"
+    code, _, err = run(["score", str(DEMO / "records.jsonl"), "-m", "rouge1", "--no-progress",
+                        "--out", str(out), "--mlflow-tracking-uri", "http://127.0.0.1:5000",
+                        "--otel-endpoint", collector.url], capsys)
+    assert code == 2
+    assert "the MLflow tracking server refused the run: HTTP 503" in err
+    assert "(the run was not logged to MLflow" in err
+    records = len((DEMO / "records.jsonl").read_text(encoding="utf-8").splitlines())
+    assert len(collector.events()) == records  # one per record of the demo
+    assert (f"sent {records} evaluation events to the OTLP collector at "
+            f"{collector.url}/v1/logs") in err
+    assert (out / "summary.json").exists()
