@@ -410,3 +410,12 @@ def test_ids_are_masked_only_by_credentials_of_the_run() -> None:
     assert first["gen_ai.conversation.id"] == "acme-c1"
     assert first["gen_ai.evaluation.explanation"] == "*** refused"
     assert second["rageval.record.id"] == "leak-***"
+
+
+def test_the_trace_readers_named_are_the_loaders_readers_of_traces() -> None:
+    """Only a reader that exists and reads traces routes events to spans."""
+    from rageval.inputs import load
+    from rageval.otel.spans import TRACE_READERS
+
+    assert TRACE_READERS == {kind for kind, reader in load._READERS.items()
+                             if reader is load._traces}
