@@ -269,3 +269,14 @@ def test_a_failed_mlflow_step_still_sends_the_events_and_exits_2(
     assert (f"sent {records} evaluation events to the OTLP collector at "
             f"{collector.url}/v1/logs") in err
     assert (out / "summary.json").exists()
+
+
+def test_the_headers_values_are_among_the_runs_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rageval.cli.secrets import run_masker
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS",
+                       "api-key=s3cret%2Dheader,authorization=Bearer%20t0ken-value")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "Authorization: Bearer s3cretTOKEN")
+    mask = run_masker(None)
+    text = "s3cret%2Dheader s3cret-header Bearer t0ken-value / t0ken-value s3cretTOKEN"
+    assert mask(text) == "*** *** *** / *** ***"

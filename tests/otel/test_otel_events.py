@@ -417,5 +417,5 @@ def test_the_trace_readers_named_are_the_loaders_readers_of_traces() -> None:
     from rageval.inputs import load
     from rageval.otel.spans import TRACE_READERS
 
-    assert TRACE_READERS == {kind for kind, reader in load._READERS.items()
-                             if reader is load._traces}
+    trace_readers = {kind for kind, reader in load._READERS.items() if reader is load._traces}
+    assert trace_readers == TRACE_READERS
