@@ -11,12 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from types import TracebackType
 
 import pytest
+from server_health import wait_until_healthy
 
 from rageval.judge.local.server import free_port
 
@@ -48,14 +47,8 @@ class MlflowServer:
             env={**os.environ, "MLFLOW_TRACKING_URI": ""},
             start_new_session=True)  # its own group: the server starts uvicorn and a job runner
         log.close()
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline and self._process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.3)
+        if wait_until_healthy(self._process, f"{self.url}/health", START_SECONDS):
+            return self
         self.__exit__(None, None, None)
         tail = (self.workdir / "server.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"mlflow server did not start:\n{tail}")

@@ -11,12 +11,11 @@ import importlib.util
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from types import TracebackType
 
 import pytest
+from server_health import wait_until_healthy
 
 from rageval.judge.local.server import free_port
 
@@ -51,16 +50,8 @@ class PhoenixServer:
             [sys.executable, "-m", "phoenix.server.main", "serve"], env=env, stdout=log,
             stderr=subprocess.STDOUT, cwd=self.workdir)
         log.close()
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as reply:
-                    if reply.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.3)
+        if wait_until_healthy(self._process, f"{self.url}/healthz", START_SECONDS):
+            return self
         self.__exit__(None, None, None)
         tail = (self.workdir / "server.log").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"Phoenix did not start:\n{tail}")
