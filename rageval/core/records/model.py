@@ -12,12 +12,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import UsageError
-from rageval.core.outputs.surrogates import LONE_SURROGATES, has_lone_surrogates, repaired
+from rageval.core.outputs.surrogates import (
+    LONE_SURROGATES,
+    has_lone_surrogates,
+    repaired,
+    unicode_problem,
+)
 from rageval.core.records.checks import (
     FieldError,
     expected,
@@ -27,8 +32,8 @@ from rageval.core.records.checks import (
 )
 from rageval.core.records.tools import ToolCall, validate_tool_calls
 
-__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "record_object",
-           "validate_judgments"]
+__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "checked_record",
+           "record_object", "validate_judgments"]
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
                           "tool_calls", "reference_tool_calls", "turns"})
@@ -360,6 +365,33 @@ def record_object(item: Any) -> Record:
         reference_tool_calls=validate_tool_calls(item.get("reference_tool_calls"),
                                                  "reference_tool_calls"),
     ))
+
+
+def checked_record(id: str, query: str | None,
+                   contexts: Iterable[tuple[str, str, float | None]], answer: str | None,
+                   references: tuple[str, ...], extra: Mapping[str, Any]) -> Record | None:
+    """A record built from fields its reader made itself, of the types :func:`record_object`
+    gives them: strings; ``contexts`` as ``(id, text, score)`` with non-empty ids, unique
+    within the record, each score a finite float or None; ``extra`` without a record field's
+    key. The walk over a JSON object is skipped, not the checks of the values themselves: None
+    when :func:`record_object` would refuse or repair one (an empty id, an id or a text with a
+    lone surrogate), for the reader to hand over the record's JSON form instead, whose
+    validation says what is wrong."""
+    if not id or not _plain_id(id):
+        return None
+    built = tuple(Context(doc, text, score) for doc, text, score in contexts)
+    for context in built:
+        if not _plain_id(context.id) or has_lone_surrogates(context.text):
+            return None
+    for text in (query, answer, *references):
+        if text is not None and has_lone_surrogates(text):
+            return None
+    return Record(id, query, built, answer, references, None, extra)
+
+
+def _plain_id(value: str) -> bool:
+    """Whether ``value`` (a non-empty string) is an id as :func:`identifier` keeps it."""
+    return value.isascii() or unicode_problem(value) is None
 
 
 def _valid_text(record: Record) -> Record:

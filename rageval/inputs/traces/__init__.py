@@ -23,7 +23,7 @@ from rageval.core.records import record_windows
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
-from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, unit_records
+from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, units
 from rageval.inputs.traces.sessions import Sessions
 from rageval.inputs.traces.spans import SPAN_KINDS, Span
 
@@ -82,13 +82,19 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
         sessions = Sessions() if spec.sessions else None
         try:
             for spans in _traces(spec, progress):
-                for line, item in unit_records(spans, spec.unit(), field_map, source):
-                    item = item if join is None else join.fill(item, source, line)
-                    if sessions is not None and sessions.hold(spans, line, item):
-                        continue
+                for unit in units(spans, spec.unit(), field_map, source):
+                    line, item = unit.line, unit.item
+                    if join is not None:
+                        join.fill(item, source, line)
+                    if sessions is not None:
+                        whole = unit.object()
+                        if sessions.hold(spans, line, whole):
+                            continue
+                    else:  # the record itself, or its object for its checks to tell why not
+                        whole = unit.record() or unit.object()
                     count += 1
                     places[count] = (line or None, f"trace {item['trace_id']}")
-                    yield count, item
+                    yield count, whole
             for line, session, item in sessions.conversations() if sessions else ():
                 count += 1
                 places[count] = (line or None, f"session {session}")
