@@ -1,15 +1,20 @@
 """A record a reader builds from fields it checked itself (``checked_record``) is the record
 that validating its JSON form gives, or None where that validation would refuse or repair a
-value; ``validate_records`` passes such a record on, its id checked as every other."""
+value; ``validate_records`` passes such a record on, its id checked as every other; and checked
+qrels join a record keeping every other field of it."""
 
 from __future__ import annotations
 
+import dataclasses
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 
 from rageval.core.errors import InputError
+from rageval.core.records.judgments import CheckedQrels, apply_judgments
 from rageval.core.records.model import checked_record, record_object
+from rageval.core.records.tools import validate_tool_calls
 from rageval.core.records.validation import validate_records
 
 _EXTRA = {"trace_id": "t1", "span_id": "s1"}
@@ -68,3 +73,15 @@ def test_validate_records_passes_a_built_record_on_and_checks_its_id() -> None:
         built, record_object({"id": "q2"})]
     with pytest.raises(InputError, match="duplicate record id 'q1'"):
         list(validate_records([(1, built), (2, {"id": "q1"})], "r.jsonl", "record"))
+
+
+def test_checked_qrels_join_a_record_keeping_every_other_field() -> None:
+    calls = validate_tool_calls([{"name": "search", "arguments": {"q": "x"}}], "tool_calls")
+    record = dataclasses.replace(
+        record_object({"id": "q1", "query": "q", "contexts": [{"id": "d1", "text": "t"}],
+                       "answer": "a", "reference": ["r1", "r2"], "lane": 3}),
+        tool_calls=calls, reference_tool_calls=calls, turn=2)
+    (joined,) = apply_judgments([record], CheckedQrels({"q1": {"d1": 1}}), source="refs")
+    assert joined == dataclasses.replace(record, judgments=MappingProxyType({"d1": 1}))
+    assert all(getattr(joined, f.name) is getattr(record, f.name)
+               for f in dataclasses.fields(record) if f.name != "judgments")

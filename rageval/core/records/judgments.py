@@ -57,9 +57,17 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(dataclasses.replace(record, judgments=MappingProxyType(qrels)) if checked
+        out.append(_judged(record, MappingProxyType(qrels)) if checked
                    else _with_judgments(record, qrels, source))
     return out
+
+
+def _judged(record: Record, grades: Mapping[str, int]) -> Record:
+    """``dataclasses.replace(record, judgments=grades)``, each field given in place: a third
+    of its cost, paid once per record joined."""
+    return Record(record.id, record.query, record.contexts, record.answer, record.references,
+                  grades, record.extra, record.tool_calls, record.reference_tool_calls,
+                  record.conversation, record.turn)
 
 
 def _with_judgments(record: Record, qrels: Mapping[str, int], source: str) -> Record:
