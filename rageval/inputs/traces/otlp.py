@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.lines import binary_lines, decode_line, parse_json
-from rageval.inputs.traces.spans import Span, span_kind
+from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
 
@@ -46,11 +46,15 @@ def otlp_traces(path: str, limit: int,
     done: set[str] = set()
     for line, document in _documents(path, limit, progress):
         for span in _paused(_line_spans, document, path, line):
+            held = pending.get(span.trace_id)
+            if held is not None:  # a trace still pending is not done
+                held.append(span)
+                continue
             if span.trace_id in done:
                 raise InputError(f"trace {span.trace_id} has a span after its last one was "
                                  "read: the file changed while it was read", path=path,
                                  line=line)
-            pending.setdefault(span.trace_id, []).append(span)
+            pending[span.trace_id] = [span]
         for trace_id in closing.pop(line, ()):
             spans = pending.pop(trace_id, None)
             if spans is not None:  # None: an id named only by a link
@@ -189,14 +193,22 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
     """:func:`_span`, its problems raised as :class:`_Bad`."""
     if type(raw) is not dict:
         raise _Bad(f"expected a span object, found {type(raw).__name__}")
-    trace_id = _known_id(raw.get("traceId"), 16, ids)
-    span_id = _known_id(raw.get("spanId"), 8, ids)
+    # The ids of a line's spans repeat (a trace's spans share one, a parent is a span of the
+    # line): each is read once, then looked up (of either size: the length is checked).
+    given = raw.get("traceId")
+    trace_id = ids.get(given) if type(given) is str else None
     if trace_id is None or len(trace_id) != 32:
-        raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
-                   "traceId")
+        trace_id = _known_id(given, 16, ids)
+        if trace_id is None or len(trace_id) != 32:
+            raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {given!r}",
+                       "traceId")
+    given = raw.get("spanId")
+    span_id = ids.get(given) if type(given) is str else None
     if span_id is None or len(span_id) != 16:
-        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
-                   "spanId")
+        span_id = _known_id(given, 8, ids)
+        if span_id is None or len(span_id) != 16:
+            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given!r}",
+                       "spanId")
     parent = raw.get("parentSpanId") or None
     parent_id = None if parent is None else _known_id(parent, 8, ids)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
@@ -204,8 +216,9 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
                    "parentSpanId")
     attributes = _attributes(raw.get("attributes"))
     name = raw.get("name")
+    kind = attributes.get(KIND_KEY)  # as span_kind reads it
     return Span(trace_id, span_id, parent_id, name if type(name) is str else "",
-                span_kind(attributes),
+                kind.upper() if type(kind) is str and kind else None,
                 _time(raw, "startTimeUnixNano"), _time(raw, "endTimeUnixNano"), attributes,
                 line)
 
@@ -226,7 +239,7 @@ def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
 def _time(raw: dict[str, Any], key: str) -> int:
     value = raw.get(key, 0)
     try:
-        return int(value)
+        return int(value)  # OTLP/JSON writes nanoseconds as a string
     except (TypeError, ValueError, OverflowError):
         raise _Bad(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
 

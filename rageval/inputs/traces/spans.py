@@ -15,14 +15,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SPAN_KINDS", "Span", "attribute", "documents", "span_kind"]
+__all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "documents", "span_kind"]
 
 #: The span kinds of the OpenInference conventions (``openinference.span.kind``).
 SPAN_KINDS: tuple[str, ...] = (
     "AGENT", "CHAIN", "DECISION", "EMBEDDING", "EVALUATOR", "GUARDRAIL", "LLM", "PROMPT",
     "RERANKER", "RETRIEVER", "TOOL", "UNKNOWN",
 )
-_KIND_KEY = "openinference.span.kind"
+#: The attribute naming a span's OpenInference kind.
+KIND_KEY = "openinference.span.kind"
 _MISSING = object()
 
 
@@ -48,7 +49,7 @@ class Span:
 def span_kind(attributes: dict[str, Any], given: str | None = None) -> str | None:
     """The OpenInference kind of a span: ``given`` (a server's own field) or the
     ``openinference.span.kind`` attribute, upper-cased; None when neither says."""
-    kind = given if given else attributes.get(_KIND_KEY)
+    kind = given if given else attributes.get(KIND_KEY)
     return kind.upper() if isinstance(kind, str) and kind else None
 
 
