@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from types import MappingProxyType
 
 from rageval.core.errors import InputError
-from rageval.core.records.model import FieldError, Record, validate_judgments
+from rageval.core.records.model import FieldError, Record, validate_judgments, with_judgments
 
 __all__ = ["CheckedQrels", "JudgmentsJoin", "Qrels", "apply_judgments"]
 
@@ -57,17 +56,9 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(_judged(record, MappingProxyType(qrels)) if checked
+        out.append(with_judgments(record, qrels) if checked
                    else _with_judgments(record, qrels, source))
     return out
-
-
-def _judged(record: Record, grades: Mapping[str, int]) -> Record:
-    """``dataclasses.replace(record, judgments=grades)``, each field given in place: a third
-    of its cost, paid once per record joined."""
-    return Record(record.id, record.query, record.contexts, record.answer, record.references,
-                  grades, record.extra, record.tool_calls, record.reference_tool_calls,
-                  record.conversation, record.turn)
 
 
 def _with_judgments(record: Record, qrels: Mapping[str, int], source: str) -> Record:

@@ -33,7 +33,7 @@ from rageval.core.records.checks import (
 from rageval.core.records.tools import ToolCall, validate_tool_calls
 
 __all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "checked_record",
-           "record_object", "validate_judgments"]
+           "record_object", "validate_judgments", "with_judgments"]
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
                           "tool_calls", "reference_tool_calls", "turns"})
@@ -379,19 +379,77 @@ def checked_record(id: str, query: str | None,
     validation says what is wrong."""
     if not id or not _plain_id(id):
         return None
-    built = tuple(Context(doc, text, score) for doc, text, score in contexts)
-    for context in built:
-        if not _plain_id(context.id) or has_lone_surrogates(context.text):
+    contexts = tuple(contexts)
+    for doc, text, _ in contexts:
+        if not _plain_id(doc) or has_lone_surrogates(text):
             return None
     for text in (query, answer, *references):
         if text is not None and has_lone_surrogates(text):
             return None
-    return Record(id, query, built, answer, references, None, extra)
+    if not _RECORD_KEYS.isdisjoint(extra):
+        raise UsageError(f"record extra must not use the reserved keys "
+                         f"{sorted(_RECORD_KEYS.intersection(extra))}")
+    return _made_record(id, query, tuple([_made_context(*context) for context in contexts]),
+                        answer, references, _frozen_mapping(extra))
 
 
 def _plain_id(value: str) -> bool:
     """Whether ``value`` (a non-empty string) is an id as :func:`identifier` keeps it."""
     return value.isascii() or unicode_problem(value) is None
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__, then its
+# __post_init__ puts the values in their final form; values already in it are set through
+# the slots themselves, at a third of the cost, for the records a reader makes by the
+# hundred thousand.
+_SET_CONTEXT = tuple(Context.__dict__[name].__set__ for name in ("id", "text", "score",
+                                                                  "metadata"))
+_SET_RECORD = tuple(Record.__dict__[field.name].__set__ for field in dataclasses.fields(Record))
+
+
+def _made_context(id: str, text: str, score: float | None) -> Context:
+    """``Context(id, text, score)``, without metadata."""
+    context = object.__new__(Context)
+    set_id, set_text, set_score, set_metadata = _SET_CONTEXT
+    set_id(context, id)
+    set_text(context, text)
+    set_score(context, score)
+    set_metadata(context, _EMPTY)
+    return context
+
+
+def _made_record(id: str, query: str | None, contexts: tuple[Context, ...],
+                 answer: str | None, references: tuple[str, ...], extra: Mapping[str, Any],
+                 judgments: Mapping[str, int] | None = None,
+                 tool_calls: tuple[ToolCall, ...] | None = None,
+                 reference_tool_calls: tuple[ToolCall, ...] | None = None,
+                 conversation: Conversation | None = None, turn: int = 0) -> Record:
+    """``Record(...)``, the fields given in their final form (tuples, read-only mappings)."""
+    record = object.__new__(Record)
+    (set_id, set_query, set_contexts, set_answer, set_references, set_judgments, set_extra,
+     set_tool_calls, set_reference_tool_calls, set_conversation, set_turn) = _SET_RECORD
+    set_id(record, id)
+    set_query(record, query)
+    set_contexts(record, contexts)
+    set_answer(record, answer)
+    set_references(record, references)
+    set_judgments(record, judgments)
+    set_extra(record, extra)
+    set_tool_calls(record, tool_calls)
+    set_reference_tool_calls(record, reference_tool_calls)
+    set_conversation(record, conversation)
+    set_turn(record, turn)
+    return record
+
+
+def with_judgments(record: Record, judgments: Mapping[str, int]) -> Record:
+    """``dataclasses.replace(record, judgments=judgments)`` (checked grades, read-only),
+    every other field kept as it is."""
+    if type(judgments) is not MappingProxyType:
+        judgments = MappingProxyType(dict(judgments))
+    return _made_record(record.id, record.query, record.contexts, record.answer,
+                        record.references, record.extra, judgments, record.tool_calls,
+                        record.reference_tool_calls, record.conversation, record.turn)
 
 
 def _valid_text(record: Record) -> Record:
