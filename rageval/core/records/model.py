@@ -369,14 +369,15 @@ def record_object(item: Any) -> Record:
 
 def checked_record(id: str, query: str | None,
                    contexts: Iterable[tuple[str, str, float | None]], answer: str | None,
-                   references: tuple[str, ...], extra: Mapping[str, Any]) -> Record | None:
+                   references: tuple[str, ...], extra: Mapping[str, Any],
+                   judgments: Mapping[str, int] | None = None) -> Record | None:
     """A record built from fields its reader made itself, of the types :func:`record_object`
     gives them: strings; ``contexts`` as ``(id, text, score)`` with non-empty ids, unique
     within the record, each score a finite float or None; ``extra`` without a record field's
-    key. The walk over a JSON object is skipped, not the checks of the values themselves: None
-    when :func:`record_object` would refuse or repair one (an empty id, an id or a text with a
-    lone surrogate), for the reader to hand over the record's JSON form instead, whose
-    validation says what is wrong."""
+    key; ``judgments`` as :func:`validate_judgments` returns them. The walk over a JSON object
+    is skipped, not the checks of the values themselves: None when :func:`record_object` would
+    refuse or repair one (an empty id, an id or a text with a lone surrogate), for the reader
+    to hand over the record's JSON form instead, whose validation says what is wrong."""
     if not id or not _plain_id(id):
         return None
     contexts = tuple(contexts)
@@ -390,7 +391,7 @@ def checked_record(id: str, query: str | None,
         raise UsageError(f"record extra must not use the reserved keys "
                          f"{sorted(_RECORD_KEYS.intersection(extra))}")
     return _made_record(id, query, tuple([_made_context(*context) for context in contexts]),
-                        answer, references, _frozen_mapping(extra))
+                        answer, references, _frozen_mapping(extra), judgments)
 
 
 def _plain_id(value: str) -> bool:

@@ -1,6 +1,7 @@
-"""Trace records are built straight from their spans, without a record object validated again:
-they are the records that validating those objects gives, and a value the validation refuses
-or repairs goes through it, with the same error or repair."""
+"""Trace records are built straight from their spans, and a references file's usual lines
+straight from their objects, without a record object walked and validated: they are the
+records that validating those objects gives, and a value the validation refuses or repairs
+goes through it, with the same error or repair."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import Any
 import pytest
 
 from rageval.core.errors import InputError
-from rageval.core.records import records_from_dicts
+from rageval.core.records import iter_records, records_from_dicts
 from rageval.inputs import InputSpec, load_inputs
 from rageval.inputs.traces.openinference import unit_records
 from rageval.inputs.traces.otlp import otlp_traces
+from rageval.inputs.traces.references import ReferencesJoin
 
 
 def _value(value: Any) -> dict[str, Any]:
@@ -137,3 +139,37 @@ def test_an_id_validation_refuses_is_refused_as_before(tmp_path: Path, root: dic
     assert error.value.field == field
     assert error.value.message.startswith(f"record 2 (trace {2:032x})")
     assert error.value.line == 1
+
+
+def test_a_references_file_reads_as_its_records_validate(tmp_path: Path) -> None:
+    lines = [{"id": "q1", "reference": "one", "judgments": {"d1": 2, "d2": 0.0}},
+             {"id": 2, "reference": ["a", "b"]},  # an integer id, several references
+             {"id": "q3", "judgments": {}},
+             {"id": "q4", "reference": "bad \ud800", "judgments": {"d": -1}},  # repaired
+             {"id": "q5", "reference": "r", "lane": "extra keys are read as a record's"},
+             {"id": "q6"}]
+    path = tmp_path / "refs.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    join = ReferencesJoin(str(path))
+    expected = list(iter_records(path))
+    assert join.qrels == {r.id: dict(r.judgments) for r in expected if r.judgments is not None}
+    filled = [join.fill({"id": r.id}, "t", 1).get("reference") for r in expected]
+    assert filled == ["one", ["a", "b"], None, "bad \ufffd", "r", None]
+
+
+@pytest.mark.parametrize(("line", "message", "field"), [
+    ({"id": "q2", "judgments": {"d1": "high"}}, "integer grade", "judgments.d1"),
+    ({"id": "q2", "judgments": {"d1": 1001}}, "outside", "judgments.d1"),
+    ({"id": "", "reference": "r"}, "non-empty string", "id"),
+    ({"id": "q\ud800", "reference": "r"}, "not valid Unicode", "id"),
+    ({"id": "q2", "reference": 5}, "a string or a non-empty list", "reference"),
+    ({"id": "q2", "contexts": 5}, "a list of strings or objects", "contexts"),
+    ({"id": "q1", "reference": "again"}, "duplicate record id 'q1'", "id"),
+])
+def test_a_bad_references_line_is_named_as_before(tmp_path: Path, line: dict[str, Any],
+                                                   message: str, field: str) -> None:
+    path = tmp_path / "refs.jsonl"
+    path.write_text(json.dumps({"id": "q1", "reference": "r"}) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(InputError, match=message) as error:
+        ReferencesJoin(str(path))
+    assert (error.value.path, error.value.line, error.value.field) == (str(path), 2, field)
