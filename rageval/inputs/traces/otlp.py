@@ -31,7 +31,7 @@ from rageval.inputs.traces.spans import KIND_KEY, Span
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
-_HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 
@@ -329,7 +329,7 @@ def _hex_id(value: Any, size: int) -> str | None:
     base64 (protobuf's JSON mapping); None when it is neither."""
     if type(value) is not str:
         return None
-    if len(value) == 2 * size and _HEX.fullmatch(value):
+    if len(value) == 2 * size and value.isascii() and not value.strip(_HEX_DIGITS):
         return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)

@@ -10,7 +10,6 @@ up whole first, then as a key path inside the JSON text of a shorter attribute, 
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -101,33 +100,42 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
     if isinstance(listed, list):
         return [_document_fields(item) for item in listed if isinstance(item, dict)]
     start = prefix + "."
-    found: dict[str, dict[str, Any]] = {}  # index as written -> the document's fields
+    keys = _DOCUMENT_KEYS.get(start)
+    if keys is None or len(keys) > _KEYS_KEPT:
+        keys = _DOCUMENT_KEYS[start] = {}
+    found: dict[int, dict[str, Any]] = {}  # index -> the document's fields
     for key, value in span.attributes.items():
-        parsed = _document_key(key, start)
-        if parsed is not None:
+        parsed = keys.get(key)
+        if parsed is None:
+            parsed = keys[key] = _document_key(key, start)
+        if parsed:
             index, field = parsed
             fields = found.get(index)
             if fields is None:
-                if index is None:  # an index written oddly
+                if index < 0:  # an index written oddly
                     return _documents_by_number(span.attributes, start)
                 fields = found[index] = {}
             fields[field] = value
     if len(found) < 2:
         return list(found.values())
-    return [found[index] for index in sorted(found, key=int)]
+    return [found[index] for index in sorted(found)]
 
 
-# Every retriever span of a trace file names the same few keys: each is parsed once.
-@functools.lru_cache(maxsize=4096)
-def _document_key(key: str, start: str) -> tuple[str | None, str] | None:
-    """``(index, field)`` of an attribute ``<start><index>.document.<field>``, the index None
-    when it is not written as :func:`_canonical` says; None for any other key."""
+# Every retriever span of a trace file names the same few keys: each is parsed once, the
+# answers kept by prefix (a few thousand at most: then they are parsed anew).
+_DOCUMENT_KEYS: dict[str, dict[str, tuple[int, str] | tuple[()]]] = {}
+_KEYS_KEPT = 4096
+
+
+def _document_key(key: str, start: str) -> tuple[int, str] | tuple[()]:
+    """``(index, field)`` of an attribute ``<start><index>.document.<field>``, the index -1
+    when it is not written as :func:`_canonical` says; ``()`` for any other key."""
     if not key.startswith(start):
-        return None
+        return ()
     index, sep, field = key[len(start):].partition(".document.")
     if not sep:
-        return None
-    return (index if _canonical(index) else None), field
+        return ()
+    return (int(index) if _canonical(index) else -1), field
 
 
 def _canonical(index: str) -> bool:
