@@ -34,6 +34,8 @@ _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
+# An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
+_BUFFER = 1 << 22
 
 
 def otlp_traces(path: str, limit: int,
@@ -68,7 +70,7 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     """For each line, the trace ids last named on it (a link's trace id counts too: that only
     holds its trace a little longer)."""
     last: dict[str, int] = {}
-    for number, raw in binary_lines(path, path, limit):
+    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
         named = _TRACE_ID.findall(raw)
         # A trace's spans mostly share a line: each id once, in the order of its last mention.
         for found in reversed(dict.fromkeys(reversed(named)) if len(named) > 1 else named):
@@ -91,7 +93,7 @@ def _documents(path: str, limit: int,
                progress: LoadProgress | None) -> Iterator[tuple[int, Any]]:
     """``(line, decoded object)`` of each non-blank line; a file whose first line is not JSON
     but which holds one JSON object as a whole is that object, at line 1."""
-    lines = binary_lines(path, path, limit, progress)
+    lines = binary_lines(path, path, limit, progress, buffer=_BUFFER)
     for number, raw in lines:
         if not raw or raw.isspace():
             continue
