@@ -35,7 +35,7 @@ _HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothi
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 # An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
-_BUFFER = 1 << 22
+_BUFFER = 1 << 20
 
 
 def otlp_traces(path: str, limit: int,
