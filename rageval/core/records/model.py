@@ -381,11 +381,13 @@ def checked_record(id: str, query: str | None,
     if not id or not _plain_id(id):
         return None
     contexts = tuple(contexts)
-    for doc, text, _ in contexts:
-        if not _plain_id(doc) or has_lone_surrogates(text):
+    for doc, text, _ in contexts:  # mostly ASCII: told at once
+        if not doc.isascii() and not _plain_id(doc):
+            return None
+        if not text.isascii() and has_lone_surrogates(text):
             return None
     for text in (query, answer, *references):
-        if text is not None and has_lone_surrogates(text):
+        if text is not None and not text.isascii() and has_lone_surrogates(text):
             return None
     if not _RECORD_KEYS.isdisjoint(extra):
         raise UsageError(f"record extra must not use the reserved keys "

@@ -48,8 +48,7 @@ def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
 def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> Iterator[Unit]:
     """What each unit of one trace's spans gives its record (see :func:`unit_records`)."""
-    order = sorted(range(len(spans)), key=lambda i: (spans[i].start, i))
-    ordered = [spans[i] for i in order]
+    ordered = sorted(spans, key=_start)  # a stable sort: spans starting together in file order
     if unit == "trace":
         yield _unit(_root(ordered), ordered, "trace", field_map, source)
         return
@@ -62,6 +61,10 @@ def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
     for span in ordered:
         if span.kind == unit and not below[span.span_id]:
             yield _unit(span, _subtree(span, children), "span", field_map, source)
+
+
+def _start(span: Span) -> int:
+    return span.start
 
 
 def _root(ordered: list[Span]) -> Span:
@@ -196,23 +199,27 @@ def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str]
 
 
 def _mapped(root: Span, spans: list[Span], name: str) -> Any:
-    for span in [root, *(s for s in spans if s is not root)]:
-        value = attribute(span, name)
-        if value is not None:
-            return value
+    value = attribute(root, name)
+    if value is not None:
+        return value
+    for span in spans:
+        if span is not root:
+            value = attribute(span, name)
+            if value is not None:
+                return value
     return None
 
 
-def _text(span: Span, key: str) -> str | None:
+def _text(span: Span, key: str, mime_key: str) -> str | None:
+    """The text attribute ``key``, unless its ``mime_key`` says it is JSON."""
     value = span.attributes.get(key)
-    mime = span.attributes.get(key.replace(".value", ".mime_type"))
-    if not isinstance(value, str) or mime == "application/json":
+    if not isinstance(value, str) or span.attributes.get(mime_key) == "application/json":
         return None
     return value
 
 
 def _query(root: Span, spans: list[Span]) -> str | None:
-    text = _text(root, "input.value")
+    text = _text(root, "input.value", "input.mime_type")
     if text is not None:
         return text
     for span in spans:
@@ -237,7 +244,8 @@ def _answer(spans: list[Span]) -> str | None:
         return None
     last = max(reversed(llms), key=lambda span: span.end)  # the first of equal end times
     content = last.attributes.get("llm.output_messages.0.message.content")
-    return content if isinstance(content, str) else _text(last, "output.value")
+    return content if isinstance(content, str) else _text(last, "output.value",
+                                                          "output.mime_type")
 
 
 def _contexts(retrievers: list[Span], where: str,
@@ -247,9 +255,11 @@ def _contexts(retrievers: list[Span], where: str,
     for span in retrievers:
         for rank, doc in enumerate(documents(span)):
             text = doc.get("content")
-            text = "" if text is None else str(text)
-            raw_id = doc.get("id")
-            doc_id = str(len(contexts) + 1) if raw_id in (None, "") else str(raw_id)
+            if type(text) is not str:
+                text = "" if text is None else str(text)
+            doc_id = doc.get("id")
+            if type(doc_id) is not str or not doc_id:
+                doc_id = str(len(contexts) + 1) if doc_id in (None, "") else str(doc_id)
             if doc_id in seen:
                 if seen[doc_id] != text:
                     raise InputError(
