@@ -138,23 +138,29 @@ def _whole_file(path: str, number: int, text: str) -> Any:
 
 
 def _line_spans(document: Any, path: str, line: int) -> list[Span]:
-    return list(_spans_of(document, path, line))
-
-
-def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
+    """The spans of a line's decoded export, in file order."""
     if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
         found = type(document).__name__ if not isinstance(document, dict) else "an object " \
             f"with keys {sorted(document)[:5]}"
         raise InputError(f"expected an OTLP/JSON trace export (an object with resourceSpans), "
                          f"found {found}", path=path, line=line)
     ids: dict[Any, str] = {}  # the ids already read on this line: a trace's spans share one
+    out: list[Span] = []
+    add = out.append
     for r, resource in enumerate(document["resourceSpans"]):
         where = f"resourceSpans[{r}]"
         scopes = _list(resource, _SCOPES, where, path, line)
         for s, scope in enumerate(scopes):
             spans = _list(scope, ("spans",), f"{where}.scopeSpans[{s}]", path, line)
-            for i, raw in enumerate(spans):
-                yield _span(raw, ids, (r, s, i), path, line)
+            before = len(out)
+            try:
+                for raw in spans:
+                    add(_read_span(raw, ids, line))
+            except _Bad as bad:  # the span's place, told only in an error
+                place = f"{where}.scopeSpans[{s}].spans[{len(out) - before}]"
+                raise InputError(bad.message, path=path, line=line,
+                                 field=f"{place}.{bad.field}" if bad.field else place) from None
+    return out
 
 
 def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> list[Any]:
@@ -179,20 +185,9 @@ class _Bad(Exception):
         self.message, self.field = message, field
 
 
-def _span(raw: Any, ids: dict[Any, str], place: tuple[int, int, int], path: str,
-          line: int) -> Span:
-    """The span ``raw``; ``ids`` holds the ids already read (raw id -> hex), ``place`` is
-    where it is (resource, scope, span), told only in an error."""
-    try:
-        return _read_span(raw, ids, line)
-    except _Bad as bad:
-        where = "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
-        raise InputError(bad.message, path=path, line=line,
-                         field=f"{where}.{bad.field}" if bad.field else where) from None
-
-
 def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
-    """:func:`_span`, its problems raised as :class:`_Bad`."""
+    """The span ``raw``, its problems raised as :class:`_Bad`; ``ids`` holds the ids already
+    read (raw id -> hex)."""
     if type(raw) is not dict:
         raise _Bad(f"expected a span object, found {type(raw).__name__}")
     # The ids of a line's spans repeat (a trace's spans share one, a parent is a span of the
@@ -212,10 +207,12 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
             raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given!r}",
                        "spanId")
     parent = raw.get("parentSpanId") or None
-    parent_id = None if parent is None else _known_id(parent, 8, ids)
+    parent_id = None if parent is None else (ids.get(parent) if type(parent) is str else None)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
-        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
-                   "parentSpanId")
+        parent_id = _known_id(parent, 8, ids)
+        if parent_id is None or len(parent_id) != 16:
+            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
+                       "parentSpanId")
     attributes = _attributes(raw.get("attributes"))
     name = raw.get("name")
     kind = attributes.get(KIND_KEY)  # as span_kind reads it
