@@ -29,12 +29,13 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.core.records.lines import DEEP_JSON
 from rageval.core.records.model import Record, checked_record
-from rageval.inputs.traces.spans import Span, attribute, documents
+from rageval.inputs.traces.spans import Span, attribute, document_values
 
 __all__ = ["TRACE_MAP_FIELDS", "Unit", "unit_records", "units"]
 
 #: The fields a map may read from span attributes (contexts come from retriever spans).
 TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
+_DOCUMENT = ("id", "content", "score")  # the fields of a retrieved document a context holds
 
 
 def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
@@ -253,11 +254,9 @@ def _contexts(retrievers: list[Span], where: str,
     contexts: list[tuple[str, str, float | None]] = []
     seen: dict[str, str] = {}
     for span in retrievers:
-        for rank, doc in enumerate(documents(span)):
-            text = doc.get("content")
+        for rank, (doc_id, text, score) in enumerate(document_values(span, _DOCUMENT)):
             if type(text) is not str:
                 text = "" if text is None else str(text)
-            doc_id = doc.get("id")
             if type(doc_id) is not str or not doc_id:
                 doc_id = str(len(contexts) + 1) if doc_id in (None, "") else str(doc_id)
             if doc_id in seen:
@@ -268,7 +267,6 @@ def _contexts(retrievers: list[Span], where: str,
                         line=span.line)
                 continue  # retrieved again: its first rank stands
             seen[doc_id] = text
-            score = doc.get("score")
             if type(score) is float:
                 score = score if math.isfinite(score) else None
             elif (isinstance(score, (int, float)) and not isinstance(score, bool)

@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "documents", "span_kind"]
+__all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "document_values", "documents",
+           "span_kind"]
 
 #: The span kinds of the OpenInference conventions (``openinference.span.kind``).
 SPAN_KINDS: tuple[str, ...] = (
@@ -121,9 +122,47 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
     return [found[index] for index in sorted(found)]
 
 
+def document_values(span: Span, names: tuple[str, ...],
+                    prefix: str = "retrieval.documents") -> list[list[Any]]:
+    """:func:`documents`, each document as the values of its fields ``names`` in that order
+    (None where it has none): without a dict made for each document, for a reader that reads
+    the same few fields of every one."""
+    attributes = span.attributes
+    start = prefix + "."
+    slots = _DOCUMENT_SLOTS.get((start, names))
+    if slots is None or len(slots) > _KEYS_KEPT or isinstance(attributes.get(prefix), list):
+        if slots is None or len(slots) > _KEYS_KEPT:
+            _DOCUMENT_SLOTS[(start, names)] = {}
+        return [[fields.get(name) for name in names] for fields in documents(span, prefix)]
+    found: dict[int, list[Any]] = {}  # index -> the document's values
+    width = len(names)
+    for key, value in attributes.items():
+        parsed = slots.get(key)
+        if parsed is None:
+            index_field = _document_key(key, start)
+            parsed = slots[key] = () if not index_field else (
+                index_field[0], names.index(index_field[1]) if index_field[1] in names
+                else -1)  # a field not read: its document is one all the same
+        if parsed:
+            index, slot = parsed
+            values = found.get(index)
+            if values is None:
+                if index < 0:  # an index written oddly
+                    return [[fields.get(name) for name in names]
+                            for fields in _documents_by_number(attributes, start)]
+                values = found[index] = [None] * width
+            if slot >= 0:
+                values[slot] = value
+    if len(found) < 2:
+        return list(found.values())
+    return [found[index] for index in sorted(found)]
+
+
 # Every retriever span of a trace file names the same few keys: each is parsed once, the
 # answers kept by prefix (a few thousand at most: then they are parsed anew).
 _DOCUMENT_KEYS: dict[str, dict[str, tuple[int, str] | tuple[()]]] = {}
+# The same by the fields read (document_values): key -> (index, the field's slot).
+_DOCUMENT_SLOTS: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int] | tuple[()]]] = {}
 _KEYS_KEPT = 4096
 
 
