@@ -190,55 +190,53 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
     read (raw id -> hex)."""
     if type(raw) is not dict:
         raise _Bad(f"expected a span object, found {type(raw).__name__}")
+    get = raw.get
     # The ids of a line's spans repeat (a trace's spans share one, a parent is a span of the
-    # line): each is read once, then looked up (of either size: the length is checked).
-    given = raw.get("traceId")
+    # line): each is read once, then looked up (a string is an id of one size at most: one
+    # read before as the other size is read again, and refused).
+    given = get("traceId")
     trace_id = ids.get(given) if type(given) is str else None
     if trace_id is None or len(trace_id) != 32:
-        trace_id = _known_id(given, 16, ids)
-        if trace_id is None or len(trace_id) != 32:
+        trace_id = _hex_id(given, 16)
+        if trace_id is None:
             raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {given!r}",
                        "traceId")
-    given = raw.get("spanId")
+        ids[given] = trace_id
+    given = get("spanId")
     span_id = ids.get(given) if type(given) is str else None
     if span_id is None or len(span_id) != 16:
-        span_id = _known_id(given, 8, ids)
-        if span_id is None or len(span_id) != 16:
+        span_id = _hex_id(given, 8)
+        if span_id is None:
             raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given!r}",
                        "spanId")
-    parent = raw.get("parentSpanId") or None
+        ids[given] = span_id
+    parent = get("parentSpanId") or None
     parent_id = None if parent is None else (ids.get(parent) if type(parent) is str else None)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
-        parent_id = _known_id(parent, 8, ids)
-        if parent_id is None or len(parent_id) != 16:
+        parent_id = _hex_id(parent, 8)
+        if parent_id is None:
             raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
                        "parentSpanId")
-    attributes = _attributes(raw.get("attributes"))
-    name = raw.get("name")
+        ids[parent] = parent_id
+    attributes = _attributes(get("attributes"))
+    name = get("name")
     kind = attributes.get(KIND_KEY)  # as span_kind reads it
+    start, end = get("startTimeUnixNano", 0), get("endTimeUnixNano", 0)
+    try:
+        start, end = int(start), int(end)  # OTLP/JSON writes nanoseconds as strings
+    except (TypeError, ValueError, OverflowError):
+        for key in ("startTimeUnixNano", "endTimeUnixNano"):
+            _time(raw, key)  # raises, naming the field
     return Span(trace_id, span_id, parent_id, name if type(name) is str else "",
-                kind.upper() if type(kind) is str and kind else None,
-                _time(raw, "startTimeUnixNano"), _time(raw, "endTimeUnixNano"), attributes,
+                kind.upper() if type(kind) is str and kind else None, start, end, attributes,
                 line)
 
 
-def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
-    """:func:`_hex_id`, looked up in ``ids`` first (the answer is kept there when it is one).
-    An id read before may be of another size: the caller checks the length."""
-    if type(value) is str:
-        found = ids.get(value)
-        if found is not None:
-            return found
-    found = _hex_id(value, size)
-    if found is not None:
-        ids[value] = found
-    return found
-
-
 def _time(raw: dict[str, Any], key: str) -> int:
+    """The time at ``key`` (nanoseconds, written as a string); :class:`_Bad` when not one."""
     value = raw.get(key, 0)
     try:
-        return int(value)  # OTLP/JSON writes nanoseconds as a string
+        return int(value)
     except (TypeError, ValueError, OverflowError):
         raise _Bad(f"expected nanoseconds since the epoch, found {value!r}"[:160], key) from None
 
