@@ -103,6 +103,7 @@ __all__ = [
     "iter_records",
     "iter_windows",
     "load_records",
+    "record_objects",
     "record_windows",
     "records_from_dicts",
 ]
@@ -135,6 +136,20 @@ def _validated(path: PathLike, format: str | None, max_line_bytes: int | None,
                progress: LoadProgress | None) -> tuple[Iterator[Record], IdCheck]:
     """The validated records of a file, and their duplicate-id check (the file, its format
     and the line limit checked at once)."""
+    objects, unit = record_objects(path, format=format, max_line_bytes=max_line_bytes,
+                                   progress=progress)
+    source = os.fspath(path)
+    ids = IdCheck(source, unit)
+    return validate_records(objects, source, unit, ids), ids
+
+
+def record_objects(path: PathLike, *, format: str | None = None,
+                   max_line_bytes: int | None = None, progress: LoadProgress | None = None,
+                   ) -> tuple[Iterator[tuple[int, Any]], str]:
+    """The decoded objects of a records file as ``(line, object)``, not yet validated, and
+    what its errors call a line (``line``, or ``row`` for Parquet): for a reader that builds
+    some records itself before :func:`~rageval.core.records.validation.validate_records`
+    validates the rest (see :func:`iter_records` for the arguments)."""
     fmt = resolve_format(path, format)
     limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
     check_int("max_line_bytes (--max-line-bytes)", limit, 1, high=LARGEST_COUNT)
@@ -145,9 +160,7 @@ def _validated(path: PathLike, format: str | None, max_line_bytes: int | None,
         os.stat(path)  # a missing or unreadable file is reported before iteration starts
     except OSError as error:
         raise file_error(error, source) from None
-    unit = "row" if fmt == "parquet" else "line"
-    ids = IdCheck(source, unit)
-    return validate_records(READERS[fmt](path, source, limit, progress), source, unit, ids), ids
+    return READERS[fmt](path, source, limit, progress), "row" if fmt == "parquet" else "line"
 
 
 @contextlib.contextmanager

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from types import MappingProxyType
 
 from rageval.core.errors import InputError
-from rageval.core.records.model import FieldError, Record, validate_judgments
+from rageval.core.records.model import FieldError, Record, validate_judgments, with_judgments
 
 __all__ = ["CheckedQrels", "JudgmentsJoin", "Qrels", "apply_judgments"]
 
@@ -57,7 +56,7 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(dataclasses.replace(record, judgments=MappingProxyType(qrels)) if checked
+        out.append(with_judgments(record, qrels) if checked
                    else _with_judgments(record, qrels, source))
     return out
 

@@ -65,12 +65,15 @@ def parse_json(text: str, source: str, line: int, field: str | None = None) -> A
 
 
 def binary_lines(path: PathLike, source: str, limit: int,
-                  progress: LoadProgress | None = None) -> Iterator[tuple[int, bytes]]:
+                  progress: LoadProgress | None = None, *,
+                  buffer: int = -1) -> Iterator[tuple[int, bytes]]:
     """Physical lines of a file as bytes (1-based numbers), without a leading BOM; a line
     longer than ``limit`` bytes (its newline not counted) is an error, found before more than
-    ``limit`` bytes of it are read. ``progress`` is told the bytes read of the file's size."""
+    ``limit`` bytes of it are read. ``progress`` is told the bytes read of the file's size.
+    ``buffer``: the bytes read at a time (-1: the default), more for a file of long lines,
+    which a small buffer reads in many pieces joined."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        handle = open(path, "rb", buffering=buffer)  # noqa: SIM115 - closed by the with below
     except OSError as error:
         raise file_error(error, source) from None
     with handle:

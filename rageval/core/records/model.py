@@ -12,12 +12,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import UsageError
-from rageval.core.outputs.surrogates import LONE_SURROGATES, has_lone_surrogates, repaired
+from rageval.core.outputs.surrogates import (
+    LONE_SURROGATES,
+    has_lone_surrogates,
+    repaired,
+    unicode_problem,
+)
 from rageval.core.records.checks import (
     FieldError,
     expected,
@@ -27,8 +32,8 @@ from rageval.core.records.checks import (
 )
 from rageval.core.records.tools import ToolCall, validate_tool_calls
 
-__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "record_object",
-           "validate_judgments"]
+__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "checked_record",
+           "record_object", "validate_judgments", "with_judgments"]
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
                           "tool_calls", "reference_tool_calls", "turns"})
@@ -360,6 +365,92 @@ def record_object(item: Any) -> Record:
         reference_tool_calls=validate_tool_calls(item.get("reference_tool_calls"),
                                                  "reference_tool_calls"),
     ))
+
+
+def checked_record(id: str, query: str | None,
+                   contexts: Iterable[tuple[str, str, float | None]], answer: str | None,
+                   references: tuple[str, ...], extra: Mapping[str, Any],
+                   judgments: Mapping[str, int] | None = None) -> Record | None:
+    """A record built from fields its reader made itself, of the types :func:`record_object`
+    gives them: strings; ``contexts`` as ``(id, text, score)`` with non-empty ids, unique
+    within the record, each score a finite float or None; ``extra`` without a record field's
+    key; ``judgments`` as :func:`validate_judgments` returns them. The walk over a JSON object
+    is skipped, not the checks of the values themselves: None when :func:`record_object` would
+    refuse or repair one (an empty id, an id or a text with a lone surrogate), for the reader
+    to hand over the record's JSON form instead, whose validation says what is wrong."""
+    if not id or not _plain_id(id):
+        return None
+    contexts = tuple(contexts)
+    for doc, text, _ in contexts:  # mostly ASCII: told at once
+        if not doc.isascii() and not _plain_id(doc):
+            return None
+        if not text.isascii() and has_lone_surrogates(text):
+            return None
+    for text in (query, answer, *references):
+        if text is not None and not text.isascii() and has_lone_surrogates(text):
+            return None
+    if not _RECORD_KEYS.isdisjoint(extra):
+        raise UsageError(f"record extra must not use the reserved keys "
+                         f"{sorted(_RECORD_KEYS.intersection(extra))}")
+    built = []
+    set_id, set_text, set_score, set_metadata = _SET_CONTEXT
+    for doc, text, score in contexts:  # _made_context, written out: called 5 times a record
+        context = object.__new__(Context)
+        set_id(context, doc)
+        set_text(context, text)
+        set_score(context, score)
+        set_metadata(context, _EMPTY)
+        built.append(context)
+    return _made_record(id, query, tuple(built), answer, references, _frozen_mapping(extra),
+                        judgments)
+
+
+def _plain_id(value: str) -> bool:
+    """Whether ``value`` (a non-empty string) is an id as :func:`identifier` keeps it."""
+    return value.isascii() or unicode_problem(value) is None
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__, then its
+# __post_init__ puts the values in their final form; values already in it are set through
+# the slots themselves, at a third of the cost, for the records a reader makes by the
+# hundred thousand.
+_SET_CONTEXT = tuple(Context.__dict__[name].__set__ for name in ("id", "text", "score",
+                                                                  "metadata"))
+_SET_RECORD = tuple(Record.__dict__[field.name].__set__ for field in dataclasses.fields(Record))
+
+
+def _made_record(id: str, query: str | None, contexts: tuple[Context, ...],
+                 answer: str | None, references: tuple[str, ...], extra: Mapping[str, Any],
+                 judgments: Mapping[str, int] | None = None,
+                 tool_calls: tuple[ToolCall, ...] | None = None,
+                 reference_tool_calls: tuple[ToolCall, ...] | None = None,
+                 conversation: Conversation | None = None, turn: int = 0) -> Record:
+    """``Record(...)``, the fields given in their final form (tuples, read-only mappings)."""
+    record = object.__new__(Record)
+    (set_id, set_query, set_contexts, set_answer, set_references, set_judgments, set_extra,
+     set_tool_calls, set_reference_tool_calls, set_conversation, set_turn) = _SET_RECORD
+    set_id(record, id)
+    set_query(record, query)
+    set_contexts(record, contexts)
+    set_answer(record, answer)
+    set_references(record, references)
+    set_judgments(record, judgments)
+    set_extra(record, extra)
+    set_tool_calls(record, tool_calls)
+    set_reference_tool_calls(record, reference_tool_calls)
+    set_conversation(record, conversation)
+    set_turn(record, turn)
+    return record
+
+
+def with_judgments(record: Record, judgments: Mapping[str, int]) -> Record:
+    """``dataclasses.replace(record, judgments=judgments)`` (checked grades, read-only),
+    every other field kept as it is."""
+    if type(judgments) is not MappingProxyType:
+        judgments = MappingProxyType(dict(judgments))
+    return _made_record(record.id, record.query, record.contexts, record.answer,
+                        record.references, record.extra, judgments, record.tool_calls,
+                        record.reference_tool_calls, record.conversation, record.turn)
 
 
 def _valid_text(record: Record) -> Record:

@@ -41,7 +41,9 @@ _TURN_FIELDS = ("query", "contexts", "answer", "judgments", "tool_calls", "rewri
 def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
                      ids: IdCheck | None = None) -> Iterator[Record]:
     """Validate ``(line, object)`` pairs into records (a conversation into its turns, one
-    record each); checks duplicate ids and emptiness.
+    record each); checks duplicate ids and emptiness. An object that is a :class:`Record`
+    already (a reader's, from :func:`~rageval.core.records.model.checked_record`) passes on as
+    it is, its id checked as every other.
 
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
@@ -64,6 +66,8 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
         try:
             if type(item) is dict and item.get("turns") is None:
                 records: list[Record] = [record_object(item)]
+            elif type(item) is Record:  # built from checked fields (checked_record)
+                records = [item]
             else:
                 records = _records(item)
         except FieldError as error:

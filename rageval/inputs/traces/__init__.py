@@ -23,7 +23,7 @@ from rageval.core.records import record_windows
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
-from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, unit_records
+from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, units
 from rageval.inputs.traces.sessions import Sessions
 from rageval.inputs.traces.spans import SPAN_KINDS, Span
 
@@ -74,24 +74,32 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
     """The records of the spec's traces in lists of at most ``size``, read as the run goes,
     with the references of ``join`` (:func:`references_of`; None: none joined)."""
     source = trace_source(spec)
-    places: dict[int, tuple[int | None, str]] = {}  # record number -> (line, trace), a window's
+    # record number -> (line, "trace" or "session", its id), for a window's errors
+    places: dict[int, tuple[int | None, str, str]] = {}
     field_map = dict(spec.field_map)
+    unit_kind = spec.unit()
 
     def items() -> Iterator[tuple[int, Any]]:
         count = 0
         sessions = Sessions() if spec.sessions else None
         try:
             for spans in _traces(spec, progress):
-                for line, item in unit_records(spans, spec.unit(), field_map, source):
-                    item = item if join is None else join.fill(item, source, line)
-                    if sessions is not None and sessions.hold(spans, line, item):
-                        continue
+                for unit in units(spans, unit_kind, field_map, source):
+                    line, item = unit.line, unit.item
+                    if join is not None:
+                        join.fill(item, source, line)
+                    if sessions is not None:
+                        whole = unit.object()
+                        if sessions.hold(spans, line, whole):
+                            continue
+                    else:  # the record itself, or its object for its checks to tell why not
+                        whole = unit.record() or unit.object()
                     count += 1
-                    places[count] = (line or None, f"trace {item['trace_id']}")
-                    yield count, item
+                    places[count] = (line or None, "trace", item["trace_id"])
+                    yield count, whole
             for line, session, item in sessions.conversations() if sessions else ():
                 count += 1
-                places[count] = (line or None, f"session {session}")
+                places[count] = (line or None, "session", session)
                 yield count, item
         except InputError as error:  # placed at a span's line already: not a record number
             raise _SpanError(error.message, path=error.path, line=error.line,
@@ -119,11 +127,11 @@ class _SpanError(InputError):
     """An error of the spans themselves, told at the span's line (not a record number)."""
 
 
-def _placed(error: InputError, places: dict[int, tuple[int | None, str]]) -> InputError:
+def _placed(error: InputError, places: dict[int, tuple[int | None, str, str]]) -> InputError:
     """A validation error about record number ``n`` told with its trace and span line."""
     place = places.get(error.line or 0)
     if place is None or isinstance(error, _SpanError):
         return error
-    line, unit = place
-    return InputError(f"record {error.line} ({unit}): {error.message}", path=error.path,
+    line, unit, name = place
+    return InputError(f"record {error.line} ({unit} {name}): {error.message}", path=error.path,
                       line=line, field=error.field)

@@ -28,22 +28,30 @@ from typing import Any
 
 from rageval.core.errors import InputError
 from rageval.core.records.lines import DEEP_JSON
-from rageval.inputs.traces.spans import Span, attribute, documents
+from rageval.core.records.model import Record, checked_record
+from rageval.inputs.traces.spans import Span, attribute, document_values
 
-__all__ = ["TRACE_MAP_FIELDS", "unit_records"]
+__all__ = ["TRACE_MAP_FIELDS", "Unit", "unit_records", "units"]
 
 #: The fields a map may read from span attributes (contexts come from retriever spans).
 TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
+_DOCUMENT = ("id", "content", "score")  # the fields of a retrieved document a context holds
 
 
 def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
                  source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line, record object)`` for each unit of one trace's spans (``unit`` is ``trace`` or
     a span kind); the line is that of the unit's root span (0 for a server's spans)."""
-    order = sorted(range(len(spans)), key=lambda i: (spans[i].start, i))
-    ordered = [spans[i] for i in order]
+    for found in units(spans, unit, field_map, source):
+        yield found.line, found.object()
+
+
+def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
+          source: str) -> Iterator[Unit]:
+    """What each unit of one trace's spans gives its record (see :func:`unit_records`)."""
+    ordered = sorted(spans, key=_start)  # a stable sort: spans starting together in file order
     if unit == "trace":
-        yield _record(_root(ordered), ordered, "trace", field_map, source)
+        yield _unit(_root(ordered), ordered, "trace", field_map, source)
         return
     children: dict[str, list[Span]] = {}
     by_id = {span.span_id: span for span in ordered}
@@ -53,7 +61,11 @@ def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
     below = _below_kind(ordered, by_id, unit)
     for span in ordered:
         if span.kind == unit and not below[span.span_id]:
-            yield _record(span, _subtree(span, children), "span", field_map, source)
+            yield _unit(span, _subtree(span, children), "span", field_map, source)
+
+
+def _start(span: Span) -> int:
+    return span.start
 
 
 def _root(ordered: list[Span]) -> Span:
@@ -117,8 +129,48 @@ def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
     return sorted(out, key=lambda s: s.start)
 
 
-def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
-            source: str) -> tuple[int, dict[str, Any]]:
+class Unit:
+    """What one unit of a trace gives its record: ``item``, the record object's fields but its
+    contexts (``id``, ``trace_id``, ``span_id``, and ``query``, ``answer``, ``reference`` when
+    found), which a references file fills in place; ``contexts``, ``(id, text, score)`` each
+    (None: no retriever span); and the line of the unit's root span (0 for a server's)."""
+
+    __slots__ = ("contexts", "item", "line")
+
+    def __init__(self, line: int, item: dict[str, Any],
+                 contexts: list[tuple[str, str, float | None]] | None) -> None:
+        self.line, self.item, self.contexts = line, item, contexts
+
+    def object(self) -> dict[str, Any]:
+        """The record object, as a records file would give it."""
+        if self.contexts is None:
+            return dict(self.item)
+        contexts = [{"id": doc, "text": text} if score is None else
+                    {"id": doc, "text": text, "score": score}
+                    for doc, text, score in self.contexts]
+        return {**self.item, "contexts": contexts}
+
+    def record(self) -> Record | None:
+        """The record, built from the fields as they are; None when one needs the checks
+        of a record object (:meth:`object`), which then say what is wrong with it."""
+        item = self.item
+        reference = item.get("reference")
+        if reference is None:
+            references: tuple[str, ...] = ()
+        elif type(reference) is str:
+            references = (reference,)
+        elif (type(reference) is list and reference
+              and all(type(text) is str for text in reference)):
+            references = tuple(reference)
+        else:
+            return None
+        return checked_record(item["id"], item.get("query"), self.contexts or (),
+                              item.get("answer"), references,
+                              {"trace_id": item["trace_id"], "span_id": item["span_id"]})
+
+
+def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
+          source: str) -> Unit:
     where = f"trace {root.trace_id}" if unit == "trace" else (
         f"trace {root.trace_id}, span {root.span_id}")
     item: dict[str, Any] = {"id": root.trace_id if unit == "trace" else root.span_id,
@@ -129,8 +181,7 @@ def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, st
     if answer is not None:
         item["answer"] = answer
     retrievers = [span for span in spans if span.kind == "RETRIEVER"]
-    if retrievers:
-        item["contexts"] = _contexts(retrievers, where, source)
+    contexts = _contexts(retrievers, where, source) if retrievers else None
     for field, name in field_map.items():
         try:
             value = _mapped(root, spans, name)
@@ -145,27 +196,31 @@ def _record(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, st
             continue
         item[field] = str(value) if field in ("id", "query", "answer") and not isinstance(
             value, str) else value
-    return root.line or 0, item
+    return Unit(root.line or 0, item, contexts)
 
 
 def _mapped(root: Span, spans: list[Span], name: str) -> Any:
-    for span in [root, *(s for s in spans if s is not root)]:
-        value = attribute(span, name)
-        if value is not None:
-            return value
+    value = attribute(root, name)
+    if value is not None:
+        return value
+    for span in spans:
+        if span is not root:
+            value = attribute(span, name)
+            if value is not None:
+                return value
     return None
 
 
-def _text(span: Span, key: str) -> str | None:
+def _text(span: Span, key: str, mime_key: str) -> str | None:
+    """The text attribute ``key``, unless its ``mime_key`` says it is JSON."""
     value = span.attributes.get(key)
-    mime = span.attributes.get(key.replace(".value", ".mime_type"))
-    if not isinstance(value, str) or mime == "application/json":
+    if not isinstance(value, str) or span.attributes.get(mime_key) == "application/json":
         return None
     return value
 
 
 def _query(root: Span, spans: list[Span]) -> str | None:
-    text = _text(root, "input.value")
+    text = _text(root, "input.value", "input.mime_type")
     if text is not None:
         return text
     for span in spans:
@@ -190,18 +245,20 @@ def _answer(spans: list[Span]) -> str | None:
         return None
     last = max(reversed(llms), key=lambda span: span.end)  # the first of equal end times
     content = last.attributes.get("llm.output_messages.0.message.content")
-    return content if isinstance(content, str) else _text(last, "output.value")
+    return content if isinstance(content, str) else _text(last, "output.value",
+                                                          "output.mime_type")
 
 
-def _contexts(retrievers: list[Span], where: str, source: str) -> list[dict[str, Any]]:
-    contexts: list[dict[str, Any]] = []
+def _contexts(retrievers: list[Span], where: str,
+              source: str) -> list[tuple[str, str, float | None]]:
+    contexts: list[tuple[str, str, float | None]] = []
     seen: dict[str, str] = {}
     for span in retrievers:
-        for rank, doc in enumerate(documents(span)):
-            text = doc.get("content")
-            text = "" if text is None else str(text)
-            raw_id = doc.get("id")
-            doc_id = str(len(contexts) + 1) if raw_id in (None, "") else str(raw_id)
+        for rank, (doc_id, text, score) in enumerate(document_values(span, _DOCUMENT)):
+            if type(text) is not str:
+                text = "" if text is None else str(text)
+            if type(doc_id) is not str or not doc_id:
+                doc_id = str(len(contexts) + 1) if doc_id in (None, "") else str(doc_id)
             if doc_id in seen:
                 if seen[doc_id] != text:
                     raise InputError(
@@ -210,10 +267,12 @@ def _contexts(retrievers: list[Span], where: str, source: str) -> list[dict[str,
                         line=span.line)
                 continue  # retrieved again: its first rank stands
             seen[doc_id] = text
-            context: dict[str, Any] = {"id": doc_id, "text": text}
-            score = doc.get("score")
-            if (isinstance(score, (int, float)) and not isinstance(score, bool)
-                    and math.isfinite(score)):  # a NaN score ranks nothing: left out
-                context["score"] = float(score)
-            contexts.append(context)
+            if type(score) is float:
+                score = score if math.isfinite(score) else None
+            elif (isinstance(score, (int, float)) and not isinstance(score, bool)
+                    and math.isfinite(score)):
+                score = float(score)
+            else:  # a NaN score, or none, ranks nothing: left out
+                score = None
+            contexts.append((doc_id, text, score))
     return contexts

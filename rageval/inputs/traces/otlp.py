@@ -26,14 +26,16 @@ from typing import Any, TypeVar
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.lines import binary_lines, decode_line, parse_json
-from rageval.inputs.traces.spans import Span, span_kind
+from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
-_HEX = re.compile(r"[0-9a-fA-F]+")
+_HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
+# An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
+_BUFFER = 1 << 20
 
 
 def otlp_traces(path: str, limit: int,
@@ -46,11 +48,15 @@ def otlp_traces(path: str, limit: int,
     done: set[str] = set()
     for line, document in _documents(path, limit, progress):
         for span in _paused(_line_spans, document, path, line):
+            held = pending.get(span.trace_id)
+            if held is not None:  # a trace still pending is not done
+                held.append(span)
+                continue
             if span.trace_id in done:
                 raise InputError(f"trace {span.trace_id} has a span after its last one was "
                                  "read: the file changed while it was read", path=path,
                                  line=line)
-            pending.setdefault(span.trace_id, []).append(span)
+            pending[span.trace_id] = [span]
         for trace_id in closing.pop(line, ()):
             spans = pending.pop(trace_id, None)
             if spans is not None:  # None: an id named only by a link
@@ -64,7 +70,7 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     """For each line, the trace ids last named on it (a link's trace id counts too: that only
     holds its trace a little longer)."""
     last: dict[str, int] = {}
-    for number, raw in binary_lines(path, path, limit):
+    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
         named = _TRACE_ID.findall(raw)
         # A trace's spans mostly share a line: each id once, in the order of its last mention.
         for found in reversed(dict.fromkeys(reversed(named)) if len(named) > 1 else named):
@@ -87,7 +93,7 @@ def _documents(path: str, limit: int,
                progress: LoadProgress | None) -> Iterator[tuple[int, Any]]:
     """``(line, decoded object)`` of each non-blank line; a file whose first line is not JSON
     but which holds one JSON object as a whole is that object, at line 1."""
-    lines = binary_lines(path, path, limit, progress)
+    lines = binary_lines(path, path, limit, progress, buffer=_BUFFER)
     for number, raw in lines:
         if not raw or raw.isspace():
             continue
@@ -132,23 +138,29 @@ def _whole_file(path: str, number: int, text: str) -> Any:
 
 
 def _line_spans(document: Any, path: str, line: int) -> list[Span]:
-    return list(_spans_of(document, path, line))
-
-
-def _spans_of(document: Any, path: str, line: int) -> Iterator[Span]:
+    """The spans of a line's decoded export, in file order."""
     if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
         found = type(document).__name__ if not isinstance(document, dict) else "an object " \
             f"with keys {sorted(document)[:5]}"
         raise InputError(f"expected an OTLP/JSON trace export (an object with resourceSpans), "
                          f"found {found}", path=path, line=line)
     ids: dict[Any, str] = {}  # the ids already read on this line: a trace's spans share one
+    out: list[Span] = []
+    add = out.append
     for r, resource in enumerate(document["resourceSpans"]):
         where = f"resourceSpans[{r}]"
         scopes = _list(resource, _SCOPES, where, path, line)
         for s, scope in enumerate(scopes):
             spans = _list(scope, ("spans",), f"{where}.scopeSpans[{s}]", path, line)
-            for i, raw in enumerate(spans):
-                yield _span(raw, ids, (r, s, i), path, line)
+            before = len(out)
+            try:
+                for raw in spans:
+                    add(_read_span(raw, ids, line))
+            except _Bad as bad:  # the span's place, told only in an error
+                place = f"{where}.scopeSpans[{s}].spans[{len(out) - before}]"
+                raise InputError(bad.message, path=path, line=line,
+                                 field=f"{place}.{bad.field}" if bad.field else place) from None
+    return out
 
 
 def _list(obj: Any, keys: tuple[str, ...], where: str, path: str, line: int) -> list[Any]:
@@ -173,57 +185,55 @@ class _Bad(Exception):
         self.message, self.field = message, field
 
 
-def _span(raw: Any, ids: dict[Any, str], place: tuple[int, int, int], path: str,
-          line: int) -> Span:
-    """The span ``raw``; ``ids`` holds the ids already read (raw id -> hex), ``place`` is
-    where it is (resource, scope, span), told only in an error."""
-    try:
-        return _read_span(raw, ids, line)
-    except _Bad as bad:
-        where = "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
-        raise InputError(bad.message, path=path, line=line,
-                         field=f"{where}.{bad.field}" if bad.field else where) from None
-
-
 def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
-    """:func:`_span`, its problems raised as :class:`_Bad`."""
+    """The span ``raw``, its problems raised as :class:`_Bad`; ``ids`` holds the ids already
+    read (raw id -> hex)."""
     if type(raw) is not dict:
         raise _Bad(f"expected a span object, found {type(raw).__name__}")
-    trace_id = _known_id(raw.get("traceId"), 16, ids)
-    span_id = _known_id(raw.get("spanId"), 8, ids)
+    get = raw.get
+    # The ids of a line's spans repeat (a trace's spans share one, a parent is a span of the
+    # line): each is read once, then looked up (a string is an id of one size at most: one
+    # read before as the other size is read again, and refused).
+    given = get("traceId")
+    trace_id = ids.get(given) if type(given) is str else None
     if trace_id is None or len(trace_id) != 32:
-        raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {raw.get('traceId')!r}",
-                   "traceId")
+        trace_id = _hex_id(given, 16)
+        if trace_id is None:
+            raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {given!r}",
+                       "traceId")
+        ids[given] = trace_id
+    given = get("spanId")
+    span_id = ids.get(given) if type(given) is str else None
     if span_id is None or len(span_id) != 16:
-        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {raw.get('spanId')!r}",
-                   "spanId")
-    parent = raw.get("parentSpanId") or None
-    parent_id = None if parent is None else _known_id(parent, 8, ids)
+        span_id = _hex_id(given, 8)
+        if span_id is None:
+            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given!r}",
+                       "spanId")
+        ids[given] = span_id
+    parent = get("parentSpanId") or None
+    parent_id = None if parent is None else (ids.get(parent) if type(parent) is str else None)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
-        raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
-                   "parentSpanId")
-    attributes = _attributes(raw.get("attributes"))
-    name = raw.get("name")
+        parent_id = _hex_id(parent, 8)
+        if parent_id is None:
+            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
+                       "parentSpanId")
+        ids[parent] = parent_id
+    attributes = _attributes(get("attributes"))
+    name = get("name")
+    kind = attributes.get(KIND_KEY)  # as span_kind reads it
+    start, end = get("startTimeUnixNano", 0), get("endTimeUnixNano", 0)
+    try:
+        start, end = int(start), int(end)  # OTLP/JSON writes nanoseconds as strings
+    except (TypeError, ValueError, OverflowError):
+        for key in ("startTimeUnixNano", "endTimeUnixNano"):
+            _time(raw, key)  # raises, naming the field
     return Span(trace_id, span_id, parent_id, name if type(name) is str else "",
-                span_kind(attributes),
-                _time(raw, "startTimeUnixNano"), _time(raw, "endTimeUnixNano"), attributes,
+                kind.upper() if type(kind) is str and kind else None, start, end, attributes,
                 line)
 
 
-def _known_id(value: Any, size: int, ids: dict[Any, str]) -> str | None:
-    """:func:`_hex_id`, looked up in ``ids`` first (the answer is kept there when it is one).
-    An id read before may be of another size: the caller checks the length."""
-    if type(value) is str:
-        found = ids.get(value)
-        if found is not None:
-            return found
-    found = _hex_id(value, size)
-    if found is not None:
-        ids[value] = found
-    return found
-
-
 def _time(raw: dict[str, Any], key: str) -> int:
+    """The time at ``key`` (nanoseconds, written as a string); :class:`_Bad` when not one."""
     value = raw.get(key, 0)
     try:
         return int(value)
@@ -316,7 +326,7 @@ def _hex_id(value: Any, size: int) -> str | None:
     base64 (protobuf's JSON mapping); None when it is neither."""
     if type(value) is not str:
         return None
-    if len(value) == 2 * size and _HEX.fullmatch(value):
+    if len(value) == 2 * size and value.isascii() and not value.strip(_HEX_DIGITS):
         return value.lower()
     try:
         raw = base64.b64decode(value, validate=True)

@@ -13,11 +13,14 @@ silent choice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from rageval.core.errors import InputError
-from rageval.core.records import iter_records
+from rageval.core.records import record_objects
 from rageval.core.records.judgments import CheckedQrels
+from rageval.core.records.model import FieldError, Record, checked_record, validate_judgments
+from rageval.core.records.validation import validate_records
 
 __all__ = ["ReferencesJoin"]
 
@@ -31,7 +34,8 @@ class ReferencesJoin:
         self.path = path
         self._references: dict[str, Any] = {}  # id -> its reference(s), None when it has none
         qrels = CheckedQrels()  # read as the records' judgments: checked once, here
-        for record in iter_records(path, max_line_bytes=max_line_bytes):
+        objects, unit = record_objects(path, max_line_bytes=max_line_bytes)
+        for record in validate_records(_plain_first(objects), path, unit):
             refs = list(record.references)
             self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None
             if record.judgments is not None:
@@ -64,3 +68,33 @@ class ReferencesJoin:
         raise InputError(f"no record id of this file matched a trace record (the file has ids "
                          f"like {theirs!r}, the traces {self._example!r}): map the traces' ids "
                          "with --map id=ATTRIBUTE (e.g. id=metadata.qid)", path=self.path)
+
+
+# The fields of a references file's usual line, which it reads as records without walking
+# their objects; any other line is validated as a record object is.
+_PLAIN_KEYS = frozenset({"id", "reference", "judgments"})
+_NO_EXTRA: dict[str, Any] = {}
+
+
+def _plain_first(objects: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """``objects``, each holding only an id, a reference and judgments as the record it
+    validates to (:func:`_plain_record`), the others as they are, for their validation."""
+    for line, item in objects:
+        yield line, _plain_record(item) or item
+
+
+def _plain_record(item: Any) -> Record | None:
+    """The record of ``item`` when it holds a string id, a reference that is one string or
+    none, and judgments, and nothing else; None for any other (or a value its validation
+    would refuse or repair, which then says what is wrong)."""
+    if type(item) is not dict or not _PLAIN_KEYS.issuperset(item):
+        return None
+    record_id, reference = item.get("id"), item.get("reference")
+    if type(record_id) is not str or (reference is not None and type(reference) is not str):
+        return None
+    try:
+        judgments = validate_judgments(item.get("judgments"))
+    except FieldError:
+        return None
+    return checked_record(record_id, None, (), None, () if reference is None else (reference,),
+                          _NO_EXTRA, judgments)

@@ -10,23 +10,26 @@ up whole first, then as a key path inside the JSON text of a shorter attribute, 
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SPAN_KINDS", "Span", "attribute", "documents", "span_kind"]
+__all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "document_values", "documents",
+           "span_kind"]
 
 #: The span kinds of the OpenInference conventions (``openinference.span.kind``).
 SPAN_KINDS: tuple[str, ...] = (
     "AGENT", "CHAIN", "DECISION", "EMBEDDING", "EVALUATOR", "GUARDRAIL", "LLM", "PROMPT",
     "RERANKER", "RETRIEVER", "TOOL", "UNKNOWN",
 )
-_KIND_KEY = "openinference.span.kind"
+#: The attribute naming a span's OpenInference kind.
+KIND_KEY = "openinference.span.kind"
 _MISSING = object()
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, five times the
+# cost of a span made for each of a file's spans. A span is made once and never changed.
+@dataclass(slots=True)
 class Span:
     """What rageval reads of one span: its place in its trace, its kind, its times (any
     unit that orders them; nanoseconds from OTLP, microseconds from Phoenix) and its flat
@@ -46,7 +49,7 @@ class Span:
 def span_kind(attributes: dict[str, Any], given: str | None = None) -> str | None:
     """The OpenInference kind of a span: ``given`` (a server's own field) or the
     ``openinference.span.kind`` attribute, upper-cased; None when neither says."""
-    kind = given if given else attributes.get(_KIND_KEY)
+    kind = given if given else attributes.get(KIND_KEY)
     return kind.upper() if isinstance(kind, str) and kind else None
 
 
@@ -98,33 +101,80 @@ def documents(span: Span, prefix: str = "retrieval.documents") -> list[dict[str,
     if isinstance(listed, list):
         return [_document_fields(item) for item in listed if isinstance(item, dict)]
     start = prefix + "."
-    found: dict[str, dict[str, Any]] = {}  # index as written -> the document's fields
+    keys = _DOCUMENT_KEYS.get(start)
+    if keys is None or len(keys) > _KEYS_KEPT:
+        keys = _DOCUMENT_KEYS[start] = {}
+    found: dict[int, dict[str, Any]] = {}  # index -> the document's fields
     for key, value in span.attributes.items():
-        parsed = _document_key(key, start)
-        if parsed is not None:
+        parsed = keys.get(key)
+        if parsed is None:
+            parsed = keys[key] = _document_key(key, start)
+        if parsed:
             index, field = parsed
             fields = found.get(index)
             if fields is None:
-                if index is None:  # an index written oddly
+                if index < 0:  # an index written oddly
                     return _documents_by_number(span.attributes, start)
                 fields = found[index] = {}
             fields[field] = value
     if len(found) < 2:
         return list(found.values())
-    return [found[index] for index in sorted(found, key=int)]
+    return [found[index] for index in sorted(found)]
 
 
-# Every retriever span of a trace file names the same few keys: each is parsed once.
-@functools.lru_cache(maxsize=4096)
-def _document_key(key: str, start: str) -> tuple[str | None, str] | None:
-    """``(index, field)`` of an attribute ``<start><index>.document.<field>``, the index None
-    when it is not written as :func:`_canonical` says; None for any other key."""
+def document_values(span: Span, names: tuple[str, ...],
+                    prefix: str = "retrieval.documents") -> list[list[Any]]:
+    """:func:`documents`, each document as the values of its fields ``names`` in that order
+    (None where it has none): without a dict made for each document, for a reader that reads
+    the same few fields of every one."""
+    attributes = span.attributes
+    start = prefix + "."
+    slots = _DOCUMENT_SLOTS.get((start, names))
+    if slots is None or len(slots) > _KEYS_KEPT or isinstance(attributes.get(prefix), list):
+        if slots is None or len(slots) > _KEYS_KEPT:
+            _DOCUMENT_SLOTS[(start, names)] = {}
+        return [[fields.get(name) for name in names] for fields in documents(span, prefix)]
+    found: dict[int, list[Any]] = {}  # index -> the document's values
+    width = len(names)
+    for key, value in attributes.items():
+        parsed = slots.get(key)
+        if parsed is None:
+            index_field = _document_key(key, start)
+            parsed = slots[key] = () if not index_field else (
+                index_field[0], names.index(index_field[1]) if index_field[1] in names
+                else -1)  # a field not read: its document is one all the same
+        if parsed:
+            index, slot = parsed
+            values = found.get(index)
+            if values is None:
+                if index < 0:  # an index written oddly
+                    return [[fields.get(name) for name in names]
+                            for fields in _documents_by_number(attributes, start)]
+                values = found[index] = [None] * width
+            if slot >= 0:
+                values[slot] = value
+    if len(found) < 2:
+        return list(found.values())
+    return [found[index] for index in sorted(found)]
+
+
+# Every retriever span of a trace file names the same few keys: each is parsed once, the
+# answers kept by prefix (a few thousand at most: then they are parsed anew).
+_DOCUMENT_KEYS: dict[str, dict[str, tuple[int, str] | tuple[()]]] = {}
+# The same by the fields read (document_values): key -> (index, the field's slot).
+_DOCUMENT_SLOTS: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int] | tuple[()]]] = {}
+_KEYS_KEPT = 4096
+
+
+def _document_key(key: str, start: str) -> tuple[int, str] | tuple[()]:
+    """``(index, field)`` of an attribute ``<start><index>.document.<field>``, the index -1
+    when it is not written as :func:`_canonical` says; ``()`` for any other key."""
     if not key.startswith(start):
-        return None
+        return ()
     index, sep, field = key[len(start):].partition(".document.")
     if not sep:
-        return None
-    return (index if _canonical(index) else None), field
+        return ()
+    return (int(index) if _canonical(index) else -1), field
 
 
 def _canonical(index: str) -> bool:

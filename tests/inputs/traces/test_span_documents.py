@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rageval.inputs.traces.spans import Span, documents
+import pytest
+
+from rageval.inputs.traces.spans import Span, document_values, documents
 
 
 def _span(attributes: dict[str, Any]) -> Span:
@@ -35,3 +37,22 @@ def test_indices_that_are_the_same_number_are_one_document() -> None:
 def test_a_span_without_documents_has_none() -> None:
     assert documents(_span({"input.value": "q"})) == []
     assert documents(_span({"retrieval.documents.0.document.id": "only"})) == [{"id": "only"}]
+
+
+@pytest.mark.parametrize("attributes", [
+    {"retrieval.documents.10.document.id": "k", "retrieval.documents.2.document.id": "c",
+     "retrieval.documents.2.document.content": "C", "retrieval.documents.0.document.score": 1.5,
+     "retrieval.documents.3.other": "not a document field", "input.value": "q"},
+    {"retrieval.documents.0.document.metadata": "{}",  # a document with none of the fields
+     "retrieval.documents.1.document.id": "b", "retrieval.documents.1.document.id2": "x"},
+    {"retrieval.documents.01.document.content": "z", "retrieval.documents.1.document.id": "a",
+     "retrieval.documents.01.document.id": "b", "retrieval.documents.0.document.id": "first"},
+    {"retrieval.documents.x.document.id": "not an index", "retrieval.documents.0.document.id": "a"},
+    {"retrieval.documents": [{"document": {"id": "l1", "content": "one"}}, {"id": "l2"}, 5]},
+    {"input.value": "q"},
+])
+def test_document_values_are_the_documents_fields_in_order(attributes: dict[str, Any]) -> None:
+    names = ("id", "content", "score")
+    for _ in range(2):  # the keys parsed, then looked up
+        assert document_values(_span(attributes), names) == [
+            [fields.get(name) for name in names] for fields in documents(_span(attributes))]
