@@ -69,10 +69,11 @@ def test_a_value_validation_would_refuse_or_repair_gives_none(fields: dict[str, 
 def test_validate_records_passes_a_built_record_on_and_checks_its_id() -> None:
     built = checked_record("q1", "q", [], None, (), {})
     assert built is not None
-    assert list(validate_records([(1, built), (2, {"id": "q2"})], "r.jsonl", "record")) == [
+    assert list(validate_records([(1, built), (2, {"id": "q2"})], "r.jsonl", "record",
+                                 built=True)) == [
         built, record_object({"id": "q2"})]
     with pytest.raises(InputError, match="duplicate record id 'q1'"):
-        list(validate_records([(1, built), (2, {"id": "q1"})], "r.jsonl", "record"))
+        list(validate_records([(1, built), (2, {"id": "q1"})], "r.jsonl", "record", built=True))
 
 
 def test_checked_qrels_join_a_record_keeping_every_other_field() -> None:

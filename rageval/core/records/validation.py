@@ -39,11 +39,13 @@ _TURN_FIELDS = ("query", "contexts", "answer", "judgments", "tool_calls", "rewri
 
 
 def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
-                     ids: IdCheck | None = None) -> Iterator[Record]:
+                     ids: IdCheck | None = None, *, built: bool = False) -> Iterator[Record]:
     """Validate ``(line, object)`` pairs into records (a conversation into its turns, one
-    record each); checks duplicate ids and emptiness. An object that is a :class:`Record`
-    already (a reader's, from :func:`~rageval.core.records.model.checked_record`) passes on as
-    it is, its id checked as every other.
+    record each); checks duplicate ids and emptiness. With ``built``, for a reader that makes
+    some records itself from fields it checked
+    (:func:`~rageval.core.records.model.checked_record`), an object that is a :class:`Record`
+    already passes on as it is, its id checked as every other; otherwise a :class:`Record` is
+    refused as any object that is not a record's JSON.
 
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
@@ -66,7 +68,7 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
         try:
             if type(item) is dict and item.get("turns") is None:
                 records: list[Record] = [record_object(item)]
-            elif type(item) is Record:  # built from checked fields (checked_record)
+            elif built and type(item) is Record:  # made from checked fields (checked_record)
                 records = [item]
             else:
                 records = _records(item)

@@ -111,7 +111,8 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
             join.finish()
 
     ids = IdCheck(source, "record")
-    windows = record_windows(validate_records(items(), source, "record", ids), ids, size)
+    checked = validate_records(items(), source, "record", ids, built=True)
+    windows = record_windows(checked, ids, size)
     while True:
         try:
             window = next(windows, None)

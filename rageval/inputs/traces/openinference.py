@@ -270,9 +270,18 @@ def _contexts(retrievers: list[Span], where: str,
             if type(score) is float:
                 score = score if math.isfinite(score) else None
             elif (isinstance(score, (int, float)) and not isinstance(score, bool)
-                    and math.isfinite(score)):
+                    and _finite(score)):
                 score = float(score)
             else:  # a NaN score, or none, ranks nothing: left out
                 score = None
             contexts.append((doc_id, text, score))
     return contexts
+
+
+def _finite(score: int | float) -> bool:
+    """Whether a document's score is a finite number as a float: an integer too large for a
+    float (``{"intValue": "1000…"}``) is not, and is left out as a NaN is."""
+    try:
+        return math.isfinite(score)
+    except OverflowError:
+        return False

@@ -35,7 +35,7 @@ class ReferencesJoin:
         self._references: dict[str, Any] = {}  # id -> its reference(s), None when it has none
         qrels = CheckedQrels()  # read as the records' judgments: checked once, here
         objects, unit = record_objects(path, max_line_bytes=max_line_bytes)
-        for record in validate_records(_plain_first(objects), path, unit):
+        for record in validate_records(_plain_first(objects), path, unit, built=True):
             refs = list(record.references)
             self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None
             if record.judgments is not None:

@@ -173,3 +173,23 @@ def test_a_bad_references_line_is_named_as_before(tmp_path: Path, line: dict[str
     with pytest.raises(InputError, match=message) as error:
         ReferencesJoin(str(path))
     assert (error.value.path, error.value.line, error.value.field) == (str(path), 2, field)
+
+
+def test_a_score_too_large_for_a_float_is_left_out_as_a_nan(tmp_path: Path) -> None:
+    """An integer score past a float's range ranks nothing, as a NaN, rather than crashing."""
+    path = _write(tmp_path / "spans.jsonl", [_trace(
+        1, {"input.value": "who?"},
+        [{"id": "d1", "content": "one", "score": 10 ** 400}, {"id": "d2", "content": "two",
+                                                              "score": 2}], "Ann.")])
+    record, = load_inputs(InputSpec(records=str(path), kind="openinference")).records
+    assert [(c.id, c.score) for c in record.contexts] == [("d1", None), ("d2", 2.0)]
+
+
+def test_a_record_object_is_refused_where_record_json_is_expected() -> None:
+    """Only the traces reader hands over records it built; anywhere else a Record in place of
+    its JSON is refused, unchecked values and all, as before."""
+    from rageval.core.records import Record
+
+    for item in (Record(id=""), Record(id="q1")):
+        with pytest.raises(InputError, match="expected a record object"):
+            records_from_dicts([item])  # type: ignore[list-item]
