@@ -14,8 +14,10 @@ any other character MLflow refuses -> ``_``
 
 then runs of ``_`` are made one, and ``_`` is taken off the ends and from beside a ``/``. A
 component keeps its dot (``rouge2.precision``). The ends of a value's 95% CI go beside it as
-``<key>.ci95_low`` and ``<key>.ci95_high``; against a baseline, ``<key>.baseline``,
-``<key>.delta`` and ``<key>.p_value``.
+``<key>.ci95_low`` and ``<key>.ci95_high``; a judge's mean calibrated by human labels
+(``--human``) as ``<key>.calibrated``, ``<key>.calibrated_ci95_low`` and
+``<key>.calibrated_ci95_high``; against a baseline, ``<key>.baseline``, ``<key>.delta`` and
+``<key>.p_value``.
 
 Two names that would share a key are refused before anything is scored
 (:func:`metric_keys`), so a key always stands for one metric; so is a name whose key, or a key
@@ -31,11 +33,12 @@ from collections.abc import Iterable
 
 from rageval.core.errors import UsageError
 
-__all__ = ["CI_SUFFIXES", "COMPARISON_SUFFIXES", "MAX_KEY_CHARS", "SIGNATURE_PREFIX",
-           "metric_key", "metric_keys"]
+__all__ = ["CALIBRATION_SUFFIXES", "CI_SUFFIXES", "COMPARISON_SUFFIXES", "MAX_KEY_CHARS",
+           "SIGNATURE_PREFIX", "metric_key", "metric_keys"]
 
 CI_SUFFIXES = ("ci95_low", "ci95_high")
 COMPARISON_SUFFIXES = ("baseline", "delta", "p_value")
+CALIBRATION_SUFFIXES = ("calibrated", "calibrated_ci95_low", "calibrated_ci95_high")
 
 _REFUSED = re.compile(r"[^\w.\- /]", re.ASCII)
 _UNDERSCORES = re.compile(r"_+")
@@ -45,7 +48,8 @@ _AROUND_SLASH = re.compile(r"_*/_*")
 MAX_KEY_CHARS = 250
 SIGNATURE_PREFIX = "signature."
 _LONGEST_AROUND = max(len(SIGNATURE_PREFIX),
-                      *(len(s) + 1 for s in (*CI_SUFFIXES, *COMPARISON_SUFFIXES)))
+                      *(len(s) + 1 for s in (*CI_SUFFIXES, *COMPARISON_SUFFIXES,
+                                                 *CALIBRATION_SUFFIXES)))
 
 
 def metric_key(name: str) -> str:
@@ -73,7 +77,8 @@ def metric_keys(names: Iterable[str]) -> dict[str, str]:
             continue
         key = metric_key(name)
         keys[name] = key
-        for written in (key, *(f"{key}.{s}" for s in (*CI_SUFFIXES, *COMPARISON_SUFFIXES))):
+        for written in (key, *(f"{key}.{s}" for s in (*CI_SUFFIXES, *COMPARISON_SUFFIXES,
+                                                 *CALIBRATION_SUFFIXES))):
             other = owner.setdefault(written, name)
             if other != name:
                 raise UsageError(f"metrics {other!r} and {name!r} would both be logged to "

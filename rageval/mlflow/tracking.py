@@ -21,11 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import MissingDependencyError, RagevalError, UsageError
 from rageval.core.outputs.masking import NO_SECRETS, Masker, url_secrets
-from rageval.mlflow.names import SIGNATURE_PREFIX, metric_keys
+from rageval.mlflow.names import (
+    CALIBRATION_SUFFIXES,
+    CI_SUFFIXES,
+    SIGNATURE_PREFIX,
+    metric_keys,
+)
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
+    from rageval.core.calibration import Calibration
     from rageval.core.results import Results
     from rageval.gate.model import GateReport
 
@@ -216,7 +222,8 @@ def _finite(value: float | None) -> bool:
 
 def run_metrics(results: Results, keys: Mapping[str, str],
                 gate: GateReport | None = None) -> dict[str, float]:
-    """Every headline value and the ends of its 95% CI, and against a baseline its value,
+    """Every headline value and the ends of its 95% CI (and its mean calibrated by human
+    labels, with its CI, where the run had them), and against a baseline its value,
     the change and the p-value, by MLflow key (values that are not numbers are left out)."""
     out: dict[str, float] = {}
     for name, summary in results.summary.items():
@@ -225,9 +232,10 @@ def run_metrics(results: Results, keys: Mapping[str, str],
         key = keys[name]
         if _finite(summary.value):
             out[key] = float(summary.value)  # type: ignore[arg-type]
-        for suffix, end in zip(("ci95_low", "ci95_high"), summary.ci95 or (), strict=False):
+        for suffix, end in zip(CI_SUFFIXES, summary.ci95 or (), strict=False):
             if _finite(end):
                 out[f"{key}.{suffix}"] = float(end)
+        out.update(_calibrated(key, summary.calibrated))
     for row in _comparison_rows(gate):
         if row.metric not in keys:
             continue
@@ -236,6 +244,17 @@ def run_metrics(results: Results, keys: Mapping[str, str],
             if _finite(value):
                 out[f"{keys[row.metric]}.{suffix}"] = float(value)
     return out
+
+
+def _calibrated(key: str, calibrated: Calibration | None) -> dict[str, float]:
+    """A judge's mean calibrated by human labels and the ends of its 95% CI (none where the
+    run had no labels, or the calibration was refused)."""
+    if calibrated is None:
+        return {}
+    values = (calibrated.mean, *(calibrated.ci95 or (None, None)))
+    return {f"{key}.{suffix}": float(value)  # type: ignore[arg-type]
+            for suffix, value in zip(CALIBRATION_SUFFIXES, values, strict=True)
+            if _finite(value)}
 
 
 def _comparison_rows(gate: GateReport | None) -> list[Any]:

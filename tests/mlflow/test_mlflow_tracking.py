@@ -149,6 +149,26 @@ def test_against_a_baseline_the_comparison_is_logged_too(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["back", "baseline"]
 
 
+def test_a_judge_mean_calibrated_by_human_labels_is_logged_with_its_ci(
+        store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    calibration = ROOT / "fixtures" / "calibration"
+    out = tmp_path / "out"
+    code, _, err = run(["score", str(calibration / "records.jsonl"), "-m", "judge:faithfulness",
+                        "--judge-model", "smollm2-135m-instruct", "--cache",
+                        str(calibration / "judge_cache.jsonl"), "--offline", "--human", "human",
+                        "--no-progress", "--bootstrap", "50", "--out", str(out),
+                        "--mlflow-tracking-uri", store, "--mlflow-experiment", "calibrated"],
+                       capsys)
+    assert code == 0, err
+    metrics = only_run(store, "calibrated").data.metrics
+    calibrated = Results.load(out).summary["judge:faithfulness"].calibrated
+    assert calibrated is not None and calibrated.mean is not None and calibrated.ci95
+    assert metrics["judge/faithfulness.calibrated"] == pytest.approx(calibrated.mean)
+    assert (metrics["judge/faithfulness.calibrated_ci95_low"],
+            metrics["judge/faithfulness.calibrated_ci95_high"]) == pytest.approx(calibrated.ci95)
+    assert "judge/faithfulness.ci95_low" in metrics  # the uncalibrated mean stays beside it
+
+
 def test_an_evaluation_file_names_the_store_under_output(
         store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     eval_file = tmp_path / "eval.toml"
