@@ -114,3 +114,22 @@ def rag_trace(trace: str, question: str, documents: list[dict[str, Any]], answer
                                  "parts": [{"type": "text", "content": answer}],
                                  "finish_reason": "stop"}]}))
     return spans
+
+
+WITH_TEXT = [{"id": "d1", "score": 0.9, "content": "Paris is in France."},
+             {"id": "d2", "score": 0.4, "content": "Oslo is in Norway."}]
+IDS_ONLY = [{"id": "d1", "score": 0.9}, {"id": "d2", "score": 0.4}]
+
+
+def genai_traces(tmp_path: Path) -> tuple[Path, Path]:
+    """Two traces of one question, q1 with its documents' texts, q2 with their ids only,
+    and a references file for both (``--map id=metadata.qid``)."""
+    spans = rag_trace("t1", "Where is Paris?", WITH_TEXT, "In France.")
+    spans += rag_trace("t2", "Where is Paris?", IDS_ONLY, "In France.", t0=500)
+    for spans_of, qid in ((spans[:3], "q1"), (spans[3:], "q2")):
+        spans_of[0].attributes["metadata"] = json.dumps({"qid": qid})
+    references = tmp_path / "refs.jsonl"
+    references.write_text("".join(json.dumps({"id": q, "reference": "France.",
+                                              "judgments": {"d1": 1}}) + "\n"
+                                  for q in ("q1", "q2")))
+    return write(tmp_path / "spans.jsonl", spans), references
