@@ -4,6 +4,7 @@ values), messages as JSON text (as instrumentations write them) or as OTLP array
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -53,11 +54,13 @@ class GenaiSpan:
 
 
 def trace_id(name: str) -> str:
-    return name.encode().hex().ljust(32, "0")[:32]
+    """The 16-byte trace id made from ``name``."""
+    return hashlib.sha256(b"trace:" + name.encode()).hexdigest()[:32]
 
 
 def span_id(name: str) -> str:
-    return name.encode().hex().ljust(16, "0")[:16]
+    """The 8-byte span id made from ``name``."""
+    return hashlib.sha256(b"span:" + name.encode()).hexdigest()[:16]
 
 
 def messages(*items: tuple[str, str], as_json: bool = True) -> Any:

@@ -172,6 +172,7 @@ def test_units_are_top_level_spans_of_an_operation(tmp_path: Path) -> None:
                                                                   t0=500)])
     found = records(path, trace_unit="INVOKE_AGENT")  # operations read in lower case
     assert [r.id for r in found] == [span_id("t1-root"), span_id("t2-root")]
+    assert [[c.id for c in r.contexts] for r in found] == [["d1", "d2"]] * 2  # spans below
     chats = records(path, trace_unit="chat")
     assert [(r.id, r.answer, r.has("contexts")) for r in chats] == [
         (span_id("t1-chat"), "A1.", False), (span_id("t2-chat"), "A2.", False)]
