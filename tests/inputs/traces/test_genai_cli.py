@@ -51,3 +51,21 @@ def test_a_phoenix_source_stays_openinference(capsys: pytest.CaptureFixture[str]
     code, err = run(["score", "--phoenix", "http://localhost:1", "--project", "p",
                      "--input-format", "otel-genai", "-m", "ndcg@3"], capsys)
     assert code == 2 and "OpenInference" in err
+
+
+def test_claims_are_checked_against_no_empty_passage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    metric = "claims:faithfulness"
+    spans, references = genai_traces(tmp_path)
+    out = tmp_path / "run"
+    with JudgeServer() as judge:
+        code, err = run(["score", str(spans), "--input-format", "otel-genai", "--map",
+                         "id=metadata.qid", "--references", str(references), "-m", metric,
+                         "--judge-model", "m", "--judge-base-url", judge.base_url,
+                         "--judge-api-key-env", TEST_KEY_ENV, "--cache",
+                         str(tmp_path / "cache.sqlite"), "--no-progress", "--out", str(out)],
+                        capsys)
+    assert code == 0, err
+    rows = {row.id: row for row in Results.load(out).records}
+    assert rows["q2"].errors[metric].startswith("the contexts have no text:")
+    assert rows["q1"].scores[metric] is not None and metric not in rows["q1"].errors
