@@ -69,3 +69,18 @@ def test_claims_are_checked_against_no_empty_passage(
     rows = {row.id: row for row in Results.load(out).records}
     assert rows["q2"].errors[metric].startswith("the contexts have no text:")
     assert rows["q1"].scores[metric] is not None and metric not in rows["q1"].errors
+
+
+def test_an_eval_file_reads_genai_traces(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    spans, references = genai_traces(tmp_path)
+    eval_file = tmp_path / "eval.toml"
+    eval_file.write_text(f'metrics = ["ndcg@3"]\n[inputs]\nrecords = "{spans}"\n'
+                         f'kind = "otel-genai"\nmap = {{id = "metadata.qid"}}\n'
+                         f'references = "{references}"\ntrace_unit = "invoke_agent"\n'
+                         f'[output]\ndir = "{tmp_path / "out"}"\n')
+    code, err = run(["run", str(eval_file), "--no-progress"], capsys)
+    assert code == 0, err
+    rows = Results.load(tmp_path / "out").records
+    assert sorted(row.id for row in rows) == ["q1", "q2"]
+    assert all(row.scores["ndcg@3"] == 1.0 for row in rows)
