@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
 from rageval.core.metric import CONTEXTS_WITHOUT_TEXT
@@ -49,6 +49,9 @@ from rageval.core.records.lines import DEEP_JSON
 from rageval.inputs.traces.openinference import Unit, _contexts, _mapped
 from rageval.inputs.traces.spans import Span
 from rageval.inputs.traces.tree import _below_kind, _root, _start, _subtree
+
+if TYPE_CHECKING:
+    from rageval.core.records.model import Record
 
 __all__ = ["CONVENTIONS_COMMIT", "CONVERSATION_ID", "OPERATIONS", "SCHEMA_URL", "GenaiUnit",
            "MessagesError", "message_texts", "units"]
@@ -116,7 +119,7 @@ class GenaiUnit(Unit):
 
     __slots__ = ()
 
-    def record(self) -> Any:
+    def record(self) -> Record | None:
         if "tool_calls" in self.item or CONTEXTS_WITHOUT_TEXT in self.item:
             return None
         return super().record()
