@@ -27,6 +27,7 @@ from rageval.core.files import creatable
 from rageval.core.outputs.text import terminal, terminal_lines
 from rageval.core.results import count_of
 from rageval.core.results.conversations import CONVERSATIONS_FILE
+from rageval.inputs.spec import TRACE_KINDS
 from rageval.report.tables import metrics_table, named_metrics_table, print_summary
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def _turn_thresholds(texts: list[str] | None) -> dict[str, float]:
 
 def _run_name(inputs: InputSpec) -> str:
     """The run's name in JUnit and Markdown when it has no output directory."""
-    if inputs.reader() == "openinference":
+    if inputs.reader() in TRACE_KINDS:
         from rageval.inputs.traces import trace_source
 
         return trace_source(inputs)

@@ -47,7 +47,8 @@ def input_spec(args: argparse.Namespace) -> InputSpec:
                              "leave out --queries, --corpus and --qrels")
     if args.depth is not None and args.depth < 1:
         raise UsageError(f"--depth must be at least 1, got {args.depth}")
-    traces = args.input_format == "openinference" or (phoenix is not None and records is None)
+    traces = args.input_format == "openinference" or (
+        phoenix is not None and records is None and args.input_format != "otel-genai")
     return InputSpec(records=records, kind="openinference" if traces else args.input_format,
                      field_map=parse_field_map(args.field_map or ()), format=args.format,
                      run=run, queries=args.queries, corpus=args.corpus, beir=args.beir,

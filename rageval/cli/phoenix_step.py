@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rageval.core.errors import RagevalError, UsageError
 from rageval.core.outputs.masking import NO_SECRETS
 from rageval.core.outputs.text import terminal, terminal_lines
+from rageval.inputs.spec import TRACE_KINDS
 
 if TYPE_CHECKING:
     from rageval.core.outputs.masking import Masker
@@ -25,10 +26,10 @@ def check_annotate(args: argparse.Namespace, spec: InputSpec) -> None:
     if args.phoenix is None or not args.project:
         raise UsageError("--phoenix-annotate needs the server and project to write to: "
                          "--phoenix URL --project NAME")
-    if spec.reader() != "openinference":
+    if spec.reader() not in TRACE_KINDS:
         raise UsageError("--phoenix-annotate writes each record's scores to the span it came "
-                         "from: read the records from traces (--input-format openinference, "
-                         "or --phoenix URL --project NAME)")
+                         "from: read the records from traces (--input-format openinference "
+                         "or otel-genai, or --phoenix URL --project NAME)")
     from rageval.inputs.traces.phoenix import phoenix_client
 
     phoenix_client(args.phoenix)  # the URL and the client checked before anything is scored

@@ -59,7 +59,7 @@ def _o(dest: str, *flags: str, file: tuple[str, ...] | None = None, **kwargs: An
 
 # The input kinds are listed here rather than imported: config/ does not import inputs/ (a
 # sibling room); a test checks they match rageval.inputs.spec.INPUT_KINDS.
-INPUT_KINDS = ("records", "ragas", "trec-rag", "openinference")
+INPUT_KINDS = ("records", "ragas", "trec-rag", "openinference", "otel-genai")
 RECORD_FORMATS = ("jsonl", "json", "csv", "parquet", "arrow")
 
 #: Options only an evaluation file gives (the records file is ``score``'s argument).
@@ -151,7 +151,7 @@ INPUTS: tuple[Option, ...] = (
        help="how the records file's columns are read: records (rageval's, the default), ragas "
        "(question/contexts/answer/ground_truth columns, HF datasets style), trec-rag (a TREC "
        "RAG 2024 generation run), openinference (OpenTelemetry spans as OTLP/JSON: one record "
-       "per trace)"),
+       "per trace), otel-genai (the same, by the OpenTelemetry GenAI conventions)"),
     _o("field_map", "--map", append=True, metavar="FIELD=COLUMN",
        file=("inputs", "map", "columns", "rageval field = the file's column"),
        help="read rageval's FIELD from the file's COLUMN, repeatable: --map query=question "
@@ -173,11 +173,12 @@ INPUTS: tuple[Option, ...] = (
     _o("trace_unit", "--trace-unit", metavar="KIND", default="trace",
        file=("inputs", "trace_unit", "str", "one record per trace, or per span of a kind"),
        help="one record per trace (trace, the default) or per top-level span of this "
-       "OpenInference kind (e.g. CHAIN)"),
+       "OpenInference kind (e.g. CHAIN) or GenAI operation (e.g. invoke_agent)"),
     _o("trace_sessions", "--trace-sessions", switch=True, default=False,
        file=("inputs", "sessions", "bool", "traces of one session.id: one conversation"),
-       help="the records of traces sharing an OpenInference session.id become the turns of "
-       "one conversation, in the order they started"),
+       help="the records of traces sharing an OpenInference session.id (GenAI: "
+       "gen_ai.conversation.id) become the turns of one conversation, in the order they "
+       "started"),
     _o("references", "--references", metavar="FILE",
        file=("inputs", "references", "path", "references and judgments for traces"),
        help="references and judgments for records from traces: a records file of id, "

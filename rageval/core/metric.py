@@ -146,6 +146,20 @@ class RunPass(ABC, Generic[T]):
 
 NO_ANSWER = "no answer (the record has no 'answer')"
 NO_REFERENCE = "no reference (the record has no 'reference')"
+#: The extra field of a record whose contexts carry ids but no text (a trace's retrieval
+#: documents recorded without their content), its value saying why: the retrieval metrics read
+#: the ids as ever; the metrics that read the contexts' text leave the record unscored
+#: (:func:`context_text_reason`) rather than judge empty passages.
+CONTEXTS_WITHOUT_TEXT = "contexts_without_text"
+
+
+def context_text_reason(record: Record) -> str | None:
+    """Why a metric that reads the contexts' text cannot score ``record`` (its contexts carry
+    no text: :data:`CONTEXTS_WITHOUT_TEXT`), or None."""
+    why = record.extra.get(CONTEXTS_WITHOUT_TEXT)
+    if not why or not record.contexts:
+        return None
+    return f"the contexts have no text: {why}"
 
 
 def answer_reference_reason(record: Record) -> str | None:

@@ -63,7 +63,7 @@ def _table(spec: InputSpec, limit: int) -> LoadedInputs:
 #: The reader of each kind of input (:meth:`InputSpec.reader`).
 _READERS: dict[str, Callable[[InputSpec, int], LoadedInputs]] = {
     "run": _run, "trec-rag": _trec_rag, "records": _table, "ragas": _table,
-    "openinference": _traces,
+    "openinference": _traces, "otel-genai": _traces,
 }
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.records import iter_windows
-from rageval.inputs.spec import InputSpec
+from rageval.inputs.spec import TRACE_KINDS, InputSpec
 
 if TYPE_CHECKING:
     from rageval.core.progress import LoadProgress
@@ -131,7 +131,7 @@ class LoadedInput(RecordSource):
 
 
 class Traces(RecordSource):
-    """OpenInference traces, from an OTLP/JSON file or a Phoenix project
+    """Traces, OpenInference (from an OTLP/JSON file or a Phoenix project) or GenAI (a file)
     (:mod:`rageval.inputs.traces`), joined with the spec's references file. Read once: a
     trace server's may change between reads."""
 
@@ -167,7 +167,7 @@ def record_source(records: RecordsIn, *, format: str | None = None,
                        max_line_bytes=(records.max_line_bytes
                                        if records.max_line_bytes is not None
                                        else max_line_bytes))
-        if spec.reader() == "openinference":
+        if spec.reader() in TRACE_KINDS:
             return Traces(spec)
         if spec.is_plain():
             return RecordsFile(spec.records or "", spec.format, spec.max_line_bytes, spec)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INPUT_KINDS",
     "MAP_FIELDS",
+    "TRACE_KINDS",
     "InputSpec",
     "LoadedInputs",
     "check_field_map",
@@ -30,7 +31,9 @@ __all__ = [
 ]
 
 #: How the columns of a records file are read (:attr:`InputSpec.kind`).
-INPUT_KINDS: tuple[str, ...] = ("records", "ragas", "trec-rag", "openinference")
+INPUT_KINDS: tuple[str, ...] = ("records", "ragas", "trec-rag", "openinference", "otel-genai")
+#: The kinds read from traces, each by its conventions (a Phoenix server's: OpenInference).
+TRACE_KINDS: tuple[str, ...] = ("openinference", "otel-genai")
 
 #: The rageval fields a ``FIELD=COLUMN`` map may name (``claims`` and ``nuggets`` are read
 #: from a record's extra fields by the claim and nugget metrics).
@@ -60,8 +63,9 @@ class InputSpec:
     phoenix: str | None = None
     project: str | None = None
     trace_unit: str = "trace"
-    # Records of traces that share an OpenInference session.id become the turns of one
-    # conversation (the whole input held until it is read: rageval.inputs.traces).
+    # Records of traces that share a session id (OpenInference's session.id, GenAI's
+    # gen_ai.conversation.id) become the turns of one conversation (the whole input held
+    # until it is read: rageval.inputs.traces).
     sessions: bool = False
     references: str | None = None
     since: str | None = None
@@ -83,6 +87,9 @@ class InputSpec:
         if self.run is not None:
             self._check_run()
             return "run"
+        if self.kind == "otel-genai":
+            self._check_traces()
+            return "otel-genai"
         if self.phoenix is not None or self.kind == "openinference":
             self._check_traces()
             return "openinference"
@@ -93,8 +100,11 @@ class InputSpec:
 
     def _check_traces(self) -> None:
         from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS
-        from rageval.inputs.traces.spans import SPAN_KINDS
 
+        genai = self.kind == "otel-genai"
+        if self.phoenix is not None and genai:
+            raise UsageError("a Phoenix server's spans are read by the OpenInference "
+                             "conventions: otel-genai reads an OTLP/JSON file")
         if self.phoenix is not None:
             if self.records is not None:
                 raise UsageError("give a traces file or a Phoenix server (phoenix=), not both")
@@ -103,8 +113,9 @@ class InputSpec:
         elif self.records is None:
             raise UsageError("nothing to read: give a traces file (OTLP/JSON) or a Phoenix "
                              "server and project")
-        if self.kind not in ("records", "openinference"):
-            raise UsageError(f"traces are read as 'openinference', not as {self.kind!r}")
+        if self.kind not in ("records", *TRACE_KINDS):
+            raise UsageError(f"traces are read as {' or '.join(map(repr, TRACE_KINDS))}, not "
+                             f"as {self.kind!r}")
         for name in ("queries", "beir", "depth", "corpus"):
             if getattr(self, name) is not None:
                 raise UsageError(f"{name} does not apply to traces")
@@ -112,7 +123,8 @@ class InputSpec:
             if field not in TRACE_MAP_FIELDS:
                 raise UsageError(f"a field map for traces reads {list(TRACE_MAP_FIELDS)} from "
                                  f"span attributes; {field} cannot be mapped (contexts come "
-                                 "from RETRIEVER spans, judgments from --references or --qrels)")
+                                 f"from {'retrieval' if genai else 'RETRIEVER'} spans, "
+                                 "judgments from --references or --qrels)")
         if self.format is not None:
             raise UsageError("traces are read as OTLP/JSON: a records format does not apply")
         if (self.since is not None or self.until is not None) and self.phoenix is None:
@@ -120,14 +132,26 @@ class InputSpec:
                              "project: give a Phoenix server")
         for name in ("since", "until"):
             moment(getattr(self, name), name)
-        if self.unit() != "trace" and self.unit() not in SPAN_KINDS:
-            raise UsageError(f"unknown trace unit {self.trace_unit!r}: 'trace' or a span kind, "
-                             f"one of {list(SPAN_KINDS)}")
+        self._check_unit(genai)
+
+    def _check_unit(self, genai: bool) -> None:
+        from rageval.inputs.traces.genai import OPERATIONS
+        from rageval.inputs.traces.spans import SPAN_KINDS
+
+        choices, what = (OPERATIONS, "an operation") if genai else (SPAN_KINDS, "a span kind")
+        if self.unit() != "trace" and self.unit() not in choices:
+            hint = did_you_mean(self.unit(), choices)
+            hint = f" ({hint})" if hint else ""
+            raise UsageError(f"unknown trace unit {self.trace_unit!r}{hint}: 'trace' or {what}, "
+                             f"one of {list(choices)}")
 
     def unit(self) -> str:
-        """The trace unit, spelled as the conventions do: ``trace`` or an upper-case kind."""
+        """The trace unit, spelled as the conventions do: ``trace``, an upper-case
+        OpenInference kind or a lower-case GenAI operation."""
         unit = self.trace_unit
-        return "trace" if unit.lower() == "trace" else unit.upper()
+        if unit.lower() == "trace":
+            return "trace"
+        return unit.lower() if self.kind == "otel-genai" else unit.upper()
 
     def _check_run(self) -> None:
         if self.records is not None:
@@ -162,7 +186,8 @@ class InputSpec:
         if (self.references is not None or self.unit() != "trace" or self.project
                 or self.since is not None or self.until is not None or self.sessions):
             raise UsageError("references, a trace unit, sessions, a project and a time window "
-                             "apply to traces (--input-format openinference, or --phoenix)")
+                             "apply to traces (--input-format openinference or otel-genai, or "
+                             "--phoenix)")
         if self.kind == "trec-rag" and self.field_map:
             raise UsageError("a field map does not apply to a TREC RAG file: its fields are "
                              "fixed")
@@ -203,7 +228,7 @@ class InputSpec:
             if paths is not None:
                 out["qrels"] = paths[2]  # the split read, as the path of its qrels file
             return out
-        if self.phoenix is not None or self.kind == "openinference":
+        if self.phoenix is not None or self.kind in TRACE_KINDS:
             return self._describe_traces()
         out = {"records": None if self.records is None else os.fspath(self.records),
                "kind": self.kind, "map": dict(self.field_map)}
@@ -213,7 +238,8 @@ class InputSpec:
 
 
     def _describe_traces(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "openinference", "unit": self.trace_unit,
+        kind = "otel-genai" if self.kind == "otel-genai" else "openinference"
+        out: dict[str, Any] = {"kind": kind, "unit": self.trace_unit,
                                "map": dict(self.field_map)}
         if self.sessions:
             out["sessions"] = True

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["TRACE_READERS", "from_traces", "record_spans"]
 
 #: The input readers whose records come from spans.
-TRACE_READERS = frozenset({"openinference"})
+TRACE_READERS = frozenset({"openinference", "otel-genai"})
 _WINDOW = 10_000
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.core.errors import InputError, UsageError
 from rageval.core.outputs.masking import NO_SECRETS, Masker
 from rageval.core.outputs.text import valid_unicode
+from rageval.inputs.spec import TRACE_KINDS
 from rageval.inputs.traces import trace_windows
 from rageval.inputs.traces.phoenix import phoenix_call, phoenix_client, phoenix_source
 
@@ -114,10 +115,10 @@ def annotate_run(results: Results, spec: InputSpec, url: str, project: str,
 
 def record_spans(spec: InputSpec) -> dict[str, str]:
     """Record id -> the span it came from, read again from the traces ``spec`` names."""
-    if spec.reader() != "openinference":
+    if spec.reader() not in TRACE_KINDS:
         raise UsageError("--phoenix-annotate writes scores to the spans records came from: "
-                         "read the records from traces (--input-format openinference, or "
-                         "--phoenix URL --project NAME)")
+                         "read the records from traces (--input-format openinference or "
+                         "otel-genai, or --phoenix URL --project NAME)")
     return {record.id: str(record.extra["span_id"])
             for window in trace_windows(spec, 10_000) for record in window}
 

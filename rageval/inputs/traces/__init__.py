@@ -1,16 +1,20 @@
-"""Records from traces: OpenTelemetry spans following the OpenInference conventions.
+"""Records from traces: OpenTelemetry spans following the OpenInference conventions or the
+OpenTelemetry GenAI conventions.
 
 ``--input-format openinference`` reads an OTLP/JSON file (:mod:`.otlp`); ``--phoenix URL
---project NAME`` reads a Phoenix project (:mod:`.phoenix`). Either way the spans are grouped
-by trace and each trace (or each top-level span of a chosen kind) becomes a record
-(:mod:`.openinference`), joined with a file of references by id (:mod:`.references`; its
-judgments join as qrels do) and validated as any record is. Records carry their ``trace_id`` and
-``span_id`` among their extra fields, for the scores to go back to the span they came from.
+--project NAME`` reads a Phoenix project (:mod:`.phoenix`); ``--input-format otel-genai``
+reads an OTLP/JSON file of GenAI spans. Either way the spans are grouped by trace and each
+trace (or each top-level span of a chosen kind or operation) becomes a record by its
+conventions (:mod:`.openinference`, :mod:`.genai`; the trace's tree: :mod:`.tree`), joined
+with a file of references by id (:mod:`.references`; its judgments join as qrels do) and
+validated as any record is. Records carry their ``trace_id`` and ``span_id`` among their extra
+fields, for the scores to go back to the span they came from.
 
 A file is read window by window (a trace is held only until its last span is read); errors
 name the file and line of the span, or the trace, as well as the record. With sessions
-(``--trace-sessions``), the records of traces sharing an OpenInference ``session.id`` are held
-until every trace is read and become the turns of one conversation (:mod:`.sessions`).
+(``--trace-sessions``), the records of traces sharing a session id (OpenInference's
+``session.id``, GenAI's ``gen_ai.conversation.id``) are held until every trace is read and
+become the turns of one conversation (:mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from rageval.core.records import record_windows
 from rageval.core.records.ids import IdCheck
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
-from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS, units
-from rageval.inputs.traces.sessions import Sessions
+from rageval.inputs.traces import genai, openinference
+from rageval.inputs.traces.openinference import TRACE_MAP_FIELDS
+from rageval.inputs.traces.sessions import SESSION_ID, Sessions
 from rageval.inputs.traces.spans import SPAN_KINDS, Span
 
 if TYPE_CHECKING:
@@ -78,10 +83,13 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
     places: dict[int, tuple[int | None, str, str]] = {}
     field_map = dict(spec.field_map)
     unit_kind = spec.unit()
+    by_genai = spec.reader() == "otel-genai"
+    units = genai.units if by_genai else openinference.units
+    session_key = genai.CONVERSATION_ID if by_genai else SESSION_ID
 
     def items() -> Iterator[tuple[int, Any]]:
         count = 0
-        sessions = Sessions() if spec.sessions else None
+        sessions = Sessions(session_key) if spec.sessions else None
         try:
             for spans in _traces(spec, progress):
                 for unit in units(spans, unit_kind, field_map, source):
@@ -105,7 +113,8 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
             raise _SpanError(error.message, path=error.path, line=error.line,
                              field=error.field) from None
         if not count:
-            kind = "" if spec.unit() == "trace" else f" (no span of kind {spec.unit()})"
+            what = "operation" if by_genai else "kind"
+            kind = "" if unit_kind == "trace" else f" (no span of {what} {unit_kind})"
             raise InputError(f"no trace gave a record{kind}", path=source)
         if join is not None:
             join.finish()

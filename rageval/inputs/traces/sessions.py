@@ -1,5 +1,6 @@
-"""Traces grouped by session: the records of traces sharing an OpenInference ``session.id``
-become the turns of one conversation (``--trace-sessions``).
+"""Traces grouped by session: the records of traces sharing a session id (OpenInference's
+``session.id``, the GenAI conventions' ``gen_ai.conversation.id``) become the turns of one
+conversation (``--trace-sessions``).
 
 A session's traces can lie anywhere in a file, so the records of sessions are held until every
 trace is read, then handed over as conversations, each in the order its turns started; the
@@ -25,7 +26,8 @@ SESSION_ID = "session.id"
 class Sessions:
     """The records of sessions, held until the input is read."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str = SESSION_ID) -> None:
+        self._key = key  # the attribute naming a span's session
         # session id -> (start, arrival, line, record object), for each of its records
         self._held: dict[str, list[tuple[int, int, int, dict[str, Any]]]] = {}
         self._arrivals = 0
@@ -33,7 +35,7 @@ class Sessions:
     def hold(self, spans: list[Span], line: int, item: dict[str, Any]) -> bool:
         """Keep ``item`` (a record of the trace ``spans``) when the trace has a session;
         whether it was kept."""
-        session = _session(spans)
+        session = _session(spans, self._key)
         if session is None:
             return False
         start = min(span.start for span in spans)
@@ -51,10 +53,10 @@ class Sessions:
         self._held.clear()
 
 
-def _session(spans: list[Span]) -> str | None:
-    """The trace's session id: the first span, in start order, that names one."""
+def _session(spans: list[Span], key: str) -> str | None:
+    """The trace's session id: the first span, in start order, that names one (``key``)."""
     for span in sorted(spans, key=lambda s: s.start):
-        value = attribute(span, SESSION_ID)
+        value = attribute(span, key)
         if value is not None and value != "":
             return str(value)
     return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rageval.core.metric import context_text_reason
 from rageval.judge.claims.asking import Asked, Asker, Outcome, replies_used
 from rageval.judge.claims.citation_scores import Check, needed_checks, statement_entry
 from rageval.judge.claims.citation_text import read_citations
@@ -66,6 +67,9 @@ def _read(item: _Record, max_citations: int) -> _Record:
         return item
     if not item.record.contexts:  # nothing it could cite: no evidence of citation quality
         item.errors["statements"] = "the record has no contexts (ALCE scores such an answer 0)"
+        return item
+    if (reason := context_text_reason(item.record)) is not None:
+        item.errors["statements"] = reason  # ids alone: no passage to support a statement
         return item
     ids = [c.id for c in item.record.contexts]
     item.statements = [statement_entry(statement)

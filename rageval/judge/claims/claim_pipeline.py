@@ -21,6 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rageval.core.metric import context_text_reason
 from rageval.judge.claims.asking import Asked, Asker, Outcome, replies_used
 from rageval.judge.claims.step_replies import parse_labels, parse_texts
 from rageval.judge.claims.steps import CHECK_LABELS, labels_schema, list_schema
@@ -171,6 +172,9 @@ def _plan(asker: Asker, index: int, item: _Record, piece: str) -> list[_Check]:
     if against == "contexts":
         if claims and claims[0]["contexts"] is not None:
             item.sources[piece] = "record"
+            return []
+        if (reason := context_text_reason(item.record)) is not None:
+            item.errors[piece] = reason  # ids alone: nothing to check the claims against
             return []
         for claim in claims:
             claim["contexts"] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rageval.core.metric import context_text_reason
 from rageval.judge.claims.asking import Asked, Asker, Outcome, replies_used
 from rageval.judge.claims.step_replies import parse_labels, parse_texts
 from rageval.judge.claims.steps import (
@@ -103,6 +104,8 @@ def _source_texts(record: Record, source: str) -> tuple[list[str] | None, str]:
         return list(record.references), ""
     if record.judgments is None:
         return None, "no judgments to tell the relevant contexts (source=contexts)"
+    if (reason := context_text_reason(record)) is not None:
+        return None, f"{reason} (source=contexts)"
     relevant = [c.text for c in record.contexts if record.judgments.get(c.id, 0) > 0]
     if not relevant:
         return None, "no context is judged relevant to create nuggets from (source=contexts)"

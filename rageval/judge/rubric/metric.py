@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, Slot
+from rageval.core.metric import (
+    Batch,
+    Metric,
+    MetricResult,
+    ScoreOptions,
+    Slot,
+    context_text_reason,
+)
 from rageval.core.signature import Field, Signature
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import gather, provenance, provenance_only
@@ -186,6 +193,8 @@ class JudgeMetric(Metric):
                 return "not a conversation (a conversation-level rubric grades whole ones)"
             if not record.has(field_name):
                 return f"no {field_name} (the record has no '{field_name}')"
+            if field_name == "contexts" and (reason := context_text_reason(record)):
+                return reason  # ids alone: no passage to show the judge
         return None
 
     def units(self, record: Record, index: int = 0) -> list[Unit]:
