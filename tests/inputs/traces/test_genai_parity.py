@@ -23,6 +23,7 @@ from local_model import need_local_extra
 from trace_pipeline import MULTI_HOP, NO_RETRIEVAL, write_native, write_references
 
 from rageval.cli import main
+from rageval.inputs import InputSpec, load_inputs
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "genai_traces"
 METRICS = ["recall@3", "precision@3", "ndcg@3", "map", "mrr", "rouge1", "rougeL", "bleu"]
@@ -46,6 +47,31 @@ def _assert_traces_score_as_records(folder: Path, out: Path) -> None:
         mine = traced["metrics"][name]
         assert (mine["value"], mine["n"], mine["ci95"]) == (
             figures["value"], figures["n"], figures["ci95"]), name
+
+
+def _traced(folder: Path, *, sessions: bool = False) -> list[Any]:
+    return load_inputs(InputSpec(
+        records=str(folder / "spans.otlp.jsonl"), kind="otel-genai", sessions=sessions,
+        field_map=(("id", QUESTION_ID),), references=str(folder / "references.jsonl"))).records
+
+
+def _assert_same_records(folder: Path) -> None:
+    """The reader builds from the traces the records the pipeline saw, field by field, but for
+    the documents' texts (the spans hold ids and scores); the conversation's traces become the
+    turns of one conversation with ``--trace-sessions``."""
+    native = load_inputs(InputSpec(records=str(folder / "records.jsonl"))).records
+
+    def seen(record: Any) -> tuple[Any, ...]:
+        return (record.id, record.query, record.answer, record.references,
+                dict(record.judgments), [(c.id, c.score) for c in record.contexts],
+                record.tool_calls)
+
+    traced = _traced(folder)
+    assert [seen(r) for r in traced] == [seen(r) for r in native]
+    assert all(c.text == "" for r in traced for c in r.contexts)
+    conversation, together = CONVERSATION
+    turns = [r.id for r in _traced(folder, sessions=True) if r.id.startswith(conversation)]
+    assert turns == [f"{conversation}#{qid}" for qid in together]
 
 
 def _spans(path: Path) -> list[dict[str, Any]]:
@@ -92,6 +118,7 @@ def _assert_fixture_shape(folder: Path) -> None:
 
 def test_committed_genai_traces_score_exactly_as_their_records(tmp_path: Path) -> None:
     _assert_fixture_shape(FIXTURES)
+    _assert_same_records(FIXTURES)
     _assert_traces_score_as_records(FIXTURES, tmp_path)
 
 
@@ -114,4 +141,5 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_live_genai_traces_score_exactly_as_the_records_the_pipeline_saw(
         pipeline_run: Path, tmp_path: Path) -> None:
     _assert_fixture_shape(pipeline_run)
+    _assert_same_records(pipeline_run)
     _assert_traces_score_as_records(pipeline_run, tmp_path)
