@@ -64,6 +64,7 @@ def test_spec_usage_errors(spec: InputSpec, says: str) -> None:
 
 def test_import_is_cheap() -> None:
     code = ("import sys, rageval.inputs as i; assert 'polars' not in sys.modules; "
-            "assert i.INPUT_KINDS == ('records', 'ragas', 'trec-rag', 'openinference')")
+            "assert i.INPUT_KINDS == ('records', 'ragas', 'trec-rag', 'openinference', "
+            "'otel-genai')")
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert INPUT_KINDS == ("records", "ragas", "trec-rag", "openinference")
+    assert INPUT_KINDS == ("records", "ragas", "trec-rag", "openinference", "otel-genai")
