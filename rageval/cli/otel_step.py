@@ -66,7 +66,7 @@ def events_step(target: OtelTarget | None, spec: InputSpec, results: Results,
         return _failed(error, "no evaluation events were written or sent", kept, masker)
     metrics = table_metrics(results)
     spanless = ("trace records without valid span ids" if from_traces(spec)
-                else "records not read from traces")
+                else "records not read from traces, without trace_id and span_id")
 
     def events() -> Iterator[EvaluationEvent]:
         return evaluation_events(results.records, spans, metrics, masker)

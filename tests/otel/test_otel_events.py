@@ -116,7 +116,32 @@ def test_records_not_read_from_traces_carry_their_ids_and_no_span(
            (DEMO / "records.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
     assert set(_by_key(events)) == {(i, m) for i in ids for m in ("ndcg@3", "rouge1")}
     assert all(e.trace_id == "" and e.span_id == "" for e in events)
-    assert f"{len(events)} without a span (records not read from traces)" in err
+    assert (f"{len(events)} without a span (records not read from traces, without trace_id "
+            "and span_id)") in err
+
+
+def test_records_of_a_file_that_name_their_spans_get_their_events_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A records file whose records carry their own valid trace_id and span_id: their events
+    go on those spans; a record with ids that are not OpenTelemetry ids goes without one."""
+    records = tmp_path / "records.jsonl"
+    rows = [{"id": "a", "answer": "x y", "reference": "x y", "trace_id": "AB" * 16,
+             "span_id": "cd" * 8},
+            {"id": "b", "answer": "x", "reference": "x y", "trace_id": "0" * 32,
+             "span_id": "cd" * 8},
+            {"id": "c", "answer": "x", "reference": "y", "span_id": "ef" * 8}]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    events_file = tmp_path / "events.jsonl"
+    code, _, err = run(["score", str(records), "-m", "rouge1", "--no-progress",
+                        "--otel-events", str(events_file)], capsys)
+    assert code == 0, err
+    keyed = _by_key(file_events(events_file))
+    assert (keyed[("a", "rouge1")].trace_id, keyed[("a", "rouge1")].span_id) == (
+        "ab" * 16, "cd" * 8)
+    for spanless in ("b", "c"):
+        assert (keyed[(spanless, "rouge1")].trace_id, keyed[(spanless, "rouge1")].span_id) == (
+            "", "")
+    assert "1 on their records' spans" in err and "2 without a span" in err
 
 
 def test_hostile_texts_stay_data(tmp_path: Path, keyed_judge: JudgeServer,
