@@ -48,10 +48,12 @@ def test_tiny_benchmark_runs_both_sides_and_agrees(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert set(result["sides"]) == {"pytrec_eval", "rageval", "parse_floor"}
     assert result["ratio_time_rageval_over_parse_floor"] > 0
-    assert "rageval / parse floor" in proc.stdout
+    assert result["ratio_cpu_rageval_over_parse_floor"] > 0
+    assert "rageval / parse floor" in proc.stdout and "x CPU time" in proc.stdout
     for side in result["sides"].values():
-        assert len(side["times_s"]) == 1
+        assert len(side["times_s"]) == 1 and len(side["cpu_times_s"]) == 1
         assert side["median_s"] > 0
+        assert side["median_cpu_s"] > 0  # user and system time of the whole process
         assert side["peak_mb"] > 0
     assert result["agree"] is True
     printed = result["printed_check"]
