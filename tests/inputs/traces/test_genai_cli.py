@@ -41,8 +41,8 @@ def test_ids_only_give_retrieval_scores_and_leave_context_text_metrics_unscored(
     value = rows["q2"].scores["judge:faithfulness"]
     assert value is None or math.isnan(value)
     reason = rows["q2"].errors["judge:faithfulness"]
-    assert reason.startswith("the contexts have no text: the trace's retrieval documents "
-                             "carry ids only")
+    assert reason == ("the contexts have no text: 2 of 2 retrieved documents carry no content "
+                      "(gen_ai.retrieval.documents recorded ids only)")
     # The judge was shown the passages of q1 alone: never an empty one.
     assert asked and all("Oslo is in Norway." in body for body in asked)
 
