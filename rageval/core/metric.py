@@ -25,6 +25,7 @@ import numpy as np
 from rageval.core.errors import UsageError
 from rageval.core.names import MetricName
 from rageval.core.params import Param, render_value
+from rageval.core.records.model import CONTEXTS_WITHOUT_TEXT
 from rageval.core.scale import UNBOUNDED, Scale
 from rageval.core.signature import Field, Signature
 from rageval.core.version import __version__
@@ -146,20 +147,22 @@ class RunPass(ABC, Generic[T]):
 
 NO_ANSWER = "no answer (the record has no 'answer')"
 NO_REFERENCE = "no reference (the record has no 'reference')"
-#: The extra field of a record whose contexts carry ids but no text (a trace's retrieval
-#: documents recorded without their content), its value saying why: the retrieval metrics read
-#: the ids as ever; the metrics that read the contexts' text leave the record unscored
-#: (:func:`context_text_reason`) rather than judge empty passages.
-CONTEXTS_WITHOUT_TEXT = "contexts_without_text"
 
 
 def context_text_reason(record: Record) -> str | None:
-    """Why a metric that reads the contexts' text cannot score ``record`` (its contexts carry
-    no text: :data:`CONTEXTS_WITHOUT_TEXT`), or None."""
-    why = record.extra.get(CONTEXTS_WITHOUT_TEXT)
-    if not why or not record.contexts:
+    """Why a metric that reads the contexts' text cannot score ``record``, or None: some of its
+    contexts have no text because its trace recorded the retrieved documents without their
+    content (a reader of traces says so in :data:`CONTEXTS_WITHOUT_TEXT`). An empty context
+    text alone is a text like any other."""
+    note = record.extra.get(CONTEXTS_WITHOUT_TEXT)
+    if not note or not record.contexts:
         return None
-    return f"the contexts have no text: {why}"
+    empty = sum(not context.text for context in record.contexts)
+    if not empty:
+        return None
+    carry = "carries" if empty == 1 else "carry"
+    return (f"the contexts have no text: {empty} of {len(record.contexts)} retrieved documents "
+            f"{carry} no content ({note})")
 
 
 def answer_reference_reason(record: Record) -> str | None:

@@ -13,22 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from rageval.inputs.spec import TRACE_KINDS
 from rageval.otel.events import SpanRef
 
 if TYPE_CHECKING:
     from rageval.core.records.model import Record
     from rageval.inputs.spec import InputSpec
 
-__all__ = ["TRACE_READERS", "from_traces", "record_spans"]
+__all__ = ["from_traces", "record_spans"]
 
-#: The input readers whose records come from spans.
-TRACE_READERS = frozenset({"openinference", "otel-genai"})
 _WINDOW = 10_000
 
 
 def from_traces(spec: InputSpec) -> bool:
     """Whether the records ``spec`` names are read from traces."""
-    return spec.reader() in TRACE_READERS
+    return spec.reader() in TRACE_KINDS
 
 
 def record_spans(spec: InputSpec) -> dict[str, SpanRef]:

@@ -440,7 +440,7 @@ def test_ids_are_masked_only_by_credentials_of_the_run() -> None:
 def test_the_trace_readers_named_are_the_loaders_readers_of_traces() -> None:
     """Only a reader that exists and reads traces routes events to spans."""
     from rageval.inputs import load
-    from rageval.otel.spans import TRACE_READERS
+    from rageval.inputs.spec import TRACE_KINDS
 
     trace_readers = {kind for kind, reader in load._READERS.items() if reader is load._traces}
-    assert trace_readers == TRACE_READERS
+    assert trace_readers == set(TRACE_KINDS)

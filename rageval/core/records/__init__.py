@@ -42,7 +42,9 @@ Fields:
     Makes the record a conversation: each turn is a record of its own, ``<id>#<turn>``
     (:mod:`rageval.core.records.validation`).
 
-Every other top-level key is kept, untouched, in :attr:`Record.extra`.
+Every other top-level key is kept, untouched, in :attr:`Record.extra`, but for
+``contexts_without_text``, which only a reader of traces sets
+(:data:`~rageval.core.records.model.CONTEXTS_WITHOUT_TEXT`): a file that sets it is refused.
 
 Blank lines are skipped. Other formats carry the same fields:
 

@@ -32,14 +32,30 @@ from rageval.core.records.checks import (
 )
 from rageval.core.records.tools import ToolCall, validate_tool_calls
 
-__all__ = ["MAX_GRADE", "Context", "Conversation", "FieldError", "Record", "checked_record",
-           "record_object", "validate_judgments", "with_judgments"]
+__all__ = ["CONTEXTS_WITHOUT_TEXT", "MAX_GRADE", "Context", "Conversation", "FieldError", "Record",
+           "TraceNote", "check_reserved", "checked_record", "record_object", "validate_judgments",
+           "with_judgments"]
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
                           "tool_calls", "reference_tool_calls", "turns"})
 _CONTEXT_KEYS = frozenset({"id", "text", "score"})
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+#: The extra field of a record read from traces whose retrieval documents were recorded
+#: without their content, its value (a :class:`TraceNote`) saying what the trace recorded: the
+#: metrics that read the contexts' text leave such a record unscored
+#: (:func:`~rageval.core.metric.context_text_reason`). Reserved: a records file that sets it is
+#: refused, so that no column of a user's file can switch those metrics off.
+CONTEXTS_WITHOUT_TEXT = "contexts_without_text"
+
+
+class TraceNote(str):
+    """A note a reader of traces leaves among a record's extra fields: text (written out as
+    any string), but never a value decoded from a records file, whose strings are plain
+    :class:`str`; the record validation lets only this type through a reserved field."""
+
+    __slots__ = ()
 
 
 def _empty_mapping() -> Mapping[str, Any]:
@@ -338,6 +354,7 @@ def _contexts(value: Any) -> tuple[Context, ...]:
 def _extra(item: Mapping[str, Any]) -> Mapping[str, Any]:
     if len(item) <= len(_RECORD_KEYS) and _RECORD_KEYS.issuperset(item):
         return _EMPTY
+    check_reserved(item)
     extra: dict[str, Any] = {}
     for key, value in item.items():
         if key not in _RECORD_KEYS:
@@ -345,6 +362,16 @@ def _extra(item: Mapping[str, Any]) -> Mapping[str, Any]:
                 raise expected("string keys", key, None)
             extra[key] = value
     return MappingProxyType(extra)
+
+
+def check_reserved(item: Mapping[str, Any]) -> None:
+    """Refuse a record object that sets :data:`CONTEXTS_WITHOUT_TEXT` itself (only a reader of
+    traces does, with a :class:`TraceNote`); raises :class:`FieldError`."""
+    note = item.get(CONTEXTS_WITHOUT_TEXT)
+    if note is not None and type(note) is not TraceNote:
+        raise FieldError(f"the field {CONTEXTS_WITHOUT_TEXT!r} is reserved for records read from "
+                         "traces (it leaves the metrics reading the contexts' text unscored): "
+                         "rename the column", CONTEXTS_WITHOUT_TEXT)
 
 
 def record_object(item: Any) -> Record:

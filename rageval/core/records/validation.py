@@ -27,7 +27,12 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.core.records.checks import FieldError, expected, identifier, optional_str
 from rageval.core.records.ids import IdCheck
-from rageval.core.records.model import Conversation, Record, record_object
+from rageval.core.records.model import (
+    Conversation,
+    Record,
+    check_reserved,
+    record_object,
+)
 from rageval.core.records.tools import validate_tool_calls
 
 __all__ = ["conversation_object", "validate_records"]
@@ -127,6 +132,7 @@ def conversation_object(item: Mapping[str, Any]) -> Conversation:
                                              "reference_tool_calls")
     except FieldError as error:
         raise error.within("", where) from None
+    check_reserved(item)
     extra = {key: value for key, value in item.items()
              if key not in _CONVERSATION_KEYS and key not in _TURN_FIELDS}
     for key in extra:

@@ -12,29 +12,34 @@ per top-level agent invocation), with the spans below it. From the unit:
 
 * ``query``: the last ``user`` message of the root span's ``gen_ai.input.messages``, else of
   the first inference span to start, else the first retrieval span's
-  ``gen_ai.retrieval.query.text``. The older forms are read where the messages are missing:
-  ``gen_ai.prompt`` (a JSON list of messages, or the prompt's text) and OpenLLMetry's
-  ``gen_ai.prompt.<i>.role`` / ``.content``;
-* ``answer``: the first ``assistant`` message of ``gen_ai.output.messages`` of the last
-  inference span to end (the root span's when the unit has no inference span), else the older
-  ``gen_ai.completion`` (a JSON list of messages, or text) or ``gen_ai.completion.0.content``;
+  ``gen_ai.retrieval.query.text``. The older forms, as span attributes, are read where the
+  messages are missing: ``gen_ai.prompt`` (a JSON list of messages, or the prompt's text) and
+  OpenLLMetry's ``gen_ai.prompt.<i>.role`` / ``.content`` (span events are not read);
+* ``answer``: the first message, whatever its role, of ``gen_ai.output.messages`` of the last
+  inference span to end (the root span when the unit has no inference span), else of the unit
+  root's ``gen_ai.output.messages``, else the older ``gen_ai.completion`` (a JSON list of
+  messages, or text) or ``gen_ai.completion.0.content`` of those spans;
 * a message's text is its ``text`` parts' ``content`` joined by newlines (other parts, tool
   calls or images, are not text; ``finish_reason`` is not read); a message of the older form
   with a ``content`` string is that text. Messages are JSON text (as instrumentations write
-  attributes) or an OTLP array of key-value lists: both read the same;
+  attributes), an OTLP array of key-value lists, or an OTLP array of strings each the JSON
+  text of one message: all read the same;
 * ``contexts``: the documents of the unit's ``retrieval`` spans (``gen_ai.retrieval.documents``,
-  ``[{"id", "score", "content"?}]``), span after span in start order, each span's in order;
-  ids, repeats and scores as for OpenInference. Documents recorded without ``content`` keep
-  their ids (the retrieval metrics read them) and the record says its contexts have no text
-  (:data:`~rageval.core.metric.CONTEXTS_WITHOUT_TEXT`): the metrics reading the contexts'
-  text leave it unscored with that reason;
+  ``[{"id", "score", "content"?}]``, as messages are given), span after span in start order,
+  each span's in order; ids, repeats and scores as for OpenInference, but that a document
+  recorded once without its content and once with it takes the content (at its first rank). A
+  ``content`` that is not a string is its JSON text. Documents that no copy records with a
+  content keep their ids (the retrieval metrics read them) and the record says so
+  (:data:`~rageval.core.records.model.CONTEXTS_WITHOUT_TEXT`): the metrics reading the
+  contexts' text leave it unscored, with the count of documents without content;
 * ``tool_calls``: the unit's ``execute_tool`` spans in start order, each ``{"name":
   gen_ai.tool.name, "id": gen_ai.tool.call.id, "arguments": gen_ai.tool.call.arguments,
   "result": gen_ai.tool.call.result}`` (a result written as JSON text of an object or a list
   is read as that value); none when the unit has no such span (the calls not recorded).
 
 A field map reads dotted attributes as for OpenInference. Bad JSON in a messages or documents
-attribute is an error naming the trace, the span's line and the attribute.
+attribute, or an item of one that is not an object, is an error naming the trace, the span's
+line, the attribute and the item's index.
 """
 
 from __future__ import annotations
@@ -44,11 +49,12 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
-from rageval.core.metric import CONTEXTS_WITHOUT_TEXT
+from rageval.core.records.checks import describe
 from rageval.core.records.lines import DEEP_JSON
-from rageval.inputs.traces.openinference import Unit, _contexts, _mapped
+from rageval.core.records.model import CONTEXTS_WITHOUT_TEXT, TraceNote
+from rageval.inputs.traces.openinference import Unit, _contexts, apply_field_map
 from rageval.inputs.traces.spans import Span
-from rageval.inputs.traces.tree import _below_kind, _root, _start, _subtree
+from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
 
 if TYPE_CHECKING:
     from rageval.core.records.model import Record
@@ -69,36 +75,56 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 #: The operations the conventions name (``--trace-unit`` takes one of them).
 OPERATIONS: tuple[str, ...] = (
     "chat", "text_completion", "generate_content", "embeddings", "retrieval", "execute_tool",
-    "create_agent", "invoke_agent", "invoke_workflow",
+    "create_agent", "invoke_agent", "invoke_workflow", "plan", "search_memory", "create_memory",
+    "update_memory", "upsert_memory", "delete_memory", "create_memory_store",
+    "delete_memory_store",
 )
 _INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
 _INPUT, _OUTPUT = "gen_ai.input.messages", "gen_ai.output.messages"
 _DOCUMENTS = "gen_ai.retrieval.documents"
-_NO_CONTENT = ("the trace's retrieval documents carry ids only (no content in "
-               f"{_DOCUMENTS})")
+_NO_CONTENT = TraceNote(f"{_DOCUMENTS} recorded ids only")
 
 
 class MessagesError(ValueError):
-    """A messages attribute that is not a list of messages."""
+    """A messages or documents attribute that is not a list of objects."""
 
 
 def message_texts(value: Any) -> list[tuple[str | None, str | None]]:
-    """``(role, text)`` of each message of a messages attribute (JSON text or an OTLP array):
+    """``(role, text)`` of each message of a messages attribute (see :func:`json_objects`):
     the text its ``text`` parts hold, joined by newlines (None: no text part), or the older
-    form's ``content`` string. An item that is not an object is skipped; a value that is not
-    JSON, or not a list, raises :class:`MessagesError`."""
+    form's ``content`` string."""
+    out: list[tuple[str | None, str | None]] = []
+    for message in json_objects(value, "message"):
+        role = message.get("role")
+        out.append((role if isinstance(role, str) else None, _message_text(message)))
+    return out
+
+
+def json_objects(value: Any, what: str) -> list[dict[str, Any]]:
+    """The objects of an attribute holding a list of them: JSON text of the list, or an OTLP
+    array whose items are key-value lists or strings each the JSON text of one object. A value
+    that is not JSON or not a list, or an item that is not an object, raises
+    :class:`MessagesError` (naming the item's index); JSON nested too deeply raises
+    :class:`RecursionError`."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError as error:
             raise MessagesError(f"not JSON ({error})") from None
     if not isinstance(value, list):
-        raise MessagesError(f"expected a list of messages, found {type(value).__name__}")
-    out: list[tuple[str | None, str | None]] = []
-    for message in value:
-        if isinstance(message, dict):
-            role = message.get("role")
-            out.append((role if isinstance(role, str) else None, _message_text(message)))
+        raise MessagesError(f"expected a list of {what}s, found {type(value).__name__}")
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(value):
+        if isinstance(item, str):
+            try:
+                item = json.loads(item)
+            except ValueError as error:
+                raise MessagesError(f"item {index}: not the JSON text of a {what} ({error})"
+                                    ) from None
+        if not isinstance(item, dict):
+            raise MessagesError(f"item {index}: expected a {what} object, found "
+                                f"{describe(item)}")
+        out.append(item)
     return out
 
 
@@ -129,19 +155,19 @@ def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> Iterator[GenaiUnit]:
     """What each unit of one trace's spans gives its record (``unit``: ``trace`` or an
     operation); the line is that of the unit's root span."""
-    ordered = sorted((_as_operation(span) for span in spans), key=_start)
+    ordered = sorted((_as_operation(span) for span in spans), key=by_start)
     if unit == "trace":
-        yield _unit(_root(ordered), ordered, "trace", field_map, source)
+        yield _unit(root_span(ordered), ordered, "trace", field_map, source)
         return
     children: dict[str, list[Span]] = {}
     by_id = {span.span_id: span for span in ordered}
     for span in ordered:
         if span.parent_id is not None and span.parent_id in by_id:
             children.setdefault(span.parent_id, []).append(span)
-    below = _below_kind(ordered, by_id, unit)
+    below = below_kind(ordered, by_id, unit)
     for span in ordered:
         if span.kind == unit and not below[span.span_id]:
-            yield _unit(span, _subtree(span, children), "span", field_map, source)
+            yield _unit(span, subtree(span, children), "span", field_map, source)
 
 
 def _as_operation(span: Span) -> Span:
@@ -168,20 +194,7 @@ def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str]
     calls = [_tool_call(span, read) for span in spans if span.kind == "execute_tool"]
     if calls:
         item["tool_calls"] = calls
-    for field, name in field_map.items():
-        try:
-            value = _mapped(root, spans, name)
-        except RecursionError:  # an attribute's JSON text nested too deeply to open
-            raise InputError(f"{where}: attribute {name!r} (--map {field}={name}): "
-                             f"{DEEP_JSON}", path=source, line=root.line, field=field) from None
-        if value is None:
-            if field == "id":
-                raise InputError(f"{where}: no attribute {name!r} to read the record id from "
-                                 f"(--map id={name})", path=source, line=root.line)
-            item.pop(field, None)
-            continue
-        item[field] = str(value) if field in ("id", "query", "answer") and not isinstance(
-            value, str) else value
+    apply_field_map(item, root, spans, field_map, where, source)
     return GenaiUnit(root.line or 0, item, contexts)
 
 
@@ -234,53 +247,87 @@ class _Reader:
         return found
 
     def answer(self, root: Span, spans: list[Span]) -> str | None:
+        """The first output message's text of the last inference span to end, else of the
+        root span, else the same of their older completion forms."""
         inference = [span for span in spans if span.kind in _INFERENCE]
         # the last to end: of equal end times, the first to start
         last = max(reversed(inference), key=lambda span: span.end) if inference else root
-        messages = self.messages(last, _OUTPUT)
-        if messages is None:
-            messages = _older(last, "gen_ai.completion", "assistant")
-        for role, text in messages or ():
-            if role == "assistant":
-                return text
+        sources = (last,) if last is root else (last, root)
+        for span in sources:
+            messages = self.messages(span, _OUTPUT)
+            if messages:
+                return messages[0][1]
+        for span in sources:
+            messages = _older(span, "gen_ai.completion", "assistant")
+            if messages:
+                return messages[0][1]
         return None
 
     def contexts(self, retrievals: list[Span],
                  item: dict[str, Any]) -> list[tuple[str, str, float | None]] | None:
+        """The contexts of the unit's retrieval spans; ``item`` is told when some documents
+        have no content in any of their copies (:data:`CONTEXTS_WITHOUT_TEXT`)."""
         if not retrievals:
             return None
-        read, textless = [], 0
-        for span in retrievals:
-            documents = self.documents(span)
-            textless += sum(not isinstance(doc.get("content"), str) for doc in documents)
+        found = [(span, self.documents(span)) for span in retrievals]
+        known: dict[str, str] = {}  # document id -> the first content a copy of it holds
+        for _, documents in found:
+            for doc in documents:
+                key = _document_key(doc.get("id"))
+                if key is not None and "content" in doc:
+                    known.setdefault(key, doc["content"])
+        read, textless = [], False
+        for span, documents in found:
+            for doc in documents:
+                if "content" not in doc:  # a copy without content matches any text
+                    key = _document_key(doc.get("id"))
+                    if key in known:
+                        doc["content"] = known[key]
+                    else:
+                        textless = True
             read.append(Span(span.trace_id, span.span_id, span.parent_id, span.name, span.kind,
                              span.start, span.end, {"retrieval.documents": documents},
                              span.line))
-        try:
-            contexts = _contexts(read, self.where, self.source)
-        except InputError as error:
-            raise InputError(error.message.replace("retrieval.documents.", f"{_DOCUMENTS}."),
-                             path=error.path, line=error.line, field=_DOCUMENTS) from None
+        contexts = _contexts(read, self.where, self.source, attribute=_DOCUMENTS)
         if textless and contexts:
             item[CONTEXTS_WITHOUT_TEXT] = _NO_CONTENT
         return contexts
 
     def documents(self, span: Span) -> list[dict[str, Any]]:
+        """A retrieval span's documents: ``id``, ``score`` and ``content`` (text; left out
+        when none is recorded) where present."""
         value = span.attributes.get(_DOCUMENTS)
         if value is None:
             return []
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError as error:
-                raise self.error(span, _DOCUMENTS, f"not JSON ({error})") from None
-            except RecursionError:
-                raise self.error(span, _DOCUMENTS, DEEP_JSON) from None
-        if not isinstance(value, list):
-            raise self.error(span, _DOCUMENTS, "expected a list of documents, found "
-                             f"{type(value).__name__}")
-        return [{key: doc.get(key) for key in ("id", "content", "score") if key in doc}
-                for doc in value if isinstance(doc, dict)]
+        try:
+            out = []
+            for doc in json_objects(value, "document"):
+                kept = {key: doc[key] for key in ("id", "score") if key in doc}
+                content = _content(doc.get("content"))
+                if content is not None:
+                    kept["content"] = content
+                out.append(kept)
+            return out
+        except MessagesError as error:
+            raise self.error(span, _DOCUMENTS, str(error)) from None
+        except RecursionError:
+            raise self.error(span, _DOCUMENTS, DEEP_JSON) from None
+
+
+def _content(value: Any) -> str | None:
+    """A document's content as text: a string as it is, another value as its JSON text, None
+    (or none) as no content."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _document_key(doc_id: Any) -> str | None:
+    """The id a document's copies share, as the contexts read it (None: no id, placed by its
+    rank)."""
+    if doc_id is None or doc_id == "":
+        return None
+    return doc_id if type(doc_id) is str else str(doc_id)
 
 
 def _older(span: Span, name: str, role: str) -> list[tuple[str | None, str | None]] | None:

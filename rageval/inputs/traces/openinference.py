@@ -30,9 +30,9 @@ from rageval.core.errors import InputError
 from rageval.core.records.lines import DEEP_JSON
 from rageval.core.records.model import Record, checked_record
 from rageval.inputs.traces.spans import Span, attribute, document_values
-from rageval.inputs.traces.tree import _below_kind, _root, _start, _subtree
+from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
 
-__all__ = ["TRACE_MAP_FIELDS", "Unit", "unit_records", "units"]
+__all__ = ["TRACE_MAP_FIELDS", "Unit", "apply_field_map", "unit_records", "units"]
 
 #: The fields a map may read from span attributes (contexts come from retriever spans).
 TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
@@ -50,19 +50,19 @@ def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
 def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> Iterator[Unit]:
     """What each unit of one trace's spans gives its record (see :func:`unit_records`)."""
-    ordered = sorted(spans, key=_start)  # a stable sort: spans starting together in file order
+    ordered = sorted(spans, key=by_start)  # a stable sort: spans starting together in file order
     if unit == "trace":
-        yield _unit(_root(ordered), ordered, "trace", field_map, source)
+        yield _unit(root_span(ordered), ordered, "trace", field_map, source)
         return
     children: dict[str, list[Span]] = {}
     by_id = {span.span_id: span for span in ordered}
     for span in ordered:
         if span.parent_id is not None and span.parent_id in by_id:
             children.setdefault(span.parent_id, []).append(span)
-    below = _below_kind(ordered, by_id, unit)
+    below = below_kind(ordered, by_id, unit)
     for span in ordered:
         if span.kind == unit and not below[span.span_id]:
-            yield _unit(span, _subtree(span, children), "span", field_map, source)
+            yield _unit(span, subtree(span, children), "span", field_map, source)
 
 
 class Unit:
@@ -118,6 +118,14 @@ def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str]
         item["answer"] = answer
     retrievers = [span for span in spans if span.kind == "RETRIEVER"]
     contexts = _contexts(retrievers, where, source) if retrievers else None
+    apply_field_map(item, root, spans, field_map, where, source)
+    return Unit(root.line or 0, item, contexts)
+
+
+def apply_field_map(item: dict[str, Any], root: Span, spans: list[Span],
+                    field_map: Mapping[str, str], where: str, source: str) -> None:
+    """Set each field of ``field_map`` in ``item`` from its attribute (:func:`_mapped`): a
+    field whose attribute the unit lacks is left out, an id is an error."""
     for field, name in field_map.items():
         try:
             value = _mapped(root, spans, name)
@@ -132,7 +140,6 @@ def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str]
             continue
         item[field] = str(value) if field in ("id", "query", "answer") and not isinstance(
             value, str) else value
-    return Unit(root.line or 0, item, contexts)
 
 
 def _mapped(root: Span, spans: list[Span], name: str) -> Any:
@@ -185,8 +192,9 @@ def _answer(spans: list[Span]) -> str | None:
                                                           "output.mime_type")
 
 
-def _contexts(retrievers: list[Span], where: str,
-              source: str) -> list[tuple[str, str, float | None]]:
+def _contexts(retrievers: list[Span], where: str, source: str, *,
+              attribute: str = "retrieval.documents") -> list[tuple[str, str, float | None]]:
+    """The contexts of the documents of ``retrievers``; ``attribute`` names them in errors."""
     contexts: list[tuple[str, str, float | None]] = []
     seen: dict[str, str] = {}
     for span in retrievers:
@@ -199,7 +207,7 @@ def _contexts(retrievers: list[Span], where: str,
                 if seen[doc_id] != text:
                     raise InputError(
                         f"{where}: document id {doc_id!r} holds two different texts (span "
-                        f"{span.span_id}, retrieval.documents.{rank})", path=source,
+                        f"{span.span_id}, {attribute}.{rank})", path=source,
                         line=span.line)
                 continue  # retrieved again: its first rank stands
             seen[doc_id] = text

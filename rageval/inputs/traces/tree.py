@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from rageval.inputs.traces.spans import Span
 
-__all__ = ["_below_kind", "_parent", "_root", "_start", "_subtree"]
+__all__ = ["below_kind", "by_start", "parent_span", "root_span", "subtree"]
 
 
-def _start(span: Span) -> int:
+def by_start(span: Span) -> int:
+    """The key that sorts spans in start order."""
     return span.start
 
 
-def _root(ordered: list[Span]) -> Span:
+def root_span(ordered: list[Span]) -> Span:
     """The span without a parent in the trace (the first to start, if several)."""
     ids = {span.span_id for span in ordered}
     for span in ordered:
@@ -22,12 +23,12 @@ def _root(ordered: list[Span]) -> Span:
     return ordered[0]
 
 
-def _parent(span: Span, by_id: dict[str, Span]) -> Span | None:
+def parent_span(span: Span, by_id: dict[str, Span]) -> Span | None:
     """The span's parent in the trace (None: a root, or a parent the trace lacks)."""
     return by_id.get(span.parent_id or "")
 
 
-def _below_kind(ordered: list[Span], by_id: dict[str, Span], kind: str) -> dict[str, bool]:
+def below_kind(ordered: list[Span], by_id: dict[str, Span], kind: str) -> dict[str, bool]:
     """For each span, whether some other span of ``kind`` is among its ancestors.
 
     Each span's parent is looked up once: a walk up from a span stops at the first ancestor
@@ -53,7 +54,7 @@ def _below_kind(ordered: list[Span], by_id: dict[str, Span], kind: str) -> dict[
                 break
             on_path[span.span_id] = len(path)
             path.append(span)
-            span = _parent(span, by_id)
+            span = parent_span(span, by_id)
         above = False if span is None else marked[span.span_id]
         for member in reversed(path):
             below[member.span_id] = above
@@ -62,7 +63,9 @@ def _below_kind(ordered: list[Span], by_id: dict[str, Span], kind: str) -> dict[
     return below
 
 
-def _subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
+def subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
+    """``root`` and every span below it (``children``: span id -> its children), in start
+    order; a span met twice (a parent cycle) is taken once."""
     out, stack, seen = [], [root], set()
     while stack:
         span = stack.pop()

@@ -61,7 +61,11 @@ def analyse_claims(asker: Asker, pieces: Collection[str]) -> list[dict[str, Any]
     """The claims details of every record of ``asker``'s run, for the checks in ``pieces``."""
     state = [_Record(record) for record in asker.records]
     sides = [side for side in _OTHER if any(p.startswith(side + ".") for p in pieces)]
-    _extract(asker, state, sides)
+    # a side whose claims are checked against the contexts only: no use extracting them from a
+    # record whose contexts have no text
+    contexts_only = {side for side in sides
+                     if all(p.endswith(".contexts") for p in pieces if p.startswith(side + "."))}
+    _extract(asker, state, sides, contexts_only)
     _check(asker, state, [p for p in PIECES if p in pieces])
     return [item.details() for item in state]
 
@@ -77,10 +81,12 @@ def requests_bound(answer_claims: int, reference_claims: int, contexts: int) -> 
 # ---- round 1: the claims ---------------------------------------------------------------------
 
 
-def _extract(asker: Asker, state: list[_Record], sides: list[str]) -> None:
+def _extract(asker: Asker, state: list[_Record], sides: list[str],
+             contexts_only: set[str]) -> None:
     jobs: list[tuple[Asked, _Record, str]] = []
     for index, item in enumerate(state):
         given = supplied_claims(item.record)
+        textless = context_text_reason(item.record) if contexts_only else None
         for side in sides:
             supplied = given.get(side.removesuffix("_claims"))
             if supplied is not None:
@@ -91,6 +97,10 @@ def _extract(asker: Asker, state: list[_Record], sides: list[str]) -> None:
             if text is None:
                 item.claims[side] = None
                 item.errors[side] = f"no {side.removesuffix('_claims')} to take claims from"
+                continue
+            if textless is not None and side in contexts_only:
+                item.claims[side] = None  # nothing to check them against: not extracted
+                item.errors[side] = textless
                 continue
             query = [] if item.record.query is None else [item.record.query]
             asked = asker.ask(index, "extract_claims", {"query": query, "text": [text]},

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rageval.core.errors import UsageError
-from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions
+from rageval.core.metric import Batch, Metric, MetricResult, ScoreOptions, context_text_reason
 from rageval.core.signature import Field
 from rageval.judge.llm.options import JudgeOptions
 from rageval.judge.llm.replies import provenance
@@ -85,6 +85,11 @@ class Opponent:
     def same_contexts(self, record: Record) -> bool:
         other = self.records[record.id].contexts
         return [c.text for c in other] == [c.text for c in record.contexts]
+
+    def shown_contexts(self, record: Record) -> bool:
+        """Whether the judge is shown the contexts: both systems retrieved the same texts,
+        and the record's contexts have texts to show (not ids alone)."""
+        return self.same_contexts(record) and context_text_reason(record) is None
 
 
 def load_opponent(path: str, session: JudgeSession,
@@ -198,7 +203,7 @@ class PairwiseMetric(JudgeMetric):
             return []
         judge = self.judge
         schema = verdict_schema()
-        shared = self.opponent.same_contexts(record)
+        shared = self.opponent.shown_contexts(record)
         out = []
         for order, (first, second) in enumerate(((ours, theirs), (theirs, ours))):
             messages = render_pair(self.rubric, record, first, second,  # type: ignore[arg-type]
@@ -211,7 +216,7 @@ class PairwiseMetric(JudgeMetric):
         """What the judge is shown of a record: the query, both answers, the contexts."""
         texts = {"query": [record.query or ""], "answer": [record.answer or ""],
                  "other answer": [self.opponent.answer(record.id) or ""]}
-        if self.opponent.same_contexts(record):
+        if self.opponent.shown_contexts(record):
             texts["contexts"] = [context.text for context in record.contexts]
         return texts
 
@@ -237,6 +242,8 @@ class PairwiseMetric(JudgeMetric):
                 add_flags(outcome.details, [aimed_at_judge(self._judged_texts(batch.records[i]))])
                 if not self.opponent.same_contexts(batch.records[i]):
                     outcome.details["contexts"] = CONTEXTS_DIFFER
+                elif (why := context_text_reason(batch.records[i])) is not None:
+                    outcome.details["contexts"] = f"not shown: {why}"
             reasons[i], details[i] = outcome.reason, outcome.details
             if outcome.reason is None:
                 _fill(values, names, i, outcome.samples)

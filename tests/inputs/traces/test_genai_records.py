@@ -67,8 +67,7 @@ def test_text_parts_join_and_other_parts_are_not_text() -> None:
                                         {"type": "image", "uri": "x"},
                                         {"type": "text", "content": "b"}]},
              {"role": "assistant", "parts": [{"type": "tool_call", "name": "f",
-                                              "arguments": {}}]},
-             "not a message"]
+                                              "arguments": {}}]}]
     assert message_texts(value) == [("user", "a\nb"), ("assistant", None)]
     assert message_texts(json.dumps(value)) == message_texts(value)
 
@@ -122,9 +121,10 @@ def test_documents_without_content_keep_their_ids_and_say_why(tmp_path: Path) ->
     docs = [{"id": "d1", "score": 0.9}, {"id": "d2", "score": 0.4}]
     (record,) = records(write(tmp_path / "s.jsonl", rag_trace("t1", "Q?", docs, "A.")))
     assert [c.id for c in record.contexts] == ["d1", "d2"]
-    assert "carry ids only" in record.extra[CONTEXTS_WITHOUT_TEXT]
-    reason = context_text_reason(record)
-    assert reason is not None and reason.startswith("the contexts have no text:")
+    assert record.extra[CONTEXTS_WITHOUT_TEXT] == "gen_ai.retrieval.documents recorded ids only"
+    assert context_text_reason(record) == (
+        "the contexts have no text: 2 of 2 retrieved documents carry no content "
+        "(gen_ai.retrieval.documents recorded ids only)")
 
 
 @pytest.mark.parametrize("name", ["gen_ai.input.messages", "gen_ai.output.messages",
@@ -243,7 +243,7 @@ def test_any_json_is_read_or_refused_never_crashes(value: Any) -> None:
         try:
             found = message_texts(given_as)
         except MessagesError:
-            assert not isinstance(value, list)
+            assert not isinstance(value, list) or not all(isinstance(v, dict) for v in value)
             continue
         assert all(isinstance(text, str | None) for _, text in found)
 
@@ -255,3 +255,112 @@ def test_text_parts_round_trip(items: list[tuple[str, list[str]]]) -> None:
              for role, texts in items]
     expected = [(role, "\n".join(texts)) for role, texts in items]
     assert message_texts(json.dumps(value)) == expected == message_texts(value)
+
+
+def _second_hop(trace: str, docs: list[dict[str, Any]]) -> GenaiSpan:
+    return GenaiSpan(trace, f"{trace}-ret2", f"{trace}-root", "retrieval again", 12, 15, {
+        "gen_ai.operation.name": "retrieval", "gen_ai.retrieval.documents": json.dumps(docs)})
+
+
+@pytest.mark.parametrize("first_has_content", [True, False])
+def test_a_document_repeated_with_and_without_content_takes_the_content(
+        tmp_path: Path, first_has_content: bool) -> None:
+    with_text, ids_only = {"id": "d1", "score": 0.9, "content": "Paris."}, {"id": "d1"}
+    first, again = (with_text, ids_only) if first_has_content else (ids_only, with_text)
+    spans = rag_trace("t1", "Q?", [first], "A.")
+    spans.append(_second_hop("t1", [again, {"id": "d2", "score": 0.4, "content": "Oslo."}]))
+    (record,) = records(write(tmp_path / "s.jsonl", spans))
+    assert [(c.id, c.text) for c in record.contexts] == [("d1", "Paris."), ("d2", "Oslo.")]
+    assert record.contexts[0].score == (0.9 if first_has_content else None)  # its first rank
+    assert CONTEXTS_WITHOUT_TEXT not in record.extra
+    assert context_text_reason(record) is None
+
+
+def test_mixed_content_counts_the_documents_no_copy_has_content_for(tmp_path: Path) -> None:
+    spans = rag_trace("t1", "Q?", [DOCS[0], {"id": "d2"}, {"id": "d3", "content": None}], "A.")
+    spans.append(_second_hop("t1", [{"id": "d2"}, {"id": "d1"}]))
+    (record,) = records(write(tmp_path / "s.jsonl", spans))
+    assert [(c.id, c.text) for c in record.contexts] == [
+        ("d1", "Paris is in France."), ("d2", ""), ("d3", "")]
+    assert context_text_reason(record) == (
+        "the contexts have no text: 2 of 3 retrieved documents carry no content "
+        "(gen_ai.retrieval.documents recorded ids only)")
+
+
+def test_a_content_that_is_not_a_string_is_its_json_text(tmp_path: Path) -> None:
+    docs = [{"id": "d1", "content": {"title": "Paris", "body": "é"}}, {"id": "d2", "content": 5}]
+    (record,) = records(write(tmp_path / "s.jsonl", rag_trace("t1", "Q?", docs, "A.")))
+    assert [c.text for c in record.contexts] == ['{"title": "Paris", "body": "é"}', "5"]
+    assert CONTEXTS_WITHOUT_TEXT not in record.extra
+
+
+def test_string_items_holding_json_objects_are_read(tmp_path: Path) -> None:
+    spans = rag_trace("t1", "Q?", DOCS, "A.")
+    spans[1].attributes["gen_ai.retrieval.documents"] = [json.dumps(doc) for doc in DOCS]
+    chat = spans[-1].attributes
+    chat["gen_ai.input.messages"] = [json.dumps(m) for m in json.loads(
+        messages(("system", "S."), ("user", "Where?")))]
+    chat["gen_ai.output.messages"] = [messages(("assistant", "There."))[1:-1]]
+    (record,) = records(write(tmp_path / "s.jsonl", spans))
+    assert (record.query, record.answer) == ("Where?", "There.")
+    assert [(c.id, c.text) for c in record.contexts] == [
+        ("d1", "Paris is in France."), ("d2", "Oslo is in Norway.")]
+
+
+@pytest.mark.parametrize(("name", "items", "found"), [
+    ("gen_ai.retrieval.documents", [json.dumps(DOCS[0]), 3], "item 1: expected a document "
+                                                             "object, found integer"),
+    ("gen_ai.retrieval.documents", [DOCS[0], True], "item 1: expected a document object"),
+    ("gen_ai.retrieval.documents", json.dumps([DOCS[0], "not json"]),
+     "item 1: not the JSON text of a document"),
+    ("gen_ai.input.messages", ['{"role": "user"}', "[1]"],
+     "item 1: expected a message object, found array"),
+    ("gen_ai.output.messages", [1.5], "item 0: expected a message object, found number"),
+])
+def test_an_item_that_is_not_an_object_is_an_error_naming_attribute_and_index(
+        tmp_path: Path, name: str, items: Any, found: str) -> None:
+    spans = rag_trace("t1", "Q?", DOCS, "A.")
+    next(s for s in spans if name in s.attributes).attributes[name] = items
+    with pytest.raises(InputError) as caught:
+        records(write(tmp_path / "s.jsonl", spans))
+    assert caught.value.field == name and found in caught.value.message
+    assert f"attribute {name!r}" in caught.value.message
+
+
+def test_the_answer_falls_back_to_the_roots_output_messages(tmp_path: Path) -> None:
+    spans = rag_trace("t1", "Q?", DOCS, "A.")
+    del spans[-1].attributes["gen_ai.output.messages"]
+    spans[0].attributes["gen_ai.output.messages"] = json.dumps(
+        [{"role": "model", "parts": [{"type": "text", "content": "From"},
+                                     {"type": "text", "content": "the root."}]},
+         {"role": "assistant", "parts": [{"type": "text", "content": "second"}]}])
+    spans[-1].attributes["gen_ai.completion"] = "older form"  # after the root's messages
+    (record,) = records(write(tmp_path / "s.jsonl", spans))
+    assert record.answer == "From\nthe root."  # the first message, whatever its role
+
+
+def test_the_answer_is_the_first_output_message_whatever_its_role(tmp_path: Path) -> None:
+    spans = rag_trace("t1", "Q?", DOCS, "A.")
+    spans[-1].attributes["gen_ai.output.messages"] = messages(("model", "M."),
+                                                              ("assistant", "A."))
+    (record,) = records(write(tmp_path / "s.jsonl", spans))
+    assert record.answer == "M."
+
+
+@pytest.mark.parametrize("operation", ["plan", "search_memory", "create_memory",
+                                       "update_memory", "upsert_memory", "delete_memory",
+                                       "create_memory_store", "delete_memory_store"])
+def test_the_registrys_newer_operations_are_units(tmp_path: Path, operation: str) -> None:
+    spans = rag_trace("t1", "Q?", DOCS, "A.")
+    spans[0].attributes["gen_ai.operation.name"] = operation
+    (record,) = records(write(tmp_path / "s.jsonl", spans), trace_unit=operation)
+    assert record.id == span_id("t1-root")
+
+
+def test_an_error_names_the_attribute_whatever_the_document_id_holds(tmp_path: Path) -> None:
+    doc_id = "retrieval.documents.7"
+    docs = [{"id": doc_id, "content": "a"}, {"id": doc_id, "content": "b"}]
+    with pytest.raises(InputError) as caught:
+        records(write(tmp_path / "s.jsonl", rag_trace("t1", "Q?", docs, "A.")))
+    assert f"document id {doc_id!r} holds two different texts" in caught.value.message
+    assert "gen_ai.retrieval.documents.1)" in caught.value.message

@@ -29,14 +29,14 @@ def tool_chain(n: int) -> list[Span]:
 def test_a_chain_of_spans_is_walked_once(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     # Each parent is looked up once, however deep the chain: the work is counted, not timed.
     lookups = 0
-    parent = tree._parent
+    parent = tree.parent_span
 
     def counted(s: Span, by_id: dict[str, Span]) -> Span | None:
         nonlocal lookups
         lookups += 1
         return parent(s, by_id)
 
-    monkeypatch.setattr(tree, "_parent", counted)
+    monkeypatch.setattr(tree, "parent_span", counted)
     found = list(unit_records(tool_chain(n), "CHAIN", {}, "t.json"))
     assert [item["id"] for _, item in found] == [f"chain{i}" for i in range(n)]
     assert lookups <= 2 * len(tool_chain(n))

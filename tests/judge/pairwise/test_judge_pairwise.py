@@ -281,3 +281,20 @@ def test_cli_judge_against_needs_pairwise_and_back(tmp_path: Path, capsys) -> No
     assert "add -m judge:pairwise" in capsys.readouterr().err
     assert main([*base, "-m", NAME]) == 2
     assert "--judge-against FILE" in capsys.readouterr().err
+
+
+def test_contexts_without_text_are_not_shown(tmp_path: Path, server: JudgeServer) -> None:
+    from rageval.core.records.model import CONTEXTS_WITHOUT_TEXT, TraceNote
+
+    ids_only = [{"id": "d1", "text": ""}, {"id": "d2", "text": ""}]
+    mine = _items(["alpha beta"], contexts=ids_only)
+    mine[0][CONTEXTS_WITHOUT_TEXT] = TraceNote("gen_ai.retrieval.documents recorded ids only")
+    other = _write(tmp_path / "other.jsonl", _items(["alpha"], contexts=ids_only))
+    res = evaluate(records_from_dicts(mine), [NAME], judge=_opts(server, tmp_path, other),
+                   bootstrap=1)
+    prompts = [server.last_user_message(b) for b in server.bodies]
+    assert len(prompts) == 2 and all("(not shown" in p for p in prompts)  # no empty slots
+    assert res.records[0].details[NAME]["contexts"] == (
+        "not shown: the contexts have no text: 2 of 2 retrieved documents carry no content "
+        "(gen_ai.retrieval.documents recorded ids only)")
+    assert _col(res) != [None]  # the answers are still compared
