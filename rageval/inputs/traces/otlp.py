@@ -19,19 +19,28 @@ import base64
 import binascii
 import gc
 import json
+import mmap
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
-from rageval.core.records.lines import binary_lines, decode_line, parse_json
+from rageval.core.records.lines import (
+    BOM,
+    binary_lines,
+    decode_line,
+    file_error,
+    long_line,
+    parse_json,
+)
 from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
+_LOWER_HEX = b"0123456789abcdef"
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 # An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
@@ -70,23 +79,57 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     """For each line, the trace ids last named on it (a link's trace id counts too: that only
     holds its trace a little longer)."""
     last: dict[str, int] = {}
-    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
-        named = _TRACE_ID.findall(raw)
+    for number, named in _named_trace_ids(path, limit):
         # A trace's spans mostly share a line: each id once, in the order of its last mention.
         for found in reversed(dict.fromkeys(reversed(named)) if len(named) > 1 else named):
-            if b"\\" in found:  # an escaped character (base64's "\/"): read it as JSON does
-                try:
-                    found = json.loads(b'"' + found + b'"').encode("utf-8")
-                except ValueError:
+            if len(found) == 32 and not found.strip(_LOWER_HEX):  # as an exporter writes it
+                trace_id = found.decode("ascii")
+            else:
+                if b"\\" in found:  # an escaped character (base64's "\/"): read as JSON does
+                    try:
+                        found = json.loads(b'"' + found + b'"').encode("utf-8")
+                    except ValueError:
+                        continue
+                trace_id = _hex_id(found.decode("ascii", "replace"), 16)
+                if trace_id is None:
                     continue
-            trace_id = _hex_id(found.decode("ascii", "replace"), 16)
-            if trace_id is not None:
-                last.pop(trace_id, None)  # re-insert: ids in order of their last mention
-                last[trace_id] = number
+            last.pop(trace_id, None)  # re-insert: ids in order of their last mention
+            last[trace_id] = number
     closing: dict[int, list[str]] = {}
     for trace_id, number in last.items():
         closing.setdefault(number, []).append(trace_id)
     return closing
+
+
+def _named_trace_ids(path: str, limit: int) -> Iterator[tuple[int, list[bytes]]]:
+    """``(line, the raw trace ids it names)`` for every line of the file, scanned where it
+    lies mapped in memory, no line copied out (a file that cannot be mapped, or that opens
+    with a byte order mark, read line by line); lines are told and limited as
+    :func:`~rageval.core.records.lines.binary_lines` tells them."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as error:
+        raise file_error(error, path) from None
+    with handle:
+        try:
+            view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # empty, or not a file that maps
+            view = None
+        if view is None or view[:len(BOM)] == BOM:
+            for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
+                yield number, _TRACE_ID.findall(raw)
+            return
+        with view:
+            size, find, findall = len(view), view.find, _TRACE_ID.findall
+            start = number = 0
+            while start < size:
+                number += 1
+                end = find(b"\n", start)
+                stop = size if end < 0 else end
+                if stop - start > limit:
+                    raise long_line(limit, path, number)
+                yield number, findall(view, start, stop)
+                start = stop + 1
 
 
 def _documents(path: str, limit: int,
