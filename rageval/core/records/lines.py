@@ -14,8 +14,8 @@ from typing import Any
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 
-__all__ = ["BOM", "DEEP_JSON", "binary_lines", "decode_line", "file_error", "long_line",
-           "parse_json", "text_lines"]
+__all__ = ["BOM", "DEEP_JSON", "binary_lines", "decode_line", "file_error", "parse_json",
+           "text_lines"]
 
 PathLike = str | os.PathLike[str]
 
@@ -88,18 +88,14 @@ def binary_lines(path: PathLike, source: str, limit: int,
             if number == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM) :]
             if len(raw) > limit and not raw.endswith(b"\n"):
-                raise long_line(limit, source, number)
+                raise InputError(
+                    f"line longer than {limit:,} bytes, the limit for one record (raise it "
+                    "with --max-line-bytes, or max_line_bytes= in Python)",
+                    path=source, line=number)
             yield number, raw
         if progress is not None:
             end = handle.tell()
             progress(end, max(size, end))
-
-
-def long_line(limit: int, source: str, line: int) -> InputError:
-    """The error of a line longer than ``limit`` bytes (its newline not counted)."""
-    return InputError(f"line longer than {limit:,} bytes, the limit for one record (raise it "
-                      "with --max-line-bytes, or max_line_bytes= in Python)",
-                      path=source, line=line)
 
 
 def text_lines(path: PathLike, source: str, limit: int,

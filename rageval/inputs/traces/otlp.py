@@ -19,21 +19,13 @@ import base64
 import binascii
 import gc
 import json
-import mmap
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
-from rageval.core.records.lines import (
-    BOM,
-    binary_lines,
-    decode_line,
-    file_error,
-    long_line,
-    parse_json,
-)
+from rageval.core.records.lines import binary_lines, decode_line, parse_json
 from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
@@ -102,34 +94,9 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
 
 
 def _named_trace_ids(path: str, limit: int) -> Iterator[tuple[int, list[bytes]]]:
-    """``(line, the raw trace ids it names)`` for every line of the file, scanned where it
-    lies mapped in memory, no line copied out (a file that cannot be mapped, or that opens
-    with a byte order mark, read line by line); lines are told and limited as
-    :func:`~rageval.core.records.lines.binary_lines` tells them."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as error:
-        raise file_error(error, path) from None
-    with handle:
-        try:
-            view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # empty, or not a file that maps
-            view = None
-        if view is None or view[:len(BOM)] == BOM:
-            for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
-                yield number, _TRACE_ID.findall(raw)
-            return
-        with view:
-            size, find, findall = len(view), view.find, _TRACE_ID.findall
-            start = number = 0
-            while start < size:
-                number += 1
-                end = find(b"\n", start)
-                stop = size if end < 0 else end
-                if stop - start > limit:
-                    raise long_line(limit, path, number)
-                yield number, findall(view, start, stop)
-                start = stop + 1
+    """``(line, the raw trace ids it names)`` for every line of the file."""
+    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
+        yield number, _TRACE_ID.findall(raw)
 
 
 def _documents(path: str, limit: int,
