@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from rageval.core.errors import InputError
 from rageval.core.records.model import FieldError, Record, validate_judgments, with_judgments
@@ -23,8 +24,9 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 class CheckedQrels(dict[str, Mapping[str, int]]):
     """Qrels whose grades were already read as records' judgments (each value a copy of what
-    :func:`~rageval.core.records.model.validate_judgments` returned): joined, read-only, without
-    checking them a second time."""
+    :func:`~rageval.core.records.model.validate_judgments` returned): joined without checking
+    them a second time, each record given a read-only view of its grades (not a copy: a value
+    is never changed once it is in)."""
 
 
 def apply_judgments(
@@ -56,7 +58,7 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(with_judgments(record, qrels) if checked
+        out.append(with_judgments(record, MappingProxyType(qrels)) if checked
                    else _with_judgments(record, qrels, source))
     return out
 

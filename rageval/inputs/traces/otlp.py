@@ -32,6 +32,7 @@ __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
+_LOWER_HEX = b"0123456789abcdef"
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 # An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
@@ -70,23 +71,32 @@ def _closing_lines(path: str, limit: int) -> dict[int, list[str]]:
     """For each line, the trace ids last named on it (a link's trace id counts too: that only
     holds its trace a little longer)."""
     last: dict[str, int] = {}
-    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
-        named = _TRACE_ID.findall(raw)
+    for number, named in _named_trace_ids(path, limit):
         # A trace's spans mostly share a line: each id once, in the order of its last mention.
         for found in reversed(dict.fromkeys(reversed(named)) if len(named) > 1 else named):
-            if b"\\" in found:  # an escaped character (base64's "\/"): read it as JSON does
-                try:
-                    found = json.loads(b'"' + found + b'"').encode("utf-8")
-                except ValueError:
+            if len(found) == 32 and not found.strip(_LOWER_HEX):  # as an exporter writes it
+                trace_id = found.decode("ascii")
+            else:
+                if b"\\" in found:  # an escaped character (base64's "\/"): read as JSON does
+                    try:
+                        found = json.loads(b'"' + found + b'"').encode("utf-8")
+                    except ValueError:
+                        continue
+                trace_id = _hex_id(found.decode("ascii", "replace"), 16)
+                if trace_id is None:
                     continue
-            trace_id = _hex_id(found.decode("ascii", "replace"), 16)
-            if trace_id is not None:
-                last.pop(trace_id, None)  # re-insert: ids in order of their last mention
-                last[trace_id] = number
+            last.pop(trace_id, None)  # re-insert: ids in order of their last mention
+            last[trace_id] = number
     closing: dict[int, list[str]] = {}
     for trace_id, number in last.items():
         closing.setdefault(number, []).append(trace_id)
     return closing
+
+
+def _named_trace_ids(path: str, limit: int) -> Iterator[tuple[int, list[bytes]]]:
+    """``(line, the raw trace ids it names)`` for every line of the file."""
+    for number, raw in binary_lines(path, path, limit, buffer=_BUFFER):
+        yield number, _TRACE_ID.findall(raw)
 
 
 def _documents(path: str, limit: int,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 __all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "document_values", "documents",
@@ -129,6 +130,11 @@ def document_values(span: Span, names: tuple[str, ...],
     the same few fields of every one."""
     attributes = span.attributes
     start = prefix + "."
+    if len(names) > 1:  # an exporter's retriever spans share a few layouts of their keys
+        getters = _layout(tuple(attributes), start, names)
+        if getters is not None:
+            values = [*attributes.values(), None]  # None: a field the document lacks
+            return [list(get(values)) for get in getters]
     slots = _DOCUMENT_SLOTS.get((start, names))
     if slots is None or len(slots) > _KEYS_KEPT or isinstance(attributes.get(prefix), list):
         if slots is None or len(slots) > _KEYS_KEPT:
@@ -158,11 +164,47 @@ def document_values(span: Span, names: tuple[str, ...],
     return [found[index] for index in sorted(found)]
 
 
+def _layout(keys: tuple[str, ...], start: str,
+            names: tuple[str, ...]) -> list[itemgetter[Any]] | None:
+    """For a span whose attributes are ``keys`` in this order, what :func:`document_values`
+    gives as a getter per document, in index order, of the places of its values ``names``
+    among the attribute values (the place past the last: None); None where the documents
+    must be read value by value (a list value under the prefix, an index written oddly).
+    Found once per layout of keys, then looked up."""
+    layouts = _LAYOUTS.get((start, names))
+    if layouts is None or len(layouts) > _KEYS_KEPT:
+        layouts = _LAYOUTS[(start, names)] = {}
+    found = layouts.get(keys, _MISSING)
+    if found is _MISSING:
+        found = layouts[keys] = _getters(keys, start, names)
+    return found
+
+
+def _getters(keys: tuple[str, ...], start: str,
+             names: tuple[str, ...]) -> list[itemgetter[Any]] | None:
+    if start[:-1] in keys:  # the documents may be one list value
+        return None
+    places: dict[int, list[int]] = {}  # index -> the places of its values
+    for place, key in enumerate(keys):
+        parsed = _document_key(key, start)
+        if parsed:
+            index, field = parsed
+            if index < 0:
+                return None
+            at = places.setdefault(index, [len(keys)] * len(names))
+            if field in names:
+                at[names.index(field)] = place
+    return [itemgetter(*places[index]) for index in sorted(places)]
+
+
 # Every retriever span of a trace file names the same few keys: each is parsed once, the
 # answers kept by prefix (a few thousand at most: then they are parsed anew).
 _DOCUMENT_KEYS: dict[str, dict[str, tuple[int, str] | tuple[()]]] = {}
 # The same by the fields read (document_values): key -> (index, the field's slot).
 _DOCUMENT_SLOTS: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int] | tuple[()]]] = {}
+# The getters of document_values by layout of a span's keys (see _layout).
+_LAYOUTS: dict[tuple[str, tuple[str, ...]],
+               dict[tuple[str, ...], list[itemgetter[Any]] | None]] = {}
 _KEYS_KEPT = 4096
 
 

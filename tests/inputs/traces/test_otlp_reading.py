@@ -152,3 +152,33 @@ def test_qrels_given_as_a_plain_mapping_are_still_checked() -> None:
     records = records_from_dicts([{"id": "q1"}])
     with pytest.raises(InputError, match="integer grade"):
         apply_judgments(records, {"q1": {"d1": "high"}}, source="qrels")
+
+
+def test_a_references_file_s_grades_join_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    path.write_text(_line(*_trace("a" * 32, [_attribute("metadata",
+                                                        {"stringValue": '{"qid": "q1"}'})], [])))
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"id": "q1", "judgments": {"d1": 2, "d2": 0}}\n')
+    spec = InputSpec(records=str(path), kind="openinference",
+                     field_map=(("id", "metadata.qid"),), references=str(refs))
+    (record,) = load_inputs(spec).records
+    assert dict(record.judgments or {}) == {"d1": 2, "d2": 0}
+    with pytest.raises(TypeError):
+        record.judgments["d1"] = 0  # type: ignore[index]
+
+
+def test_a_trace_id_written_in_upper_case_on_one_line_is_one_trace(tmp_path: Path) -> None:
+    root, child = _trace("ab" * 16, [_attribute("metadata", {"stringValue": '{"qid": "q1"}'})],
+                         [_attribute("llm.output_messages.0.message.content",
+                                     {"stringValue": "the answer"})])
+    later = dict(_span("c" * 16, [], parent="ab" * 8, start=3), traceId="AB" * 16)
+    path = tmp_path / "spans.jsonl"
+    other, _ = _trace("e" * 32, [_attribute("metadata", {"stringValue": '{"qid": "q2"}'})], [])
+    path.write_text(_line(root, child) + _line(other) + _line(later))
+    spec = InputSpec(records=str(path), kind="openinference",
+                     field_map=(("id", "metadata.qid"),))
+    first, second = load_inputs(spec).records
+    # The trace of "ab..." ends on line 3 (its upper-case mention): handed over after "ee...".
+    assert (first.extra["trace_id"], second.extra["trace_id"]) == ("e" * 32, "ab" * 16)
+    assert second.answer == "the answer"

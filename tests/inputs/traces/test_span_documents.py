@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rageval.inputs.traces.spans import Span, document_values, documents
 
@@ -54,5 +56,23 @@ def test_a_span_without_documents_has_none() -> None:
 def test_document_values_are_the_documents_fields_in_order(attributes: dict[str, Any]) -> None:
     names = ("id", "content", "score")
     for _ in range(2):  # the keys parsed, then looked up
+        assert document_values(_span(attributes), names) == [
+            [fields.get(name) for name in names] for fields in documents(_span(attributes))]
+
+
+_KEYS = ["retrieval.documents.0.document.id", "retrieval.documents.0.document.content",
+         "retrieval.documents.1.document.score", "retrieval.documents.1.document.id",
+         "retrieval.documents.01.document.id", "retrieval.documents.12.document.content",
+         "retrieval.documents.2.document.metadata", "retrieval.documents", "input.value",
+         "retrieval.documents.x.document.id"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.integers(0, 3)), max_size=8),
+       st.sampled_from([("id", "content", "score"), ("content", "id"), ("id",)]))
+def test_document_values_of_spans_sharing_a_layout_are_each_their_own(
+        pairs: list[tuple[str, int]], names: tuple[str, ...]) -> None:
+    layout = dict(pairs)
+    for offset in (0, 10):  # the same keys in the same order, other values
+        attributes = {key: f"v{value + offset}" for key, value in layout.items()}
         assert document_values(_span(attributes), names) == [
             [fields.get(name) for name in names] for fields in documents(_span(attributes))]
