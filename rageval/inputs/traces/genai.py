@@ -52,7 +52,7 @@ from rageval.core.errors import InputError
 from rageval.core.records.checks import describe
 from rageval.core.records.lines import DEEP_JSON
 from rageval.core.records.model import CONTEXTS_WITHOUT_TEXT, TraceNote
-from rageval.inputs.traces.openinference import Unit, _contexts, apply_field_map
+from rageval.inputs.traces.openinference import Unit, apply_field_map, retrieved_contexts
 from rageval.inputs.traces.spans import Span
 from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
 
@@ -288,7 +288,7 @@ class _Reader:
             read.append(Span(span.trace_id, span.span_id, span.parent_id, span.name, span.kind,
                              span.start, span.end, {"retrieval.documents": documents},
                              span.line))
-        contexts = _contexts(read, self.where, self.source, attribute=_DOCUMENTS)
+        contexts = retrieved_contexts(read, self.where, self.source, attribute=_DOCUMENTS)
         if textless and contexts:
             item[CONTEXTS_WITHOUT_TEXT] = _NO_CONTENT
         return contexts

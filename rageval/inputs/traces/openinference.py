@@ -32,7 +32,8 @@ from rageval.core.records.model import Record, checked_record
 from rageval.inputs.traces.spans import Span, attribute, document_values
 from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
 
-__all__ = ["TRACE_MAP_FIELDS", "Unit", "apply_field_map", "unit_records", "units"]
+__all__ = ["TRACE_MAP_FIELDS", "Unit", "apply_field_map", "retrieved_contexts", "unit_records",
+           "units"]
 
 #: The fields a map may read from span attributes (contexts come from retriever spans).
 TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
@@ -117,7 +118,7 @@ def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str]
     if answer is not None:
         item["answer"] = answer
     retrievers = [span for span in spans if span.kind == "RETRIEVER"]
-    contexts = _contexts(retrievers, where, source) if retrievers else None
+    contexts = retrieved_contexts(retrievers, where, source) if retrievers else None
     apply_field_map(item, root, spans, field_map, where, source)
     return Unit(root.line or 0, item, contexts)
 
@@ -192,7 +193,7 @@ def _answer(spans: list[Span]) -> str | None:
                                                           "output.mime_type")
 
 
-def _contexts(retrievers: list[Span], where: str, source: str, *,
+def retrieved_contexts(retrievers: list[Span], where: str, source: str, *,
               attribute: str = "retrieval.documents") -> list[tuple[str, str, float | None]]:
     """The contexts of the documents of ``retrievers``; ``attribute`` names them in errors."""
     contexts: list[tuple[str, str, float | None]] = []
