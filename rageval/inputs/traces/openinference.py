@@ -193,8 +193,9 @@ def _answer(spans: list[Span]) -> str | None:
                                                           "output.mime_type")
 
 
-def retrieved_contexts(retrievers: list[Span], where: str, source: str, *,
-              attribute: str = "retrieval.documents") -> list[tuple[str, str, float | None]]:
+def retrieved_contexts(
+        retrievers: list[Span], where: str, source: str, *,
+        attribute: str = "retrieval.documents") -> list[tuple[str, str, float | None]]:
     """The contexts of the documents of ``retrievers``; ``attribute`` names them in errors."""
     contexts: list[tuple[str, str, float | None]] = []
     seen: dict[str, str] = {}
