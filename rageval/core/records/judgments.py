@@ -16,7 +16,7 @@ from types import MappingProxyType
 from rageval.core.errors import InputError
 from rageval.core.records.model import FieldError, Record, validate_judgments, with_judgments
 
-__all__ = ["CheckedQrels", "JudgmentsJoin", "Qrels", "apply_judgments"]
+__all__ = ["CheckedQrels", "JoinedQrels", "JudgmentsJoin", "Qrels", "apply_judgments"]
 
 #: Judgments by record id, then document id: ``{"q1": {"d3": 2, "d7": 0}}``.
 Qrels = Mapping[str, Mapping[str, int]]
@@ -27,6 +27,13 @@ class CheckedQrels(dict[str, Mapping[str, int]]):
     :func:`~rageval.core.records.model.validate_judgments` returned): joined without checking
     them a second time, each record given a read-only view of its grades (not a copy: a value
     is never changed once it is in)."""
+
+
+class JoinedQrels(CheckedQrels):
+    """Checked qrels that the records' reader joins itself, as it builds each record (a
+    references file's judgments, joined to the trace records it gives): every record whose id
+    they hold comes with their grades, so :class:`JudgmentsJoin` counts what they matched,
+    for the run's account, and builds no record a second time."""
 
 
 def apply_judgments(
@@ -90,9 +97,15 @@ class JudgmentsJoin:
 
     def fill(self, records: list[Record]) -> list[Record]:
         """The records with the qrels' judgments, counting what they matched."""
-        if self.qrels is None:
+        qrels = self.qrels
+        if qrels is None:
             return records
-        self._matched += sum(1 for r in records if r.id in self.qrels)
+        if isinstance(qrels, JoinedQrels):  # joined as they were built: counted only
+            matched = sum(1 for r in records if r.id in qrels)
+            self._matched += matched
+            self._inline += sum(1 for r in records if r.judgments is not None) - matched
+            return records
+        self._matched += sum(1 for r in records if r.id in qrels)
         self._inline += sum(1 for r in records if r.judgments is not None)
         return apply_judgments(records, self.qrels, source=self.qrels_source,
                                records_source=self.records_source)

@@ -33,8 +33,8 @@ from rageval.core.records.checks import (
 from rageval.core.records.tools import ToolCall, validate_tool_calls
 
 __all__ = ["CONTEXTS_WITHOUT_TEXT", "MAX_GRADE", "Context", "Conversation", "FieldError", "Record",
-           "TraceNote", "check_reserved", "checked_record", "record_object", "validate_judgments",
-           "with_judgments"]
+           "TraceNote", "check_reserved", "checked_record", "plain_fields", "record_object",
+           "validate_judgments", "with_judgments"]
 
 _RECORD_KEYS = frozenset({"id", "query", "contexts", "answer", "reference", "judgments",
                           "tool_calls", "reference_tool_calls", "turns"})
@@ -435,6 +435,28 @@ def checked_record(id: str, query: str | None,
 def _plain_id(value: str) -> bool:
     """Whether ``value`` (a non-empty string) is an id as :func:`identifier` keeps it."""
     return value.isascii() or unicode_problem(value) is None
+
+
+def plain_fields(id: Any, reference: Any, judgments: Any) -> bool:
+    """Whether a record object's ``id``, ``reference`` and ``judgments`` are as
+    :func:`record_object` keeps them, unchanged: a string id it takes as it is, a reference that
+    is one string or None, without lone surrogates, and judgments that are None or a dict of
+    non-empty string doc ids to integer grades within :data:`MAX_GRADE`. False for any other
+    (or a value its validation would refuse or repair, which then says what is wrong)."""
+    if type(id) is not str or not id or not _plain_id(id):
+        return False
+    if reference is not None and (type(reference) is not str or (
+            not reference.isascii() and has_lone_surrogates(reference))):
+        return False
+    if judgments is None:
+        return True
+    if type(judgments) is not dict:
+        return False
+    for doc, grade in judgments.items():
+        if type(doc) is not str or not doc or type(grade) is not int or not (
+                -MAX_GRADE <= grade <= MAX_GRADE):
+            return False
+    return True
 
 
 # A frozen dataclass's __init__ sets each field through object.__setattr__, then its

@@ -20,7 +20,7 @@ A problem in a turn names the conversation, the turn and the field (``turns[1].q
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -44,13 +44,17 @@ _TURN_FIELDS = ("query", "contexts", "answer", "judgments", "tool_calls", "rewri
 
 
 def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
-                     ids: IdCheck | None = None, *, built: bool = False) -> Iterator[Record]:
+                     ids: IdCheck | None = None, *, built: bool = False,
+                     plain: Callable[[Any], str | None] | None = None) -> Iterator[Record]:
     """Validate ``(line, object)`` pairs into records (a conversation into its turns, one
     record each); checks duplicate ids and emptiness. With ``built``, for a reader that makes
     some records itself from fields it checked
     (:func:`~rageval.core.records.model.checked_record`), an object that is a :class:`Record`
     already passes on as it is, its id checked as every other; otherwise a :class:`Record` is
-    refused as any object that is not a record's JSON.
+    refused as any object that is not a record's JSON. With ``plain``, for a reader that
+    keeps only some fields of the records: ``plain(object)`` is the id of an object whose
+    fields it checked and kept itself (its id checked here as every other, no record made
+    of it), or None for the object to be validated here as a record.
 
     A record is yielded as soon as it is valid. An id used twice within a few thousand records
     is refused at once; one used long before is refused when its chunk of ids is checked
@@ -70,6 +74,11 @@ def validate_records(raw: Iterable[tuple[int, Any]], source: str, unit: str,
         if pair is None:
             break
         line, item = pair
+        if plain is not None:
+            own = plain(item)
+            if own is not None:
+                ids.add(own, line)
+                continue
         try:
             if type(item) is dict and item.get("turns") is None:
                 records: list[Record] = [record_object(item)]

@@ -19,12 +19,14 @@ become the turns of one conversation (:mod:`.sessions`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
 from rageval.core.records import record_windows
 from rageval.core.records.ids import IdCheck
+from rageval.core.records.model import with_judgments
 from rageval.core.records.validation import validate_records
 from rageval.inputs.files import check_file, line_limit
 from rageval.inputs.traces import genai, openinference
@@ -77,7 +79,9 @@ def references_of(spec: InputSpec) -> ReferencesJoin | None:
 def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = None, *,
                   join: ReferencesJoin | None = None) -> Iterator[list[Record]]:
     """The records of the spec's traces in lists of at most ``size``, read as the run goes,
-    with the references of ``join`` (:func:`references_of`; None: none joined)."""
+    with the references of ``join`` (:func:`references_of`; None: none joined) and its
+    judgments, each record built once with them (its qrels, :class:`~rageval.core.records.
+    judgments.JoinedQrels`, are then only counted where a run's judgments join)."""
     source = trace_source(spec)
     # record number -> (line, "trace" or "session", its id), for a window's errors
     places: dict[int, tuple[int | None, str, str]] = {}
@@ -86,6 +90,7 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
     by_genai = spec.reader() == "otel-genai"
     units = genai.units if by_genai else openinference.units
     session_key = genai.CONVERSATION_ID if by_genai else SESSION_ID
+    qrels = None if join is None else join.qrels
 
     def items() -> Iterator[tuple[int, Any]]:
         count = 0
@@ -101,7 +106,9 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
                         if sessions.hold(spans, line, whole):
                             continue
                     else:  # the record itself, or its object for its checks to tell why not
-                        whole = unit.record() or unit.object()
+                        grades = None if qrels is None else qrels.get(item["id"])
+                        whole = unit.record(None if grades is None else
+                                            MappingProxyType(grades)) or unit.object()
                     count += 1
                     places[count] = (line or None, "trace", item["trace_id"])
                     yield count, whole
@@ -121,6 +128,8 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
 
     ids = IdCheck(source, "record")
     checked = validate_records(items(), source, "record", ids, built=True)
+    if qrels is not None:
+        checked = _judged(checked, qrels)
     windows = record_windows(checked, ids, size)
     while True:
         try:
@@ -131,6 +140,19 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
             return
         places.clear()
         yield window
+
+
+def _judged(records: Iterable[Record],
+            qrels: Mapping[str, Mapping[str, int]]) -> Iterator[Record]:
+    """``records``, each whose id ``qrels`` holds with its grades: those built from their
+    objects (a record its reader could not build itself, a session's) get them here; a trace
+    record holds no judgments of its own, so none is in two places."""
+    for record in records:
+        if record.judgments is None:
+            grades = qrels.get(record.id)
+            if grades is not None:
+                record = with_judgments(record, MappingProxyType(grades))
+        yield record
 
 
 class _SpanError(InputError):

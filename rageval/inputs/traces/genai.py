@@ -145,10 +145,10 @@ class GenaiUnit(Unit):
 
     __slots__ = ()
 
-    def record(self) -> Record | None:
+    def record(self, judgments: Mapping[str, int] | None = None) -> Record | None:
         if "tool_calls" in self.item or CONTEXTS_WITHOUT_TEXT in self.item:
             return None
-        return super().record()
+        return super().record(judgments)
 
 
 def units(spans: list[Span], unit: str, field_map: Mapping[str, str],

@@ -87,9 +87,10 @@ class Unit:
                     for doc, text, score in self.contexts]
         return {**self.item, "contexts": contexts}
 
-    def record(self) -> Record | None:
-        """The record, built from the fields as they are; None when one needs the checks
-        of a record object (:meth:`object`), which then say what is wrong with it."""
+    def record(self, judgments: Mapping[str, int] | None = None) -> Record | None:
+        """The record, built from the fields as they are, with ``judgments`` (checked grades,
+        read-only); None when one needs the checks of a record object (:meth:`object`), which
+        then say what is wrong with it."""
         item = self.item
         reference = item.get("reference")
         if reference is None:
@@ -103,7 +104,8 @@ class Unit:
             return None
         return checked_record(item["id"], item.get("query"), self.contexts or (),
                               item.get("answer"), references,
-                              {"trace_id": item["trace_id"], "span_id": item["span_id"]})
+                              {"trace_id": item["trace_id"], "span_id": item["span_id"]},
+                              judgments)
 
 
 def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],

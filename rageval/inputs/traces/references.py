@@ -13,13 +13,13 @@ silent choice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
 from rageval.core.errors import InputError
 from rageval.core.records import record_objects
-from rageval.core.records.judgments import CheckedQrels
-from rageval.core.records.model import FieldError, Record, checked_record, validate_judgments
+from rageval.core.records.judgments import JoinedQrels
+from rageval.core.records.model import plain_fields
 from rageval.core.records.validation import validate_records
 
 __all__ = ["ReferencesJoin"]
@@ -28,21 +28,40 @@ __all__ = ["ReferencesJoin"]
 class ReferencesJoin:
     """The references file, read whole (ids and the two fields, nothing else): its references
     joined into record objects one by one (:meth:`fill`), its judgments as :attr:`qrels` (None
-    when it has none); :meth:`finish` refuses a file none of whose ids matched a record."""
+    when it has none), which the trace reader joins as it builds each record;
+    :meth:`finish` refuses a file none of whose ids matched a record."""
 
     def __init__(self, path: str, *, max_line_bytes: int | None = None) -> None:
         self.path = path
         self._references: dict[str, Any] = {}  # id -> its reference(s), None when it has none
-        qrels = CheckedQrels()  # read as the records' judgments: checked once, here
+        # read as the records' judgments: checked once, here, and joined as records are built
+        self._qrels = JoinedQrels()
         objects, unit = record_objects(path, max_line_bytes=max_line_bytes)
-        for record in validate_records(_plain_first(objects), path, unit, built=True):
+        for record in validate_records(objects, path, unit, plain=self._plain):
             refs = list(record.references)
-            self._references[record.id] = (refs[0] if len(refs) == 1 else refs) or None
-            if record.judgments is not None:
-                qrels[record.id] = dict(record.judgments)
-        self.qrels = qrels or None
+            judgments = None if record.judgments is None else dict(record.judgments)
+            self._keep(record.id, (refs[0] if len(refs) == 1 else refs) or None, judgments)
+        self.qrels = self._qrels or None
         self.matched = 0
         self._example: str | None = None
+
+    def _plain(self, item: Any) -> str | None:
+        """The id of ``item`` when it holds only an id, a reference and judgments that its
+        validation as a record would keep as they are (:func:`~rageval.core.records.model.
+        plain_fields`), its fields kept; None for any other, validated as a record is."""
+        if type(item) is not dict or not _PLAIN_KEYS.issuperset(item):
+            return None
+        get = item.get
+        record_id, reference, judgments = get("id"), get("reference"), get("judgments")
+        if not plain_fields(record_id, reference, judgments):
+            return None
+        self._keep(record_id, reference, judgments)  # the decoded dict: held by nothing else
+        return record_id
+
+    def _keep(self, record_id: str, reference: Any, judgments: Mapping[str, int] | None) -> None:
+        self._references[record_id] = reference
+        if judgments is not None:
+            self._qrels[record_id] = judgments
 
     def fill(self, item: dict[str, Any], source: str, line: int) -> dict[str, Any]:
         """``item`` (a record object) with the file's reference for its id."""
@@ -70,31 +89,6 @@ class ReferencesJoin:
                          "with --map id=ATTRIBUTE (e.g. id=metadata.qid)", path=self.path)
 
 
-# The fields of a references file's usual line, which it reads as records without walking
-# their objects; any other line is validated as a record object is.
+# The fields of a references file's usual line, read without making a record of it; any
+# other line is validated as a record object is.
 _PLAIN_KEYS = frozenset({"id", "reference", "judgments"})
-_NO_EXTRA: dict[str, Any] = {}
-
-
-def _plain_first(objects: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-    """``objects``, each holding only an id, a reference and judgments as the record it
-    validates to (:func:`_plain_record`), the others as they are, for their validation."""
-    for line, item in objects:
-        yield line, _plain_record(item) or item
-
-
-def _plain_record(item: Any) -> Record | None:
-    """The record of ``item`` when it holds a string id, a reference that is one string or
-    none, and judgments, and nothing else; None for any other (or a value its validation
-    would refuse or repair, which then says what is wrong)."""
-    if type(item) is not dict or not _PLAIN_KEYS.issuperset(item):
-        return None
-    record_id, reference = item.get("id"), item.get("reference")
-    if type(record_id) is not str or (reference is not None and type(reference) is not str):
-        return None
-    try:
-        judgments = validate_judgments(item.get("judgments"))
-    except FieldError:
-        return None
-    return checked_record(record_id, None, (), None, () if reference is None else (reference,),
-                          _NO_EXTRA, judgments)
