@@ -193,3 +193,31 @@ def test_a_record_object_is_refused_where_record_json_is_expected() -> None:
     for item in (Record(id=""), Record(id="q1")):
         with pytest.raises(InputError, match="expected a record object"):
             records_from_dicts([item])  # type: ignore[list-item]
+
+
+def test_trace_records_come_with_the_references_file_s_judgments(tmp_path: Path) -> None:
+    """Each trace record is built once, its judgments in it; the run's judgments join then
+    only counts them and signs with the references file as qrels, as before. A record built
+    from its object (a query repaired) gets its judgments there too."""
+    from rageval.core.records.judgments import JudgmentsJoin
+    from rageval.inputs.traces import references_of, trace_windows
+
+    path = _write(tmp_path / "spans.jsonl", [
+        _trace(1, {"input.value": "who?"}, [{"id": "d1", "content": "one"}], "Ann."),
+        _trace(2, {"input.value": "bad \ud800"}, [{"id": "d1", "content": "one"}], "Bo."),
+        _trace(3, {"input.value": "why?"}, None, "So.")])
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"id": f"{1:032x}", "reference": "Ann", "judgments": {"d1": 2}},
+        {"id": f"{2:032x}", "judgments": {"d1": 0}}]))
+    spec = InputSpec(records=str(path), kind="openinference", references=str(refs))
+    join = references_of(spec)
+    assert join is not None and join.qrels is not None
+    (window,) = trace_windows(spec, 10, join=join)
+    assert [r.query for r in window] == ["who?", "bad \ufffd", "why?"]
+    assert [None if r.judgments is None else dict(r.judgments) for r in window] == [
+        {"d1": 2}, {"d1": 0}, None]
+    assert window[0].references == ("Ann",)
+    run_join = JudgmentsJoin(join.qrels, qrels_source=str(refs))
+    assert run_join.fill(window) is window  # nothing built again
+    assert run_join.source() == "qrels"
