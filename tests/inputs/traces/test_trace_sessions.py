@@ -79,3 +79,19 @@ def test_sessions_become_conversations_in_start_order(tmp_path: Path) -> None:
 def test_sessions_apply_to_traces_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="sessions"):
         load_inputs(InputSpec(records=str(tmp_path / "r.jsonl"), sessions=True))
+
+
+def test_a_references_file_s_judgments_reach_the_turns_they_name(tmp_path: Path) -> None:
+    """A session's turns are built from their conversation's object: the references file's
+    judgments join them by turn id, as a trace's own record joins by its id."""
+    path = tmp_path / "spans.jsonl"
+    _write(path, TURNS)
+    spec = InputSpec(records=str(path), kind="openinference", sessions=True)
+    alone, turn = (record.id for record in load_inputs(spec).records[:3:2])
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"id": alone, "judgments": {"d1": 2}}) + "\n"
+                    + json.dumps({"id": turn, "judgments": {"d1": 1}}) + "\n")
+    records = load_inputs(InputSpec(records=str(path), kind="openinference", sessions=True,
+                                    references=str(refs))).records
+    judged = {r.id: dict(r.judgments) for r in records if r.judgments is not None}
+    assert judged == {alone: {"d1": 2}, turn: {"d1": 1}}
