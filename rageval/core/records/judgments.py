@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from types import MappingProxyType
 
 from rageval.core.errors import InputError
 from rageval.core.records.model import FieldError, Record, validate_judgments, with_judgments
@@ -25,8 +24,9 @@ Qrels = Mapping[str, Mapping[str, int]]
 class CheckedQrels(dict[str, Mapping[str, int]]):
     """Qrels whose grades were already read as records' judgments (each value a copy of what
     :func:`~rageval.core.records.model.validate_judgments` returned): joined without checking
-    them a second time, each record given a read-only view of its grades (not a copy: a value
-    is never changed once it is in)."""
+    them a second time. A value held as a read-only view (``MappingProxyType``, as a reader
+    of references keeps it) is given to each record as it is; any other is copied first, so
+    that no later change to the qrels reaches a record."""
 
 
 class JoinedQrels(CheckedQrels):
@@ -65,7 +65,7 @@ def apply_judgments(
                 path=source,
                 field="judgments",
             )
-        out.append(with_judgments(record, MappingProxyType(qrels)) if checked
+        out.append(with_judgments(record, qrels) if checked
                    else _with_judgments(record, qrels, source))
     return out
 

@@ -14,6 +14,7 @@ silent choice.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from rageval.core.errors import InputError
@@ -60,8 +61,8 @@ class ReferencesJoin:
 
     def _keep(self, record_id: str, reference: Any, judgments: Mapping[str, int] | None) -> None:
         self._references[record_id] = reference
-        if judgments is not None:
-            self._qrels[record_id] = judgments
+        if judgments is not None:  # read-only: records share it, none may change it
+            self._qrels[record_id] = MappingProxyType(judgments)
 
     def fill(self, item: dict[str, Any], source: str, line: int) -> dict[str, Any]:
         """``item`` (a record object) with the file's reference for its id."""

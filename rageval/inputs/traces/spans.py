@@ -170,12 +170,13 @@ def _layout(keys: tuple[str, ...], start: str,
     gives as a getter per document, in index order, of the places of its values ``names``
     among the attribute values (the place past the last: None); None where the documents
     must be read value by value (a list value under the prefix, an index written oddly).
-    Found once per layout of keys, then looked up."""
-    layouts = _LAYOUTS.get((start, names))
-    if layouts is None or len(layouts) > _KEYS_KEPT:
-        layouts = _LAYOUTS[(start, names)] = {}
+    Found once per layout of keys, then looked up; past :data:`_LAYOUTS_KEPT` layouts (keys
+    that vary from span to span) a new layout is read value by value instead (None)."""
+    layouts = _LAYOUTS.setdefault((start, names), {})
     found = layouts.get(keys, _MISSING)
     if found is _MISSING:
+        if len(layouts) >= _LAYOUTS_KEPT:
+            return None
         found = layouts[keys] = _getters(keys, start, names)
     return found
 
@@ -202,9 +203,11 @@ def _getters(keys: tuple[str, ...], start: str,
 _DOCUMENT_KEYS: dict[str, dict[str, tuple[int, str] | tuple[()]]] = {}
 # The same by the fields read (document_values): key -> (index, the field's slot).
 _DOCUMENT_SLOTS: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int] | tuple[()]]] = {}
-# The getters of document_values by layout of a span's keys (see _layout).
+# The getters of document_values by layout of a span's keys (see _layout): a pure memo, a few
+# layouts at most (each holds every key of a span), so that it stays small between runs.
 _LAYOUTS: dict[tuple[str, tuple[str, ...]],
                dict[tuple[str, ...], list[itemgetter[Any]] | None]] = {}
+_LAYOUTS_KEPT = 64
 _KEYS_KEPT = 4096
 
 

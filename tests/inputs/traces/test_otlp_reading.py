@@ -168,7 +168,27 @@ def test_a_references_file_s_grades_join_read_only(tmp_path: Path) -> None:
         record.judgments["d1"] = 0  # type: ignore[index]
 
 
-def test_a_trace_id_written_in_upper_case_on_one_line_is_one_trace(tmp_path: Path) -> None:
+def test_no_later_change_to_the_qrels_reaches_a_joined_record(tmp_path: Path) -> None:
+    """The qrels a references file gave (or a caller's checked qrels) are read-only or
+    copied: a record joined with them keeps the grades it was checked with."""
+    from rageval.core.records.judgments import CheckedQrels, apply_judgments
+    from rageval.core.records.model import Record
+    from rageval.inputs.traces.references import ReferencesJoin
+
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"id": "q1", "judgments": {"d1": 2}}\n'
+                    '{"id": "q2", "reference": "r", "judgments": {"d1": 1}, "extra": 1}\n')
+    join = ReferencesJoin(str(refs))
+    for qid in ("q1", "q2"):  # the plain line and the line validated as a record
+        with pytest.raises(TypeError):
+            join.qrels[qid]["d1"] = -3  # type: ignore[index]
+    grades = {"d1": 1}
+    (record,) = apply_judgments([Record(id="q1")], CheckedQrels(q1=grades), source="qrels")
+    grades["d1"] = -3
+    assert dict(record.judgments or {}) == {"d1": 1}
+
+
+def test_a_trace_id_written_in_upper_case_on_a_later_line_is_one_trace(tmp_path: Path) -> None:
     root, child = _trace("ab" * 16, [_attribute("metadata", {"stringValue": '{"qid": "q1"}'})],
                          [_attribute("llm.output_messages.0.message.content",
                                      {"stringValue": "the answer"})])

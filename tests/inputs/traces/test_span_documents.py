@@ -76,3 +76,20 @@ def test_document_values_of_spans_sharing_a_layout_are_each_their_own(
         attributes = {key: f"v{value + offset}" for key, value in layout.items()}
         assert document_values(_span(attributes), names) == [
             [fields.get(name) for name in names] for fields in documents(_span(attributes))]
+
+
+def test_spans_whose_keys_keep_changing_are_read_right_and_kept_few() -> None:
+    """Each span a layout of its own (a key that varies): past the few layouts kept, the
+    documents are read value by value, with the same values, and no layout more is held."""
+    from rageval.inputs.traces import spans as spans_module
+
+    names = ("id", "content", "score")
+    for n in range(spans_module._LAYOUTS_KEPT + 50):
+        attributes = {f"metadata.request_{n}": "x",
+                      "retrieval.documents.0.document.id": f"a{n}",
+                      "retrieval.documents.1.document.id": f"b{n}",
+                      "retrieval.documents.1.document.score": float(n)}
+        assert document_values(_span(attributes), names) == [
+            [f"a{n}", None, None], [f"b{n}", None, float(n)]]
+    held = spans_module._LAYOUTS[("retrieval.documents.", names)]
+    assert len(held) <= spans_module._LAYOUTS_KEPT
