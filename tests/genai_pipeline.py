@@ -29,8 +29,7 @@ from trace_pipeline import (
     NO_RETRIEVAL,
     QUESTIONS,
     retrieve,
-    write_native,
-    write_references,
+    write_fixtures,
 )
 
 # The attribute of the invoke_agent root that holds the question's id (``--map id=...``).
@@ -163,9 +162,4 @@ def answer_questions(base_url: str, model: str, spans_path: Path, *,
 
 
 if __name__ == "__main__":
-    url, model, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spans.otlp.jsonl").unlink(missing_ok=True)
-    native = answer_questions(url, model, out / "spans.otlp.jsonl")
-    write_references(out / "references.jsonl")
-    write_native(out / "records.jsonl", native)
+    write_fixtures(answer_questions, sys.argv[1:])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +160,17 @@ def write_native(path: Path, records: list[dict[str, Any]],
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 
-if __name__ == "__main__":
-    url, model, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+def write_fixtures(answer: Callable[[str, str, Path], list[dict[str, Any]]],
+                   argv: Sequence[str]) -> None:
+    """``URL MODEL OUT_DIR``: the pipeline ``answer`` asks the server at URL, its spans,
+    references and native records written in OUT_DIR."""
+    url, model, out = argv[0], argv[1], Path(argv[2])
     out.mkdir(parents=True, exist_ok=True)
     (out / "spans.otlp.jsonl").unlink(missing_ok=True)
-    native = answer_questions(url, model, out / "spans.otlp.jsonl")
+    native = answer(url, model, out / "spans.otlp.jsonl")
     write_references(out / "references.jsonl")
     write_native(out / "records.jsonl", native)
+
+
+if __name__ == "__main__":
+    write_fixtures(answer_questions, sys.argv[1:])

@@ -52,9 +52,14 @@ from rageval.core.errors import InputError
 from rageval.core.records.checks import describe
 from rageval.core.records.lines import DEEP_JSON
 from rageval.core.records.model import CONTEXTS_WITHOUT_TEXT, TraceNote
-from rageval.inputs.traces.openinference import Unit, apply_field_map, retrieved_contexts
+from rageval.inputs.traces.openinference import (
+    Unit,
+    apply_field_map,
+    retrieved_contexts,
+    unit_item,
+)
 from rageval.inputs.traces.spans import Span
-from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
+from rageval.inputs.traces.tree import unit_spans
 
 if TYPE_CHECKING:
     from rageval.core.records.model import Record
@@ -155,19 +160,8 @@ def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> Iterator[GenaiUnit]:
     """What each unit of one trace's spans gives its record (``unit``: ``trace`` or an
     operation); the line is that of the unit's root span."""
-    ordered = sorted((_as_operation(span) for span in spans), key=by_start)
-    if unit == "trace":
-        yield _unit(root_span(ordered), ordered, "trace", field_map, source)
-        return
-    children: dict[str, list[Span]] = {}
-    by_id = {span.span_id: span for span in ordered}
-    for span in ordered:
-        if span.parent_id is not None and span.parent_id in by_id:
-            children.setdefault(span.parent_id, []).append(span)
-    below = below_kind(ordered, by_id, unit)
-    for span in ordered:
-        if span.kind == unit and not below[span.span_id]:
-            yield _unit(span, subtree(span, children), "span", field_map, source)
+    for root, members, scope in unit_spans([_as_operation(span) for span in spans], unit):
+        yield _unit(root, members, scope, field_map, source)
 
 
 def _as_operation(span: Span) -> Span:
@@ -180,10 +174,7 @@ def _as_operation(span: Span) -> Span:
 
 def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> GenaiUnit:
-    where = f"trace {root.trace_id}" if unit == "trace" else (
-        f"trace {root.trace_id}, span {root.span_id}")
-    item: dict[str, Any] = {"id": root.trace_id if unit == "trace" else root.span_id,
-                            "trace_id": root.trace_id, "span_id": root.span_id}
+    where, item = unit_item(root, unit)
     read = _Reader(where, source)
     query, answer = read.query(root, spans), read.answer(root, spans)
     if query is not None:

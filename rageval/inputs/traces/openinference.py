@@ -30,10 +30,10 @@ from rageval.core.errors import InputError
 from rageval.core.records.lines import DEEP_JSON
 from rageval.core.records.model import Record, checked_record
 from rageval.inputs.traces.spans import Span, attribute, document_values
-from rageval.inputs.traces.tree import below_kind, by_start, root_span, subtree
+from rageval.inputs.traces.tree import unit_spans
 
-__all__ = ["TRACE_MAP_FIELDS", "Unit", "apply_field_map", "retrieved_contexts", "unit_records",
-           "units"]
+__all__ = ["TRACE_MAP_FIELDS", "Unit", "apply_field_map", "retrieved_contexts", "unit_item",
+           "unit_records", "units"]
 
 #: The fields a map may read from span attributes (contexts come from retriever spans).
 TRACE_MAP_FIELDS: tuple[str, ...] = ("id", "query", "answer", "reference")
@@ -51,19 +51,8 @@ def unit_records(spans: list[Span], unit: str, field_map: Mapping[str, str],
 def units(spans: list[Span], unit: str, field_map: Mapping[str, str],
           source: str) -> Iterator[Unit]:
     """What each unit of one trace's spans gives its record (see :func:`unit_records`)."""
-    ordered = sorted(spans, key=by_start)  # a stable sort: spans starting together in file order
-    if unit == "trace":
-        yield _unit(root_span(ordered), ordered, "trace", field_map, source)
-        return
-    children: dict[str, list[Span]] = {}
-    by_id = {span.span_id: span for span in ordered}
-    for span in ordered:
-        if span.parent_id is not None and span.parent_id in by_id:
-            children.setdefault(span.parent_id, []).append(span)
-    below = below_kind(ordered, by_id, unit)
-    for span in ordered:
-        if span.kind == unit and not below[span.span_id]:
-            yield _unit(span, subtree(span, children), "span", field_map, source)
+    for root, members, scope in unit_spans(spans, unit):
+        yield _unit(root, members, scope, field_map, source)
 
 
 class Unit:
@@ -108,12 +97,18 @@ class Unit:
                               judgments)
 
 
-def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
-          source: str) -> Unit:
+def unit_item(root: Span, unit: str) -> tuple[str, dict[str, Any]]:
+    """How messages name a unit rooted at ``root`` (``unit``: ``trace`` or ``span``), and its
+    record object's first fields: its id (the trace's, or the span's) and where it came from."""
     where = f"trace {root.trace_id}" if unit == "trace" else (
         f"trace {root.trace_id}, span {root.span_id}")
-    item: dict[str, Any] = {"id": root.trace_id if unit == "trace" else root.span_id,
-                            "trace_id": root.trace_id, "span_id": root.span_id}
+    return where, {"id": root.trace_id if unit == "trace" else root.span_id,
+                   "trace_id": root.trace_id, "span_id": root.span_id}
+
+
+def _unit(root: Span, spans: list[Span], unit: str, field_map: Mapping[str, str],
+          source: str) -> Unit:
+    where, item = unit_item(root, unit)
     query, answer = _query(root, spans), _answer(spans)
     if query is not None:
         item["query"] = query

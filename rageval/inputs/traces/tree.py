@@ -4,9 +4,30 @@ of a trace's spans (OpenInference, the OpenTelemetry GenAI conventions) reads th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from rageval.inputs.traces.spans import Span
 
-__all__ = ["below_kind", "by_start", "parent_span", "root_span", "subtree"]
+__all__ = ["below_kind", "by_start", "parent_span", "root_span", "subtree", "unit_spans"]
+
+
+def unit_spans(spans: list[Span], unit: str) -> Iterator[tuple[Span, list[Span], str]]:
+    """Each unit of one trace, as ``(its root span, its spans in start order, "trace" or
+    "span")``: the whole trace when ``unit`` is ``trace``, else each span of kind ``unit``
+    without an ancestor of that kind, with the spans below it."""
+    ordered = sorted(spans, key=by_start)  # a stable sort: spans starting together in file order
+    if unit == "trace":
+        yield root_span(ordered), ordered, "trace"
+        return
+    children: dict[str, list[Span]] = {}
+    by_id = {span.span_id: span for span in ordered}
+    for span in ordered:
+        if span.parent_id is not None and span.parent_id in by_id:
+            children.setdefault(span.parent_id, []).append(span)
+    below = below_kind(ordered, by_id, unit)
+    for span in ordered:
+        if span.kind == unit and not below[span.span_id]:
+            yield span, subtree(span, children), "span"
 
 
 def by_start(span: Span) -> int:
