@@ -20,7 +20,6 @@ become the turns of one conversation (:mod:`.sessions`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rageval.core.errors import InputError
@@ -107,8 +106,8 @@ def trace_windows(spec: InputSpec, size: int, progress: LoadProgress | None = No
                             continue
                     else:  # the record itself, or its object for its checks to tell why not
                         grades = None if qrels is None else qrels.get(item["id"])
-                        whole = unit.record(None if grades is None else
-                                            MappingProxyType(grades)) or unit.object()
+                        # the references file's grades, read-only: shared, not copied
+                        whole = unit.record(grades) or unit.object()
                     count += 1
                     places[count] = (line or None, "trace", item["trace_id"])
                     yield count, whole
@@ -151,7 +150,7 @@ def _judged(records: Iterable[Record],
         if record.judgments is None:
             grades = qrels.get(record.id)
             if grades is not None:
-                record = with_judgments(record, MappingProxyType(grades))
+                record = with_judgments(record, grades)
         yield record
 
 
