@@ -56,7 +56,9 @@ class ReferencesJoin:
         record_id, reference, judgments = get("id"), get("reference"), get("judgments")
         if not plain_fields(record_id, reference, judgments):
             return None
-        self._keep(record_id, reference, judgments)  # the decoded dict: held by nothing else
+        # an empty reference is none, as a validated line's is; the judgments' dict was
+        # decoded for this line and is held by nothing else
+        self._keep(record_id, reference or None, judgments)
         return record_id
 
     def _keep(self, record_id: str, reference: Any, judgments: Mapping[str, int] | None) -> None:

@@ -188,6 +188,21 @@ def test_no_later_change_to_the_qrels_reaches_a_joined_record(tmp_path: Path) ->
     assert dict(record.judgments or {}) == {"d1": 1}
 
 
+def test_an_empty_reference_in_a_references_file_is_none_whatever_the_line(
+        tmp_path: Path) -> None:
+    """A plain line (id, reference, judgments) and a line validated as a record read an empty
+    reference alike: as no reference, which leaves a trace's own reference standing."""
+    from rageval.inputs.traces.references import ReferencesJoin
+
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text('{"id": "q1", "reference": ""}\n'
+                    '{"id": "q2", "reference": "", "extra": 1}\n')
+    join = ReferencesJoin(str(refs))
+    for qid in ("q1", "q2"):
+        item = {"id": qid, "reference": "from the trace"}
+        assert join.fill(item, "spans.jsonl", 1)["reference"] == "from the trace"
+
+
 def test_a_trace_id_written_in_upper_case_on_a_later_line_is_one_trace(tmp_path: Path) -> None:
     root, child = _trace("ab" * 16, [_attribute("metadata", {"stringValue": '{"qid": "q1"}'})],
                          [_attribute("llm.output_messages.0.message.content",
