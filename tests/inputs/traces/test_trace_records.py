@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from genai_spans import any_value
 
 from rageval.core.errors import InputError
 from rageval.core.records import iter_records, records_from_dicts
@@ -19,23 +20,11 @@ from rageval.inputs.traces.otlp import otlp_traces
 from rageval.inputs.traces.references import ReferencesJoin
 
 
-def _value(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    return {"arrayValue": {"values": [_value(item) for item in value]}}
-
-
 def _span(trace: str, span: str, attributes: dict[str, Any], parent: str | None = None,
           start: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {"traceId": trace, "spanId": span, "name": "s",
                            "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1),
-                           "attributes": [{"key": k, "value": _value(v)}
+                           "attributes": [{"key": k, "value": any_value(v)}
                                           for k, v in attributes.items()]}
     if parent is not None:
         out["parentSpanId"] = parent
