@@ -24,6 +24,7 @@ from rageval.core.outputs.masking import NO_SECRETS, Masker, url_secrets
 from rageval.mlflow.names import (
     CALIBRATION_SUFFIXES,
     CI_SUFFIXES,
+    COMPARISON_SUFFIXES,
     SIGNATURE_PREFIX,
     metric_keys,
 )
@@ -45,7 +46,7 @@ _REACH_TIMEOUT_S = 10.0
 # How urllib3 starts its errors' text: the connection object, which says nothing.
 _OBJECT_REPR = re.compile(r"^<[^>]* object at 0x[0-9a-f]+>: ")
 _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
-# MLflow's caps on a param's value and on a key's length.
+# MLflow's cap on a param's value (its cap on a key's length: names.MAX_KEY_CHARS).
 _PARAM_VALUE_CHARS = 6000
 # The judge's settings that decide its replies (its usage and cache counts are tags' business).
 _JUDGE_PARAMS = ("model", "temperature", "seed", "samples", "score", "max_tokens", "offline",
@@ -178,7 +179,7 @@ def log_run(results: Results, run_dir: str | Path | None, uri: str, experiment: 
     except Exception as error:  # MLflow's own errors (MlflowException, requests' errors)
         _mark_failed(client, run_id)
         raise TrackingError(f"MLflow tracking store {shown_uri(uri)} refused the run: "
-                            f"{masker(_first_line(error))}") from None
+                            f"{masker(_said(error, uri))}") from None
     return LoggedRun(run_id, experiment_id, len(metrics), len(params), artifacts)
 
 
@@ -239,7 +240,7 @@ def run_metrics(results: Results, keys: Mapping[str, str],
     for row in _comparison_rows(gate):
         if row.metric not in keys:
             continue
-        for suffix in ("baseline", "delta", "p_value"):
+        for suffix in COMPARISON_SUFFIXES:
             value = getattr(row, suffix)
             if _finite(value):
                 out[f"{keys[row.metric]}.{suffix}"] = float(value)

@@ -106,8 +106,8 @@ def logs_url(endpoint: str) -> str:
     except ValueError:
         parts = parts._replace(scheme="")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--otel-endpoint {endpoint!r}: expected an http:// or https:// URL "
-                         "of an OTLP/HTTP collector, e.g. http://localhost:4318")
+        raise UsageError(f"--otel-endpoint {public_url(endpoint)!r}: expected an http:// or "
+                         "https:// URL of an OTLP/HTTP collector, e.g. http://localhost:4318")
     if parts.path in ("", "/"):
         parts = parts._replace(path=_LOGS_PATH)
     return urlunsplit(parts)

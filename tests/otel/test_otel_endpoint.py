@@ -280,3 +280,17 @@ def test_the_headers_values_are_among_the_runs_secrets(monkeypatch: pytest.Monke
     mask = run_masker(None)
     text = "s3cret%2Dheader s3cret-header Bearer t0ken-value / t0ken-value s3cretTOKEN"
     assert mask(text) == "*** *** *** / *** ***"
+
+
+def test_a_refused_endpoint_is_named_without_its_credentials() -> None:
+    from rageval.core.errors import UsageError
+    from rageval.otel.export import logs_url
+
+    with pytest.raises(UsageError) as refused:
+        logs_url("ftp://alice:secret@collector.example/v1/logs?token=abc")
+    said = str(refused.value)
+    assert "'ftp://collector.example/v1/logs'" in said
+    assert "alice" not in said and "secret" not in said and "token" not in said
+    with pytest.raises(UsageError) as refused:  # a password holding a raw "/"
+        logs_url("ftp://alice:s3/cret@collector.example")
+    assert "alice" not in str(refused.value) and "cret" not in str(refused.value)
