@@ -256,3 +256,21 @@ def test_on_cuda_the_values_are_the_cpus() -> None:
     bs.clear_memory_cache()
     on_cpu = _embeddings(engine, _EDGE, None, "cpu", 16)
     assert np.abs(got - _match(on_cpu, weights, pairs, "cpu")).max() < 1e-6
+
+
+def test_a_step_whose_texts_are_all_cached_loads_no_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text already embedded: the step's width comes from the cached embeddings, and the
+    model is not loaded to read it."""
+    engine = _engine(bs.DEFAULT_MODEL, bs.DEFAULT_LAYER)
+    first, _ = _resident_embeddings(engine, _EDGE, None, "cpu", 16)
+
+    def no_model(device: str) -> None:
+        raise AssertionError("the model was loaded for a step with nothing to embed")
+
+    monkeypatch.setattr(engine, "model", no_model)
+    again, _ = _resident_embeddings(engine, _EDGE, None, "cpu", 16)
+    for text in _EDGE:
+        assert (again[text].emb is None) == (first[text].emb is None)
+        if first[text].emb is not None:
+            assert np.array_equal(again[text].emb, first[text].emb)

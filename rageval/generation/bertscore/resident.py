@@ -100,7 +100,10 @@ def _resident_embeddings(
     embed = [k for k, (ids, _) in enumerate(encoded) if len(ids)]
     tokens = (sum(len(out[text].ids) for text in cached)
               + sum(len(encoded[k][0]) for k in embed))
-    dim = getattr(getattr(engine.model(device), "config", None), "hidden_size", None)
+    if embed:
+        dim = getattr(getattr(engine.model(device), "config", None), "hidden_size", None)
+    else:  # every text cached: its width is the embeddings', the model is not loaded
+        dim = out[cached[0]].emb.shape[-1] if cached else None
     on_device = not isinstance(dim, int) or _fits_on_device(device, tokens, dim)
     computed, vectors = None, {}
     if embed:
