@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rageval.inputs.traces.spans import Span, attribute
+from rageval.inputs.traces.tree import by_start
 
 __all__ = ["SESSION_ID", "Sessions"]
 
@@ -55,7 +56,7 @@ class Sessions:
 
 def _session(spans: list[Span], key: str) -> str | None:
     """The trace's session id: the first span, in start order, that names one (``key``)."""
-    for span in sorted(spans, key=lambda s: s.start):
+    for span in sorted(spans, key=by_start):
         value = attribute(span, key)
         if value is not None and value != "":
             return str(value)

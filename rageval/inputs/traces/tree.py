@@ -95,4 +95,4 @@ def subtree(root: Span, children: dict[str, list[Span]]) -> list[Span]:
         seen.add(span.span_id)
         out.append(span)
         stack.extend(children.get(span.span_id, ()))
-    return sorted(out, key=lambda s: s.start)
+    return sorted(out, key=by_start)
