@@ -10,7 +10,8 @@ An exporter writes spans in batches as they end, so one trace's spans can be spr
 lines. To hand over each trace whole while holding only the traces not yet complete, the file
 is read twice: a first pass finds, for every trace id, the last line that names it (a byte scan,
 no JSON decoding), and the second decodes the spans and hands a trace over once its last line
-is read.
+is read. A line is decoded into only the fields read (:mod:`~rageval.inputs.traces.
+otlp_structs`) where it is well formed, and read as JSON otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, TypeVar
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.lines import binary_lines, decode_line, parse_json
+from rageval.inputs.traces.otlp_structs import SpanFields, span_fields
 from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
@@ -47,8 +49,8 @@ def otlp_traces(path: str, limit: int,
     closing = _closing_lines(path, limit)
     pending: dict[str, list[Span]] = {}
     done: set[str] = set()
-    for line, document in _documents(path, limit, progress):
-        for span in _paused(_line_spans, document, path, line):
+    for line, spans in _spans_by_line(path, limit, progress):
+        for span in spans:
             held = pending.get(span.trace_id)
             if held is not None:  # a trace still pending is not done
                 held.append(span)
@@ -99,26 +101,41 @@ def _named_trace_ids(path: str, limit: int) -> Iterator[tuple[int, list[bytes]]]
         yield number, _TRACE_ID.findall(raw)
 
 
-def _documents(path: str, limit: int,
-               progress: LoadProgress | None) -> Iterator[tuple[int, Any]]:
-    """``(line, decoded object)`` of each non-blank line; a file whose first line is not JSON
-    but which holds one JSON object as a whole is that object, at line 1."""
-    lines = binary_lines(path, path, limit, progress, buffer=_BUFFER)
-    for number, raw in lines:
+def _spans_by_line(path: str, limit: int,
+                   progress: LoadProgress | None) -> Iterator[tuple[int, list[Span]]]:
+    """``(line, its spans)`` of each non-blank line; a file whose first line is not JSON but
+    which holds one JSON object as a whole is that object's, at line 1."""
+    first = True
+    for number, raw in binary_lines(path, path, limit, progress, buffer=_BUFFER):
         if not raw or raw.isspace():
             continue
-        text = decode_line(raw, path, number)
-        try:
-            first = json.loads(text)
-        except (ValueError, RecursionError):
-            yield 1, _whole_file(path, number, text)
-            return
-        yield number, first
-        break
-    for number, raw in lines:
-        if raw and not raw.isspace():
+        spans = _paused(_struct_spans, raw, number)
+        if spans is None:  # read as JSON, which says what is wrong and where
             text = decode_line(raw, path, number)
-            yield number, _paused(parse_json, text, path, number)
+            if first:
+                try:
+                    document = json.loads(text)
+                except (ValueError, RecursionError):
+                    yield 1, _paused(_line_spans, _whole_file(path, number, text), path, 1)
+                    return
+            else:
+                document = _paused(parse_json, text, path, number)
+            spans = _paused(_line_spans, document, path, number)
+        first = False
+        yield number, spans
+
+
+def _struct_spans(raw: bytes, line: int) -> list[Span] | None:
+    """The spans of the line ``raw`` read through :func:`span_fields`; None where the line
+    must be read as JSON (a span the reader refuses among them: that reading names it)."""
+    found = span_fields(raw)
+    if found is None:
+        return None
+    ids: dict[Any, str] = {}
+    try:
+        return [_fields_span(fields, ids, line) for fields in found]
+    except _Bad:
+        return None
 
 
 def _paused(call: Callable[..., T], *args: Any) -> T:
@@ -201,10 +218,26 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
     if type(raw) is not dict:
         raise _Bad(f"expected a span object, found {type(raw).__name__}")
     get = raw.get
+    trace_id, span_id, parent_id = _ids(get("traceId"), get("spanId"), get("parentSpanId"), ids)
+    return _span(trace_id, span_id, parent_id, get("name"), get("startTimeUnixNano", 0),
+                 get("endTimeUnixNano", 0), _attributes(get("attributes")), line)
+
+
+def _fields_span(fields: SpanFields, ids: dict[Any, str], line: int) -> Span:
+    """The span of ``fields`` (as :func:`span_fields` reads them), as :func:`_read_span`
+    reads the same span."""
+    given, given_span, parent, name, start, end, attributes = fields
+    trace_id, span_id, parent_id = _ids(given, given_span, parent, ids)
+    return _span(trace_id, span_id, parent_id, name, start, end, attributes, line)
+
+
+def _ids(given: Any, given_span: Any, parent: Any,
+         ids: dict[Any, str]) -> tuple[str, str, str | None]:
+    """A span's trace id, span id and parent id as lower-case hex, :class:`_Bad` for one that
+    is not an id."""
     # The ids of a line's spans repeat (a trace's spans share one, a parent is a span of the
     # line): each is read once, then looked up (a string is an id of one size at most: one
     # read before as the other size is read again, and refused).
-    given = get("traceId")
     trace_id = ids.get(given) if type(given) is str else None
     if trace_id is None or len(trace_id) != 32:
         trace_id = _hex_id(given, 16)
@@ -212,15 +245,14 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
             raise _Bad(f"expected a 16-byte trace id (32 hex digits), found {given!r}",
                        "traceId")
         ids[given] = trace_id
-    given = get("spanId")
-    span_id = ids.get(given) if type(given) is str else None
+    span_id = ids.get(given_span) if type(given_span) is str else None
     if span_id is None or len(span_id) != 16:
-        span_id = _hex_id(given, 8)
+        span_id = _hex_id(given_span, 8)
         if span_id is None:
-            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given!r}",
+            raise _Bad(f"expected an 8-byte span id (16 hex digits), found {given_span!r}",
                        "spanId")
-        ids[given] = span_id
-    parent = get("parentSpanId") or None
+        ids[given_span] = span_id
+    parent = parent or None
     parent_id = None if parent is None else (ids.get(parent) if type(parent) is str else None)
     if parent is not None and (parent_id is None or len(parent_id) != 16):
         parent_id = _hex_id(parent, 8)
@@ -228,23 +260,25 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
             raise _Bad(f"expected an 8-byte span id (16 hex digits), found {parent!r}",
                        "parentSpanId")
         ids[parent] = parent_id
-    attributes = _attributes(get("attributes"))
-    name = get("name")
+    return trace_id, span_id, parent_id
+
+
+def _span(trace_id: str, span_id: str, parent_id: str | None, name: Any, start: Any,
+          end: Any, attributes: dict[str, Any], line: int) -> Span:
     kind = attributes.get(KIND_KEY)  # as span_kind reads it
-    start, end = get("startTimeUnixNano", 0), get("endTimeUnixNano", 0)
     try:
         start, end = int(start), int(end)  # OTLP/JSON writes nanoseconds as strings
     except (TypeError, ValueError, OverflowError):
-        for key in ("startTimeUnixNano", "endTimeUnixNano"):
-            _time(raw, key)  # raises, naming the field
+        _time(start, "startTimeUnixNano")  # raises, naming the field
+        _time(end, "endTimeUnixNano")
     return Span(trace_id, span_id, parent_id, name if type(name) is str else "",
                 kind.upper() if type(kind) is str and kind else None, start, end, attributes,
                 line)
 
 
-def _time(raw: dict[str, Any], key: str) -> int:
-    """The time at ``key`` (nanoseconds, written as a string); :class:`_Bad` when not one."""
-    value = raw.get(key, 0)
+def _time(value: Any, key: str) -> int:
+    """The time ``value`` at ``key`` (nanoseconds, written as a string); :class:`_Bad` when
+    not one."""
     try:
         return int(value)
     except (TypeError, ValueError, OverflowError):
