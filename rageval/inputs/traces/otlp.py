@@ -27,13 +27,14 @@ from typing import Any, TypeVar
 from rageval.core.errors import InputError
 from rageval.core.progress import LoadProgress
 from rageval.core.records.lines import binary_lines, decode_line, parse_json
-from rageval.inputs.traces.otlp_structs import SpanFields, span_fields
+from rageval.inputs.traces.otlp_structs import span_fields
 from rageval.inputs.traces.spans import KIND_KEY, Span
 
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
 _HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
+_LOWER_HEX_DIGITS = "0123456789abcdef"
 _LOWER_HEX = b"0123456789abcdef"
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
@@ -132,10 +133,15 @@ def _struct_spans(raw: bytes, line: int) -> list[Span] | None:
     if found is None:
         return None
     ids: dict[Any, str] = {}
+    spans = []
+    add = spans.append
     try:
-        return [_fields_span(fields, ids, line) for fields in found]
+        for given, given_span, parent, name, start, end, attributes in found:
+            trace_id, span_id, parent_id = _ids(given, given_span, parent, ids)
+            add(_span(trace_id, span_id, parent_id, name, start, end, attributes, line))
     except _Bad:
         return None
+    return spans
 
 
 def _paused(call: Callable[..., T], *args: Any) -> T:
@@ -221,14 +227,6 @@ def _read_span(raw: Any, ids: dict[Any, str], line: int) -> Span:
     trace_id, span_id, parent_id = _ids(get("traceId"), get("spanId"), get("parentSpanId"), ids)
     return _span(trace_id, span_id, parent_id, get("name"), get("startTimeUnixNano", 0),
                  get("endTimeUnixNano", 0), _attributes(get("attributes")), line)
-
-
-def _fields_span(fields: SpanFields, ids: dict[Any, str], line: int) -> Span:
-    """The span of ``fields`` (as :func:`span_fields` reads them), as :func:`_read_span`
-    reads the same span."""
-    given, given_span, parent, name, start, end, attributes = fields
-    trace_id, span_id, parent_id = _ids(given, given_span, parent, ids)
-    return _span(trace_id, span_id, parent_id, name, start, end, attributes, line)
 
 
 def _ids(given: Any, given_span: Any, parent: Any,
@@ -370,6 +368,8 @@ def _hex_id(value: Any, size: int) -> str | None:
     base64 (protobuf's JSON mapping); None when it is neither."""
     if type(value) is not str:
         return None
+    if len(value) == 2 * size and not value.strip(_LOWER_HEX_DIGITS):  # as exporters write it
+        return value
     if len(value) == 2 * size and value.isascii() and not value.strip(_HEX_DIGITS):
         return value.lower()
     try:

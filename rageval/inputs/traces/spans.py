@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+import msgspec
+
 __all__ = ["KIND_KEY", "SPAN_KINDS", "Span", "attribute", "document_values", "documents",
            "span_kind"]
 
@@ -26,6 +28,7 @@ SPAN_KINDS: tuple[str, ...] = (
 #: The attribute naming a span's OpenInference kind.
 KIND_KEY = "openinference.span.kind"
 _MISSING = object()
+_JSON = msgspec.json.Decoder()
 
 
 # Not frozen: a frozen dataclass sets each field through object.__setattr__, five times the
@@ -77,12 +80,15 @@ def attribute(span: Span, name: str) -> Any:
 
 def _inside(value: Any, keys: list[str]) -> Any:
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return _MISSING
-        # A RecursionError (JSON nested about 1,000 levels deep) goes up to the record's
-        # reader, which names the trace and the field.
+        try:  # msgspec reads a small object in a sixth of json's time: the same, or refuses
+            value = _JSON.decode(value)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            try:  # what json reads that msgspec refuses (NaN, a lone surrogate), or an error
+                value = json.loads(value)
+            except ValueError:
+                return _MISSING
+            # A RecursionError (JSON nested about 1,000 levels deep) goes up to the record's
+            # reader, which names the trace and the field.
     for key in keys:
         if isinstance(value, dict) and key in value:
             value = value[key]

@@ -1,6 +1,7 @@
 """A line read through the typed structs gives exactly the spans the general JSON reader gives,
 or is left to it: checked on generated exports, well formed and not, and on the awkward values
-(big integers, lone surrogates, invalid UTF-8 where the structs do not look)."""
+(big integers, lone surrogates, invalid UTF-8 where the structs do not look). A key path inside
+an attribute's JSON text reads what ``json`` reads too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from rageval.core.errors import InputError
 from rageval.inputs.traces.otlp import _Bad, _line_spans, _struct_spans, otlp_traces
 from rageval.inputs.traces.otlp_structs import span_fields
+from rageval.inputs.traces.spans import Span, attribute
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "051581bf3cb55c13"
@@ -178,3 +180,38 @@ def test_invalid_utf8_in_a_skipped_field_still_stops_the_line(tmp_path: Path) ->
     with pytest.raises(InputError, match="invalid UTF-8") as caught:
         list(otlp_traces(str(path), 1 << 20))
     assert caught.value.line == 2
+
+
+def _span_with(attributes: dict[str, Any]) -> Span:
+    return Span(TRACE, SPAN, None, "s", None, 0, 0, attributes)
+
+
+def _through_json(text: str, key: str) -> Any:
+    """What a key path inside JSON text reads, as ``json`` reads the text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value.get(key) if isinstance(value, dict) else None
+
+
+@pytest.mark.parametrize("text", [
+    '{"qid": "q1"}', '{"qid": 12345678901234567890123}', '{"qid": NaN}', '{"qid": 1e400}',
+    '{"qid": "\\ud800"}', '{"qid": "\ud800"}', '{"qid": 1.5, "qid": 2}', "not json", "[1]",
+    '{"qid": ' + "1" * 5000 + "}", '{"qid": "a"} trailing',
+])
+def test_a_key_inside_json_text_is_read_as_json_reads_it(text: str) -> None:
+    found = attribute(_span_with({"metadata": text}), "metadata.qid")
+    expected = _through_json(text, "qid")
+    assert repr(found) == repr(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), _TEXT),
+                    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                            st.dictionaries(_TEXT, inner, max_size=3)),
+                    max_leaves=8))
+def test_any_json_text_is_read_as_json_reads_it(value: Any) -> None:
+    text = json.dumps({"qid": value})
+    found = attribute(_span_with({"metadata": text}), "metadata.qid")
+    assert repr(found) == repr(_through_json(text, "qid"))
