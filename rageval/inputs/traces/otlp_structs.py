@@ -11,10 +11,12 @@ a line that msgspec reads otherwise than ``json`` does (a lone surrogate, a numb
 float's range, NaN) or that does not fit the structs (a value of another type, an unknown
 ``AnyValue`` field, malformed JSON) is left to the general reader, which reads it as it always
 has and says what is wrong where. The structs are therefore strict where the general reader
-is lenient: they never accept what it would read differently. One difference is left, on
-purpose: a field the structs skip is checked as JSON but not converted, so an integer of more
-than 4,300 digits there (beyond Python's limit on converting text to an integer, which makes
-``json`` refuse the whole line) does not stop a line read through them.
+is lenient: they never accept what it would read differently. Two differences are left, both
+about lines no exporter writes, where ``json`` refuses what it could read: a field the
+structs skip is checked as JSON but not converted, so an integer of more than 4,300 digits
+there (beyond Python's limit on converting text to an integer) does not stop the line; and
+both stop at Python's recursion limit, msgspec a few levels deeper than ``json`` (989 levels
+of nesting against 986, called from the same place), so a line nested that deep is read.
 """
 
 from __future__ import annotations
