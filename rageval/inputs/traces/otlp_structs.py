@@ -106,8 +106,9 @@ def span_fields(line: bytes) -> list[SpanFields] | None:
                          span.startTimeUnixNano, span.endTimeUnixNano,
                          _attributes(span.attributes)))
         return out
-    # ValueError: invalid UTF-8, an intValue int() refuses; RecursionError: nested too deep.
-    except (msgspec.MsgspecError, ValueError, RecursionError):
+    # ValueError: invalid UTF-8, an intValue int() refuses; OverflowError: a doubleValue
+    # integer beyond a float; RecursionError: nested too deep.
+    except (msgspec.MsgspecError, ValueError, OverflowError, RecursionError):
         return None
 
 

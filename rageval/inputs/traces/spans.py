@@ -84,7 +84,8 @@ def _inside(value: Any, keys: list[str]) -> Any:
         # or refuses it (otlp_structs says where the two differ: nothing a writer makes).
         try:
             value = _JSON.decode(value)
-        except (msgspec.MsgspecError, ValueError, RecursionError):
+        # TypeError: a str subclass, which msgspec does not take.
+        except (msgspec.MsgspecError, ValueError, TypeError, RecursionError):
             try:  # what json reads that msgspec refuses (NaN, a lone surrogate), or an error
                 value = json.loads(value)
             except ValueError:

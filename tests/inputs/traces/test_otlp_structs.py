@@ -165,6 +165,8 @@ def test_what_an_exporter_writes_is_read_through_the_structs(value: Any) -> None
     _export({"key": "v", "value": {"doubleValue": 1}}).replace(b"1}", b"1e400}"),
     _export({"key": "v", "value": {"other": 1}}),  # no AnyValue field: an error
     _export({"key": "v", "value": {"intValue": "seven"}}),  # an error
+    _export({"key": "v", "value": {"doubleValue": 1}}).replace(b"1}", b"1" + b"0" * 400 + b"}"),
+    _export({"key": "v", "value": {"arrayValue": {"values": [{"doubleValue": -(10**400)}]}}}),
     _export(traceId="xyz"),  # an error
     _export(startTimeUnixNano=None),  # an error
 ])
@@ -215,3 +217,22 @@ def test_any_json_text_is_read_as_json_reads_it(value: Any) -> None:
     text = json.dumps({"qid": value})
     found = attribute(_span_with({"metadata": text}), "metadata.qid")
     assert repr(found) == repr(_through_json(text, "qid"))
+
+
+def test_a_double_beyond_a_float_is_an_error_naming_its_attribute(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    big = _export({"key": "v", "value": {"stringValue": "x"}},
+                  {"key": "d", "value": {"doubleValue": 10**400}})
+    path.write_bytes(_export() + b"\n" + big + b"\n")
+    with pytest.raises(InputError, match="too large to convert to float") as caught:
+        list(otlp_traces(str(path), 1 << 20))
+    assert (caught.value.line, caught.value.field) == (
+        2, "resourceSpans[0].scopeSpans[0].spans[0].attributes[1].value")
+
+
+def test_json_text_in_a_str_subclass_is_read() -> None:
+    class Text(str):
+        pass
+
+    span = _span_with({"metadata": Text('{"qid": 7}')})
+    assert attribute(span, "metadata.qid") == 7
