@@ -87,7 +87,8 @@ def test_column_formatting_is_value_formatting(as_long: bool) -> None:
                        2.0**70, math.inf, -math.inf, math.nan, -math.nan])
     fmt = _fmt_long if as_long else _fmt_double
     for column in (values, values[:11], values[:10]):  # with, and without, the odd values
-        assert _formatted(column, as_long) == [fmt(v) for v in column.tolist()]
+        spec, values_out = _formatted(column, as_long)
+        assert [spec % v for v in values_out] == [fmt(v) for v in column.tolist()]
 
 
 QRELS = "q2 0 d1 1\nq1 0 d2 1\nq1 0 d3 2\nq3 0 d8 1\nq2 0 d4 0\nq3 0 d7 0\nq4 0 d1 1\n"
