@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TextIO
 
 __all__ = ["main"]
@@ -19,32 +18,28 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     status (see :func:`rageval.cli.parser.main`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["trec-eval"]:
-        with _no_blas_threads():
-            from rageval.cli import trec_eval_command
+        _load_numpy_without_blas_threads()
+        from rageval.cli import trec_eval_command
 
-            try:
-                return trec_eval_command.main(args[1:], stdout=stdout)
-            except BrokenPipeError:  # `rageval trec-eval ... | head` closes the pipe early
-                return 0
+        try:
+            return trec_eval_command.main(args[1:], stdout=stdout)
+        except BrokenPipeError:  # `rageval trec-eval ... | head` closes the pipe early
+            return 0
     from rageval.cli.parser import main as run_command
 
     return run_command(args, stdout)
 
 
-@contextmanager
-def _no_blas_threads() -> Iterator[None]:
+def _load_numpy_without_blas_threads() -> None:
     """trec-eval multiplies no matrices: numpy's BLAS need not start its pool of threads, which
     costs a short run tens of milliseconds. Only where numpy is not loaded yet (a process that
-    runs the command first) and the setting is not the user's. numpy loads while the run's
-    first slices are parsed in other threads, so the variable is set before any of them starts
-    and put back once the command has ended them all (setting it while a thread reads the
-    environment is unsafe); nothing this process starts later sees it. Done here, not when the
-    command's module is imported, so that importing it leaves a process's BLAS as it was."""
+    runs the command first) and the setting is not the user's; the variable is put back, so
+    nothing this process starts later sees it. Done here, not when the command's module is
+    imported, so that importing it leaves a process's BLAS as it was."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
-        yield
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     try:
-        yield
+        import numpy  # noqa: F401
     finally:
-        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+        del os.environ["OPENBLAS_NUM_THREADS"]

@@ -7,10 +7,7 @@ nothing but the time.
   refused after they started (an unknown measure) leaves no worker thread behind.
 - The slices' pipeline calls ahead of its consumer from the start, in order, and stops at the
   end; the first slice is a short one (parsing begins once it is read), the rest as long as
-  asked, and the last ones shrink (what follows the last parse waits for nothing else).
-- The command's module and the slices' readers load without numpy, which loads while the
-  first slices are parsed: a slice parsed before its byte checks are done is parsed as a plain
-  one and parsed again when the checks say otherwise.
+  asked.
 """
 
 from __future__ import annotations
@@ -21,15 +18,14 @@ import os
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from rageval.cli import trec_eval_command
 from rageval.retrieval.trec import chunked_read
-from rageval.retrieval.trec.chunked_read import _byte_slices, _confirmed, _parsed, _prefetched
-from rageval.retrieval.trec.fast_read import run_slice, slice_byte_facts
+from rageval.retrieval.trec.chunked_read import _byte_slices, _prefetched
 from rageval.retrieval.trec_eval.evaluation import run_evaluation
 from rageval.retrieval.trec_eval.options import Options, start_slices
 from rageval.retrieval.trec_eval.output import write_results
@@ -139,55 +135,6 @@ def test_the_first_slice_is_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert sizes[0] == 30 // line * line  # whole lines
     assert all(100 - line < size <= 100 for size in sizes[1:-1])
     assert len(next(_byte_slices(run, 20))) == 20 // line * line
-
-
-def test_the_last_slices_shrink(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = tmp_path / "run"
-    line = "q1 Q0 d1 1 1.5 sys\n"
-    run.write_text(line * 1000)
-    monkeypatch.setattr(chunked_read, "_FIRST_BYTES", 2000)
-    monkeypatch.setattr(chunked_read, "_LAST_BYTES", 200)
-    sizes = [len(piece) for piece in _byte_slices(str(run), 4000)]
-    assert sum(sizes) == len(line) * 1000
-    assert sizes[0] <= 2000 and max(sizes) <= 4000
-    tail = sizes[sizes.index(max(sizes)):]
-    assert tail == sorted(tail, reverse=True) and tail[-1] <= 200  # shrinking toward the end
-    assert len(sizes) < 25  # not cut into small slices throughout
-
-
-def test_the_readers_load_without_numpy() -> None:
-    code = ("import json, sys\n"
-            "import rageval.cli.trec_eval_command, rageval.retrieval.trec.chunked_read\n"
-            "print(json.dumps(sorted(sys.modules)))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    loaded = set(json.loads(done.stdout))
-    assert "polars" in loaded and "numpy" not in loaded
-
-
-PLAIN = "q1 Q0 d1 1 2.5 sys\nq1 Q0 d2 2 1.5 sys\n"
-DOUBLED = "q1 Q0 d1 1 2.5 sys\nq1 Q0  d2 2 1.5 sys\n"  # trec_eval reads it: the fast path not
-
-
-@pytest.mark.parametrize("text", [PLAIN, DOUBLED, PLAIN + "q2 Q0 d1 1 2.5 sys  \n",
-                                  "q1 Q0 d1 1 2.5 sys\nq1\tQ0 d2 2 1.5 sys\n"])
-def test_a_slice_parsed_before_its_checks_is_confirmed(text: str) -> None:
-    data = text.encode()
-    truth = run_slice(data, " ", slice_byte_facts(data, " "))
-    pending: Future[tuple[bool, bool]] = Future()
-    early = _parsed(data, pending, " ")  # the checks are not done: parsed as a plain slice
-    assert early[1] is not None
-    pending.set_result(slice_byte_facts(data, " "))
-    confirmed = _confirmed(iter([early]), " ")
-    if truth is None:
-        with pytest.raises(chunked_read.NotStreamable):
-            next(confirmed)
-        return
-    frame, runid = next(confirmed)
-    assert runid == truth[1] and frame.equals(truth[0])
-    done: Future[tuple[bool, bool]] = Future()
-    done.set_result(slice_byte_facts(data, " "))
-    assert _parsed(data, done, " ")[1] is None  # checks done first: used at once
 
 
 def _blas_threads() -> str:

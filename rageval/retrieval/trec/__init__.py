@@ -9,21 +9,12 @@
   trec-eval evaluates slice by slice;
 - :mod:`.exact_read`: the exact line-by-line parser, source of every error's line number;
 - :mod:`.write`: :func:`write_run`.
-
-The names below are imported on first use: importing :mod:`.chunked_read` then loads polars
-and the fast path only, not numpy, so that ``rageval trec-eval`` parses its run's first slice
-while numpy loads.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from rageval.retrieval.trec.exact_read import locate_line
-    from rageval.retrieval.trec.frames import QidLayout, Qrels, Run
-    from rageval.retrieval.trec.read import read_qrels, read_qrels_jg, read_run
-    from rageval.retrieval.trec.write import write_run
+from rageval.retrieval.trec.exact_read import locate_line
+from rageval.retrieval.trec.frames import QidLayout, Qrels, Run
+from rageval.retrieval.trec.read import read_qrels, read_qrels_jg, read_run
+from rageval.retrieval.trec.write import write_run
 
 __all__ = [
     "QidLayout",
@@ -35,23 +26,3 @@ __all__ = [
     "read_run",
     "write_run",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "locate_line":
-        from rageval.retrieval.trec.exact_read import locate_line
-
-        return locate_line
-    if name in ("QidLayout", "Qrels", "Run"):
-        from rageval.retrieval.trec import frames
-
-        return getattr(frames, name)
-    if name in ("read_qrels", "read_qrels_jg", "read_run"):
-        from rageval.retrieval.trec import read
-
-        return getattr(read, name)
-    if name == "write_run":
-        from rageval.retrieval.trec.write import write_run
-
-        return write_run
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

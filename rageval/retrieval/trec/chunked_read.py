@@ -16,22 +16,17 @@ decide it exactly (and report its errors).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar
 
+import numpy as np
 import polars as pl
 
 from rageval.retrieval.trec.fast_read import guess_separator, run_slice, slice_byte_facts
-
-if TYPE_CHECKING:
-    from rageval.retrieval.trec.frames import QidLayout, Run
-
-# numpy, and the frames that need it, are imported where the slices are cut into topics: the
-# first slices are read and parsed while numpy loads (about as long as parsing the first one).
+from rageval.retrieval.trec.frames import QidLayout, Run, qid_layout_of
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 
@@ -39,18 +34,13 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
 DEFAULT_CHUNK_BYTES = 1 << 24
 # The first slice's size, at most: the sooner it is read, the sooner parsing begins.
 _FIRST_BYTES = 1 << 22
-# The last slices shrink toward this size: what follows the last slice's parse (its ranking, then
-# the merge and the output) waits for nothing else, so the last slice is kept short.
-_LAST_BYTES = 1 << 20
 # Slices read and checked, and slices parsed, ahead of the one in use (each a slice's memory).
 _READ_AHEAD = 1
 _PARSE_AHEAD = 3
 
-# A slice read, and what slice_byte_facts will say of it.
-_Checked = tuple[bytes, Future[tuple[bool, bool]]]
-# A slice parsed, and its last runid (None: the fast path refuses it); where it was parsed
-# before its byte checks were done, the slice read and checked too (see _parsed).
-_Parsed = tuple[tuple[pl.DataFrame, str] | None, _Checked | None]
+# A slice read, and what slice_byte_facts says of it; a slice parsed, and its last runid.
+_Checked = tuple[bytes, tuple[bool, bool]]
+_Parsed = tuple[pl.DataFrame, str]
 _T = TypeVar("_T")
 
 
@@ -86,14 +76,12 @@ class RunSlices:
         sep = guess_separator(self.path)
         if sep is None:
             raise NotStreamable("no single-character separator")
-        self._reader = reader = ThreadPoolExecutor(max_workers=1)
+        self._reader = ThreadPoolExecutor(max_workers=1)
         slices = _byte_slices(self.path, self.chunk_bytes)
 
         def read_next() -> _Checked | None:
             data = next(slices, None)
-            # Checked after the next slice is read: a slice whose checks are not done yet is
-            # parsed meanwhile (see _parsed), so parsing begins as soon as one is read.
-            return None if data is None else (data, reader.submit(slice_byte_facts, data, sep))
+            return None if data is None else (data, slice_byte_facts(data, sep))
 
         checked = _prefetched(self._reader, read_next, _READ_AHEAD)
 
@@ -104,8 +92,7 @@ class RunSlices:
         self._pool = ThreadPoolExecutor(max_workers=1)
         # Parsing starts at once too: the caller has modules to load and the qrels to read
         # first, a few slices' parsing time.
-        parsed = _prefetched(self._pool, parse_next, _PARSE_AHEAD)
-        self._cutter = _TopicCutter(self, _confirmed(parsed, sep))
+        self._cutter = _TopicCutter(self, _prefetched(self._pool, parse_next, _PARSE_AHEAD))
 
     def close(self) -> None:
         """Stop reading (after the slices under way) and end the worker threads."""
@@ -124,34 +111,18 @@ class RunSlices:
             self.close()
 
 
-# What slice_byte_facts says of most slices: no odd byte, no two spaces in a row.
-_PLAIN = (False, False)
-
-
-def _parsed(data: bytes, byte_facts: Future[tuple[bool, bool]], sep: str) -> _Parsed:
-    """A slice parsed (see run_slice). Where its byte checks are not done yet (the first
-    slices, read while numpy loads), it is parsed as a plain slice meanwhile, and the checks
-    are left to _confirmed: the parser goes on with the next slice."""
-    if byte_facts.done():
-        return run_slice(data, sep, byte_facts.result()), None
-    return run_slice(data, sep, _PLAIN), (data, byte_facts)
-
-
-def _confirmed(parsed: Iterator[_Parsed], sep: str) -> Iterator[tuple[pl.DataFrame, str]]:
-    """The slices parsed as run_slice parses them with their true byte facts: a slice parsed
-    as a plain one before its checks were done is parsed again (rarely) if it is not one."""
-    for result, unchecked in parsed:
-        if unchecked is not None and (facts := unchecked[1].result()) != _PLAIN:
-            result = run_slice(unchecked[0], sep, facts)
-        if result is None:
-            raise NotStreamable("the fast path refuses a slice")
-        yield result
+def _parsed(data: bytes, byte_facts: tuple[bool, bool], sep: str) -> _Parsed:
+    """A slice parsed (see run_slice)."""
+    parsed = run_slice(data, sep, byte_facts)
+    if parsed is None:
+        raise NotStreamable("the fast path refuses a slice")
+    return parsed
 
 
 class _TopicCutter:
     """Turns the parsed slices into Runs of whole topics, one call at a time."""
 
-    def __init__(self, owner: RunSlices, slices: Iterator[tuple[pl.DataFrame, str]]) -> None:
+    def __init__(self, owner: RunSlices, slices: Iterator[_Parsed]) -> None:
         self.owner = owner
         self.slices = slices
         self.done: set[str] = set()  # topics already handed out: they must not come back
@@ -159,8 +130,6 @@ class _TopicCutter:
 
     def next_run(self) -> Run | None:
         """The next Run of whole topics, or None at the end of the file."""
-        from rageval.retrieval.trec.frames import Run
-
         for frame, runid in self.slices:
             if frame.height == 0:
                 continue
@@ -178,8 +147,6 @@ class _TopicCutter:
     def _split(self, frame: pl.DataFrame) -> Run | None:
         """The whole topics of ``frame`` as a Run (None if it has one topic only); the rows
         of its last topic are held back: the next slice may go on with that topic."""
-        from rageval.retrieval.trec.frames import Run, qid_layout_of
-
         layout = qid_layout_of(frame.get_column("qid"))
         if any(n.startswith("#") for n in layout.names):
             raise NotStreamable("a comment line")  # the whole-file readers skip it
@@ -208,7 +175,7 @@ def _last_block_start(layout: QidLayout) -> int | None:
     if layout.starts is None:
         return None
     assert layout.block_name is not None
-    if (layout.block_name == layout.block_name[-1]).sum() != 1:
+    if np.count_nonzero(layout.block_name == layout.block_name[-1]) != 1:
         return None
     return int(layout.starts[-1])
 
@@ -218,9 +185,8 @@ def _without_last_block(layout: QidLayout) -> QidLayout:
     assert layout.starts is not None and layout.block_name is not None
     last = int(layout.block_name[-1])
     block_name = layout.block_name[:-1]
-    return dataclasses.replace(layout, names=layout.names[:last] + layout.names[last + 1:],
-                               starts=layout.starts[:-1],
-                               block_name=block_name - (block_name > last))
+    return QidLayout(layout.names[:last] + layout.names[last + 1:], starts=layout.starts[:-1],
+                     block_name=block_name - (block_name > last))
 
 
 def _prefetched(pool: ThreadPoolExecutor, produce: Callable[[], _T | None],
@@ -245,7 +211,6 @@ def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
     """The file in slices of whole lines (the last may lack its line end), each about
     ``chunk_bytes`` long, the first shorter; a line longer than that makes a longer slice."""
     with open(path, "rb") as fh:
-        file_size = os.fstat(fh.fileno()).st_size
         offset = 0
         size = min(chunk_bytes, _FIRST_BYTES)  # parsing begins once it is read and checked
         while True:
@@ -258,7 +223,7 @@ def _byte_slices(path: str, chunk_bytes: int) -> Iterator[bytes]:
             if not data:
                 return
             offset += len(data)
-            size = min(chunk_bytes, max((file_size - offset) // 3, _LAST_BYTES))
+            size = chunk_bytes
             yield data
 
 

@@ -11,17 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 import polars as pl
 
+from rageval.retrieval.trec.frames import qid_layout_of
 from rageval.retrieval.trec.syntax import FLOAT_RE, QRELS_COLUMNS, RUN_COLUMNS, WHITESPACE
-
-if TYPE_CHECKING:
-    import numpy as np
-
-# numpy (and the frames, which need it) are imported where they are used: a run's slices are
-# parsed (run_slice) before numpy is loaded, which takes about as long as parsing the first one.
 
 
 def _scan(
@@ -174,8 +170,6 @@ def _checked_run(frame: pl.DataFrame, sep: str) -> tuple[pl.DataFrame, str] | No
 
 
 def _has_comment_rows(frame: pl.DataFrame, cache: dict[str, Any]) -> bool:
-    from rageval.retrieval.trec.frames import qid_layout_of
-
     cache["qids"] = qid_layout_of(frame.get_column("qid"))
     return any(name.startswith("#") for name in cache["qids"].names)
 
@@ -230,8 +224,6 @@ def slice_byte_facts(data: bytes, sep: str) -> tuple[bool, bool]:
     """Whether whole lines in memory (a slice of a file from a line start to a line end, or to
     the file's end) hold the single bytes of :func:`_has_odd_whitespace`, and, for a space
     separator, whether two spaces follow each other somewhere (see :func:`run_slice`)."""
-    import numpy as np
-
     others, _ = _odd_bytes(sep)
     pairs = np.empty(_BLOCK_BYTES // 2, dtype=bool) if sep == " " else None
     doubled = carriage_return = False
@@ -252,8 +244,6 @@ def slice_byte_facts(data: bytes, sep: str) -> tuple[bool, bool]:
 def _two_spaces(data: bytes, start: int, end: int, scratch: np.ndarray) -> bool:
     """Whether ``data[start:end]`` holds two spaces in a row: byte pairs compared at both
     alignments (several times faster than ``bytes.find``, which holds the GIL, too)."""
-    import numpy as np
-
     for first in (start, start + 1):
         count = (end - first) // 2
         if count <= 0:
