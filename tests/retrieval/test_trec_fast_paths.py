@@ -87,7 +87,38 @@ def test_column_formatting_is_value_formatting(as_long: bool) -> None:
                        2.0**70, math.inf, -math.inf, math.nan, -math.nan])
     fmt = _fmt_long if as_long else _fmt_double
     for column in (values, values[:11], values[:10]):  # with, and without, the odd values
-        assert _formatted(column, as_long) == [fmt(v) for v in column.tolist()]
+        spec, values_out = _formatted(column, as_long)
+        assert [spec % v for v in values_out] == [fmt(v) for v in column.tolist()]
+
+
+def test_per_topic_lines_are_the_values_formatted_one_by_one(tmp_path: Path) -> None:
+    """The per-topic lines, filled into one template a topic, read as each value printed on
+    its own: names holding '%' (measure parameters may), strings, counts and NaN."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\nq%s 0 d1 1\n")
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d9 2 1.0 r\nq2 Q0 d4 1 1.0 r\nq%s Q0 d1 1 1 r\n")
+    specs = ["relstring.2%", "ndcg.1=3%", "num_rel", "P.5", "gm_map"]
+    opts = Options(query_flag=True, summary_flag=False)
+    qids, results = run_evaluation(str(qrels), str(run), specs, opts)
+    precision = next(res for res in results if res.selected.names == ("P_5",))
+    precision.per_query[1, 0] = math.nan  # type: ignore[index]
+    out = io.StringIO()
+    write_results(qids, results, opts, out)
+    expected = []
+    for i, qid in enumerate(qids):
+        for res in results:
+            kind = res.selected.measure.kind
+            for k, name in enumerate(res.selected.names):
+                if kind == "relstring":
+                    text = f"'{res.per_query[i]}'"  # type: ignore[index]
+                elif kind == "gm":
+                    continue
+                else:
+                    fmt = _fmt_long if kind == "long" else _fmt_double
+                    text = fmt(float(res.per_query[i, k]))  # type: ignore[call-overload]
+                expected.append(f"{name:<22}\t{qid}\t{text}\n")
+    assert "relstring_2%" in out.getvalue() and "\tq%s\t" in out.getvalue()
+    assert out.getvalue() == "".join(expected)
 
 
 QRELS = "q2 0 d1 1\nq1 0 d2 1\nq1 0 d3 2\nq3 0 d8 1\nq2 0 d4 0\nq3 0 d7 0\nq4 0 d1 1\n"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import chain
 from typing import TextIO
 
 import numpy as np
@@ -43,38 +42,42 @@ def write_results(
 
 def _per_query_lines(qids: Sequence[str], results: list[MeasureResult], lines: list[str],
                      zscores: bool) -> None:
-    """Each topic's lines, topic by topic: built a column (one printed name) at a time, then
-    interleaved, which costs a fraction of formatting them one by one."""
-    columns: list[list[str]] = []
-    tab_qids = [f"{qid}\t" for qid in qids]
+    """Each topic's lines, topic by topic: one %-template holds a topic's lines, filled from
+    the columns (one per printed name) by C's formatting, which costs a fraction of formatting
+    the values and the lines one by one."""
+    template: list[str] = []
+    fields: list[Sequence[object]] = []
     for res in results:
         kind = res.selected.measure.kind
         if kind in ("runid", "num_q", "gm"):
             continue
         prefix = "Z" if zscores and kind != "relstring" else ""
-        names = [f"{prefix}{n:<22}\t" for n in res.selected.names]
+        names = [f"{prefix}{n:<22}\t".replace("%", "%%") for n in res.selected.names]
         if kind == "relstring":
             assert isinstance(res.per_query, list)
-            texts = [f"'{text}'" for text in res.per_query]
-            columns.append([f"{names[0]}{q}{t}\n" for q, t in zip(tab_qids, texts, strict=True)])
+            template.append(f"{names[0]}%s\t'%s'\n")
+            fields += [qids, res.per_query]
             continue
         assert isinstance(res.per_query, np.ndarray)
         as_long = kind == "long" and not zscores
         for name, values in zip(names, res.per_query.T, strict=True):
-            texts = _formatted(values, as_long)
-            columns.append([f"{name}{q}{t}\n" for q, t in zip(tab_qids, texts, strict=True)])
-    lines.extend(chain.from_iterable(zip(*columns, strict=True)))
+            spec, texts = _formatted(values, as_long)
+            template.append(f"{name}%s\t{spec}\n")
+            fields += [qids, texts]
+    if template and qids:
+        lines.append("".join(map("".join(template).__mod__, zip(*fields, strict=True))))
 
 
-def _formatted(values: np.ndarray, as_long: bool) -> list[str]:
-    """One column's values as trec_eval prints them (see _fmt_long and _fmt_double)."""
+def _formatted(values: np.ndarray, as_long: bool) -> tuple[str, list[object]]:
+    """One column's values and their %-format, as trec_eval prints them (see _fmt_long and
+    _fmt_double)."""
     if not np.isfinite(values).all() or (as_long and np.abs(values).max(initial=0) >= 2**62):
         # NaN, infinities and counts beyond int64: the careful way
         fmt = _fmt_long if as_long else _fmt_double
-        return [fmt(v) for v in values.tolist()]
+        return "%s", [fmt(v) for v in values.tolist()]
     if as_long:
-        return [str(v) for v in values.astype(np.int64).tolist()]  # truncates toward zero
-    return [f"{v:6.4f}" for v in values.tolist()]
+        return "%d", values.astype(np.int64).tolist()  # truncates toward zero
+    return "%6.4f", values.tolist()
 
 
 def _summary_lines(results: list[MeasureResult], lines: list[str], zscores: bool) -> None:
