@@ -33,9 +33,9 @@ from rageval.inputs.traces.spans import KIND_KEY, Span
 __all__ = ["otlp_traces"]
 
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([^"]*)"')
-_HEX_DIGITS = "0123456789abcdefABCDEF"  # a string of them alone strips to nothing
-_LOWER_HEX_DIGITS = "0123456789abcdef"
-_LOWER_HEX = b"0123456789abcdef"
+_LOWER_HEX_DIGITS = "0123456789abcdef"  # a string of them alone strips to nothing
+_HEX_DIGITS = _LOWER_HEX_DIGITS + "ABCDEF"
+_LOWER_HEX = _LOWER_HEX_DIGITS.encode("ascii")  # the same, for the first pass's raw bytes
 T = TypeVar("T")
 _SCOPES = ("scopeSpans", "instrumentationLibrarySpans")  # the latter: OTLP before 0.15
 # An exporter's line holds hundreds of spans (half a megabyte or more): read in big pieces.
