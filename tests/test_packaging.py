@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -35,6 +36,16 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "rageval").rglob("*.py")}
     assert modules - names == set()
+
+
+def test_the_wheel_holds_the_compiled_run_check(wheel: Path) -> None:
+    """The optional C extension (a run's six-field proof) is built where a compiler is found;
+    CI has one."""
+    if shutil.which(sysconfig.get_config_var("CC").split()[0]) is None:
+        pytest.skip("no C compiler: the wheel is built without its optional extension")
+    names = zipfile.ZipFile(wheel).namelist()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    assert f"rageval/retrieval/trec/_six_fields{suffix}" in names
 
 
 def test_the_wheel_holds_the_top_level_prompts_and_page_assets(wheel: Path) -> None:

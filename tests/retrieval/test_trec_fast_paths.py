@@ -1,6 +1,7 @@
 """The shortcuts of trec-eval's streamed read held to the slower paths they stand in for.
 
-- A space-separated slice is read in four columns (qid, docno, score, runid) when no space is
+- A space-separated slice is read in two columns (docno, score) where the compiled check
+  proves six fields a line, in four (qid, docno, score, runid) otherwise when no space is
   doubled; whatever it accepts must be what the exact line-by-line parser reads, and what the
   exact parser refuses it must refuse.
 - Per-topic lines are formatted a column at a time; each value must print as the value-by-value
@@ -21,6 +22,7 @@ import polars as pl
 import pytest
 
 from rageval.core.errors import RagevalError
+from rageval.retrieval.trec import fast_read
 from rageval.retrieval.trec.exact_read import exact_run
 from rageval.retrieval.trec.fast_read import run_slice
 from rageval.retrieval.trec_eval.evaluation import Options, run_evaluation
@@ -57,7 +59,11 @@ def rows(frame: pl.DataFrame) -> list[tuple[str, str, float]]:
 
 @pytest.mark.filterwarnings("ignore:.*not entirely a number")
 @pytest.mark.parametrize("text", AWKWARD_RUNS)
-def test_slice_read_is_the_exact_read_or_refused(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize("compiled_proof", [True, False])
+def test_slice_read_is_the_exact_read_or_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 text: str, compiled_proof: bool) -> None:
+    if not compiled_proof:  # the checks in Python decide every slice, as without a compiler
+        monkeypatch.setattr(fast_read, "six_field_blocks", None)
     path = tmp_path / "run"
     path.write_bytes(text.encode())
     fast = run_slice(text.encode(), " ")
@@ -163,10 +169,10 @@ def test_byte_checks_see_across_the_blocks_they_scan(at: int) -> None:
     from rageval.retrieval.trec.fast_read import slice_byte_facts
 
     plain = bytearray(b"x" * ((1 << 21) + 7))
-    assert slice_byte_facts(bytes(plain), " ") == (False, False)
+    assert slice_byte_facts(bytes(plain), " ")[:2] == (False, False)
     doubled = plain.copy()
     doubled[at:at + 2] = b"  "
-    assert slice_byte_facts(bytes(doubled), " ") == (False, True)
+    assert slice_byte_facts(bytes(doubled), " ")[:2] == (False, True)
     tab = plain.copy()
     tab[at] = ord("\t")
     assert slice_byte_facts(bytes(tab), " ")[0]

@@ -25,7 +25,12 @@ from typing import BinaryIO, TypeVar
 import numpy as np
 import polars as pl
 
-from rageval.retrieval.trec.fast_read import guess_separator, run_slice, slice_byte_facts
+from rageval.retrieval.trec.fast_read import (
+    SliceFacts,
+    guess_separator,
+    run_slice,
+    slice_byte_facts,
+)
 from rageval.retrieval.trec.frames import QidLayout, Run, qid_layout_of
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "NotStreamable", "RunSlices"]
@@ -39,7 +44,7 @@ _READ_AHEAD = 1
 _PARSE_AHEAD = 3
 
 # A slice read, and what slice_byte_facts says of it; a slice parsed, and its last runid.
-_Checked = tuple[bytes, tuple[bool, bool]]
+_Checked = tuple[bytes, SliceFacts]
 _Parsed = tuple[pl.DataFrame, str]
 _T = TypeVar("_T")
 
@@ -111,7 +116,7 @@ class RunSlices:
             self.close()
 
 
-def _parsed(data: bytes, byte_facts: tuple[bool, bool], sep: str) -> _Parsed:
+def _parsed(data: bytes, byte_facts: SliceFacts, sep: str) -> _Parsed:
     """A slice parsed (see run_slice)."""
     parsed = run_slice(data, sep, byte_facts)
     if parsed is None:

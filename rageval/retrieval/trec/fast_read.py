@@ -3,7 +3,11 @@
 Files separated by single spaces, or by single tabs with space-padded fields, are read by
 polars; :func:`fast_run` and :func:`fast_qrels` return None for any file they cannot prove
 well-formed (odd whitespace, missing fields, numbers C would not read), which the exact
-parser (:mod:`rageval.retrieval.trec.exact_read`) then reads or rejects.
+parser (:mod:`rageval.retrieval.trec.exact_read`) then reads or rejects. A slice of a run
+proven to hold six fields a line by the compiled check (``_six_fields.c``, built where a C
+compiler is found at install) is parsed for the documents and scores only, its topics taken
+from the blocks the proof found; without it, or where it proves nothing, the checks in Python
+and the parsed topic and runid columns decide.
 """
 
 from __future__ import annotations
@@ -11,13 +15,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from rageval.retrieval.trec.frames import qid_layout_of
 from rageval.retrieval.trec.syntax import FLOAT_RE, QRELS_COLUMNS, RUN_COLUMNS, WHITESPACE
+
+try:  # compiled at install where a C compiler is found (pyproject.toml's ext-modules)
+    from rageval.retrieval.trec._six_fields import six_field_blocks
+except ImportError:  # the checks in Python and the parsed columns decide each slice instead
+    six_field_blocks = None
+
+# What the compiled proof returns for a slice of six-field lines: its number of lines, and the
+# topic and first line of each block of lines of one topic.
+SixFieldLines = tuple[int, list[str], list[int]]
 
 
 def _scan(
@@ -111,15 +124,27 @@ def fast_run(path: str, cache: dict[str, Any] | None = None) -> tuple[pl.DataFra
     return _checked_run(frame, sep)
 
 
+class SliceFacts(NamedTuple):
+    """What the bytes of a slice say before it is parsed (see :func:`slice_byte_facts`)."""
+
+    odd: bool  # whitespace the columnar read would get wrong: the slice is refused
+    doubled: bool  # two spaces in a row somewhere (a space separator)
+    # Proven: every line six non-empty fields split by single spaces, all ASCII, no other
+    # whitespace than the line ends (and then neither odd nor doubled); None where not.
+    six_fields: SixFieldLines | None = None
+
+
 def run_slice(data: bytes, sep: str,
-              byte_facts: tuple[bool, bool] | None = None) -> tuple[pl.DataFrame, str] | None:
+              byte_facts: SliceFacts | None = None) -> tuple[pl.DataFrame, str] | None:
     """Whole lines of a run file (a slice starting at a line start), read as :func:`fast_run`
     reads a file, except that a comment line is refused too; None if unsure. The runid is that
     of the slice's last line ("" for a slice of blank lines). ``byte_facts`` is what
     :func:`slice_byte_facts` says of ``data``, where the caller found it already."""
-    odd, doubled = slice_byte_facts(data, sep) if byte_facts is None else byte_facts
+    odd, doubled, six_fields = slice_byte_facts(data, sep) if byte_facts is None else byte_facts
     if odd:
         return None
+    if six_fields is not None:
+        return _six_field_slice(data, sep, six_fields)
     # Only the last runid is kept: a String column costs less to parse than a Categorical.
     types = {**_run_types(sep), "runid": pl.String()}
     if sep == " " and not doubled:
@@ -152,6 +177,24 @@ def run_slice(data: bytes, sep: str,
     if _has_nulls(frame, ("iter", "rank")):
         return None
     return _checked_run(frame.drop("iter", "rank"), sep)
+
+
+def _six_field_slice(data: bytes, sep: str,
+                     proven: SixFieldLines) -> tuple[pl.DataFrame, str] | None:
+    """A slice proven to hold six fields a line: the documents and scores are parsed (no field
+    is empty, none holds whitespace), each line's topic is its block's, and the runid is the
+    last line's last field."""
+    lines, topics, starts = proven
+    frame = _scan(data, sep, RUN_COLUMNS, _run_types(sep), ("docno", "score"),
+                  ragged=True, comments=False)
+    if (frame is None or frame.height != lines or any(frame.null_count().row(0))
+            or frame.get_column("score").is_nan().any()):
+        return None  # a score polars reads as no number, or as NaN: the full read decides
+    lengths = np.diff(np.array([*starts, lines], dtype=np.int64))
+    block_of_line = np.repeat(np.arange(len(topics), dtype=np.int64), lengths)
+    qid = pl.Series("qid", topics, dtype=pl.Categorical()).gather(block_of_line)
+    last_field = data[data.rfind(sep.encode()) + 1:].rstrip(b"\n")
+    return frame.insert_column(0, qid), last_field.decode("ascii")
 
 
 def _checked_run(frame: pl.DataFrame, sep: str) -> tuple[pl.DataFrame, str] | None:
@@ -220,25 +263,30 @@ def _odd_bytes(sep: str) -> tuple[list[bytes], list[bytes]]:
 _BLOCK_BYTES = 1 << 20
 
 
-def slice_byte_facts(data: bytes, sep: str) -> tuple[bool, bool]:
+def slice_byte_facts(data: bytes, sep: str) -> SliceFacts:
     """Whether whole lines in memory (a slice of a file from a line start to a line end, or to
     the file's end) hold the single bytes of :func:`_has_odd_whitespace`, and, for a space
-    separator, whether two spaces follow each other somewhere (see :func:`run_slice`)."""
+    separator, whether two spaces follow each other somewhere or every line is proven to hold
+    six fields (see :func:`run_slice`)."""
+    if sep == " " and six_field_blocks is not None:
+        proven = six_field_blocks(data)
+        if proven is not None:
+            return SliceFacts(odd=False, doubled=False, six_fields=proven)
     others, _ = _odd_bytes(sep)
     pairs = np.empty(_BLOCK_BYTES // 2, dtype=bool) if sep == " " else None
     doubled = carriage_return = False
     for start in range(0, len(data), _BLOCK_BYTES):
         end = min(start + _BLOCK_BYTES, len(data))
         if any(data.find(ch, start, end) >= 0 for ch in others):
-            return True, doubled
+            return SliceFacts(True, doubled)
         carriage_return = carriage_return or data.find(b"\r", start, end) >= 0
         if pairs is not None and not doubled:  # (one byte more: a pair across blocks)
             doubled = _two_spaces(data, start, min(end + 1, len(data)), pairs)
     if carriage_return:
         hit = _STRAY_CR.search(data)
         if hit is not None and hit.start() < len(data) - 1:  # a final "\r" ends the file
-            return True, doubled
-    return False, doubled
+            return SliceFacts(True, doubled)
+    return SliceFacts(False, doubled)
 
 
 def _two_spaces(data: bytes, start: int, end: int, scratch: np.ndarray) -> bool:
