@@ -85,7 +85,9 @@ def well_formed_slices(draw: st.DrawFn) -> bytes:
     """Six-field lines of varied lengths (line ends at every place in a 64-byte block), with
     topics in blocks, and now and then one byte changed."""
     field = st.text(alphabet="abcxyz0123456789.-", min_size=1, max_size=9)
-    topic = st.sampled_from(["1", "2", "10", "q1", "301"])
+    # Topics of up to seven bytes are compared a word at a time, longer ones byte by byte.
+    topic = st.sampled_from(["1", "2", "10", "q1", "301", "1234567", "12345678", "123456789",
+                             "topic-0001", "topic-00012"])
     lines = [" ".join([draw(topic), *draw(st.lists(field, min_size=5, max_size=5))])
              for _ in range(draw(st.integers(1, 40)))]
     data = bytearray(("\n".join(lines) + draw(st.sampled_from(["", "\n"]))).encode())

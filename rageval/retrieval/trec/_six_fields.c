@@ -43,22 +43,18 @@ typedef struct {
     Block *blocks;
     Py_ssize_t count, capacity, most;
     Py_ssize_t lines; /* line ends met so far: the index of the line being read */
+    /* The last block's topic and the space after it as eight bytes, and which of them count
+       (none where the topic is longer than seven bytes: compared byte by byte then). */
+    uint64_t topic_word, topic_mask;
 } Blocks;
 
 enum { NOT_PROVEN = 0, PROVEN = 1, NO_MEMORY = -1 };
 
-/* The line starting at offset `start` (line number b->lines): the same topic as the line
-   before, or the first line of a new block. NOT_PROVEN where blocks are too many or no space
-   follows; the proof, which goes on, decides whether the line is well-formed. */
-static int topic_of_line(Blocks *b, const unsigned char *p, Py_ssize_t n, Py_ssize_t start)
+/* The line starting at offset `start` (line number b->lines) is the first of a new block.
+   NOT_PROVEN where blocks are too many or no space follows; the proof, which goes on, decides
+   whether the line is well-formed. */
+static int new_block(Blocks *b, const unsigned char *p, Py_ssize_t n, Py_ssize_t start)
 {
-    if (b->count) {
-        const Block *last = &b->blocks[b->count - 1];
-        Py_ssize_t length = last->length;
-        if (start + length < n && p[start + length] == ' '
-            && memcmp(p + start, p + last->offset, (size_t)length) == 0)
-            return PROVEN;
-    }
     const unsigned char *space = memchr(p + start, ' ', (size_t)(n - start));
     if (space == NULL || b->count >= b->most)
         return NOT_PROVEN;
@@ -70,8 +66,37 @@ static int topic_of_line(Blocks *b, const unsigned char *p, Py_ssize_t n, Py_ssi
         b->blocks = grown;
         b->capacity = capacity;
     }
-    b->blocks[b->count++] = (Block){b->lines, start, space - (p + start)};
+    Py_ssize_t length = space - (p + start);
+    b->blocks[b->count++] = (Block){b->lines, start, length};
+    b->topic_mask = 0;
+    if (length < 8) {
+        unsigned char word[8] = {0}, mask[8] = {0};
+        memcpy(word, p + start, (size_t)length + 1);
+        memset(mask, 0xff, (size_t)length + 1);
+        memcpy(&b->topic_word, word, 8);
+        memcpy(&b->topic_mask, mask, 8);
+    }
     return PROVEN;
+}
+
+/* The line starting at offset `start`: the same topic as the line before (its topic, then a
+   space), or the first line of a new block. */
+static inline int topic_of_line(Blocks *b, const unsigned char *p, Py_ssize_t n,
+                                Py_ssize_t start)
+{
+    if (b->count == 0)
+        return new_block(b, p, n, start);
+    if (b->topic_mask && start + 8 <= n) {
+        uint64_t word;
+        memcpy(&word, p + start, 8);
+        return (word & b->topic_mask) == b->topic_word ? PROVEN : new_block(b, p, n, start);
+    }
+    const Block *last = &b->blocks[b->count - 1];
+    Py_ssize_t length = last->length;
+    if (start + length < n && p[start + length] == ' '
+        && memcmp(p + start, p + last->offset, (size_t)length) == 0)
+        return PROVEN;
+    return new_block(b, p, n, start);
 }
 
 /* One byte at a time: every platform, and the reference the block version is tested against. */
@@ -104,9 +129,11 @@ static int proven_bytewise(const unsigned char *p, Py_ssize_t n, Blocks *b)
 
 #ifdef SIX_FIELDS_SSE2
 
+/* Set bits in a word: the processor's instruction where the compiler may use it, else the
+   bit-parallel sum (a call to the compiler's library function costs more than either). */
 static inline int count_bits(uint64_t x)
 {
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__POPCNT__)
     return __builtin_popcountll(x);
 #else
     x = x - ((x >> 1) & 0x5555555555555555ULL);
@@ -116,10 +143,14 @@ static inline int count_bits(uint64_t x)
 #endif
 }
 
-/* The index of the lowest set bit of a word holding that bit only. */
-static inline int bit_index(uint64_t single)
+/* The index of the lowest set bit of a non-zero word. */
+static inline int lowest_bit(uint64_t x)
 {
-    return count_bits(single - 1);
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    return count_bits((x & (0 - x)) - 1);
+#endif
 }
 
 /* The high bit of each of 64 bytes (four compared or raw vectors), as one word. */
@@ -185,7 +216,7 @@ static int proven_blocks(const unsigned char *p, Py_ssize_t n, Blocks *b)
             uncounted &= ~upto;
             pending = 0;
             b->lines++;
-            Py_ssize_t next = at + bit_index(end) + 1;
+            Py_ssize_t next = at + lowest_bit(end) + 1;
             if (next < n && (status = topic_of_line(b, p, n, next)) != PROVEN)
                 return status;
         }
@@ -202,17 +233,27 @@ static int proven_blocks(const unsigned char *p, Py_ssize_t n, Blocks *b)
 
 typedef int (*proof_fn)(const unsigned char *, Py_ssize_t, Blocks *);
 
-/* The lines of a proven slice: its line ends, and a last line without one. */
-static Py_ssize_t lines_in(const Py_buffer *view, const Blocks *b)
+#ifdef SIX_FIELDS_SSE2
+#define FASTEST_PROOF proven_blocks
+#else
+#define FASTEST_PROOF proven_bytewise
+#endif
+
+/* Blocks kept at most for a slice of n bytes (see LINES_A_BLOCK). */
+static Py_ssize_t most_blocks(Py_ssize_t n)
 {
-    return b->lines + (((const unsigned char *)view->buf)[view->len - 1] != '\n');
+    return ((n + 1) / SHORTEST_LINE + 1 + LINES_A_BLOCK * FEW_BLOCKS) / LINES_A_BLOCK;
 }
 
-/* (lines, topic of each block, first line of each block) for the blocks found. */
-static PyObject *blocks_found(const Py_buffer *view, const Blocks *b)
+/* (lines, topic of each block, first line of each block) for a proven slice of n bytes; None
+   for one not proven (or whose topics change more often than the blocks' bound). */
+static PyObject *proof_found(int status, const unsigned char *p, Py_ssize_t n, const Blocks *b)
 {
-    const unsigned char *p = view->buf;
-    Py_ssize_t lines = lines_in(view, b);
+    if (status == NO_MEMORY)
+        return PyErr_NoMemory();
+    Py_ssize_t lines = status == PROVEN ? b->lines + (p[n - 1] != '\n') : 0;
+    if (status != PROVEN || b->count * LINES_A_BLOCK > lines + LINES_A_BLOCK * FEW_BLOCKS)
+        return Py_NewRef(Py_None);
     PyObject *topics = PyList_New(b->count), *starts = PyList_New(b->count);
     if (topics == NULL || starts == NULL)
         goto failed;
@@ -240,24 +281,16 @@ failed:
 static PyObject *proven_by(proof_fn proof, PyObject *data)
 {
     Py_buffer view;
-    Blocks b = {NULL, 0, 0, 0, 0};
+    Blocks b = {NULL, 0, 0, 0, 0, 0, 0};
     int status;
     PyObject *result;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    b.most = ((view.len + 1) / SHORTEST_LINE + 1 + LINES_A_BLOCK * FEW_BLOCKS) / LINES_A_BLOCK;
+    b.most = most_blocks(view.len);
     Py_BEGIN_ALLOW_THREADS
     status = proof((const unsigned char *)view.buf, view.len, &b);
     Py_END_ALLOW_THREADS
-    if (status == PROVEN && b.count * LINES_A_BLOCK
-                                > lines_in(&view, &b) + LINES_A_BLOCK * FEW_BLOCKS)
-        status = NOT_PROVEN; /* topics changing more often than the blocks' bound */
-    if (status == NO_MEMORY)
-        result = PyErr_NoMemory();
-    else if (status == PROVEN)
-        result = blocks_found(&view, &b);
-    else
-        result = Py_NewRef(Py_None);
+    result = proof_found(status, view.buf, view.len, &b);
     free(b.blocks);
     PyBuffer_Release(&view);
     return result;
@@ -266,11 +299,7 @@ static PyObject *proven_by(proof_fn proof, PyObject *data)
 static PyObject *six_field_blocks(PyObject *module, PyObject *data)
 {
     (void)module;
-#ifdef SIX_FIELDS_SSE2
-    return proven_by(proven_blocks, data);
-#else
-    return proven_by(proven_bytewise, data);
-#endif
+    return proven_by(FASTEST_PROOF, data);
 }
 
 static PyObject *six_field_blocks_bytewise(PyObject *module, PyObject *data)
