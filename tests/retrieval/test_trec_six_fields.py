@@ -159,6 +159,15 @@ def test_the_proof_takes_any_buffer_and_refuses_text() -> None:
         six_field_blocks("1 Q0 d 1 2.5 r\n")  # type: ignore[arg-type]
 
 
+def render_whole(qrels: Path, run: Path, opts: Options) -> str:
+    """The output of the whole-file read (no slices)."""
+    whole = replace(opts, chunk_bytes=0)
+    qids, results = run_evaluation(str(qrels), str(run), ["all_trec"], whole)
+    out = io.StringIO()
+    write_results(qids, results, whole, out)
+    return out.getvalue()
+
+
 def rows(parsed: tuple[pl.DataFrame, str] | None) -> object:
     if parsed is None:
         return None
@@ -188,17 +197,24 @@ def test_a_proven_slice_reads_as_it_reads_without_the_proof(data: bytes) -> None
     assert rows(run_slice(data, " ", facts)) == rows(without)
 
 
-QRELS = "1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n10 0 d1 1\n"
+QRELS = "1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n10 0 d1 1\n10 0 dé 2\n"
 RUN = "".join(f"{topic} Q0 d{doc} {doc} {10 - doc}.5 run\n" for topic in ("1", "10", "2")
               for doc in range(1, 6))
 
 
+@pytest.mark.parametrize("run_text", [
+    RUN,
+    # slices the proof refuses and polars reads, beside proven ones: their topic columns meet
+    # where a topic goes on from one slice to the next
+    RUN.replace("10 Q0 d3", "10 Q0 dé"),  # not ASCII
+    RUN.replace("10 Q0 d2 2 8.5 run", "10 Q0 d2 2 8.5 run extra"),  # a seventh field
+])
 @pytest.mark.parametrize("chunk", [1, 40, 200, 1 << 20])
 def test_trec_eval_gives_the_same_output_with_and_without_the_proof(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_text: str, chunk: int) -> None:
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text(QRELS)
-    run.write_text(RUN)
+    run.write_text(run_text)
     opts = replace(Options(query_flag=True), chunk_bytes=chunk)
 
     def output() -> str:
@@ -210,4 +226,5 @@ def test_trec_eval_gives_the_same_output_with_and_without_the_proof(
     proven = output()
     monkeypatch.setattr(fast_read, "six_field_blocks", None)
     assert output() == proven
+    assert output() == render_whole(qrels, run, opts)
     assert "runid                 \tall\trun\n" in proven
