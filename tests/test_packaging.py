@@ -4,6 +4,8 @@ from an installed wheel."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -39,10 +41,12 @@ def test_the_wheel_holds_every_module(wheel: Path) -> None:
 
 
 def test_the_wheel_holds_the_compiled_run_check(wheel: Path) -> None:
-    """The optional C extension (a run's six-field proof) is built where a compiler is found;
-    CI has one."""
-    if shutil.which(sysconfig.get_config_var("CC").split()[0]) is None:
-        pytest.skip("no C compiler: the wheel is built without its optional extension")
+    """The optional C extension (a run's six-field proof) goes into the wheel wherever the
+    install could build it (a C compiler and Python's headers); CI has both."""
+    built_here = importlib.util.find_spec("rageval.retrieval.trec._six_fields") is not None
+    if not built_here and os.environ.get("CI") != "true":
+        pytest.skip("the C extension is not built here (no C compiler or Python headers): "
+                    "the wheel goes without it")
     names = zipfile.ZipFile(wheel).namelist()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     assert f"rageval/retrieval/trec/_six_fields{suffix}" in names
