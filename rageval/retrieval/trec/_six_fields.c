@@ -1,5 +1,5 @@
-/* The proof that a slice of a TREC run holds six fields a line, and its topics' blocks, at
-   memory speed.
+/* The proof that a slice of a TREC run holds six fields a line, and its topics' blocks, in one
+   pass over its bytes.
 
 A slice (whole lines from a line start; the last line may lack its line end) is proven when
 every byte is ASCII, the only whitespace in it is the single space between fields and the "\n"
